@@ -1,0 +1,32 @@
+# joulebench: energy per image of image-classification models, beside their accuracy.
+# The Snakefile is a table of contents; all logic lives in src/joulebench.
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+# The package is importable from a plain clone (no install needed for the workflow).
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/catalog.smk"
+
+
+onstart:
+    print(f"joulebench: {len(MODELS)} model(s) -> results/")
+
+
+onerror:
+    print("joulebench: a job failed; see its log under logs/ (rerun to resume).")
+
+
+rule all:
+    default_target: True
+    input:
+        get_final_outputs(),

@@ -1,0 +1,5 @@
+import sys
+
+from joulebench.cli import main
+
+sys.exit(main())

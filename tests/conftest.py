@@ -1,0 +1,39 @@
+"""Shared helpers: the repository root and a way to run the workflow in a temp folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 600):
+    """Run the repository's workflow with `workdir` as working directory; return the result."""
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
+    cmd += ["--directory", str(workdir), "--cores", "2"]
+    if config is not None:
+        path = workdir / "test-config.yaml"
+        path.write_text(yaml.safe_dump(config))
+        cmd += ["--configfile", str(path)]
+    env = dict(os.environ)
+    # Rules call `python -m joulebench`: the interpreter running the tests comes first.
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run(
+        cmd + list(args), capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
+@pytest.fixture
+def run_workflow(tmp_path):
+    def run(config, *args, **kw):
+        return snakemake(tmp_path, config, *args, **kw)
+
+    run.workdir = tmp_path
+    return run

@@ -1,0 +1,124 @@
+"""The catalog stage: rows of models that work, fall back to CPU, or fail."""
+
+import pandas as pd
+import pytest
+import timm
+import torch
+from timm.models import register_model
+from torch import nn
+
+from joulebench.catalog import build_catalog, catalog_row
+from joulebench.tables import CATALOG_COLUMNS, conform, read_table, write_table
+
+
+class _NeedsRealTensors(nn.Module):
+    """Calls .item() in forward, which a meta tensor cannot do: counted on CPU."""
+
+    def __init__(self, num_classes=1000, **kwargs):
+        super().__init__()
+        self.num_classes = num_classes
+        self.conv = nn.Conv2d(3, 4, 1)
+        self.fc = nn.Linear(4, num_classes)
+
+    def forward(self, x):
+        scale = float(x.abs().max().item() + 1.0)
+        return self.fc(self.conv(x).mean((2, 3)) * scale)
+
+
+class _Broken(nn.Module):
+    def __init__(self, **kwargs):
+        super().__init__()
+        raise RuntimeError("this architecture cannot be built")
+
+
+@register_model
+def jbtest_needs_real_tensors(pretrained=False, **kwargs):
+    return _NeedsRealTensors(**kwargs)
+
+
+@register_model
+def jbtest_broken(pretrained=False, **kwargs):
+    return _Broken(**kwargs)
+
+
+def test_row_of_a_real_model():
+    row = catalog_row("resnet18.a1_in1k")
+    model = timm.create_model("resnet18.a1_in1k")
+    assert row["status"] == "ok" and row["count_device"] == "meta"
+    assert row["params"] == sum(p.numel() for p in model.parameters())
+    assert (row["architecture"], row["pretrained_tag"], row["family"]) == (
+        "resnet18",
+        "a1_in1k",
+        "resnet",
+    )
+    cfg = timm.data.resolve_model_data_config(model)
+    assert (row["input_channels"], row["input_height"], row["input_width"]) == cfg["input_size"]
+    assert row["crop_pct"] == cfg["crop_pct"] and row["interpolation"] == cfg["interpolation"]
+    assert row["mean"] == list(cfg["mean"]) and row["num_classes"] == 1000
+    assert row["flops_per_image"] == 2 * row["macs_per_image"]
+
+
+def test_head_follows_the_pretrained_tag():
+    row = catalog_row("convnext_tiny.fb_in22k")  # an ImageNet-22k head
+    assert row["num_classes"] == 21841
+
+
+def test_model_that_fails_on_meta_is_counted_on_cpu():
+    row = catalog_row("jbtest_needs_real_tensors")
+    assert row["status"] == "ok" and row["count_device"] == "cpu"
+    assert "meta failed" in row["reason"]
+    assert row["macs_per_image"] == 224 * 224 * 3 * 4 + 4 * 1000
+
+
+def test_model_that_fails_is_a_row_with_reason():
+    df = build_catalog(["jbtest_broken", "resnet18.a1_in1k"], log=lambda s: None)
+    broken = df.set_index("model").loc["jbtest_broken"]
+    assert broken["status"] == "failed"
+    assert "cannot be built" in broken["reason"]
+    assert pd.isna(broken["params"])
+    assert df.set_index("model").loc["resnet18.a1_in1k", "status"] == "ok"
+
+
+def test_unknown_architecture_is_a_failed_row():
+    row = catalog_row("no_such_arch_xyz")
+    assert row["status"] == "failed" and row["reason"]
+
+
+def test_catalog_table_round_trip(tmp_path):
+    df = build_catalog(["jbtest_broken", "resnet18.a1_in1k"], log=lambda s: None)
+    path = tmp_path / "catalog.parquet"
+    write_table(df, path, CATALOG_COLUMNS)
+    back = read_table(path)
+    assert list(back.columns) == list(CATALOG_COLUMNS)
+    assert back["params"].dtype == "Int64"
+    assert list(back["mean"].iloc[1]) == pytest.approx([0.485, 0.456, 0.406])
+    assert not list(tmp_path.glob(".*tmp"))  # no temp file left behind
+
+
+def test_conform_rejects_missing_and_extra_columns():
+    df = build_catalog(["resnet18.a1_in1k"], log=lambda s: None)
+    with pytest.raises(ValueError, match="lacks"):
+        conform(df.drop(columns=["params"]), CATALOG_COLUMNS)
+    with pytest.raises(ValueError, match="undeclared"):
+        conform(df.assign(extra=1), CATALOG_COLUMNS)
+
+
+def test_atomic_write_leaves_old_file_when_writing_fails(tmp_path):
+    path = tmp_path / "t.parquet"
+    write_table(pd.DataFrame({"a": [1]}), path)
+    with pytest.raises(Exception):  # noqa: B017 - any failure of the writer
+        write_table(pd.DataFrame({"a": [object()]}), path)
+    assert read_table(path)["a"].tolist() == [1]
+    assert [p.name for p in tmp_path.iterdir()] == ["t.parquet"]
+
+
+def test_counting_does_not_touch_real_memory():
+    """A 300M-parameter model catalogs on meta without allocating its weights."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    row = catalog_row("vit_large_patch16_224.augreg_in21k_ft_in1k")
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert row["count_device"] == "meta" and row["params"] > 300e6
+    assert (after - before) * 1024 < 300e6  # far below its 1.2 GB of fp32 weights
+    assert torch.get_default_device().type == "cpu"

@@ -1,0 +1,55 @@
+"""Config validation: the schema's defaults and messages, and errors before any job runs."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def check(config):
+    validate(config, SCHEMA)
+    return config
+
+
+def test_default_config_is_valid_and_gets_defaults():
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config.pop("catalog", None)
+    check(config)
+    assert config["catalog"]["models_per_job"] == 100
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"models": ["resnet18"], "bogus": 1}, "'bogus' was unexpected"),
+        ({"models": "resnet18"}, "is not of type 'array'"),
+        ({"models": []}, "should be non-empty"),
+        ({"models": ["resnet18"], "catalog": {"models_per_job": 0}}, "minimum of 1"),
+        ({"models": ["resnet18"], "catalog": {"models_per_job": "x"}}, "not of type 'integer'"),
+        ({}, "'models' is a required property"),
+    ],
+)
+def test_schema_errors(config, message):
+    with pytest.raises(WorkflowError) as err:
+        check(config)
+    assert message in str(err.value.args[0])
+
+
+def test_workflow_stops_on_unknown_model_before_any_job(run_workflow):
+    result = run_workflow({"models": ["resnet18.a1_in1k", "resnet5O"]}, "-n")
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "'resnet5O' is no timm model" in output
+    assert "Closest valid names: resnet50" in output
+    assert not Path(run_workflow.workdir, "results").exists()
+
+
+def test_workflow_stops_on_unknown_key(run_workflow):
+    result = run_workflow({"models": ["resnet18"], "modles": ["x"]}, "-n")
+    assert result.returncode != 0
+    assert "'modles' was unexpected" in result.stdout + result.stderr

@@ -1,0 +1,73 @@
+"""Model selection: exact names, bare architectures, globs, all-pretrained, errors."""
+
+import pytest
+import timm
+
+from joulebench.models import ModelSelectionError, chunk, resolve_models, split_name
+
+
+def test_exact_name_with_tag_is_kept():
+    assert resolve_models(["resnet50.a1_in1k"]) == ["resnet50.a1_in1k"]
+
+
+def test_bare_architecture_gets_timm_default_tag():
+    default = timm.models.get_pretrained_cfg("resnet50").tag
+    assert resolve_models(["resnet50"]) == [f"resnet50.{default}"]
+
+
+def test_architecture_without_weights_stays_bare():
+    arch = next(a for a in timm.list_models() if not timm.list_pretrained(a + ".*"))
+    assert resolve_models([arch]) == [arch]
+
+
+def test_glob_matches_pretrained_weights():
+    names = resolve_models(["convnext_atto*"])
+    assert names == timm.list_pretrained("convnext_atto*")
+    assert "convnext_atto.d2_in1k" in names and all(n.startswith("convnext_atto") for n in names)
+
+
+def test_deprecated_name_resolves_to_its_new_name():
+    assert resolve_models(["convnext_tiny_in22ft1k"]) == ["convnext_tiny.fb_in22k_ft_in1k"]
+
+
+def test_all_pretrained_is_every_weight():
+    names = resolve_models(["all-pretrained"])
+    assert names == timm.list_pretrained()
+    assert len(names) > 1500
+
+
+def test_duplicates_dropped_order_kept():
+    names = resolve_models(["resnet18.a1_in1k", "convnext_atto.d2_in1k", "resnet18.a1_in1k"])
+    assert names == ["resnet18.a1_in1k", "convnext_atto.d2_in1k"]
+
+
+def test_unknown_name_names_entry_and_suggests():
+    with pytest.raises(ModelSelectionError) as err:
+        resolve_models(["resnet18.a1_in1k", "resnet5O"])
+    message = str(err.value)
+    assert "'resnet5O'" in message
+    assert "resnet50" in message.split("Closest valid names:")[1]
+
+
+def test_unknown_tag_suggests_tags_of_that_architecture():
+    with pytest.raises(ModelSelectionError) as err:
+        resolve_models(["convnext_atto.d2_in1kk"])
+    assert "convnext_atto.d2_in1k" in str(err.value)
+
+
+def test_every_bad_entry_is_reported_at_once():
+    with pytest.raises(ModelSelectionError) as err:
+        resolve_models(["nosuchnet", "zzz_*"])
+    message = str(err.value)
+    assert "'nosuchnet'" in message and "'zzz_*' glob matches no timm model" in message
+
+
+def test_split_name():
+    assert split_name("resnet50.a1_in1k") == ("resnet50", "a1_in1k")
+    assert split_name("resnet50") == ("resnet50", "")
+
+
+def test_chunk():
+    assert chunk(list("abcde"), 2) == [["a", "b"], ["c", "d"], ["e"]]
+    with pytest.raises(ValueError):
+        chunk(["a"], 0)

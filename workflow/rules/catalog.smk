@@ -1,0 +1,31 @@
+# Stage 1: static properties per model (params, input config, FLOPs, activations).
+
+
+rule catalog_part:
+    output:
+        "results/catalog/part-{part}.parquet",
+    log:
+        "logs/catalog/part-{part}.log",
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=8000,
+    params:
+        models=get_catalog_part_models,
+    shell:
+        "python -m joulebench catalog {params.models} --threads {threads} --output {output} > {log} 2>&1"
+
+
+rule catalog:
+    input:
+        get_catalog_parts,
+    output:
+        "results/catalog.parquet",
+    log:
+        "logs/catalog/concat.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "python -m joulebench concat catalog {input} --output {output} > {log} 2>&1"
