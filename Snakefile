@@ -16,6 +16,7 @@ configfile: "config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/catalog.smk"
+include: "workflow/rules/profile.smk"
 
 
 onstart:

@@ -5,6 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
+# Methods the ad-hoc `profile` command knows by name (the workflow reads `methods:`).
+PRESETS = {
+    "fp32": {"precision": "fp32"},
+    "fp16-amp": {"precision": "fp16"},
+    "bf16": {"precision": "bf16"},
+    "fp32-channels-last": {"precision": "fp32", "channels_last": True},
+    "fp16-amp-channels-last": {"precision": "fp16", "channels_last": True},
+    "fp32-compile": {"precision": "fp32", "compile": "default"},
+}
+
 
 def _cmd_resolve(args) -> int:
     from joulebench.models import ModelSelectionError, resolve_models
@@ -36,12 +46,132 @@ def _cmd_catalog(args) -> int:
     return 0
 
 
+def _job_from_spec(model: str, device_label: str, spec: dict, idle_power_w: float, threads):
+    from joulebench.methods import parse_methods
+    from joulebench.profile import ProfileJob
+    from joulebench.protocol import ProtocolSettings
+
+    estimate = {k: v for k, v in (spec.get("estimate") or {}).items() if v is not None}
+    return ProfileJob(
+        model=model,
+        device_label=device_label,
+        torch_device=spec["torch_device"],
+        methods=list(parse_methods(spec["methods"]).values()),
+        batch_sizes=[int(b) for b in spec["batch_sizes"]],
+        settings=ProtocolSettings.from_dict(spec.get("protocol")),
+        idle_power_w=idle_power_w,
+        idle_pre_s=float(spec.get("idle_pre_s", 2.0)),
+        threads=threads,
+        oom_retry=bool(spec.get("oom_retry", True)),
+        meter=spec.get("meter"),
+        meter_options=estimate,
+    )
+
+
+def _cmd_profile_job(args) -> int:
+    """One workflow job: all methods x batch sizes of one model on one device."""
+    import json
+
+    from joulebench.profile import run_profile
+    from joulebench.tables import (
+        PROFILE_COLUMNS,
+        REPEAT_TABLE_COLUMNS,
+        TRACE_TABLE_COLUMNS,
+        read_table,
+        write_table,
+    )
+
+    spec = json.loads(args.spec)
+    idle_power_w = float("nan")
+    if args.idle:
+        idle_power_w = float(read_table(args.idle)["idle_power_w"].iloc[0])
+    job = _job_from_spec(args.model, args.device_label, spec, idle_power_w, args.threads)
+    out = run_profile(job)
+    # The trace and repeats first: the rows file is the job's "done" marker.
+    write_table(out.trace, args.trace_output, TRACE_TABLE_COLUMNS)
+    write_table(out.repeats, args.repeats_output, REPEAT_TABLE_COLUMNS)
+    write_table(out.rows, args.output, PROFILE_COLUMNS)
+    return 0
+
+
+def _cmd_profile(args) -> int:
+    """Ad hoc: measure one model now and print a short table (no Snakemake)."""
+    from joulebench.models import resolve_models
+    from joulebench.profile import run_profile
+    from joulebench.tables import PROFILE_COLUMNS, write_table
+
+    model = resolve_models([args.model])[0]
+    methods = {m: PRESETS[m] for m in args.method}
+    protocol = {"repeats": args.repeats, "min_repeat_s": args.min_repeat_s}
+    spec = {
+        "torch_device": args.device,
+        "methods": methods,
+        "batch_sizes": args.batch_size,
+        "protocol": protocol,
+        "meter": args.meter,
+        "estimate": {"tdp_w": args.tdp_w},
+    }
+    job = _job_from_spec(model, args.device.replace(":", ""), spec, float("nan"), args.threads)
+    out = run_profile(job)
+    rows = out.rows
+    table = rows[["model", "method", "batch_size", "status", "meter"]].copy()
+    table["mJ/image"] = rows["energy_per_image_j"] * 1e3
+    table["CI95 mJ"] = (rows["energy_per_image_ci95_high_j"] - rows["energy_per_image_j"]) * 1e3
+    table["CV %"] = rows["energy_per_image_cv"] * 100
+    table["img/s"] = rows["throughput_img_s"]
+    table["W"] = rows["power_mean_w"]
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    if rows["is_estimate"].fillna(False).any():
+        print("energy is ESTIMATED (no hardware counter readable); see meter_reasons.")
+    if args.output:
+        write_table(rows, args.output, PROFILE_COLUMNS)
+    return 0
+
+
+def _cmd_idle(args) -> int:
+    """The idle power baseline of a device."""
+    import pandas as pd
+
+    from joulebench.meters import select_meter
+    from joulebench.protocol import measure_idle
+    from joulebench.provenance import device_name, software, utc_now
+    from joulebench.tables import IDLE_COLUMNS, write_table
+
+    if args.device.startswith("cuda"):
+        import torch
+
+        torch.zeros(1, device=args.device)  # the CUDA context, as during profiling
+    started = utc_now()
+    estimate = {"tdp_w": args.tdp_w} if args.tdp_w else {}
+    meter, reasons = select_meter(args.device, prefer=args.meter, **estimate)
+    with meter:
+        idle = measure_idle(meter, args.duration_s)
+    row = {
+        "device_label": args.device_label,
+        "torch_device": args.device,
+        "device_name": device_name(args.device),
+        "meter": idle.meter,
+        "is_estimate": idle.is_estimate,
+        "meter_reasons": "; ".join(reasons),
+        "idle_power_w": idle.power_w,
+        "duration_s": idle.duration_s,
+        "energy_j": idle.energy_j,
+        "flags": ";".join(idle.flags),
+        "host": software()["host"],
+        "start_time_utc": started,
+    }
+    write_table(pd.DataFrame([row]), args.output, IDLE_COLUMNS)
+    label = "estimated " if idle.is_estimate else ""
+    print(f"{args.device_label}: {label}idle power {idle.power_w:.2f} W ({idle.meter})")
+    return 0
+
+
 def _cmd_concat(args) -> int:
     import pandas as pd
 
-    from joulebench.tables import CATALOG_COLUMNS, read_table, write_table
+    from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS, read_table, write_table
 
-    columns = {"catalog": CATALOG_COLUMNS}[args.table]
+    columns = {"catalog": CATALOG_COLUMNS, "profile": PROFILE_COLUMNS}[args.table]
     df = pd.concat([read_table(p) for p in args.parts], ignore_index=True)
     write_table(df, args.output, columns)
     return 0
@@ -66,12 +196,50 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_cmd_catalog)
 
     p = sub.add_parser("concat", help="concatenate per-job tables into one")
-    p.add_argument("table", choices=["catalog"])
+    p.add_argument("table", choices=["catalog", "profile"])
     p.add_argument("parts", nargs="+")
     p.add_argument("--output", "-o", required=True)
     p.set_defaults(func=_cmd_concat)
 
+    p = sub.add_parser("profile", help="measure one model now and print a short table")
+    p.add_argument("model", help="a timm name (exact, bare architecture)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
+    p.add_argument(
+        "--method", action="append", choices=sorted(PRESETS), help="repeatable (default fp32)"
+    )
+    p.add_argument("--batch-size", type=int, action="append", help="repeatable (default 1)")
+    p.add_argument("--repeats", type=int, default=4)
+    p.add_argument("--min-repeat-s", type=float, default=5.0)
+    p.add_argument("--meter", choices=["nvml", "rapl", "estimate"], help="force a meter")
+    p.add_argument("--tdp-w", type=float, help="CPU power for the estimate meter")
+    p.add_argument("--threads", type=int, help="torch CPU threads")
+    p.add_argument("--output", "-o", help="also write the rows to this parquet")
+    p.set_defaults(func=_cmd_profile, method=None, batch_size=None)
+
+    p = sub.add_parser("profile-job", help="(workflow) all methods x batch sizes of one model")
+    p.add_argument("model")
+    p.add_argument("--device-label", required=True)
+    p.add_argument("--spec", required=True, help="JSON: torch_device, methods, batch_sizes...")
+    p.add_argument("--idle", help="the device's idle baseline parquet")
+    p.add_argument("--threads", type=int)
+    p.add_argument("--output", required=True)
+    p.add_argument("--repeats-output", required=True)
+    p.add_argument("--trace-output", required=True)
+    p.set_defaults(func=_cmd_profile_job)
+
+    p = sub.add_parser("idle", help="measure the idle power baseline of a device")
+    p.add_argument("--device-label", required=True)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--duration-s", type=float, default=10.0)
+    p.add_argument("--meter", choices=["nvml", "rapl", "estimate"])
+    p.add_argument("--tdp-w", type=float)
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_idle)
+
     args = parser.parse_args(argv)
+    if args.command == "profile":
+        args.method = args.method or ["fp32"]
+        args.batch_size = args.batch_size or [1]
     return args.func(args)
 
 

@@ -63,8 +63,11 @@ class Counts:
 def count(model: torch.nn.Module, input_shape: tuple[int, ...], device="meta") -> Counts:
     """Count one forward pass of a batch of one image of `input_shape` (C, H, W)."""
     x = torch.zeros((1, *input_shape), device=device)
+    # Nothing requires grad, so no graph is built. (Not torch.no_grad(): under it, the flop
+    # counter's module tracker fails on models that pass a parameter straight to a submodule.)
+    model.requires_grad_(False)
     flops = FlopCounterMode(display=False)
     acts = ActivationCounter()
-    with torch.no_grad(), sdpa_kernel([SDPBackend.MATH]), flops, acts:
+    with sdpa_kernel([SDPBackend.MATH]), flops, acts:
         model(x)
     return Counts(flops=int(flops.get_total_flops()), activations=int(acts.activations))

@@ -93,3 +93,123 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
     if path.suffix == ".csv":
         return pd.read_csv(path)
     return pd.read_parquet(path)
+
+
+# Profile: one row per (device, model, method, batch size). Energies are per image, in J.
+_IDENTITY = {
+    "device_label": "string",  # the config's name for the device (`cpu`, `h200`)
+    "model": "string",
+    "method": "string",
+    "batch_size_requested": "Int64",
+    "batch_size": "Int64",  # smaller than requested after an out-of-memory retry
+}
+_SPREAD = ("", "_std", "_cv", "_ci95_low", "_ci95_high")
+
+
+def _spread_columns(stem: str) -> dict[str, str]:
+    return {f"{stem}{s}{'' if s == '_cv' else '_j'}": "float64" for s in _SPREAD}
+
+
+PROFILE_COLUMNS: dict[str, str] = {
+    **_IDENTITY,
+    "torch_device": "string",
+    "device_name": "string",
+    "precision": "string",
+    "autocast": "boolean",
+    "channels_last": "boolean",
+    "compile": "string",
+    "threads": "Int64",
+    "status": "string",  # ok, oom, build-error, error
+    "reason": "string",
+    "meter": "string",  # nvml, nvml:power-integration, rapl, estimate:<model>
+    "is_estimate": "boolean",  # True: the energy is modelled, not read from a counter
+    "meter_reasons": "string",  # why a better meter was not used
+    "meter_detail": "string",  # JSON: the meter's own description (zones, TDP, uuid...)
+    **_spread_columns("energy_per_image"),
+    **_spread_columns("dynamic_energy_per_image"),  # above idle_power_w
+    "throughput_img_s": "float64",
+    "throughput_img_s_cv": "float64",
+    "latency_ms_mean": "float64",
+    "latency_ms_p50": "float64",
+    "latency_ms_p95": "float64",
+    "power_mean_w": "float64",
+    "power_max_w": "float64",
+    "idle_power_w": "float64",  # the device's idle baseline (results/idle)
+    "idle_power_pre_w": "float64",  # a short idle read just before this model
+    "trace_disagreement_max": "float64",  # |counter - trace| / counter, worst repeat
+    "repeats": "Int64",
+    "images": "Int64",
+    "measured_s": "float64",  # time inside measurement windows
+    "warmup_iters": "Int64",
+    "warmup_s": "float64",
+    "warmup_steady": "boolean",
+    "start_temperature_c": "float64",
+    "end_temperature_c": "float64",
+    "start_sm_clock_mhz": "float64",
+    "end_sm_clock_mhz": "float64",
+    "flags": "string",  # ;-joined: other-process, mig, warmup_not_steady, ...
+    "weights": "string",  # random or pretrained
+    "driver_version": "string",
+    "cuda_version": "string",
+    "torch_version": "string",
+    "timm_version": "string",
+    "host": "string",
+    "start_time_utc": "string",
+}
+
+
+def _with_identity(columns: list[str], dtype: str = "float64") -> dict[str, str]:
+    out = dict(_IDENTITY)
+    for c in columns:
+        out.setdefault(c, dtype)
+    return out
+
+
+def _repeat_columns() -> dict[str, str]:
+    from joulebench.protocol import REPEAT_COLUMNS
+
+    cols = _with_identity(REPEAT_COLUMNS)
+    cols.update(repeat="Int64", batches="Int64", images="Int64", flags="string")
+    return cols
+
+
+def _trace_columns() -> dict[str, str]:
+    from joulebench.protocol import PROTOCOL_TRACE_COLUMNS
+
+    cols = _with_identity(PROTOCOL_TRACE_COLUMNS)
+    cols["repeat"] = "Int64"
+    return cols
+
+
+REPEAT_TABLE_COLUMNS = _repeat_columns()
+TRACE_TABLE_COLUMNS = _trace_columns()
+
+# Idle baseline: one row per device.
+IDLE_COLUMNS: dict[str, str] = {
+    "device_label": "string",
+    "torch_device": "string",
+    "device_name": "string",
+    "meter": "string",
+    "is_estimate": "boolean",
+    "meter_reasons": "string",
+    "idle_power_w": "float64",
+    "duration_s": "float64",
+    "energy_j": "float64",
+    "flags": "string",
+    "host": "string",
+    "start_time_utc": "string",
+}
+
+# Accuracy: one row per model; every value carries its source.
+ACCURACY_COLUMNS: dict[str, str] = {
+    "model": "string",
+    "img_size": "Int64",  # the resolution the accuracy belongs to (the model's input size)
+    "top1": "float64",  # percent
+    "top5": "float64",  # percent
+    "accuracy_source": "string",  # measured, reference or none
+    "accuracy_dataset": "string",  # e.g. imagenet-val (50000 images), timm results-imagenet.csv
+    "accuracy_images": "Int64",  # images evaluated (measured only)
+    "top1_real": "float64",  # timm's reference on ImageNet-ReaL labels, where published
+    "top1_v2": "float64",  # timm's reference on ImageNetV2 matched-frequency
+    "accuracy_note": "string",  # why a value is missing (no weights, offline, not published)
+}

@@ -1,0 +1,42 @@
+"""Where and with what a number was measured: every profile row carries this."""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import socket
+from pathlib import Path
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def device_name(torch_device: str) -> str:
+    import torch
+
+    if torch_device.startswith("cuda"):
+        return torch.cuda.get_device_name(torch.device(torch_device))
+    return cpu_name()
+
+
+def software() -> dict:
+    import timm
+    import torch
+
+    return {
+        "torch_version": torch.__version__,
+        "timm_version": timm.__version__,
+        "cuda_version": torch.version.cuda or "",
+        "host": socket.gethostname(),
+    }

@@ -1,0 +1,168 @@
+"""The profile stage on this CPU: real (estimated) measurements of tiny models, and the
+rows of configurations that fail. Protocol settings are tiny so the tests run in seconds."""
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+from timm.models import register_model
+from torch import nn
+
+from joulebench.cli import main as cli_main
+from joulebench.methods import Method, parse_methods
+from joulebench.profile import ProfileJob, run_profile
+from joulebench.protocol import ProtocolSettings
+from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, conform
+
+FAST = ProtocolSettings(
+    warmup_min_iters=2,
+    warmup_min_s=0.05,
+    warmup_max_s=2.0,
+    warmup_chunk_s=0.05,
+    steady_tolerance=0.5,
+    repeats=2,
+    min_repeat_s=0.1,
+    min_repeat_batches=2,
+    pause_s=(0.0, 0.01),
+)
+
+
+class _Tiny(nn.Module):
+    def __init__(self, num_classes=10, max_batch=None, fail_forward=False, **kwargs):
+        super().__init__()
+        self.num_classes = num_classes
+        self.max_batch, self.fail_forward = max_batch, fail_forward
+        self.conv = nn.Conv2d(3, 8, 3, stride=4)
+        self.fc = nn.Linear(8, num_classes)
+
+    def forward(self, x):
+        if self.max_batch and x.shape[0] > self.max_batch:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated for this test)")
+        if self.fail_forward:
+            raise ValueError("unsupported op in forward")
+        return self.fc(self.conv(x).mean((2, 3)))
+
+
+class _Unbuildable(nn.Module):
+    def __init__(self, **kwargs):
+        raise RuntimeError("cannot build this one")
+
+
+@register_model
+def jbtest_tiny(pretrained=False, **kwargs):
+    return _Tiny(**kwargs)
+
+
+@register_model
+def jbtest_tiny_oom_above_2(pretrained=False, **kwargs):
+    return _Tiny(max_batch=2, **kwargs)
+
+
+@register_model
+def jbtest_tiny_fails_forward(pretrained=False, **kwargs):
+    return _Tiny(fail_forward=True, **kwargs)
+
+
+@register_model
+def jbtest_unbuildable(pretrained=False, **kwargs):
+    return _Unbuildable(**kwargs)
+
+
+def job(model, methods=("fp32",), batch_sizes=(1, 4), **kw):
+    specs = {"fp32": {"precision": "fp32"}, "bf16": {"precision": "bf16"}}
+    return ProfileJob(
+        model=model,
+        device_label="cpu",
+        torch_device="cpu",
+        methods=list(parse_methods({m: specs[m] for m in methods}).values()),
+        batch_sizes=list(batch_sizes),
+        settings=FAST,
+        idle_power_w=1.0,
+        idle_pre_s=0.05,
+        threads=1,
+        **kw,
+    )
+
+
+def test_every_method_and_batch_size_is_measured():
+    out = run_profile(job("jbtest_tiny", methods=("fp32", "bf16")), log=lambda s: None)
+    rows = conform(out.rows, PROFILE_COLUMNS)
+    assert len(rows) == 4
+    assert set(zip(rows.method, rows.batch_size, strict=True)) == {
+        ("fp32", 1),
+        ("fp32", 4),
+        ("bf16", 1),
+        ("bf16", 4),
+    }
+    assert (rows.status == "ok").all()
+    # No RAPL here: the energy is the labelled estimate, and the row says why.
+    assert rows.meter.str.startswith("estimate:").all() and rows.is_estimate.all()
+    assert rows.meter_reasons.str.contains("rapl").all()
+    assert (rows.energy_per_image_j > 0).all()
+    assert (rows.energy_per_image_ci95_low_j <= rows.energy_per_image_j).all()
+    assert (rows.energy_per_image_j <= rows.energy_per_image_ci95_high_j).all()
+    # Dynamic energy is total minus the configured idle power over the window.
+    assert (rows.dynamic_energy_per_image_j < rows.energy_per_image_j).all()
+    assert (rows.repeats == 2).all() and (rows.images >= 2 * rows.batch_size * 2).all()
+    assert len(out.repeats) == 8
+    assert list(conform(out.repeats, REPEAT_TABLE_COLUMNS).columns) == list(REPEAT_TABLE_COLUMNS)
+    for column in ("device_name", "host", "torch_version", "timm_version", "start_time_utc"):
+        assert rows[column].str.len().gt(0).all(), column
+    assert (rows.weights == "random").all()
+
+
+def test_out_of_memory_retries_at_half_the_batch():
+    out = run_profile(job("jbtest_tiny_oom_above_2", batch_sizes=(8,)), log=lambda s: None)
+    row = out.rows.iloc[0]
+    assert row.status == "ok"
+    assert (row.batch_size_requested, row.batch_size) == (8, 2)
+
+
+def test_out_of_memory_without_retry_is_a_row():
+    j = job("jbtest_tiny_oom_above_2", batch_sizes=(8, 1), oom_retry=False)
+    out = run_profile(j, log=lambda s: None)
+    assert out.rows.status.tolist() == ["oom", "ok"]
+    assert "out of memory" in out.rows.reason.iloc[0]
+    assert math.isnan(out.rows.energy_per_image_j.iloc[0])
+
+
+def test_build_and_run_errors_are_rows():
+    out = run_profile(job("jbtest_unbuildable", batch_sizes=(1,)), log=lambda s: None)
+    assert out.rows.status.tolist() == ["build-error"]
+    assert "cannot build this one" in out.rows.reason.iloc[0]
+    out = run_profile(job("jbtest_tiny_fails_forward", batch_sizes=(1,)), log=lambda s: None)
+    assert out.rows.status.tolist() == ["error"]
+    assert "unsupported op" in out.rows.reason.iloc[0]
+    assert len(out.repeats) == 0  # no half-measured repeats left behind
+
+
+def test_method_prepare_channels_last_and_cast():
+    model, x = nn.Conv2d(3, 4, 1), torch.randn(2, 3, 8, 8)
+    m, y = Method("cl", channels_last=True).prepare(model, x)
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    m, y = Method("half", precision="bf16", autocast=False).prepare(nn.Conv2d(3, 4, 1), x)
+    assert y.dtype == torch.bfloat16 and m.weight.dtype == torch.bfloat16
+    with Method("amp", precision="bf16").context("cpu"):
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16 and torch.is_autocast_enabled(
+            "cpu"
+        )
+
+
+def test_bad_method_spec_is_an_error():
+    with pytest.raises(ValueError, match="precision"):
+        parse_methods({"x": {"precision": "fp8"}})
+    with pytest.raises(ValueError, match="method y"):
+        parse_methods({"y": {"precison": "fp32"}})
+
+
+def test_cli_profile_prints_a_table(capsys, tmp_path):
+    out = tmp_path / "rows.parquet"
+    code = cli_main(
+        ["profile", "jbtest_tiny", "--batch-size", "2", "--repeats", "2", "--min-repeat-s", "0.1"]
+        + ["--threads", "1", "--output", str(out)]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "jbtest_tiny" in printed and "mJ/image" in printed and "ESTIMATED" in printed
+    assert pd.read_parquet(out).status.tolist() == ["ok"]
