@@ -166,3 +166,16 @@ def test_cli_profile_prints_a_table(capsys, tmp_path):
     assert code == 0
     assert "jbtest_tiny" in printed and "mJ/image" in printed and "ESTIMATED" in printed
     assert pd.read_parquet(out).status.tolist() == ["ok"]
+
+
+def test_cpu_shared_with_a_busy_process_is_flagged():
+    import subprocess
+    import sys
+
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        out = run_profile(job("jbtest_tiny", batch_sizes=(1,)), log=lambda s: None)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert "other-load" in out.rows.flags.iloc[0]

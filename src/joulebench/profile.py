@@ -134,13 +134,17 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
     import torch
 
     from joulebench.meters import select_meter
+    from joulebench.meters.contention import ContentionGuard
 
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     if job.threads:
         torch.set_num_threads(job.threads)
 
     def meter_factory():
-        return select_meter(job.torch_device, prefer=job.meter, **job.meter_options)
+        meter, reasons = select_meter(job.torch_device, prefer=job.meter, **job.meter_options)
+        if job.torch_device == "cpu":  # other busy processes share what a CPU meter reads
+            meter = ContentionGuard(meter)
+        return meter, reasons
 
     base = {
         "device_label": job.device_label,
