@@ -178,4 +178,4 @@ def test_cpu_shared_with_a_busy_process_is_flagged():
     finally:
         hog.kill()
         hog.wait()
-    assert "other-load" in out.rows.flags.iloc[0]
+    assert "other-load" in out.rows["flags"].iloc[0]
