@@ -1,0 +1,725 @@
+"""The study's figures: matplotlib (Agg, no pyplot state), PDF + PNG, sized for a paper column.
+
+Every function takes DataFrames and an output path stem and writes `<stem>.pdf` and
+`<stem>.png` atomically, returning both paths. Empty or degenerate input gives a figure that
+says "No data" and why, never an exception: a study where everything failed still gets
+its report. Colours are the Okabe–Ito palette (series) and viridis (ordered grades), both
+readable with the common colour-vision deficiencies. Energies from an estimating meter
+are labelled "estimated" on the axis that shows them.
+
+Only numpy, pandas and matplotlib are imported: figures are made from published summaries
+on machines without torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from joulebench.score import ENERGY_COLUMNS, GRADES, SCORE_GROUP, group_label, measured_mask
+from joulebench.tables import _atomic
+
+COLUMN_WIDTH_IN = 3.5
+OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000"]
+OTHER_GREY = "#9a9a9a"
+GRADE_COLORS = dict(
+    zip(
+        GRADES, [matplotlib.colormaps["viridis"](v) for v in np.linspace(0.92, 0.0, 7)], strict=True
+    )
+)
+MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+STYLE = {
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "legend.fontsize": 6.5,
+    "legend.frameon": False,
+    "axes.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "lines.linewidth": 1.0,
+    "lines.markersize": 3.5,
+    "grid.linewidth": 0.4,
+    "grid.alpha": 0.35,
+    "pdf.fonttype": 42,  # embed TrueType: text stays text in the PDF
+    "savefig.dpi": 300,
+}
+FACTOR_AXES = {  # column -> (scale, axis label)
+    "flops_per_image": (1e-9, "GFLOPs per image"),
+    "params": (1e-6, "Parameters (millions)"),
+    "activations_per_image": (1e-6, "Activations per image (millions)"),
+}
+
+
+# --- shared helpers ---------------------------------------------------------------------------
+
+
+def _styled(func):
+    """Draw and save under STYLE, without touching the caller's matplotlib settings."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context(STYLE):
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+def _figure(height_in: float, width_in: float = COLUMN_WIDTH_IN, **subplots):
+    fig = Figure(figsize=(width_in, height_in), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(**subplots) if subplots else fig.add_subplot()
+    return fig, axes
+
+
+def _save(fig: Figure, stem) -> list[Path]:
+    """Write <stem>.pdf and <stem>.png, each to a temp file in the folder, then rename."""
+    paths = []
+    for fmt in ("pdf", "png"):
+        path = Path(f"{os.fspath(stem)}.{fmt}")  # stems may contain dots (model names)
+        meta = {"CreationDate": None} if fmt == "pdf" else {"Software": "joulebench"}
+        _atomic(path, lambda tmp, f=fmt, m=meta: fig.savefig(tmp, format=f, metadata=m))
+        paths.append(path)
+    return paths
+
+
+@_styled
+def no_data(stem, title: str, reason: str) -> list[Path]:
+    """A figure that says there is nothing to draw and why."""
+    fig, ax = _figure(1.6)
+    ax.set_axis_off()
+    ax.text(0.5, 0.62, title, ha="center", va="center", fontsize=8, weight="bold")
+    ax.text(0.5, 0.38, f"No data: {reason}", ha="center", va="center", fontsize=7, wrap=True)
+    return _save(fig, stem)
+
+
+def is_estimated(df: pd.DataFrame) -> pd.Series:
+    """Per row: energy from an estimate (energy_is_estimate / is_estimate, or the meter name)."""
+    for col in ("energy_is_estimate", "is_estimate"):
+        if col in df.columns:
+            flag = df[col].astype("boolean")
+            break
+    else:
+        flag = pd.Series(pd.NA, index=df.index, dtype="boolean")
+    if "meter" in df.columns:
+        by_meter = df["meter"].astype("string").fillna("").str.startswith("estimate:")
+        flag = flag.fillna(by_meter.astype("boolean")) | by_meter.astype("boolean")
+    return flag.fillna(False).astype(bool)
+
+
+def energy_base(df: pd.DataFrame) -> str:
+    """The name of the energy a table holds: total, or above idle (energy_kind "dynamic")."""
+    kinds = set(df["energy_kind"].dropna()) if "energy_kind" in df.columns else set()
+    return "Energy above idle per image" if kinds == {"dynamic"} else "Energy per image"
+
+
+def energy_label(estimated: pd.Series, base: str = "Energy per image", unit: str = "J") -> str:
+    """'Energy per image (J)', '(J, estimated)', or '(J, partly estimated: open markers)'."""
+    if len(estimated) and estimated.all():
+        return f"{base} ({unit}, estimated)"
+    if estimated.any():
+        return f"{base} ({unit}, partly estimated: open markers)"
+    return f"{base} ({unit})"
+
+
+def _pick_group(df: pd.DataFrame, keys: Sequence[str], want: dict) -> pd.DataFrame:
+    """Rows of one comparison group: the requested one, else the group with the most rows."""
+    for k, v in want.items():
+        if v is not None:
+            df = df[df[k] == v]
+    if df.empty:
+        return df
+    sizes = df.groupby(list(keys), dropna=False, sort=True).size()
+    best = sizes.index[int(np.argmax(sizes.to_numpy()))]
+    best = best if isinstance(best, tuple) else (best,)
+    mask = np.ones(len(df), bool)
+    for k, v in zip(keys, best, strict=True):
+        mask &= (df[k].isna() if pd.isna(v) else df[k] == v).to_numpy(dtype=bool)
+    return df[mask]
+
+
+def _top_legend(fig: Figure, handles, title: str, ncol: int = 3) -> None:
+    """The legend above the axes, titled with what the figure shows: never over the data."""
+    fig.legend(
+        handles=handles,
+        loc="outside upper left",
+        ncol=ncol,
+        title=title,
+        title_fontsize=7,
+        alignment="left",
+        handletextpad=0.3,
+        columnspacing=1.0,
+    )
+
+
+def _models(n: int) -> str:
+    return f"{n} model{'' if n == 1 else 's'}"
+
+
+def _series_colors(labels: Sequence) -> dict:
+    return {lab: OKABE_ITO[i % len(OKABE_ITO)] for i, lab in enumerate(labels)}
+
+
+def _scatter(ax, x, y, est, **kw):
+    """Filled markers for measured points, open markers for estimated ones (mixed figures)."""
+    est = np.asarray(est, bool)
+    color = kw.pop("color")
+    if (~est).any():
+        ax.scatter(x[~est], y[~est], color=color, **kw)
+    if est.any():
+        mixed = (~est).any()
+        face = "none" if mixed else color
+        ax.scatter(x[est], y[est], facecolors=face, edgecolors=color, **kw)
+
+
+def _selectors(**kw) -> dict:
+    return {k: v for k, v in kw.items() if v is not None}
+
+
+# --- (1) accuracy vs energy, the front and the grades -----------------------------------------
+
+
+@_styled
+def accuracy_vs_energy(
+    scores: pd.DataFrame,
+    stem,
+    *,
+    phase: str | None = None,
+    device_label: str | None = None,
+    method: str | None = None,
+    batch_size: int | None = None,
+) -> list[Path]:
+    """Top-1 against energy per image (log x) in one score group, coloured by grade, with the
+    front as the staircase 'best accuracy for at most this energy'."""
+    title = "Accuracy vs energy per image"
+    want = {"phase": phase, "device_label": device_label, "method": method}
+    want["batch_size_requested"] = batch_size
+    scored = scores[scores["scored"].fillna(False).astype(bool)]
+    g = _pick_group(scored, SCORE_GROUP, want)
+    if g.empty:
+        return no_data(stem, title, f"no model with both energy and top-1 ({_describe(want)})")
+    x = g["energy_per_image_j"].to_numpy(float)
+    y = g["top1"].to_numpy(float)
+    est = is_estimated(g).to_numpy()
+    fig, ax = _figure(2.7)
+    front = g[g["on_front"].fillna(False).astype(bool)].sort_values("energy_per_image_j")
+    ax.step(
+        front["energy_per_image_j"],
+        front["top1"],
+        where="post",
+        color="#444444",
+        lw=0.8,
+        zorder=1,
+        label="Pareto front",
+    )
+    for letter in GRADES:
+        sel = (g["grade"] == letter).fillna(False).to_numpy(bool)
+        if sel.any():
+            _scatter(
+                ax,
+                x[sel],
+                y[sel],
+                est[sel],
+                color=GRADE_COLORS[letter],
+                s=14,
+                lw=0.4,
+                zorder=2,
+                label=letter,
+            )
+    ax.set_xscale("log")
+    ax.set_xlabel(energy_label(pd.Series(est), energy_base(g)))
+    ax.set_ylabel("Top-1 accuracy (%)")
+    ax.grid(True, which="major")
+    row = g.iloc[0]
+    ax.set_title(f"{group_label(row)} · {_models(len(g))}", loc="left")
+    _grade_legend(ax, g)
+    _note_unscored(ax, scores, row)
+    return _save(fig, stem)
+
+
+def _grade_legend(ax, g: pd.DataFrame) -> None:
+    present = [k for k in GRADES if (g["grade"] == k).any()]
+    handles = [Line2D([], [], color="#444444", lw=0.8, label="front")]
+    handles += [
+        Line2D([], [], ls="", marker="o", ms=4, mfc=GRADE_COLORS[k], mec="none", label=k)
+        for k in present
+    ]
+    ax.legend(
+        handles=handles,
+        title="grade",
+        title_fontsize=6.5,
+        loc="lower right",
+        ncol=2,
+        handletextpad=0.2,
+        columnspacing=0.6,
+        borderaxespad=0.2,
+    )
+
+
+def _note_unscored(ax, scores: pd.DataFrame, row) -> None:
+    same = np.ones(len(scores), bool)
+    for k in SCORE_GROUP[:-1]:  # same device/method/batch, whatever the meter
+        same &= (scores[k] == row[k]).fillna(False).to_numpy(bool)
+    missing = int((~scores["scored"].fillna(False).astype(bool).to_numpy() & same).sum())
+    if missing:
+        ax.text(
+            0.01,
+            0.99,
+            f"{missing} not shown (failed or no top-1)",
+            transform=ax.transAxes,
+            va="top",
+            fontsize=6,
+            color="#555555",
+        )
+
+
+def _describe(want: dict) -> str:
+    chosen = {k: v for k, v in want.items() if v is not None}
+    return ", ".join(f"{k}={v}" for k, v in chosen.items()) or "all groups"
+
+
+# --- (2) energy vs FLOPs / params / activations -------------------------------------------------
+
+
+@_styled
+def energy_vs_factors(
+    summary: pd.DataFrame,
+    factor_fits: pd.DataFrame,
+    stem,
+    *,
+    factors: Sequence[str] = tuple(FACTOR_AXES),
+    phase: str | None = None,
+    device_label: str | None = None,
+    method: str | None = None,
+    batch_size: int | None = None,
+    max_families: int = 5,
+) -> list[Path]:
+    """Log-log energy against each factor (one panel each), the overall fit line with slope
+    and R² in the legend; the largest families coloured, the rest grey."""
+    title = "Energy per image vs model size"
+    want = _selectors(phase=phase, device_label=device_label, method=method)
+    want["batch_size_requested"] = batch_size
+    kind = "total"
+    if factor_fits is not None and len(factor_fits):
+        kind = str(factor_fits["energy_kind"].iloc[0])
+    g = _pick_group(summary[measured_mask(summary, kind)], SCORE_GROUP, want)
+    if g.empty:
+        return no_data(stem, title, f"no measured energy ({_describe(want)})")
+    row = g.iloc[0]
+    est = is_estimated(g)
+    fam = g["family"].astype("string").fillna("unknown")
+    top = list(fam.value_counts().index[:max_families])
+    colors = {f: OKABE_ITO[i] for i, f in enumerate(top)}
+    fig, axes = _figure(1.75 * len(factors) + 0.55, nrows=len(factors), ncols=1, squeeze=False)
+    axes = axes[:, 0]
+    e = g[ENERGY_COLUMNS[kind]].to_numpy(float)
+    for ax, factor in zip(axes, factors, strict=True):
+        scale, xlabel = FACTOR_AXES[factor]
+        x = pd.to_numeric(g[factor], errors="coerce").to_numpy(float)
+        for f in [*top, None]:
+            sel = (fam.isin(top) == False).to_numpy() if f is None else (fam == f).to_numpy()  # noqa: E712
+            ok = sel & np.isfinite(x) & (x > 0)
+            if ok.any():
+                color = OTHER_GREY if f is None else colors[f]
+                label = "other" if f is None else f
+                _scatter(
+                    ax,
+                    x[ok] * scale,
+                    e[ok],
+                    est.to_numpy()[ok],
+                    color=color,
+                    s=9,
+                    lw=0.3,
+                    alpha=0.85,
+                    label=label,
+                )
+        fit = _fit_line(ax, factor_fits, row, factor, x[np.isfinite(x) & (x > 0)], scale)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.grid(True, which="major")
+        if fit is not None:
+            ax.legend(handles=[fit], loc="lower right", handlelength=1.8)
+    base = energy_base(pd.DataFrame({"energy_kind": [kind]}))
+    fig.supylabel(energy_label(est, base), fontsize=STYLE["axes.labelsize"])
+    handles, labels = axes[0].get_legend_handles_labels()
+    keep = [(h, lab) for h, lab in zip(handles, labels, strict=True) if not lab.startswith("fit")]
+    fig.legend(
+        *zip(*keep, strict=True),
+        loc="outside upper left",
+        ncol=3,
+        handletextpad=0.1,
+        columnspacing=0.8,
+        title=f"{group_label(row)} · {_models(len(g))}, by family",
+        title_fontsize=7,
+        alignment="left",
+    )
+    return _save(fig, stem)
+
+
+def _fit_line(ax, fits: pd.DataFrame, row, factor: str, x_raw: np.ndarray, scale: float):
+    if fits is None or fits.empty or not len(x_raw):
+        return None
+    sel = (fits["factor"] == factor) & (fits["family"] == "all")
+    for k in SCORE_GROUP:
+        sel &= (fits[k].isna()) if pd.isna(row[k]) else (fits[k] == row[k])
+    hit = fits[sel.fillna(False).astype(bool)]
+    if hit.empty or not np.isfinite(hit["slope"].iloc[0]):
+        return None
+    f = hit.iloc[0]
+    xs = np.geomspace(x_raw.min(), x_raw.max(), 50)
+    ys = 10 ** (f["intercept_log10"] + f["slope"] * np.log10(xs))
+    label = f"fit: slope {f['slope']:.2f}, R² = {f['r2']:.2f} (n = {f['n']})"
+    (line,) = ax.plot(xs * scale, ys, color="black", lw=0.9, ls="--", zorder=3, label=label)
+    return line
+
+
+# --- (3) method savings ------------------------------------------------------------------------
+
+
+@_styled
+def method_savings(savings: pd.DataFrame, stem, *, device_label: str | None = None):
+    """Distribution of each method's saving against the baseline, one box per batch size."""
+    title = "Energy saving of methods"
+    s = savings[np.isfinite(pd.to_numeric(savings["saving"], errors="coerce"))]
+    if device_label is not None:
+        s = s[s["device_label"] == device_label]
+    elif not s.empty:
+        s = s[s["device_label"] == s["device_label"].value_counts().index[0]]
+    if s.empty:
+        return no_data(stem, title, "no model measured with both a method and the baseline")
+    baseline = s["baseline_method"].iloc[0]
+    methods = sorted(s["method"].unique())
+    batches = sorted(s["batch_size_requested"].dropna().unique())
+    colors = _series_colors(batches)
+    fig, ax = _figure(2.8)
+    width = 0.8 / len(batches)
+    rng = np.random.default_rng(0)
+    for i, m in enumerate(methods):
+        for j, b in enumerate(batches):
+            v = 100 * s.loc[(s["method"] == m) & (s["batch_size_requested"] == b), "saving"]
+            if v.empty:
+                continue
+            pos = i + (j - (len(batches) - 1) / 2) * width
+            ax.boxplot(
+                v.to_numpy(float),
+                positions=[pos],
+                widths=width * 0.8,
+                showfliers=False,
+                medianprops={"color": "black", "lw": 1.0},
+                boxprops={"color": colors[b], "lw": 0.8},
+                whiskerprops={"color": colors[b], "lw": 0.8},
+                capprops={"color": colors[b], "lw": 0.8},
+            )
+            jitter = rng.uniform(-0.25, 0.25, len(v)) * width
+            ax.scatter(pos + jitter, v, s=4, color=colors[b], alpha=0.6, lw=0, zorder=3)
+    ax.axhline(0, color="#444444", lw=0.6, ls=":")
+    ax.set_xticks(range(len(methods)), methods)
+    ax.set_xlim(-0.6, len(methods) - 0.4)
+    ax.set_xlabel("Method")
+    est = is_estimated(s)
+    label = energy_label(est, f"Energy saving vs {baseline}", "%")
+    ax.set_ylabel(label.replace(": open markers", ""))
+    handles = [Line2D([], [], color=colors[b], lw=2, label=f"batch {b}") for b in batches]
+    n = _models(s["model"].nunique())
+    title = f"{s['device_label'].iloc[0]} · {n} · saving = 1 − E/E_{baseline}"
+    _top_legend(fig, handles, title, ncol=min(len(batches), 4))
+    ax.grid(True, axis="y")
+    return _save(fig, stem)
+
+
+# --- (4) energy vs batch size -------------------------------------------------------------------
+
+
+@_styled
+def energy_vs_batch_size(batch: pd.DataFrame, stem, *, device_label: str | None = None):
+    """Energy per image against the batch size run: a thin line per model, coloured by method,
+    and each method's geometric mean over the models measured at every batch size."""
+    title = "Energy per image vs batch size"
+    b = batch[np.isfinite(pd.to_numeric(batch["energy_per_image_j"], errors="coerce"))]
+    if device_label is not None:
+        b = b[b["device_label"] == device_label]
+    elif not b.empty:
+        b = b[b["device_label"] == b["device_label"].value_counts().index[0]]
+    if b.empty or b["batch_size"].nunique() < 2:
+        return no_data(stem, title, "fewer than two batch sizes measured")
+    methods = sorted(b["method"].unique())
+    colors = _series_colors(methods)
+    fig, ax = _figure(2.9)
+    for m in methods:
+        bm = b[b["method"] == m]
+        for _, one in bm.groupby("model"):
+            one = one.sort_values("batch_size")
+            ax.plot(
+                one["batch_size"], one["energy_per_image_j"], color=colors[m], lw=0.4, alpha=0.35
+            )
+        wide = bm.pivot_table(index="model", columns="batch_size", values="energy_per_image_j")
+        wide = wide.dropna()
+        if len(wide):
+            gmean = np.exp(np.log(wide).mean())
+            ax.plot(
+                gmean.index,
+                gmean.to_numpy(),
+                color=colors[m],
+                lw=1.8,
+                marker="o",
+                ms=3,
+                label=f"{m} (geo. mean, {_models(len(wide))})",
+            )
+    sizes = sorted(b["batch_size"].unique())
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(sizes, [str(int(v)) for v in sizes])
+    ax.minorticks_off() if len(sizes) < 8 else None
+    ax.set_xlabel("Batch size (images)")
+    ax.set_ylabel(energy_label(is_estimated(b), energy_base(b)))
+    ax.grid(True, which="major")
+    title = f"{b['device_label'].iloc[0]} · {_models(b['model'].nunique())} · thin: one model"
+    _top_legend(fig, ax.get_legend_handles_labels()[0], title, ncol=1)
+    return _save(fig, stem)
+
+
+# --- (5) the power trace of one configuration ---------------------------------------------------
+
+
+@_styled
+def power_trace(
+    trace: pd.DataFrame,
+    stem,
+    *,
+    device_label: str | None = None,
+    model: str | None = None,
+    method: str | None = None,
+    batch_size: int | None = None,
+    idle_power_w: float | None = None,
+    estimated: bool = False,
+) -> list[Path]:
+    """Power over each measurement window of one configuration, repeats overlaid, with the
+    idle baseline; the first configuration in the table unless one is named."""
+    title = "Power during measurement"
+    t = trace
+    want = _selectors(device_label=device_label, model=model, method=method)
+    for k, v in want.items():
+        t = t[t[k] == v]
+    if batch_size is not None:
+        t = t[t["batch_size_requested"] == batch_size]
+    power_col = "power_w"
+    if t.empty or not np.isfinite(t[power_col]).any():
+        power_col = "power_avg_w"
+    if t.empty or not np.isfinite(t[power_col].astype(float)).any():
+        return no_data(stem, title, "no power samples (an estimating meter records none)")
+    key = ["device_label", "model", "method", "batch_size_requested"]
+    first = t[key].drop_duplicates().sort_values(key).iloc[0]
+    t = t[(t[key] == first).all(axis=1)]
+    fig, ax = _figure(2.6)
+    repeats = sorted(t["repeat"].dropna().unique())
+    colors = _series_colors(repeats)
+    for r in repeats:
+        one = t[t["repeat"] == r].sort_values("t_s")
+        ax.plot(one["t_s"], one[power_col], color=colors[r], lw=0.7, label=f"repeat {int(r) + 1}")
+    if idle_power_w is not None and np.isfinite(idle_power_w):
+        ax.axhline(idle_power_w, color="#444444", ls=":", lw=0.8)
+        ax.text(
+            0.99,
+            idle_power_w,
+            f"idle {idle_power_w:.0f} W",
+            transform=ax.get_yaxis_transform(),
+            ha="right",
+            va="bottom",
+            fontsize=6,
+            color="#444444",
+        )
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("Time in measurement window (s)")
+    what = "Power" if power_col == "power_w" else "Power, device-averaged"
+    ax.set_ylabel(f"{what} (W{', estimated' if estimated else ''})")
+    ax.grid(True)
+    bs = first["batch_size_requested"]
+    title = f"{first['model']} · {first['method']} · batch {bs} · {first['device_label']}"
+    _top_legend(fig, ax.get_legend_handles_labels()[0], title, ncol=min(len(repeats), 4))
+    return _save(fig, stem)
+
+
+# --- (6) throughput vs energy -------------------------------------------------------------------
+
+
+@_styled
+def throughput_vs_energy(summary: pd.DataFrame, stem, *, device_label: str | None = None):
+    """Throughput against energy per image; since E = P / throughput, dotted lines mark
+    constant mean power, so distance across them is a difference in power draw."""
+    title = "Throughput vs energy per image"
+    s = summary[measured_mask(summary)]
+    s = s[np.isfinite(pd.to_numeric(s["throughput_img_s"], errors="coerce"))]
+    if device_label is not None:
+        s = s[s["device_label"] == device_label]
+    elif not s.empty:
+        s = s[s["device_label"] == s["device_label"].value_counts().index[0]]
+    if s.empty:
+        return no_data(stem, title, "no configuration with both energy and throughput")
+    methods = sorted(s["method"].unique())
+    batches = sorted(s["batch_size_requested"].dropna().unique())
+    colors = _series_colors(methods)
+    markers = {b: MARKERS[i % len(MARKERS)] for i, b in enumerate(batches)}
+    est = is_estimated(s)
+    fig, ax = _figure(3.0)
+    x = s["energy_per_image_j"].to_numpy(float)
+    y = s["throughput_img_s"].to_numpy(float)
+    for m in methods:
+        for b in batches:
+            sel = ((s["method"] == m) & (s["batch_size_requested"] == b)).to_numpy(bool)
+            if sel.any():
+                _scatter(
+                    ax,
+                    x[sel],
+                    y[sel],
+                    est.to_numpy()[sel],
+                    color=colors[m],
+                    s=9,
+                    lw=0.4,
+                    alpha=0.85,
+                    marker=markers[b],
+                )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _iso_power(ax, x, y)
+    ax.set_xlabel(energy_label(est))
+    ax.set_ylabel("Throughput (images/s)")
+    ax.grid(True, which="major")
+    handles = [Line2D([], [], ls="", marker="o", color=colors[m], label=m) for m in methods]
+    handles += [
+        Line2D([], [], ls="", marker=markers[b], color="#555555", label=f"batch {b}")
+        for b in batches
+    ]
+    title = (
+        f"{s['device_label'].iloc[0]} · {_models(s['model'].nunique())} · dotted: constant power"
+    )
+    _top_legend(fig, handles, title, ncol=min(len(handles), 5))
+    return _save(fig, stem)
+
+
+def _iso_power(ax, x: np.ndarray, y: np.ndarray) -> None:
+    """Dotted lines of constant power P = E * throughput at each decade of watts in view,
+    labelled near where they leave the plot, at the angle they are drawn."""
+    power = x * y
+    xlim, ylim = ax.get_xlim(), ax.get_ylim()
+    xs = np.geomspace(*xlim, 20)
+    for p in 10.0 ** np.arange(np.floor(np.log10(power.min())), np.ceil(np.log10(power.max())) + 1):
+        ax.plot(xs, p / xs, color="#b0b0b0", lw=0.5, ls=":", zorder=0)
+        x_end = min(xlim[1], p / ylim[0])  # leaves through the right edge or the bottom
+        xt = x_end / 10 ** (0.12 * np.log10(xlim[1] / xlim[0]))
+        if not (xlim[0] < xt < xlim[1] and ylim[0] < p / xt < ylim[1]):
+            continue
+        (x0, y0), (x1, y1) = ax.transData.transform([(xt, p / xt), (xt * 2, p / xt / 2)])
+        angle = np.degrees(np.arctan2(y1 - y0, x1 - x0))
+        ax.text(
+            xt,
+            p / xt,
+            f"{p:g} W",
+            fontsize=5.5,
+            color="#808080",
+            rotation=angle,
+            rotation_mode="anchor",
+            ha="center",
+            va="bottom",
+        )
+    ax.set_xlim(xlim)
+    ax.set_ylim(ylim)
+
+
+# --- all of them --------------------------------------------------------------------------------
+
+FIGURE_NAMES = (
+    "accuracy_vs_energy",
+    "energy_vs_factors",
+    "method_savings",
+    "energy_vs_batch_size",
+    "power_trace",
+    "throughput_vs_energy",
+)
+
+
+def render_all(
+    summary: pd.DataFrame,
+    scores: pd.DataFrame,
+    fits: dict[str, pd.DataFrame],
+    trace: pd.DataFrame | None,
+    outdir,
+    *,
+    group: dict | None = None,
+    trace_config: dict | None = None,
+) -> dict[str, list[Path]]:
+    """Every figure into `outdir/<name>.{pdf,png}`.
+
+    `group` picks the score group of figures (1)-(2) (keys phase, device_label, method,
+    batch_size; unset keys: the group with the most models); its device_label also picks the
+    device of figures (3), (4) and (6). `trace_config` picks the trace of figure (5) (keys
+    device_label, model, method, batch_size; unset: the first configuration in the table).
+    """
+    out = Path(outdir)
+    group = dict(group or {})
+    tc = choose_trace_config(trace, trace_config or {})
+    idle, est = _trace_context(summary, tc)
+    dev = group.get("device_label")
+    return {
+        "accuracy_vs_energy": accuracy_vs_energy(scores, out / "accuracy_vs_energy", **group),
+        "energy_vs_factors": energy_vs_factors(
+            summary, fits.get("factor_fits"), out / "energy_vs_factors", **group
+        ),
+        "method_savings": method_savings(
+            fits["method_savings"], out / "method_savings", device_label=dev
+        ),
+        "energy_vs_batch_size": energy_vs_batch_size(
+            fits["batch_scaling"], out / "energy_vs_batch_size", device_label=dev
+        ),
+        "power_trace": power_trace(
+            trace if trace is not None else pd.DataFrame(columns=[*_TRACE_KEY, "power_w"]),
+            out / "power_trace",
+            idle_power_w=idle,
+            estimated=est,
+            **tc,
+        ),
+        "throughput_vs_energy": throughput_vs_energy(
+            summary, out / "throughput_vs_energy", device_label=dev
+        ),
+    }
+
+
+_TRACE_KEY = ["device_label", "model", "method", "batch_size_requested"]
+
+
+def choose_trace_config(trace: pd.DataFrame | None, want: dict) -> dict:
+    """The configuration figure (5) shows: `want` completed from the first matching trace."""
+    chosen = {k: want.get(k) for k in ("device_label", "model", "method", "batch_size")}
+    if trace is None or trace.empty:
+        return chosen
+    t = trace
+    for k, v in chosen.items():
+        if v is not None:
+            t = t[t["batch_size_requested" if k == "batch_size" else k] == v]
+    if t.empty:
+        return chosen
+    first = t[_TRACE_KEY].drop_duplicates().sort_values(_TRACE_KEY).iloc[0]
+    return {k: first["batch_size_requested" if k == "batch_size" else k] for k in chosen}
+
+
+def _trace_context(summary: pd.DataFrame, tc: dict) -> tuple[float | None, bool]:
+    """The idle power and whether the meter estimates, for the configuration traced."""
+    rows = summary
+    for k, v in tc.items():
+        if v is not None:
+            rows = rows[rows["batch_size_requested" if k == "batch_size" else k] == v]
+    if rows.empty:
+        return None, False
+    idle = pd.to_numeric(rows["idle_power_w"], errors="coerce").iloc[0]
+    return (float(idle) if pd.notna(idle) else None), bool(is_estimated(rows).iloc[0])

@@ -1,0 +1,284 @@
+"""The aggregate stage: one tidy table that joins catalog, profile and accuracy rows.
+
+`results/summary.parquet` is what scores, fits, figures and the web page read, and what a
+study publishes. It has one row per (phase, device_label, method, model,
+batch_size_requested); `batch_size` is the batch actually run (smaller after an
+out-of-memory retry). Failed configurations stay in as rows with their status and reason,
+and a catalogued model that no profile row mentions is kept with status "not-profiled", so
+nothing disappears silently between stages.
+
+This module imports neither torch nor timm: summaries published by others are read and
+checked (`read_summary`, `validate_summary`) on machines without either.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pandas as pd
+
+from joulebench.tables import (
+    ACCURACY_COLUMNS,
+    CATALOG_COLUMNS,
+    PROFILE_COLUMNS,
+    conform,
+    read_table,
+    write_table,
+)
+
+PHASES = ("inference", "training")
+ACCURACY_SOURCES = ("measured", "reference", "none")
+STATUS_NOT_PROFILED = "not-profiled"
+# A configuration is identified by these; batch_size (the batch run) may differ after OOM.
+SUMMARY_KEY = ("phase", "device_label", "method", "model", "batch_size_requested")
+
+_CATALOG_KEEP = [
+    "architecture",
+    "pretrained_tag",
+    "family",
+    "params",
+    "num_classes",
+    "input_height",
+    "input_width",
+    "flops_per_image",
+    "macs_per_image",
+    "activations_per_image",
+]
+_CATALOG_RENAME = {"status": "catalog_status", "reason": "catalog_reason"}
+_PROFILE_DROP = ("meter_detail",)  # a JSON blob per row: kept in the profile tables only
+_ACCURACY_RENAME = {"img_size": "accuracy_img_size"}
+
+
+def _summary_columns() -> dict[str, str]:
+    cols: dict[str, str] = {"phase": "string"}
+    for c, d in PROFILE_COLUMNS.items():
+        if c in _PROFILE_DROP:
+            continue
+        cols["energy_is_estimate" if c == "is_estimate" else c] = d
+    for c in _CATALOG_KEEP:
+        cols[c] = CATALOG_COLUMNS[c]
+    for c in ("status", "reason"):
+        cols[_CATALOG_RENAME[c]] = CATALOG_COLUMNS[c]
+    for c, d in ACCURACY_COLUMNS.items():
+        if c != "model":
+            cols[_ACCURACY_RENAME.get(c, c)] = d
+    return cols
+
+
+# Declared schema: column -> pandas dtype. Units are in the names (_j, _w, _s, _img_s, _pct).
+# Energies are per image in joules; top1/top5 in percent; flops/macs/activations per image.
+SUMMARY_COLUMNS: dict[str, str] = _summary_columns()
+
+
+class SummaryError(ValueError):
+    """A summary table does not match the declared schema; the message lists every problem."""
+
+
+def _energy_is_estimate(profile: pd.DataFrame) -> pd.Series:
+    """is_estimate where the profile knows it, else what the meter's name says (NA: unknown)."""
+    meter = profile["meter"].astype("string")
+    by_meter = meter.str.startswith("estimate:").where(meter.fillna("") != "", pd.NA)
+    known = profile["is_estimate"].astype("boolean")
+    return known.fillna(by_meter.astype("boolean")).astype("boolean")
+
+
+def _empty(index: pd.Index, dtype: str) -> pd.Series:
+    """An all-missing column of the declared dtype (NaN for floats, NA otherwise)."""
+    return pd.Series([None] * len(index), index=index, dtype=object).astype(dtype)
+
+
+def _dedupe_accuracy(accuracy: pd.DataFrame, catalog: pd.DataFrame | None) -> pd.DataFrame:
+    """One accuracy row per model; where several exist, the one at the model's input size."""
+    if not accuracy["model"].duplicated().any():
+        return accuracy
+    acc = accuracy.copy()
+    if catalog is not None and len(catalog):
+        size = catalog.drop_duplicates("model").set_index("model")["input_height"]
+        acc["_match"] = acc["img_size"].astype("Float64") == acc["model"].map(size)
+        acc = acc.sort_values("_match", ascending=False, kind="stable").drop(columns="_match")
+    return acc.drop_duplicates("model", keep="first")
+
+
+def build_summary(
+    profile: pd.DataFrame,
+    catalog: pd.DataFrame | None = None,
+    accuracy: pd.DataFrame | None = None,
+    *,
+    phase: str = "inference",
+) -> pd.DataFrame:
+    """Join profile rows (PROFILE_COLUMNS) with catalog and accuracy rows, by model.
+
+    A missing catalog or accuracy table gives NaN properties / accuracy_source "none"
+    with a note; catalogued models without any profile row become "not-profiled" rows.
+    """
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+    prof = conform(profile.reindex(columns=list(PROFILE_COLUMNS)), PROFILE_COLUMNS)
+    prof = prof.drop(columns=list(_PROFILE_DROP))
+    prof["is_estimate"] = _energy_is_estimate(prof)
+    prof = prof.rename(columns={"is_estimate": "energy_is_estimate"})
+    prof.insert(0, "phase", phase)
+
+    if catalog is not None and len(catalog):
+        cat = conform(catalog.reindex(columns=list(CATALOG_COLUMNS)), CATALOG_COLUMNS)
+        cat = cat.drop_duplicates("model")[["model", *_CATALOG_KEEP, "status", "reason"]]
+        cat = cat.rename(columns=_CATALOG_RENAME)
+        unprofiled = cat.loc[~cat["model"].isin(prof["model"]), ["model", "catalog_reason"]]
+        if len(unprofiled):
+            extra = pd.DataFrame(
+                {
+                    "phase": phase,
+                    "model": unprofiled["model"].to_numpy(),
+                    "status": STATUS_NOT_PROFILED,
+                    "reason": [
+                        f"catalog: {r}" if isinstance(r, str) and r else "no profile row"
+                        for r in unprofiled["catalog_reason"]
+                    ],
+                }
+            )
+            prof = pd.concat([prof, extra.reindex(columns=prof.columns)], ignore_index=True)
+        out = prof.merge(cat, on="model", how="left", validate="many_to_one")
+        out["catalog_status"] = out["catalog_status"].fillna("missing")
+    else:
+        out = prof.copy()
+        for c in _CATALOG_KEEP:
+            out[c] = _empty(out.index, CATALOG_COLUMNS[c])
+        out["catalog_status"], out["catalog_reason"] = "missing", "no catalog table"
+
+    acc_cols = [c for c in ACCURACY_COLUMNS if c != "model"]
+    if accuracy is not None and len(accuracy):
+        acc = conform(accuracy.reindex(columns=list(ACCURACY_COLUMNS)), ACCURACY_COLUMNS)
+        acc = _dedupe_accuracy(acc, catalog)
+        out = out.merge(acc, on="model", how="left", validate="many_to_one")
+        absent = out["accuracy_source"].isna()
+        out.loc[absent, "accuracy_note"] = "model not in the accuracy table"
+    else:
+        for c in acc_cols:
+            out[c] = _empty(out.index, ACCURACY_COLUMNS[c])
+        out["accuracy_note"] = "no accuracy table"
+    out["accuracy_source"] = out["accuracy_source"].fillna("none")
+    out = out.rename(columns=_ACCURACY_RENAME)
+    out = out.sort_values(list(SUMMARY_KEY), kind="stable", na_position="last")
+    return conform(out.reindex(columns=list(SUMMARY_COLUMNS)), SUMMARY_COLUMNS)
+
+
+def write_summary(df: pd.DataFrame, path: str | os.PathLike, csv_path=None) -> None:
+    """Validate, then write the parquet (and optionally a CSV twin) atomically."""
+    validate_summary(df)
+    write_table(df, path, SUMMARY_COLUMNS)
+    if csv_path is not None:
+        write_table(df, csv_path, SUMMARY_COLUMNS)
+
+
+# --- checking a summary read from anywhere ----------------------------------------------
+
+
+def _is_str_values(s: pd.Series) -> bool:
+    values = s.dropna()
+    return bool(values.map(lambda v: isinstance(v, str)).all())
+
+
+def _dtype_ok(s: pd.Series, declared: str) -> bool:
+    dt = s.dtype
+    if declared == "string":
+        return isinstance(dt, pd.StringDtype) or (
+            pd.api.types.is_object_dtype(dt) and _is_str_values(s)
+        )
+    if declared == "Int64":
+        return pd.api.types.is_integer_dtype(dt)
+    if declared == "float64":
+        return pd.api.types.is_float_dtype(dt)
+    if declared == "boolean":
+        return pd.api.types.is_bool_dtype(dt)
+    return True  # "object": anything
+
+
+def _value_problems(df: pd.DataFrame) -> list[str]:
+    problems = []
+    bad_phase = set(df["phase"].dropna()) - set(PHASES)
+    if bad_phase:
+        problems.append(f"phase has unknown values {sorted(bad_phase)} (allowed: {PHASES})")
+    if df["status"].isna().any():
+        problems.append(f"status is missing in {int(df['status'].isna().sum())} rows")
+    bad_src = set(df["accuracy_source"].dropna()) - set(ACCURACY_SOURCES)
+    if bad_src or df["accuracy_source"].isna().any():
+        problems.append(f"accuracy_source must be one of {ACCURACY_SOURCES}, got {bad_src}")
+    energy = pd.to_numeric(df["energy_per_image_j"], errors="coerce")
+    if (energy < 0).any():
+        problems.append(f"energy_per_image_j is negative in {int((energy < 0).sum())} rows")
+    ok = df["status"] == "ok"
+    if df.loc[ok, "energy_is_estimate"].isna().any():
+        problems.append("energy_is_estimate is missing on rows with status ok")
+    says_estimate = df["meter"].fillna("").astype(str).str.startswith("estimate:")
+    mixed = says_estimate & (df["energy_is_estimate"].fillna(True) == False)  # noqa: E712
+    if mixed.any():
+        problems.append(
+            f"{int(mixed.sum())} rows have an estimate meter but energy_is_estimate False"
+        )
+    keyed = df.dropna(subset=list(SUMMARY_KEY))
+    dup = keyed.duplicated(list(SUMMARY_KEY), keep=False)
+    if dup.any():
+        first = keyed.loc[dup, list(SUMMARY_KEY)].iloc[0].to_dict()
+        problems.append(f"{int(dup.sum())} rows share a key {SUMMARY_KEY}, e.g. {first}")
+    return problems
+
+
+def validate_summary(df: pd.DataFrame) -> None:
+    """Raise SummaryError listing every missing column, wrong dtype and impossible value.
+
+    Undeclared extra columns are allowed (a newer joulebench may add some); `read_summary`
+    drops them with a warning.
+    """
+    problems = []
+    missing = [c for c in SUMMARY_COLUMNS if c not in df.columns]
+    if missing:
+        problems.append(f"missing columns: {missing}")
+    wrong = [
+        f"{c} is {df[c].dtype}, expected {d}"
+        for c, d in SUMMARY_COLUMNS.items()
+        if c in df.columns and not _dtype_ok(df[c], d)
+    ]
+    if wrong:
+        problems.append("wrong dtypes: " + "; ".join(wrong))
+    if not missing and not wrong:
+        problems += _value_problems(df)
+    if problems:
+        raise SummaryError(
+            "summary does not match SUMMARY_COLUMNS:\n  - " + "\n  - ".join(problems)
+        )
+
+
+def _coerce_csv(df: pd.DataFrame) -> pd.DataFrame:
+    """A CSV loses dtypes (all-empty columns come back as float): restore the declared ones."""
+    out = df.copy()
+    for c, d in SUMMARY_COLUMNS.items():
+        if c not in out.columns or d == "object":
+            continue
+        col = out[c]
+        if d == "string":
+            out[c] = col.astype("string").where(col.notna(), pd.NA)
+        elif d == "boolean" and col.dtype == object:
+            out[c] = col.map({"True": True, "False": False, True: True, False: False})
+            out[c] = out[c].astype("boolean")
+        else:
+            try:
+                out[c] = col.astype(d)
+            except (TypeError, ValueError):
+                pass  # left as read: validate_summary names the column
+    return out
+
+
+def read_summary(path: str | os.PathLike) -> pd.DataFrame:
+    """Read a summary (parquet or csv) from anywhere, check it, return it in declared form."""
+    df = read_table(path)
+    if str(path).endswith(".csv"):
+        df = _coerce_csv(df)
+    try:
+        validate_summary(df)
+    except SummaryError as exc:
+        raise SummaryError(f"{path}: {exc}") from None
+    extra = [c for c in df.columns if c not in SUMMARY_COLUMNS]
+    if extra:
+        warnings.warn(f"{path}: ignoring undeclared summary columns {extra}", stacklevel=2)
+    return conform(df[list(SUMMARY_COLUMNS)], SUMMARY_COLUMNS)

@@ -1,0 +1,189 @@
+"""Fits recover known laws from synthetic data; savings and batch scaling by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from joulebench.fits import (
+    FIT_TABLE_COLUMNS,
+    accuracy_fits,
+    all_fits,
+    batch_scaling,
+    factor_fits,
+    fit_log_linear,
+    fit_loglog,
+    fit_saturating,
+    method_savings,
+    read_fits,
+    write_fits,
+)
+from joulebench.summary import build_summary
+from joulebench.tables import PROFILE_COLUMNS, read_table
+
+
+def _study(rows, catalog=None, accuracy=None):
+    profile = pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS))
+    return build_summary(profile, catalog, accuracy)
+
+
+def _row(model, energy, method="fp32", batch=32, status="ok", meter="nvml", **kw):
+    return {
+        "device_label": "gpu",
+        "model": model,
+        "method": method,
+        "batch_size_requested": batch,
+        "batch_size": batch,
+        "status": status,
+        "meter": meter,
+        "is_estimate": meter.startswith("estimate:") if status == "ok" else None,
+        "energy_per_image_j": energy if status == "ok" else np.nan,
+        "flags": "",
+        **kw,
+    }
+
+
+def test_loglog_recovers_a_known_power_law():
+    rng = np.random.default_rng(1)
+    flops = 10 ** rng.uniform(8, 12, 300)
+    energy = 3e-12 * flops**0.9 * np.exp(rng.normal(0, 0.1, 300))
+    f = fit_loglog(flops, energy)
+    assert f["slope"] == pytest.approx(0.9, abs=0.02)
+    assert 10 ** f["intercept"] == pytest.approx(3e-12, rel=0.3)
+    assert f["r2"] > 0.98 and f["n"] == 300
+    assert 0 < f["slope_se"] < 0.02
+
+
+def test_loglog_is_exact_without_noise_and_drops_non_positive():
+    x = np.array([1e9, 1e10, 1e11, 0.0, -5.0])
+    y = 2e-11 * np.abs(x) ** 1.1
+    f = fit_loglog(x, y)
+    assert f["slope"] == pytest.approx(1.1) and f["r2"] == pytest.approx(1.0) and f["n"] == 3
+
+
+def _factor_study(seed=2):
+    """Two families with their own slopes (0.8 and 1.1) in FLOPs, and a family of two."""
+    rng = np.random.default_rng(seed)
+    rows, cat = [], []
+    for family, slope, n in (("resnet", 0.8, 40), ("vit", 1.1, 40), ("tiny", 1.0, 2)):
+        for i in range(n):
+            flops = 10 ** rng.uniform(8.5, 11.5)
+            name = f"{family}{i}"
+            energy = 1e-11 * flops**slope * np.exp(rng.normal(0, 0.05))
+            rows.append(_row(name, energy))
+            cat.append(
+                {
+                    "model": name,
+                    "family": family,
+                    "status": "ok",
+                    "flops_per_image": flops,
+                    "params": int(flops / 100),
+                    "activations_per_image": flops / 300,
+                }
+            )
+    return _study(rows, pd.DataFrame(cat))
+
+
+def test_factor_fits_overall_and_per_family():
+    fits = factor_fits(_factor_study())
+    flops = fits[fits["factor"] == "flops_per_image"].set_index("family")
+    assert flops.loc["resnet", "slope"] == pytest.approx(0.8, abs=0.03)
+    assert flops.loc["vit", "slope"] == pytest.approx(1.1, abs=0.03)
+    assert flops.loc["all", "n"] == 82
+    assert "tiny" not in flops.index  # n = 2 < 3: skipped
+    assert set(fits["factor"]) == {"flops_per_image", "params", "activations_per_image"}
+    assert (fits["energy_kind"] == "total").all()
+
+
+def test_log_linear_accuracy_fit_is_exact_on_its_own_law():
+    e = np.geomspace(1e-3, 1.0, 20)
+    f = fit_log_linear(e, 90 + 5 * np.log10(e))
+    assert f["intercept_pct"] == pytest.approx(90) and f["slope_pct_per_decade"] == pytest.approx(5)
+    assert f["r2"] == pytest.approx(1.0) and f["rmse_pct"] == pytest.approx(0, abs=1e-9)
+
+
+def test_saturating_fit_recovers_ceiling_and_exponent():
+    rng = np.random.default_rng(3)
+    e = np.geomspace(1e-3, 3.0, 60)
+    e0 = float(np.exp(np.mean(np.log(e))))
+    top1 = 86.0 - 6.0 * (e / e0) ** -0.4
+    f = fit_saturating(e, top1)
+    assert f["ceiling_pct"] == pytest.approx(86.0, abs=1e-3)
+    assert f["amplitude_pct"] == pytest.approx(6.0, abs=1e-3)
+    assert f["exponent"] == pytest.approx(0.4, abs=1e-4)
+    assert f["energy_scale_j"] == pytest.approx(e0)
+    noisy = fit_saturating(e, top1 + rng.normal(0, 0.3, len(e)))
+    assert noisy["exponent"] == pytest.approx(0.4, abs=0.08) and noisy["r2"] > 0.95
+    assert fit_saturating(e[:3], top1[:3])["note"].startswith("too few")
+
+
+def test_accuracy_fits_table_has_both_forms_and_subsets():
+    e = np.geomspace(1e-3, 1.0, 12)
+    rows = [_row(f"m{i}", v) for i, v in enumerate(e)]
+    acc = pd.DataFrame(
+        {
+            "model": [f"m{i}" for i in range(12)],
+            "top1": 90 + 5 * np.log10(e),
+            "accuracy_source": "reference",
+        }
+    )
+    t = accuracy_fits(_study(rows, accuracy=acc))
+    assert set(zip(t["subset"], t["form"], strict=True)) == {
+        (s, f) for s in ("all", "front") for f in ("log-linear", "saturating")
+    }
+    ll = t[(t["subset"] == "all") & (t["form"] == "log-linear")].iloc[0]
+    assert ll["slope_pct_per_decade"] == pytest.approx(5) and ll["n"] == 12
+    # every point of a strictly rising law is on the front
+    assert t.loc[t["subset"] == "front", "n"].eq(12).all()
+
+
+def _savings_study():
+    rows = [
+        _row("a", 0.10, "fp32"),
+        _row("a", 0.06, "bf16"),
+        _row("b", 0.20, "fp32", status="oom"),
+        _row("b", 0.10, "bf16"),
+        _row("c", 0.05, "bf16"),  # no fp32 row at all
+        _row("d", 0.10, "fp32"),
+        _row("d", 0.05, "bf16", meter="estimate:tdp-linear"),  # not comparable
+        _row("a", 0.04, "fp32", batch=128),
+        _row("a", 0.03, "bf16", batch=128, batch_size=64),  # OOM retry at half the batch
+    ]
+    return _study(rows)
+
+
+def test_method_savings_by_hand():
+    s = method_savings(_savings_study(), "fp32").set_index(["model", "batch_size_requested"])
+    assert len(s) == 5  # one per non-baseline row: nothing dropped
+    assert s.loc[("a", 32), "saving"] == pytest.approx(0.4)
+    assert s.loc[("a", 32), "note"] == ""
+    assert np.isnan(s.loc[("b", 32), "saving"]) and "fp32: status oom" in s.loc[("b", 32), "note"]
+    assert "no fp32 row" in s.loc[("c", 32), "note"]
+    assert np.isnan(s.loc[("d", 32), "saving"]) and "estimated" in s.loc[("d", 32), "note"]
+    assert s.loc[("a", 128), "saving"] == pytest.approx(0.25)
+    assert "differ" in s.loc[("a", 128), "note"]
+
+
+def test_batch_scaling_relative_to_the_smallest_batch():
+    rows = [_row("a", e, batch=b) for b, e in ((1, 0.4), (8, 0.1), (64, 0.05))]
+    rows.append(_row("a", 0.1, batch=256, status="oom"))
+    t = batch_scaling(_study(rows)).set_index("batch_size")
+    assert t["energy_vs_smallest_batch"].to_dict() == pytest.approx({1: 1.0, 8: 0.25, 64: 0.125})
+
+
+def test_all_fits_write_with_declared_columns(tmp_path):
+    tables = all_fits(_factor_study(), baseline_method="fp32")
+    paths = write_fits(tables, tmp_path)
+    assert {p.name for p in paths} == {f"{n}.parquet" for n in FIT_TABLE_COLUMNS}
+    for name, cols in FIT_TABLE_COLUMNS.items():
+        assert list(read_table(tmp_path / f"{name}.parquet").columns) == list(cols)
+    back = read_fits(tmp_path)
+    pd.testing.assert_frame_equal(back["factor_fits"], tables["factor_fits"])
+
+
+def test_empty_summary_gives_empty_tables():
+    empty = _study([_row("a", 0.1, status="error")])
+    tables = all_fits(empty, baseline_method="fp32")
+    assert tables["factor_fits"].empty and tables["accuracy_fits"].empty
+    assert tables["batch_scaling"].empty

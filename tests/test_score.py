@@ -1,0 +1,197 @@
+"""Score: the front, efficiency index, grades and energy index of a hand-made table, worked by
+hand below (the same example as docs/scoring.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from joulebench.score import (
+    DEFAULT_GRADE_THRESHOLDS,
+    SCORE_COLUMNS,
+    front_energy,
+    grade_of,
+    pareto_front,
+    parse_grade_thresholds,
+    score_summary,
+)
+from joulebench.summary import build_summary
+from joulebench.tables import PROFILE_COLUMNS
+
+# (model, top1 %, energy per image J) on one device / method / batch size.
+HAND = [
+    ("m1", 70.0, 0.010),
+    ("m2", 75.0, 0.020),
+    ("m3", 72.0, 0.030),
+    ("m4", 80.0, 0.050),
+    ("m5", 78.0, 0.150),
+    ("m6", 74.0, 0.080),
+    ("m7", 71.0, 0.040),
+    ("m8", 73.0, 0.250),
+    ("m9", 79.0, 0.400),
+]
+# Worked by hand. Front: m1, m2, m4 (nothing at least as accurate is cheaper).
+# front_energy(a) = least energy among models with top1 >= a:
+#   m3 72 -> m2 0.02 -> 0.02/0.03 = 0.667 B     m5 78 -> m4 0.05 -> 0.05/0.15 = 0.333 D
+#   m6 74 -> m2 0.02 -> 0.02/0.08 = 0.25  E     m7 71 -> m2 0.02 -> 0.02/0.04 = 0.5   C
+#   m8 73 -> m2 0.02 -> 0.02/0.25 = 0.08  G     m9 79 -> m4 0.05 -> 0.05/0.40 = 0.125 F
+EXPECTED = {
+    "m1": (True, 0.010, 1.0, "A"),
+    "m2": (True, 0.020, 1.0, "A"),
+    "m3": (False, 0.020, 2 / 3, "B"),
+    "m4": (True, 0.050, 1.0, "A"),
+    "m5": (False, 0.050, 1 / 3, "D"),
+    "m6": (False, 0.020, 0.25, "E"),
+    "m7": (False, 0.020, 0.5, "C"),
+    "m8": (False, 0.020, 0.08, "G"),
+    "m9": (False, 0.050, 0.125, "F"),
+}
+
+
+def _profile_row(model, energy, *, method="fp32", batch=64, device="gpu", status="ok", **kw):
+    row = {
+        "device_label": device,
+        "model": model,
+        "method": method,
+        "batch_size_requested": batch,
+        "batch_size": batch,
+        "status": status,
+        "reason": "" if status == "ok" else "boom",
+        "meter": "nvml",
+        "is_estimate": False if status == "ok" else None,
+        "energy_per_image_j": energy if status == "ok" else np.nan,
+        "dynamic_energy_per_image_j": energy * 0.5 if status == "ok" else np.nan,
+        "flags": "",
+    }
+    row.update(kw)
+    return row
+
+
+def hand_summary(extra_rows=(), top1=None) -> pd.DataFrame:
+    rows = [_profile_row(m, e) for m, _, e in HAND]
+    rows += [
+        _profile_row("failed", 0.01, status="oom"),
+        _profile_row("no_acc", 0.060),
+        *extra_rows,
+    ]
+    profile = pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS))
+    acc = {m: a for m, a, _ in HAND} | {"failed": 90.0} | (top1 or {})
+    accuracy = pd.DataFrame(
+        {"model": list(acc), "top1": list(acc.values()), "accuracy_source": "reference"}
+    )
+    return build_summary(profile, None, accuracy)
+
+
+def _by_model(scores: pd.DataFrame, **where) -> pd.DataFrame:
+    sel = np.ones(len(scores), bool)
+    for k, v in where.items():
+        sel &= (scores[k] == v).to_numpy(bool)
+    return scores[sel].set_index("model")
+
+
+def test_front_index_and_grades_by_hand():
+    scores = score_summary(hand_summary(), reference_model="m2")
+    s = _by_model(scores)
+    for model, (on, fe, index, grade) in EXPECTED.items():
+        row = s.loc[model]
+        assert bool(row["on_front"]) is on, model
+        assert row["front_energy_per_image_j"] == pytest.approx(fe), model
+        assert row["efficiency_index"] == pytest.approx(index), model
+        assert row["grade"] == grade, model
+    assert set(s.loc[list(EXPECTED), "front_models"]) == {3}
+    assert set(s.loc[list(EXPECTED), "group_models"]) == {9}
+    # best top1 for at most m3's energy (0.03 J) is m2's 75 %: 3 points lost
+    assert s.loc["m3", "top1_gap_pct"] == pytest.approx(3.0)
+    assert s.loc["m4", "top1_gap_pct"] == pytest.approx(0.0)
+
+
+def test_energy_index_against_the_reference():
+    s = _by_model(score_summary(hand_summary(), reference_model="m2"))
+    assert s.loc["m2", "energy_index"] == pytest.approx(1.0)
+    assert s.loc["m4", "energy_index"] == pytest.approx(2.5)
+    # needs no accuracy: given for the row without top1 too
+    assert s.loc["no_acc", "energy_index"] == pytest.approx(3.0)
+    assert np.isnan(s.loc["failed", "energy_index"])
+
+
+def test_missing_reference_gives_nan_and_a_note():
+    s = _by_model(score_summary(hand_summary(), reference_model="resnet50.a1_in1k"))
+    assert s["energy_index"].isna().all()
+    assert "reference resnet50.a1_in1k not measured" in s.loc["m1", "score_note"]
+    assert s.loc["m1", "grade"] == "A"  # the efficiency index does not need it
+
+
+def test_unscorable_rows_stay_with_a_reason():
+    summary = hand_summary()
+    scores = score_summary(summary)
+    assert len(scores) == len(summary)  # nothing dropped
+    s = _by_model(scores)
+    for model, words in (("failed", "status oom"), ("no_acc", "no top1")):
+        assert np.isnan(s.loc[model, "efficiency_index"])
+        assert pd.isna(s.loc[model, "grade"])
+        assert pd.isna(s.loc[model, "on_front"])
+        assert words in s.loc[model, "score_note"]
+    assert not s.loc["failed", "scored"] and not s.loc["no_acc", "scored"]
+
+
+def test_invalid_flags_keep_a_row_off_the_front():
+    extra = [_profile_row("cheap_but_shared", 0.001, flags="other-process")]
+    s = _by_model(score_summary(hand_summary(extra, {"cheap_but_shared": 99.0})))
+    assert "flagged other-process" in s.loc["cheap_but_shared", "score_note"]
+    assert bool(s.loc["m1", "on_front"])  # the flagged row would have dominated everything
+
+
+def test_groups_are_scored_apart():
+    # the same models at another batch size, all 10x cheaper except m3 (now the cheapest)
+    extra = [_profile_row(m, e / 10, batch=8) for m, _, e in HAND if m != "m3"]
+    extra.append(_profile_row("m3", 0.0005, batch=8))
+    # and an estimate on the same device / method / batch: never on the measured front
+    extra.append(_profile_row("est", 0.0001, meter="estimate:tdp-linear", is_estimate=True))
+    scores = score_summary(hand_summary(extra, {"est": 99.0}))
+    b64 = _by_model(scores, batch_size_requested=64, energy_is_estimate=False)
+    b8 = _by_model(scores, batch_size_requested=8)
+    assert b64.loc["m3", "efficiency_index"] == pytest.approx(2 / 3)
+    assert bool(b8.loc["m3", "on_front"]) and not bool(b8.loc["m1", "on_front"])
+    assert bool(b64.loc["m1", "on_front"])
+    est = _by_model(scores, energy_is_estimate=True)
+    assert list(est.index) == ["est"] and bool(est.loc["est", "on_front"])
+
+
+def test_dynamic_energy_can_be_scored():
+    s = _by_model(score_summary(hand_summary(), energy="dynamic"))
+    assert s.loc["m3", "energy_per_image_j"] == pytest.approx(0.015)
+    assert s.loc["m3", "efficiency_index"] == pytest.approx(2 / 3)  # halving all: same index
+    assert set(s["energy_kind"]) == {"dynamic"}
+
+
+def test_output_matches_declared_columns():
+    scores = score_summary(hand_summary())
+    assert list(scores.columns) == list(SCORE_COLUMNS)
+    assert str(scores["grade"].dtype).startswith("string")
+
+
+def test_front_helpers_on_ties_and_order():
+    a = np.array([70.0, 70.0, 75.0, 60.0])
+    e = np.array([1.0, 1.0, 2.0, 1.5])
+    assert pareto_front(a, e).tolist() == [True, True, True, False]
+    assert front_energy(a, e, np.array([60.0, 71.0, 80.0])).tolist()[:2] == [1.0, 2.0]
+    assert np.isnan(front_energy(a, e, np.array([80.0]))[0])
+
+
+def test_grade_boundaries_are_inclusive():
+    t = DEFAULT_GRADE_THRESHOLDS
+    assert [grade_of(t[g]) for g in "ABCDEF"] == list("ABCDEF")
+    assert grade_of(1.0) == "A" and grade_of(0.0999) == "G" and grade_of(np.nan) is None
+
+
+def test_grade_thresholds_from_config():
+    assert parse_grade_thresholds([0.9, 0.8, 0.7, 0.6, 0.5, 0.4])["F"] == 0.4
+    assert parse_grade_thresholds(None) == DEFAULT_GRADE_THRESHOLDS
+    for bad in ([0.9, 0.8], [0.5, 0.6, 0.4, 0.3, 0.2, 0.1], [1.5, 0.8, 0.7, 0.6, 0.5, 0.4]):
+        with pytest.raises(ValueError):
+            parse_grade_thresholds(bad)
+    with pytest.raises(ValueError, match="keys"):
+        parse_grade_thresholds({"A": 0.9})
+    strict = score_summary(hand_summary(), grade_thresholds=[0.99, 0.9, 0.8, 0.7, 0.6, 0.5])
+    assert _by_model(strict).loc["m3", "grade"] == "E"  # 0.667: >= 0.6, < 0.7

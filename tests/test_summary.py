@@ -1,0 +1,204 @@
+"""Summary: the join of catalog, profile and accuracy, and the schema a published summary
+is checked against."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from joulebench.summary import (
+    STATUS_NOT_PROFILED,
+    SUMMARY_COLUMNS,
+    SUMMARY_KEY,
+    SummaryError,
+    build_summary,
+    read_summary,
+    validate_summary,
+    write_summary,
+)
+from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS, read_table
+
+
+def _catalog() -> pd.DataFrame:
+    rows = [
+        ("resnet18.a1_in1k", "resnet", "ok", "", 11_689_512, 3.64e9),
+        ("vit_tiny_patch16_224.augreg_in21k_ft_in1k", "vision_transformer", "ok", "", 5.7e6, 2.5e9),
+        ("broken.none", "broken", "failed", "RuntimeError: cannot build", None, None),
+    ]
+    df = pd.DataFrame(
+        rows, columns=["model", "family", "status", "reason", "params", "flops_per_image"]
+    )
+    df["macs_per_image"] = df["flops_per_image"] / 2
+    df["activations_per_image"] = df["flops_per_image"] / 500
+    df["input_height"] = df["input_width"] = 224
+    df["architecture"] = df["model"].str.split(".").str[0]
+    return df.reindex(columns=list(CATALOG_COLUMNS))
+
+
+def _profile() -> pd.DataFrame:
+    base = {"device_label": "cpu", "reason": "", "flags": ""}
+    rows = []
+    for model in ("resnet18.a1_in1k", "vit_tiny_patch16_224.augreg_in21k_ft_in1k"):
+        for method, batch in (("fp32", 1), ("fp32", 8), ("bf16", 8)):
+            rows.append(
+                {
+                    **base,
+                    "model": model,
+                    "method": method,
+                    "batch_size_requested": batch,
+                    "batch_size": batch,
+                    "status": "ok",
+                    "meter": "estimate:tdp-linear",
+                    "is_estimate": True,
+                    "energy_per_image_j": 0.1 / batch,
+                    "throughput_img_s": 100.0 * batch,
+                }
+            )
+    # an out-of-memory row: no energy, and is_estimate unknown -> from the meter name
+    rows.append(
+        {
+            **base,
+            "model": "resnet18.a1_in1k",
+            "method": "fp32",
+            "batch_size_requested": 512,
+            "batch_size": 1,
+            "status": "oom",
+            "reason": "out of memory",
+            "meter": "estimate:tdp-linear",
+            "is_estimate": None,
+        }
+    )
+    return pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS))
+
+
+def _accuracy() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "model": ["resnet18.a1_in1k", "resnet18.a1_in1k"],
+            "img_size": [288, 224],  # two resolutions: the catalog's input size wins
+            "top1": [73.2, 71.5],
+            "top5": [91.0, 90.1],
+            "accuracy_source": ["reference", "reference"],
+            "accuracy_dataset": ["timm results-imagenet.csv"] * 2,
+        }
+    )
+
+
+@pytest.fixture
+def summary():
+    return build_summary(_profile(), _catalog(), _accuracy())
+
+
+def test_one_row_per_configuration_plus_unprofiled_models(summary):
+    assert list(summary.columns) == list(SUMMARY_COLUMNS)
+    keyed = summary.dropna(subset=list(SUMMARY_KEY))
+    assert not keyed.duplicated(list(SUMMARY_KEY)).any()
+    assert len(keyed) == 7  # 6 measured + 1 out of memory
+    lost = summary[summary["status"] == STATUS_NOT_PROFILED]
+    assert lost["model"].tolist() == ["broken.none"]
+    assert lost["reason"].iloc[0] == "catalog: RuntimeError: cannot build"
+    assert lost["catalog_status"].iloc[0] == "failed"
+    assert set(summary["phase"]) == {"inference"}
+
+
+def test_failed_rows_are_kept_with_their_status(summary):
+    oom = summary[summary["status"] == "oom"].iloc[0]
+    assert oom["reason"] == "out of memory" and np.isnan(oom["energy_per_image_j"])
+    assert oom["batch_size_requested"] == 512 and oom["batch_size"] == 1
+    assert bool(oom["energy_is_estimate"])  # said by the meter's name
+
+
+def test_catalog_and_accuracy_are_joined(summary):
+    r = summary[(summary["model"] == "resnet18.a1_in1k") & (summary["status"] == "ok")].iloc[0]
+    assert r["family"] == "resnet" and r["params"] == 11_689_512
+    assert r["flops_per_image"] == pytest.approx(3.64e9)
+    assert r["top1"] == pytest.approx(71.5) and r["accuracy_img_size"] == 224
+    assert r["accuracy_source"] == "reference"
+    vit = summary[summary["model"].str.startswith("vit")].iloc[0]
+    assert vit["accuracy_source"] == "none" and np.isnan(vit["top1"])
+    assert vit["accuracy_note"] == "model not in the accuracy table"
+    assert summary.loc[summary["status"] == "ok", "energy_is_estimate"].all()
+
+
+def test_without_catalog_or_accuracy():
+    s = build_summary(_profile())
+    assert set(s["catalog_status"]) == {"missing"}
+    assert set(s["accuracy_source"]) == {"none"}
+    assert set(s["accuracy_note"]) == {"no accuracy table"}
+    validate_summary(s)
+
+
+def test_training_phase_and_unknown_phase():
+    assert set(build_summary(_profile(), phase="training")["phase"]) == {"training"}
+    with pytest.raises(ValueError, match="phase"):
+        build_summary(_profile(), phase="fine-tuning")
+
+
+def test_round_tripped_parquet_and_csv_are_accepted(summary, tmp_path):
+    write_summary(summary, tmp_path / "summary.parquet", tmp_path / "summary.csv")
+    back = read_summary(tmp_path / "summary.parquet")
+    validate_summary(back)
+    pd.testing.assert_frame_equal(back, summary)
+    from_csv = read_summary(tmp_path / "summary.csv")
+    assert list(from_csv.columns) == list(SUMMARY_COLUMNS)
+    assert from_csv["energy_per_image_j"].equals(summary["energy_per_image_j"])
+    assert from_csv["energy_is_estimate"].dtype == "boolean"
+
+
+def test_missing_column_is_rejected(summary):
+    with pytest.raises(SummaryError, match=r"missing columns: \['energy_per_image_j'\]"):
+        validate_summary(summary.drop(columns=["energy_per_image_j"]))
+
+
+def test_wrong_dtype_is_rejected(summary, tmp_path):
+    bad = summary.copy()
+    bad["energy_per_image_j"] = bad["energy_per_image_j"].astype(str)
+    bad["batch_size"] = bad["batch_size"].astype(float)
+    with pytest.raises(SummaryError) as err:
+        validate_summary(bad)
+    assert "energy_per_image_j is" in str(err.value) and "expected float64" in str(err.value)
+    assert "batch_size is float64, expected Int64" in str(err.value)
+    # and from a file: the path is named
+    bad.to_parquet(tmp_path / "published.parquet")
+    with pytest.raises(SummaryError, match="published.parquet"):
+        read_summary(tmp_path / "published.parquet")
+
+
+def test_impossible_values_are_rejected(summary):
+    dup = pd.concat([summary, summary.iloc[[0]]], ignore_index=True)
+    with pytest.raises(SummaryError, match="share a key"):
+        validate_summary(dup)
+    mixed = summary.copy()
+    mixed.loc[0, "energy_is_estimate"] = False  # an estimate meter claiming a measurement
+    with pytest.raises(SummaryError, match="estimate meter"):
+        validate_summary(mixed)
+    neg = summary.copy()
+    neg.loc[0, "energy_per_image_j"] = -1.0
+    with pytest.raises(SummaryError, match="negative"):
+        validate_summary(neg)
+    src = summary.copy()
+    src.loc[0, "accuracy_source"] = "guessed"
+    with pytest.raises(SummaryError, match="accuracy_source"):
+        validate_summary(src)
+
+
+def test_extra_columns_are_dropped_with_a_warning(summary, tmp_path):
+    summary.assign(newer_field=1.0).to_parquet(tmp_path / "s.parquet")
+    with pytest.warns(UserWarning, match="newer_field"):
+        back = read_summary(tmp_path / "s.parquet")
+    assert "newer_field" not in back.columns
+
+
+def test_written_atomically_with_the_declared_schema(summary, tmp_path):
+    write_summary(summary, tmp_path / "summary.parquet")
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.parquet"]
+    assert list(read_table(tmp_path / "summary.parquet").columns) == list(SUMMARY_COLUMNS)
+
+
+def test_column_names_carry_units():
+    for col in SUMMARY_COLUMNS:
+        if "energy" in col and not col.endswith(("_cv", "_is_estimate")):
+            assert col.endswith("_j"), col
+        if "power" in col:
+            assert col.endswith("_w"), col
