@@ -17,10 +17,16 @@ configfile: "config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/catalog.smk"
 include: "workflow/rules/profile.smk"
+include: "workflow/rules/summary.smk"
+include: "workflow/rules/score.smk"
+include: "workflow/rules/figures.smk"
 
 
 onstart:
-    print(f"joulebench: {len(MODELS)} model(s) -> results/")
+    if FROM_SUMMARY:
+        print(f"joulebench: scores and figures from {FROM_SUMMARY} -> results/")
+    else:
+        print(f"joulebench: {len(MODELS)} model(s) -> results/")
 
 
 onerror:

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
-def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 600):
+def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 600, env=None):
     """Run the repository's workflow with `workdir` as working directory; return the result."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
     cmd += ["--directory", str(workdir), "--cores", "2"]
@@ -22,7 +22,7 @@ def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 600
         path = workdir / "test-config.yaml"
         path.write_text(yaml.safe_dump(config))
         cmd += ["--configfile", str(path)]
-    env = dict(os.environ)
+    env = {**os.environ, **(env or {})}
     # Rules call `python -m joulebench`: the interpreter running the tests comes first.
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return subprocess.run(

@@ -2,11 +2,14 @@
 
 import math
 import re
+import shutil
 
 import pandas as pd
 import pytest
 import timm
 from conftest import REPO, snakemake
+
+from joulebench.figures import FIGURE_NAMES as FIGURES
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +35,7 @@ TINY_STUDY = {
 }
 
 
-def test_study_end_to_end_and_noop_rerun(run_workflow):
+def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     config = TINY_STUDY
     first = run_workflow(config)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -52,9 +55,33 @@ def test_study_end_to_end_and_noop_rerun(run_workflow):
     idle = pd.read_parquet(run_workflow.workdir / "results" / "idle" / "cpu.parquet")
     assert (profile["idle_power_w"] == idle["idle_power_w"].iloc[0]).all()
 
+    results = run_workflow.workdir / "results"
+    summary = pd.read_parquet(results / "summary.parquet")
+    assert len(summary) == len(profile) and (results / "summary.csv").is_file()
+    scores = pd.read_parquet(results / "scores.parquet")
+    assert len(scores) == len(summary)
+    for name in FIGURES:
+        for suffix in (".pdf", ".png"):
+            assert (results / "figures" / f"{name}{suffix}").stat().st_size > 1000, name
+
     again = run_workflow(config)
     assert again.returncode == 0
     assert "Nothing to be done" in again.stderr + again.stdout
+
+    # Figures from existing data: a summary anywhere on disk, and torch cannot be imported.
+    published = tmp_path_factory.mktemp("published") / "summary.parquet"
+    shutil.copy(results / "summary.parquet", published)
+    poison = tmp_path_factory.mktemp("poison")
+    (poison / "torch").mkdir()
+    (poison / "torch" / "__init__.py").write_text("raise ImportError('torch is not allowed')")
+    replot = tmp_path_factory.mktemp("replot")
+    rerun = snakemake(replot, {"from_summary": str(published)}, env={"PYTHONPATH": str(poison)})
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert not (replot / "results" / "catalog.parquet").exists()
+    replotted = pd.read_parquet(replot / "results" / "scores.parquet")
+    assert len(replotted) == len(scores)
+    for name in FIGURES:
+        assert (replot / "results" / "figures" / f"{name}.png").is_file()
 
 
 def test_all_pretrained_dry_run(tmp_path):

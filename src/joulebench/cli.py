@@ -166,6 +166,84 @@ def _cmd_idle(args) -> int:
     return 0
 
 
+def _cmd_summary(args) -> int:
+    """One tidy table: catalog + profile + accuracy."""
+    from joulebench.summary import build_summary, write_summary
+    from joulebench.tables import read_table
+
+    catalog = read_table(args.catalog) if args.catalog else None
+    accuracy = read_table(args.accuracy) if args.accuracy else None
+    summary = build_summary(read_table(args.profile), catalog, accuracy)
+    write_summary(summary, args.output, args.csv)
+    print(f"summary: {len(summary)} rows -> {args.output}", file=sys.stderr)
+    return 0
+
+
+def _cmd_score(args) -> int:
+    import json
+
+    from joulebench.score import SCORE_COLUMNS, score_summary
+    from joulebench.summary import read_summary
+    from joulebench.tables import write_table
+
+    settings = json.loads(args.settings)
+    scores = score_summary(
+        read_summary(args.summary),
+        grade_thresholds=settings.get("grade_thresholds"),
+        reference_model=settings.get("reference_model"),
+        energy=settings.get("energy", "total"),
+        invalid_flags=settings.get("invalid_flags", ("other-process", "mig")),
+    )
+    write_table(scores, args.output, SCORE_COLUMNS)
+    graded = int(scores["grade"].notna().sum()) if "grade" in scores else 0
+    print(f"scores: {len(scores)} rows, {graded} graded -> {args.output}", file=sys.stderr)
+    return 0
+
+
+def _cmd_fits(args) -> int:
+    import json
+
+    from joulebench.fits import all_fits, write_fits
+    from joulebench.summary import read_summary
+
+    settings = json.loads(args.settings)
+    summary = read_summary(args.summary)
+    baseline = settings.get("baseline_method") or summary["method"].dropna().iloc[0]
+    tables = all_fits(
+        summary,
+        baseline_method=baseline,
+        energy=settings.get("energy", "total"),
+        min_n=int(settings.get("min_models", 3)),
+        invalid_flags=settings.get("invalid_flags", ("other-process", "mig")),
+    )
+    for path in write_fits(tables, args.outdir):
+        print(f"fits -> {path}", file=sys.stderr)
+    return 0
+
+
+def _cmd_figures(args) -> int:
+    import json
+
+    from joulebench.figures import render_all
+    from joulebench.fits import read_fits
+    from joulebench.summary import read_summary
+    from joulebench.tables import read_table
+
+    settings = json.loads(args.settings)
+    trace = read_table(args.trace) if args.trace else None
+    paths = render_all(
+        read_summary(args.summary),
+        read_table(args.scores),
+        read_fits(args.fits_dir),
+        trace,
+        args.outdir,
+        group={k: v for k, v in (settings.get("group") or {}).items() if v is not None},
+        trace_config={k: v for k, v in (settings.get("trace") or {}).items() if v is not None},
+    )
+    print(f"figures: {len(paths)} -> {args.outdir}", file=sys.stderr)
+    return 0
+
+
 def _cmd_concat(args) -> int:
     import pandas as pd
 
@@ -226,6 +304,35 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats-output", required=True)
     p.add_argument("--trace-output", required=True)
     p.set_defaults(func=_cmd_profile_job)
+
+    p = sub.add_parser("summary", help="join catalog, profile and accuracy into one table")
+    p.add_argument("--profile", required=True)
+    p.add_argument("--catalog")
+    p.add_argument("--accuracy")
+    p.add_argument("--output", required=True, help="summary parquet")
+    p.add_argument("--csv", help="also write the summary as CSV")
+    p.set_defaults(func=_cmd_summary)
+
+    p = sub.add_parser("score", help="Pareto front, efficiency index, grades, energy index")
+    p.add_argument("summary", help="a summary parquet or csv (ours or published)")
+    p.add_argument("--settings", default="{}", help="JSON: the config's score section")
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_score)
+
+    p = sub.add_parser("fits", help="energy vs FLOPs/params/activations, accuracy vs energy")
+    p.add_argument("summary")
+    p.add_argument("--settings", default="{}", help="JSON: the config's fits section")
+    p.add_argument("--outdir", required=True)
+    p.set_defaults(func=_cmd_fits)
+
+    p = sub.add_parser("figures", help="every figure of the study, PDF and PNG")
+    p.add_argument("--summary", required=True)
+    p.add_argument("--scores", required=True)
+    p.add_argument("--fits-dir", required=True)
+    p.add_argument("--trace", help="a power-trace parquet for the trace figure")
+    p.add_argument("--settings", default="{}", help="JSON: the config's figures section")
+    p.add_argument("--outdir", required=True)
+    p.set_defaults(func=_cmd_figures)
 
     p = sub.add_parser("idle", help="measure the idle power baseline of a device")
     p.add_argument("--device-label", required=True)

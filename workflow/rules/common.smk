@@ -7,6 +7,8 @@ import shlex
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from joulebench.figures import FIGURE_NAMES as FIGURES
+from joulebench.fits import FIT_TABLE_COLUMNS
 from joulebench.models import ModelSelectionError, chunk, resolve_models
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -26,10 +28,20 @@ envvars:
 
 ENV = "../../envs/joulebench.yaml"
 
+# Figures from existing data: a published summary -> scores, fits, figures; nothing measured.
+FROM_SUMMARY = config.get("from_summary")
+if FROM_SUMMARY and not Path(FROM_SUMMARY).is_file():
+    raise WorkflowError(f"from_summary: no such file: {FROM_SUMMARY}")
+if not FROM_SUMMARY and not config.get("models"):
+    raise WorkflowError(
+        "The config needs `models:` (or `from_summary:` to replot a summary)."
+    )
+
 try:
-    MODELS = resolve_models(config["models"])
+    MODELS = [] if FROM_SUMMARY else resolve_models(config["models"])
 except ModelSelectionError as exc:
     raise WorkflowError(f"Invalid model selection in config:\n{exc}")
+FIT_TABLES = list(FIT_TABLE_COLUMNS)
 
 CATALOG_PARTS = chunk(MODELS, config["catalog"]["models_per_job"])
 PART_IDS = [f"{i:04d}" for i in range(len(CATALOG_PARTS))]
@@ -45,7 +57,40 @@ wildcard_constraints:
 
 
 def get_final_outputs():
-    return ["results/catalog.parquet", "results/profile.parquet"]
+    analysis = [
+        "results/scores.parquet",
+        *expand("results/figures/{name}.png", name=FIGURES),
+    ]
+    if FROM_SUMMARY:
+        return analysis
+    return ["results/catalog.parquet", "results/profile.parquet", *analysis]
+
+
+def get_summary(wildcards):
+    """The summary the analysis reads: ours, or a published one (from_summary)."""
+    return FROM_SUMMARY or "results/summary.parquet"
+
+
+def get_figure_inputs(wildcards):
+    inputs = {
+        "summary": get_summary(wildcards),
+        "scores": "results/scores.parquet",
+        "fits": expand("results/fits/{table}.parquet", table=FIT_TABLES),
+    }
+    trace = get_trace(wildcards)
+    if trace:
+        inputs["trace"] = trace
+    return inputs
+
+
+def get_trace(wildcards):
+    """The power trace the trace figure shows (one model's job; default the first)."""
+    if FROM_SUMMARY:
+        return config["figures"]["trace_table"]
+    want = config["figures"]["trace"]
+    device = want["device_label"] or next(iter(DEVICES))
+    model = want["model"] or MODELS[0]
+    return f"results/profile/{device}/trace/{model}.parquet"
 
 
 def get_catalog_part_models(wildcards):

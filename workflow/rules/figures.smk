@@ -1,0 +1,32 @@
+# Stage 9: every figure of the study, PDF + PNG, registered for `snakemake --report`.
+
+
+rule figures:
+    input:
+        unpack(get_figure_inputs),
+    output:
+        pdf=expand("results/figures/{name}.pdf", name=FIGURES),
+        png=[
+            report(
+                f"results/figures/{name}.png",
+                caption=f"../report/{name}.rst",
+                category="Figures",
+            )
+            for name in FIGURES
+        ],
+    log:
+        "logs/figures.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        settings=json.dumps(config["figures"], sort_keys=True),
+        trace=lambda wildcards, input: (
+            f"--trace {input.trace}" if "trace" in input.keys() else ""
+        ),
+        outdir=lambda wildcards, output: os.path.dirname(output.pdf[0]),
+        fits_dir=lambda wildcards, input: os.path.dirname(input.fits[0]),
+    shell:
+        "python -m joulebench figures --summary {input.summary} --scores {input.scores} "
+        "--fits-dir {params.fits_dir} {params.trace} --settings {params.settings:q} "
+        "--outdir {params.outdir} > {log} 2>&1"

@@ -1,0 +1,36 @@
+# Stage 8: Pareto front, efficiency index, grades, energy index; fits of energy and accuracy.
+
+
+rule score:
+    input:
+        get_summary,
+    output:
+        "results/scores.parquet",
+    log:
+        "logs/score.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        settings=json.dumps(config["score"], sort_keys=True),
+    shell:
+        "python -m joulebench score {input} --settings {params.settings:q} "
+        "--output {output} > {log} 2>&1"
+
+
+rule fits:
+    input:
+        get_summary,
+    output:
+        expand("results/fits/{table}.parquet", table=FIT_TABLES),
+    log:
+        "logs/fits.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        settings=json.dumps(config["fits"], sort_keys=True),
+        outdir=lambda wildcards, output: os.path.dirname(output[0]),
+    shell:
+        "python -m joulebench fits {input} --settings {params.settings:q} "
+        "--outdir {params.outdir} > {log} 2>&1"
