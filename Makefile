@@ -1,12 +1,12 @@
 # The two commands of the README: `make run` (the default study) and `make test`.
 # Both set up a virtual environment in .venv first (once; again when pyproject.toml changes).
-PYTHON ?= python3
+PYTHON ?= $(shell command -v python3)
 VENV ?= .venv
 BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
-# Jobs call `python -m joulebench`: the venv's python must come first on PATH.
-WITH_VENV := PATH="$(BIN):$$PATH"
 CORES ?= all
+# Jobs call `python -m joulebench`: the venv's python must come first on PATH.
+export PATH := $(BIN):$(PATH)
 
 .PHONY: setup run test lint format clean
 
@@ -19,16 +19,16 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: setup
-	$(WITH_VENV) snakemake --cores $(CORES)
+	snakemake --cores $(CORES)
 
 test: setup
-	$(WITH_VENV) python -m pytest
+	python -m pytest
 
 lint: setup
-	$(WITH_VENV) ruff check . && ruff format --check . && snakefmt --check . && snakemake --lint
+	ruff check . && ruff format --check . && snakefmt --check . && snakemake --lint
 
 format: setup
-	$(WITH_VENV) ruff format . && ruff check --fix . && snakefmt .
+	ruff format . && ruff check --fix . && snakefmt .
 
 clean:
 	rm -rf results/*/ results/*.parquet results/*.csv logs .snakemake
