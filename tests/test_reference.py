@@ -1,0 +1,179 @@
+"""timm's reference accuracy: the pinned tables, the (tag, img_size) join, offline behaviour."""
+
+from __future__ import annotations
+
+import io
+import math
+import urllib.error
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from joulebench import reference
+from joulebench.reference import TABLES, ReferenceWarning
+from joulebench.tables import ACCURACY_COLUMNS
+
+SHARED_TABLES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "timm-results"
+DEFAULT_MODELS = {  # the default study: reference top-1 at the model's own input size
+    "resnet18.a1_in1k": 71.504,
+    "mobilenetv3_small_100.lamb_in1k": 67.636,
+    "efficientnet_b0.ra_in1k": 77.698,
+    "deit_tiny_patch16_224.fb_in1k": 72.190,
+    "convnext_atto.d2_in1k": 75.672,
+}
+
+pytestmark = pytest.mark.skipif(
+    not SHARED_TABLES.is_dir(), reason=f"timm's tables not at {SHARED_TABLES}"
+)
+
+
+def input_size(model: str) -> int:
+    from timm.models import get_pretrained_cfg
+
+    return get_pretrained_cfg(model).input_size[-1]
+
+
+@pytest.fixture(scope="module")
+def shared_tables():
+    return reference.load_tables(local_dir=SHARED_TABLES)
+
+
+def test_every_default_model_gets_its_reference_top1(shared_tables):
+    models = list(DEFAULT_MODELS)
+    sizes = {m: input_size(m) for m in models}
+    assert set(sizes.values()) == {224}
+    catalog = pd.DataFrame({"model": models + ["broken.x"], "input_height": [224] * 5 + [None]})
+    assert reference.img_sizes_from_catalog(catalog) == sizes | {"broken.x": None}
+    rows = reference.reference_accuracy(models, sizes, shared_tables).set_index("model")
+    assert rows.top1.to_dict() == DEFAULT_MODELS
+    assert (rows.accuracy_source == "reference").all()
+    assert rows.accuracy_dataset.str.contains("results-imagenet.csv").all()
+    resnet = rows.loc["resnet18.a1_in1k"]
+    assert (resnet.top5, resnet.top1_real, resnet.top1_v2) == (90.086, 79.450, 59.320)
+    assert resnet.img_size == 224
+
+
+def test_missing_model_or_size_is_nan_with_a_reason(shared_tables):
+    models = ["resnet18.not_a_tag", "resnet18.a1_in1k", "convnext_atto.d2_in1k"]
+    sizes = {"resnet18.not_a_tag": 224, "resnet18.a1_in1k": 256, "convnext_atto.d2_in1k": 288}
+    rows = reference.reference_accuracy(models, sizes, shared_tables)
+    assert list(rows.columns) == list(ACCURACY_COLUMNS)
+    rows = rows.set_index("model")
+    assert rows.loc["resnet18.not_a_tag"].accuracy_source == "none"
+    assert math.isnan(rows.loc["resnet18.not_a_tag"].top1)
+    assert "not in timm's results-imagenet.csv" in rows.loc["resnet18.not_a_tag"].accuracy_note
+    # A different resolution is a different accuracy: no fallback to the nearest size.
+    at_256 = rows.loc["resnet18.a1_in1k"]
+    assert at_256.accuracy_source == "none" and math.isnan(at_256.top1)
+    assert "img_size 224, 288, not 256" in at_256.accuracy_note
+    assert rows.loc["convnext_atto.d2_in1k"].top1 == 77.016  # its published 288 row
+
+
+def serve(monkeypatch, body=None, error=None):
+    """Replace urlopen: serve the shared file named by the URL, `body`, or raise `error`."""
+    asked = []
+
+    def urlopen(url, timeout=None):
+        asked.append(url)
+        assert timeout is not None and timeout <= 30
+        if error is not None:
+            raise error
+        name = url.rsplit("/", 1)[-1]
+        return io.BytesIO(body if body is not None else (SHARED_TABLES / name).read_bytes())
+
+    monkeypatch.setattr(reference.urllib.request, "urlopen", urlopen)
+    return asked
+
+
+def test_fetch_verifies_and_caches_atomically(tmp_path, monkeypatch):
+    asked = serve(monkeypatch)
+    cache = tmp_path / "data" / "reference"
+    (cache).mkdir(parents=True)
+    (cache / TABLES["imagenet"].file).write_text("half a file from a killed run")
+    paths, notes = reference.fetch_tables(cache)
+    assert notes == {}
+    assert len(asked) == 3 and all(reference.TIMM_COMMIT in url for url in asked)
+    assert all(url.startswith("https://raw.githubusercontent.com/") for url in asked)
+    for name, spec in TABLES.items():
+        assert paths[name] == cache / spec.file
+        assert reference.sha256_of(paths[name].read_bytes()) == spec.sha256
+    assert sorted(p.name for p in cache.iterdir()) == sorted(s.file for s in TABLES.values())
+
+    asked.clear()  # cached and verified: no second download
+    assert reference.fetch_tables(cache)[0] == paths and asked == []
+    tables = reference.load_tables(cache)
+    rows = reference.reference_accuracy(["resnet18.a1_in1k"], {"resnet18.a1_in1k": 224}, tables)
+    assert rows.top1.item() == 71.504 and "timm@aa4b585" in rows.accuracy_dataset.item()
+
+
+def test_checksum_mismatch_warns_and_leaves_accuracy_missing(tmp_path, monkeypatch):
+    serve(monkeypatch, body=b"model,img_size,top1\nresnet18.a1_in1k,224,99.9\n")
+    with pytest.warns(ReferenceWarning, match="sha256"):
+        tables = reference.load_tables(tmp_path)
+    assert all(frame is None for frame in tables.frames.values())
+    assert not list(tmp_path.iterdir())  # nothing unverified is cached
+    row = reference.reference_accuracy(["resnet18.a1_in1k"], {"resnet18.a1_in1k": 224}, tables)
+    assert row.accuracy_source.item() == "none" and math.isnan(row.top1.item())
+    assert "unavailable" in row.accuracy_note.item()
+
+
+def test_offline_warns_and_leaves_accuracy_missing(tmp_path, monkeypatch):
+    serve(monkeypatch, error=urllib.error.URLError("Temporary failure in name resolution"))
+    with pytest.warns(ReferenceWarning, match="could not fetch") as caught:
+        paths, notes = reference.fetch_tables(tmp_path)
+    assert len(caught) == 3 and set(notes) == set(TABLES)
+    assert all(p is None for p in paths.values())
+    assert "reference.local_dir" in notes["imagenet"]
+    with pytest.warns(ReferenceWarning, match="offline"):
+        assert reference.fetch_tables(tmp_path, offline=True)[0]["imagenet"] is None
+
+
+def test_a_local_folder_is_used_and_a_changed_copy_is_flagged(tmp_path):
+    tables = reference.load_tables(local_dir=SHARED_TABLES)
+    assert tables.notes == {} and tables.origin == str(SHARED_TABLES)
+    assert len(tables.frames["imagenet"]) == 1556
+    # param_count has thousands separators ("1,013.01"): read as numbers
+    assert tables.frames["imagenet"].param_count.dtype.kind == "f"
+
+    edited = tmp_path / "mine"
+    edited.mkdir()
+    text = (SHARED_TABLES / TABLES["imagenet"].file).read_text()
+    (edited / TABLES["imagenet"].file).write_text(text.replace("71.504", "71.600"))
+    with pytest.warns(ReferenceWarning) as caught:
+        mine = reference.load_tables(local_dir=edited)
+    assert any("not the pinned" in str(w.message) for w in caught)
+    assert any("not in" in str(w.message) for w in caught)  # the two other files are absent
+    row = reference.reference_accuracy(["resnet18.a1_in1k"], {"resnet18.a1_in1k": 224}, mine)
+    assert row.top1.item() == 71.6 and math.isnan(row.top1_real.item())
+
+
+def _measured(model, top1, source="measured", note=""):
+    row = {c: None for c in ACCURACY_COLUMNS}
+    row.update(model=model, img_size=224, top1=top1, top5=top1 + 10, accuracy_source=source)
+    row.update(accuracy_note=note, top1_real=math.nan, top1_v2=math.nan, accuracy_images=50)
+    return row
+
+
+def test_combine_prefers_measured_and_keeps_each_source(shared_tables):
+    models = ["resnet18.a1_in1k", "convnext_atto.d2_in1k", "nothing.anywhere"]
+    ref = reference.reference_accuracy(models, {m: 224 for m in models}, shared_tables)
+    measured = pd.DataFrame(
+        [
+            _measured("resnet18.a1_in1k", 71.2),
+            _measured("convnext_atto.d2_in1k", math.nan, "none", "no local pretrained weights"),
+            _measured("nothing.anywhere", math.nan, "none", "no local pretrained weights"),
+        ]
+    )
+    both = reference.combine(measured, ref).set_index("model")
+    assert list(both.reset_index().columns) == list(ACCURACY_COLUMNS)
+    resnet = both.loc["resnet18.a1_in1k"]
+    assert (resnet.top1, resnet.accuracy_source, resnet.top1_real) == (71.2, "measured", 79.45)
+    assert "reference top1 71.504" in resnet.accuracy_note
+    convnext = both.loc["convnext_atto.d2_in1k"]
+    assert (convnext.top1, convnext.accuracy_source) == (75.672, "reference")
+    assert "not measured: no local pretrained weights" in convnext.accuracy_note
+    nothing = both.loc["nothing.anywhere"]
+    assert nothing.accuracy_source == "none" and math.isnan(nothing.top1)
+    assert "not in timm's" in nothing.accuracy_note and "not measured" in nothing.accuracy_note
+    assert reference.combine(None, ref).equals(ref)
