@@ -17,17 +17,15 @@ SHARED = REPO.parent / "shared"
 def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 600, env=None):
     """Run the repository's workflow with `workdir` as working directory; return the result."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
-    cmd += ["--directory", str(workdir), "--cores", "2"]
-    if config is not None:
+    cmd += ["--directory", str(workdir), "--cores", "2", *args]
+    if config is not None:  # last: --configfile takes every word after it
         path = workdir / "test-config.yaml"
         path.write_text(yaml.safe_dump(config))
         cmd += ["--configfile", str(path)]
     env = {**os.environ, **(env or {})}
     # Rules call `python -m joulebench`: the interpreter running the tests comes first.
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return subprocess.run(
-        cmd + list(args), capture_output=True, text=True, env=env, timeout=timeout
-    )
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
 
 
 @pytest.fixture

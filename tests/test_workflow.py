@@ -7,7 +7,7 @@ import shutil
 import pandas as pd
 import pytest
 import timm
-from conftest import REPO, snakemake
+from conftest import REPO, SHARED, snakemake
 
 from joulebench.figures import FIGURE_NAMES as FIGURES
 
@@ -32,6 +32,7 @@ TINY_STUDY = {
     "protocol": FAST_PROTOCOL,
     "profile": {"idle_pre_s": 0.1},
     "idle": {"duration_s": 0.5},
+    "reference": {"local_dir": str(SHARED / "data" / "timm-results")},
 }
 
 
@@ -58,6 +59,10 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     results = run_workflow.workdir / "results"
     summary = pd.read_parquet(results / "summary.parquet")
     assert len(summary) == len(profile) and (results / "summary.csv").is_file()
+    # Random weights: no measured accuracy; timm's published accuracy, labelled as such.
+    assert (summary["accuracy_source"] == "reference").all()
+    resnet18 = summary[summary["model"] == "resnet18.a1_in1k"]
+    assert (resnet18["top1"] == 71.504).all()
     scores = pd.read_parquet(results / "scores.parquet")
     assert len(scores) == len(summary)
     for name in FIGURES:
@@ -95,3 +100,27 @@ def test_lint_is_clean(tmp_path):
     result = snakemake(REPO, None, "--lint")
     assert result.returncode == 0
     assert "Congratulations" in result.stdout + result.stderr
+
+
+def test_imagefolder_dataset_prepared_once_per_input_config(run_workflow):
+    from PIL import Image
+
+    images = run_workflow.workdir / "images"
+    for wnid in ("n01440764", "n01443537"):
+        (images / wnid).mkdir(parents=True)
+        for i in range(3):
+            Image.new("RGB", (64, 48), (40 * i, 80, 120)).save(images / wnid / f"{i}.png")
+    config = {
+        # resnet18 and resnet34 (a1) share an input config; mobilenetv3 has its own.
+        "models": ["resnet18.a1_in1k", "resnet34.a1_in1k", "mobilenetv3_small_100.lamb_in1k"],
+        "dataset": {"kind": "imagefolder", "path": str(images)},
+        "reference": {"local_dir": str(SHARED / "data" / "timm-results")},
+    }
+    result = run_workflow(config, "results/accuracy.parquet")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    manifests = list((run_workflow.workdir / "data" / "prepared").glob("*/manifest.json"))
+    assert len(manifests) == 2
+    accuracy = pd.read_parquet(run_workflow.workdir / "results" / "accuracy.parquet")
+    assert len(accuracy) == 3
+    # No pretrained weights on this machine: reference accuracy, never a random-weight one.
+    assert set(accuracy["accuracy_source"]) == {"reference"}

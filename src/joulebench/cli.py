@@ -244,6 +244,78 @@ def _cmd_figures(args) -> int:
     return 0
 
 
+def _cmd_reference(args) -> int:
+    """timm's published accuracy for the catalog's models (missing, with a warning, offline)."""
+    import json
+
+    from joulebench.reference import img_sizes_from_catalog, load_tables, reference_accuracy
+    from joulebench.tables import ACCURACY_COLUMNS, read_table, write_table
+
+    settings = json.loads(args.settings)
+    catalog = read_table(args.catalog)
+    tables = load_tables(
+        settings.get("cache_dir", "data/reference"),
+        local_dir=settings.get("local_dir"),
+        timeout_s=float(settings.get("timeout_s", 10.0)),
+        offline=bool(settings.get("offline", False)),
+    )
+    rows = reference_accuracy(list(catalog["model"]), img_sizes_from_catalog(catalog), tables)
+    write_table(rows, args.output, ACCURACY_COLUMNS)
+    found = int(rows["top1"].notna().sum())
+    print(f"reference accuracy: {found} of {len(rows)} models -> {args.output}", file=sys.stderr)
+    return 0
+
+
+def _cmd_prepare(args) -> int:
+    """Preprocess a dataset once for one input configuration into cached shards."""
+    import json
+
+    from joulebench.shards import prepare
+
+    shard = prepare(
+        json.loads(args.source),
+        json.loads(args.input_config),
+        args.out_root,
+        workers=args.workers,
+        shard_size=args.shard_size,
+    )
+    print(f"prepared -> {shard}", file=sys.stderr)
+    return 0
+
+
+def _cmd_accuracy(args) -> int:
+    """Measured top-1/top-5 of models sharing one shard folder, where weights exist locally."""
+    from joulebench.accuracy import measure_models
+    from joulebench.tables import ACCURACY_COLUMNS, write_table
+
+    rows = measure_models(
+        args.models,
+        args.shard_dir,
+        checkpoints=args.checkpoints,
+        batch_size=args.batch_size,
+        device=args.device,
+        allow_download=args.allow_download,
+    )
+    write_table(rows, args.output, ACCURACY_COLUMNS)
+    return 0
+
+
+def _cmd_accuracy_table(args) -> int:
+    """Measured accuracy where there is one, else the reference: every value with its source."""
+    import pandas as pd
+
+    from joulebench.reference import combine
+    from joulebench.tables import ACCURACY_COLUMNS, read_table, write_table
+
+    measured = [read_table(p) for p in args.measured]
+    measured = pd.concat(measured, ignore_index=True) if measured else None
+    rows = combine(measured, read_table(args.reference))
+    write_table(rows, args.output, ACCURACY_COLUMNS)
+    counts = rows["accuracy_source"].value_counts().to_dict()
+    print(f"accuracy: {counts} -> {args.output}", file=sys.stderr)
+    return 0
+
+
 def _cmd_concat(args) -> int:
     import pandas as pd
 
@@ -304,6 +376,36 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats-output", required=True)
     p.add_argument("--trace-output", required=True)
     p.set_defaults(func=_cmd_profile_job)
+
+    p = sub.add_parser("reference", help="timm's published accuracy for the catalog's models")
+    p.add_argument("--catalog", required=True)
+    p.add_argument("--settings", default="{}", help="JSON: the config's reference section")
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_reference)
+
+    p = sub.add_parser("prepare", help="preprocess a dataset into shards for one input config")
+    p.add_argument("--source", required=True, help="JSON: the config's dataset section")
+    p.add_argument("--input-config", required=True, help="JSON: a model's data config")
+    p.add_argument("--out-root", default="data/prepared")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--shard-size", type=int, default=512)
+    p.set_defaults(func=_cmd_prepare)
+
+    p = sub.add_parser("accuracy", help="measured top-1/top-5 on prepared shards")
+    p.add_argument("models", nargs="+")
+    p.add_argument("--shard-dir", required=True)
+    p.add_argument("--checkpoints", help="a folder of <model>.safetensors / .pth files")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--allow-download", action="store_true")
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_accuracy)
+
+    p = sub.add_parser("accuracy-table", help="measured accuracy, else the reference")
+    p.add_argument("--reference", required=True)
+    p.add_argument("--measured", nargs="*", default=[])
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_accuracy_table)
 
     p = sub.add_parser("summary", help="join catalog, profile and accuracy into one table")
     p.add_argument("--profile", required=True)

@@ -52,6 +52,7 @@ DEVICES = config["devices"]  # label -> torch device
 
 wildcard_constraints:
     part=r"\d{4}",
+    shard=r"[A-Za-z0-9_.\-]+",
     device="|".join(map(re.escape, DEVICES)),
     model=r"[A-Za-z0-9_.\-]+",
 
@@ -139,3 +140,42 @@ def get_profile_rows(wildcards):
     return expand(
         "results/profile/{device}/rows/{model}.parquet", device=DEVICES, model=MODELS
     )
+
+
+# Prepared datasets: models that share an input configuration share one shard folder.
+def _shards():
+    """shard key -> (input config, models); empty for the synthetic dataset."""
+    if FROM_SUMMARY or config["dataset"]["kind"] == "synthetic":
+        return {}
+    import timm
+
+    from joulebench.shards import input_config_key, shard_key
+
+    shards = {}
+    for model in MODELS:
+        cfg = timm.data.resolve_data_config(
+            pretrained_cfg=timm.models.get_pretrained_cfg(model).to_dict()
+        )
+        key = shard_key(config["dataset"], cfg)
+        shards.setdefault(key, (input_config_key(cfg)[0], []))[1].append(model)
+    return shards
+
+
+SHARDS = _shards()
+
+
+def get_shard_input_config(wildcards):
+    return json.dumps(SHARDS[wildcards.shard][0], sort_keys=True)
+
+
+def get_shard_models(wildcards):
+    return " ".join(shlex.quote(m) for m in SHARDS[wildcards.shard][1])
+
+
+def get_checkpoints_option(wildcards):
+    folder = config["accuracy"]["checkpoints"]
+    return f"--checkpoints {shlex.quote(folder)}" if folder else ""
+
+
+def get_measured_accuracy(wildcards):
+    return expand("results/accuracy/measured/{shard}.parquet", shard=SHARDS)

@@ -5,6 +5,7 @@ rule summary:
     input:
         profile="results/profile.parquet",
         catalog="results/catalog.parquet",
+        accuracy="results/accuracy.parquet",
     output:
         parquet="results/summary.parquet",
         csv="results/summary.csv",
@@ -15,4 +16,4 @@ rule summary:
         ENV
     shell:
         "python -m joulebench summary --profile {input.profile} --catalog {input.catalog} "
-        "--output {output.parquet} --csv {output.csv} > {log} 2>&1"
+        "--accuracy {input.accuracy} --output {output.parquet} --csv {output.csv} > {log} 2>&1"

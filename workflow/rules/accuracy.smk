@@ -1,0 +1,78 @@
+# Stages 2 and 6: prepared datasets and accuracy. Measured top-1/top-5 where a real dataset
+# and local weights exist; otherwise timm's published (reference) accuracy; each value
+# carries its source.
+
+
+rule reference_accuracy:
+    input:
+        catalog="results/catalog.parquet",
+    output:
+        "results/accuracy/reference.parquet",
+    log:
+        "logs/accuracy/reference.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        settings=json.dumps(config["reference"], sort_keys=True),
+    shell:
+        "python -m joulebench reference --catalog {input.catalog} "
+        "--settings {params.settings:q} --output {output} > {log} 2>&1"
+
+
+rule prepare:
+    output:
+        "data/prepared/{shard}/manifest.json",
+    log:
+        "logs/prepare/{shard}.log",
+    conda:
+        ENV
+    threads: config["dataset"]["workers"]
+    params:
+        source=json.dumps(config["dataset"], sort_keys=True),
+        input_config=get_shard_input_config,
+        workers=config["dataset"]["workers"],
+        out_root=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
+    shell:
+        "python -m joulebench prepare --source {params.source:q} "
+        "--input-config {params.input_config:q} --out-root {params.out_root} "
+        "--workers {params.workers} > {log} 2>&1"
+
+
+rule measured_accuracy:
+    input:
+        "data/prepared/{shard}/manifest.json",
+    output:
+        "results/accuracy/measured/{shard}.parquet",
+    log:
+        "logs/accuracy/{shard}.log",
+    conda:
+        ENV
+    resources:
+        measuring=1,
+    params:
+        models=get_shard_models,
+        shard_dir=lambda wildcards, input: os.path.dirname(input[0]),
+        checkpoints=get_checkpoints_option,
+        batch_size=config["accuracy"]["batch_size"],
+        device=config["accuracy"]["device"],
+    shell:
+        "python -m joulebench accuracy {params.models} --shard-dir {params.shard_dir} "
+        "{params.checkpoints} --batch-size {params.batch_size} --device {params.device} "
+        "--output {output} > {log} 2>&1"
+
+
+rule accuracy:
+    input:
+        reference="results/accuracy/reference.parquet",
+        measured=get_measured_accuracy,
+    output:
+        "results/accuracy.parquet",
+    log:
+        "logs/accuracy/combine.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "python -m joulebench accuracy-table --reference {input.reference} "
+        "--measured {input.measured} --output {output} > {log} 2>&1"
