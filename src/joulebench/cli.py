@@ -208,7 +208,12 @@ def _cmd_fits(args) -> int:
 
     settings = json.loads(args.settings)
     summary = read_summary(args.summary)
-    baseline = settings.get("baseline_method") or summary["method"].dropna().iloc[0]
+    methods = list(summary["method"].dropna().unique())
+    baseline = settings.get("baseline_method")
+    if baseline not in methods:  # unset, or a published summary without it: its first method
+        if baseline:
+            print(f"fits: baseline method {baseline!r} not in the summary", file=sys.stderr)
+        baseline = methods[0] if methods else None
     tables = all_fits(
         summary,
         baseline_method=baseline,

@@ -67,6 +67,13 @@ def get_final_outputs():
     return ["results/catalog.parquet", "results/profile.parquet", *analysis]
 
 
+def get_fits_settings():
+    """The baseline of method savings defaults to the config's first method."""
+    first = None if FROM_SUMMARY else next(iter(config["methods"]))
+    baseline = config["fits"]["baseline_method"] or first
+    return json.dumps({**config["fits"], "baseline_method": baseline}, sort_keys=True)
+
+
 def get_summary(wildcards):
     """The summary the analysis reads: ours, or a published one (from_summary)."""
     return FROM_SUMMARY or "results/summary.parquet"
@@ -131,9 +138,8 @@ def get_profile_spec(wildcards):
             "oom_retry": config["profile"]["oom_retry"],
             "meter": config["profile"]["meter"],
             "estimate": config["profile"]["estimate"],
-        },
-        sort_keys=True,
-    )
+        }
+    )  # not sort_keys: methods keep the config's order
 
 
 def get_profile_rows(wildcards):

@@ -29,7 +29,7 @@ rule fits:
     conda:
         ENV
     params:
-        settings=json.dumps(config["fits"], sort_keys=True),
+        settings=get_fits_settings(),
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
         "python -m joulebench fits {input} --settings {params.settings:q} "
