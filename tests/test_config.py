@@ -31,7 +31,6 @@ def test_default_config_is_valid_and_gets_defaults():
         ({"models": []}, "should be non-empty"),
         ({"models": ["resnet18"], "catalog": {"models_per_job": 0}}, "minimum of 1"),
         ({"models": ["resnet18"], "catalog": {"models_per_job": "x"}}, "not of type 'integer'"),
-        ({}, "'models' is a required property"),
     ],
 )
 def test_schema_errors(config, message):
@@ -53,3 +52,15 @@ def test_workflow_stops_on_unknown_key(run_workflow):
     result = run_workflow({"models": ["resnet18"], "modles": ["x"]}, "-n")
     assert result.returncode != 0
     assert "'modles' was unexpected" in result.stdout + result.stderr
+
+
+def test_workflow_needs_models_or_a_summary(run_workflow):
+    result = run_workflow({"batch_sizes": [1]}, "-n")
+    assert result.returncode != 0
+    assert "needs `models:`" in result.stdout + result.stderr
+
+
+def test_from_summary_must_exist(run_workflow):
+    result = run_workflow({"from_summary": "/nonexistent/summary.parquet"}, "-n")
+    assert result.returncode != 0
+    assert "no such file: /nonexistent/summary.parquet" in result.stdout + result.stderr

@@ -73,6 +73,11 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     assert again.returncode == 0
     assert "Nothing to be done" in again.stderr + again.stdout
 
+    report = run_workflow.workdir / "report.html"
+    made = run_workflow(config, "--report", str(report))
+    assert made.returncode == 0, made.stderr[-3000:]
+    assert report.stat().st_size > 10_000
+
     # Figures from existing data: a summary anywhere on disk, and torch cannot be imported.
     published = tmp_path_factory.mktemp("published") / "summary.parquet"
     shutil.copy(results / "summary.parquet", published)
