@@ -321,6 +321,25 @@ def _cmd_accuracy_table(args) -> int:
     return 0
 
 
+def _cmd_webapp(args) -> int:
+    """The study as one self-contained HTML page (works from file://, no network)."""
+    import json
+
+    from joulebench.summary import read_summary
+    from joulebench.tables import read_table
+    from joulebench.webapp import build_page
+
+    settings = json.loads(args.settings)
+    path = build_page(
+        read_summary(args.summary),
+        read_table(args.scores),
+        args.output,
+        grade_thresholds=settings.get("grade_thresholds"),
+    )
+    print(f"web page -> {path}", file=sys.stderr)
+    return 0
+
+
 def _cmd_concat(args) -> int:
     import pandas as pd
 
@@ -440,6 +459,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--settings", default="{}", help="JSON: the config's figures section")
     p.add_argument("--outdir", required=True)
     p.set_defaults(func=_cmd_figures)
+
+    p = sub.add_parser("webapp", help="the interactive web page, one offline HTML file")
+    p.add_argument("--summary", required=True)
+    p.add_argument("--scores", required=True)
+    p.add_argument("--settings", default="{}", help="JSON: the config's score section")
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_webapp)
 
     p = sub.add_parser("idle", help="measure the idle power baseline of a device")
     p.add_argument("--device-label", required=True)

@@ -30,3 +30,24 @@ rule figures:
         "python -m joulebench figures --summary {input.summary} --scores {input.scores} "
         "--fits-dir {params.fits_dir} {params.trace} --settings {params.settings:q} "
         "--outdir {params.outdir} > {log} 2>&1"
+
+
+# Stage 10: one self-contained HTML page (works from file://, no server, no CDN).
+
+
+rule webapp:
+    input:
+        summary=get_summary,
+        scores="results/scores.parquet",
+    output:
+        "results/webapp/index.html",
+    log:
+        "logs/webapp.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        settings=json.dumps(config["score"], sort_keys=True),
+    shell:
+        "python -m joulebench webapp --summary {input.summary} --scores {input.scores} "
+        "--settings {params.settings:q} --output {output} > {log} 2>&1"

@@ -1,0 +1,1020 @@
+/* joulebench web page: reads the JSON embedded in the page, draws accuracy against energy on
+   a canvas, and keeps filters, hover card, comparison and table in step. No library and no
+   network. Every string from the data reaches the page through textContent or setAttribute,
+   never innerHTML, so a model name is always text. */
+"use strict";
+(function () {
+  const MAX_COMPARE = 6;
+  const ROW_H = 30; // px, fixed: the table renders only the rows scrolled into view
+  const OVERSCAN = 12; // rows rendered above and below the view
+  const TYPE_DELAY_MS = 150; // debounce for text and number inputs
+  const HIT_RADIUS_PX = 9;
+  // Ordered grades, light (A) to dark (G): viridis, as in the study's figures.
+  const GRADE_COLORS = {
+    A: "#d2e21b", B: "#84d44b", C: "#25ac82", D: "#25858e",
+    E: "#33638d", F: "#46307e", G: "#440154",
+  };
+  const NO_GRADE = "#a3a8b0";
+  const FAMILY_COLORS = [
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7",
+    "#56B4E9", "#8C564B", "#6A3D9A", "#B8A000", "#17BECF",
+  ];
+  const OTHER = "#b5bac2";
+  const COMPARE_COLORS = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9"];
+  const FACETS = [
+    ["phase", "Phase"],
+    ["device_label", "Device"],
+    ["method", "Method"],
+    ["batch_size_requested", "Batch size"],
+    ["family", "Family"],
+  ];
+  const NONE_KEY = "(none)";
+
+  const $ = (id) => document.getElementById(id);
+  const raw = JSON.parse($("jb-data").textContent);
+  const META = raw.meta;
+  const COLUMNS = raw.columns;
+  const ROWS = makeRows(raw);
+  const PLOTTABLE = ROWS.filter((r) => r.plottable).length;
+  const FRONTS = makeFronts(ROWS);
+  const FAMILY_COLOR = familyColors(ROWS);
+
+  const state = {
+    facets: {}, // column -> Set of allowed keys; absent: no restriction
+    terms: [],
+    accMin: NaN, accMax: NaN, eMin: NaN, eMax: NaN,
+    colorBy: "grade",
+    sortKey: "efficiency_index",
+    sortDir: -1,
+    compare: [], // row ids, in the order picked
+    hoverId: null,
+  };
+  let filtered = [];
+  let sorted = [];
+  let points = [];
+  let px = new Float32Array(0);
+  let py = new Float32Array(0);
+  let plotBox = { w: 0, h: 0 };
+
+  // ---------------------------------------------------------------- data
+  function num(v) {
+    return typeof v === "number" && isFinite(v) ? v : NaN;
+  }
+
+  function makeRows(data) {
+    const rows = new Array(data.meta.rows);
+    for (let i = 0; i < rows.length; i++) {
+      const r = { id: i };
+      for (const c of data.columns) r[c] = data.data[c][i];
+      r.est = r.energy_is_estimate === true || String(r.meter || "").startsWith("estimate:");
+      r.dyn = (r.energy_kind || META.energy_kind) === "dynamic";
+      const fallback = r.dyn ? r.dynamic_energy_per_image_j : r.energy_per_image_j;
+      r.energy = num(r.scored_energy_per_image_j ?? fallback);
+      r.acc = num(r.top1);
+      r.plottable = r.energy > 0 && !isNaN(r.acc);
+      r.group = [r.phase, r.device_label, r.method, r.batch_size_requested, r.est].join("\u0001");
+      r.text = [r.model, r.family, r.architecture].join(" ").toLowerCase();
+      rows[i] = r;
+    }
+    return rows;
+  }
+
+  function makeFronts(rows) {
+    const fronts = new Map(); // group -> front rows by energy
+    for (const r of rows) {
+      if (r.on_front !== true || !r.plottable) continue;
+      if (!fronts.has(r.group)) fronts.set(r.group, []);
+      fronts.get(r.group).push(r);
+    }
+    for (const f of fronts.values()) f.sort((a, b) => a.energy - b.energy || a.acc - b.acc);
+    return fronts;
+  }
+
+  function familyColors(rows) {
+    const counts = new Map();
+    for (const r of rows) if (r.plottable) counts.set(r.family, (counts.get(r.family) || 0) + 1);
+    const top = [...counts.entries()]
+      .filter(([f]) => f !== null && f !== undefined)
+      .sort((a, b) => b[1] - a[1] || String(a[0]).localeCompare(String(b[0])))
+      .slice(0, FAMILY_COLORS.length);
+    return new Map(top.map(([f], i) => [f, FAMILY_COLORS[i]]));
+  }
+
+  const keyOf = (v) => (v === null || v === undefined || v === "" ? NONE_KEY : String(v));
+
+  function passes(r) {
+    for (const [col] of FACETS) {
+      const allowed = state.facets[col];
+      if (allowed && !allowed.has(keyOf(r[col]))) return false;
+    }
+    for (const t of state.terms) if (!r.text.includes(t)) return false;
+    if (!isNaN(state.accMin) && !(r.acc >= state.accMin)) return false;
+    if (!isNaN(state.accMax) && !(r.acc <= state.accMax)) return false;
+    if (!isNaN(state.eMin) && !(r.energy >= state.eMin)) return false;
+    if (!isNaN(state.eMax) && !(r.energy <= state.eMax)) return false;
+    return true;
+  }
+
+  // ---------------------------------------------------------------- formatting
+  const sig = (v, n) => String(Number(v.toPrecision(n)));
+  const fmtInt = (n) => Number(n).toLocaleString("en-US");
+
+  function fmtEnergy(j) {
+    if (!isFinite(j)) return "–";
+    const a = Math.abs(j);
+    if (a >= 1) return sig(j, 3) + " J";
+    if (a >= 1e-3) return sig(j * 1e3, 3) + " mJ";
+    if (a >= 1e-6) return sig(j * 1e6, 3) + " µJ";
+    return sig(j * 1e9, 3) + " nJ";
+  }
+
+  function fmtCount(v) {
+    v = num(v);
+    if (isNaN(v)) return "–";
+    if (v >= 1e9) return sig(v / 1e9, 3) + " B";
+    if (v >= 1e6) return sig(v / 1e6, 3) + " M";
+    if (v >= 1e3) return sig(v / 1e3, 3) + " k";
+    return sig(v, 3);
+  }
+
+  const fmtNum = (v, n = 3) => (isNaN(num(v)) ? "–" : sig(v, n));
+  const fmtPct = (v) => (isNaN(num(v)) ? "–" : v.toFixed(2) + "%");
+  const fmtGflops = (v) => (isNaN(num(v)) ? "–" : sig(v / 1e9, 3));
+  const str = (v) => (v === null || v === undefined || v === "" ? "–" : String(v));
+
+  function ciOf(r) {
+    const stem = r.dyn ? "dynamic_energy_per_image" : "energy_per_image";
+    return { lo: num(r[stem + "_ci95_low_j"]), hi: num(r[stem + "_ci95_high_j"]), cv: num(r[stem + "_cv"]) };
+  }
+
+  function fmtCi(r) {
+    const c = ciOf(r);
+    return isNaN(c.lo) || isNaN(c.hi) ? "–" : fmtEnergy(c.lo) + " to " + fmtEnergy(c.hi);
+  }
+
+  const fmtCv = (r) => (isNaN(ciOf(r).cv) ? "–" : sig(ciOf(r).cv * 100, 2) + "%");
+  const energyWord = () => (META.energy_kind === "dynamic" ? "above idle" : "total");
+
+  // ---------------------------------------------------------------- DOM helpers
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  function badge(kind, text) {
+    return el("span", "badge " + kind, text);
+  }
+
+  function gradeChip(g) {
+    const s = el("span", "grade", g || "–");
+    if (g) {
+      s.style.background = GRADE_COLORS[g];
+      s.style.color = "ABC".includes(g) ? "#1d2330" : "#fff";
+    }
+    return s;
+  }
+
+  function debounce(fn, ms) {
+    let t = 0;
+    return () => {
+      clearTimeout(t);
+      t = setTimeout(fn, ms);
+    };
+  }
+
+  let updateQueued = false;
+  function scheduleUpdate() {
+    if (updateQueued) return;
+    updateQueued = true;
+    requestAnimationFrame(() => {
+      updateQueued = false;
+      update();
+    });
+  }
+
+  let drawQueued = false;
+  function scheduleDraw() {
+    if (drawQueued) return;
+    drawQueued = true;
+    requestAnimationFrame(() => {
+      drawQueued = false;
+      drawPlot();
+    });
+  }
+
+  // ---------------------------------------------------------------- controls
+  function buildFacets() {
+    const box = $("facets");
+    for (const [col, label] of FACETS) {
+      const counts = new Map();
+      for (const r of ROWS) counts.set(keyOf(r[col]), (counts.get(keyOf(r[col])) || 0) + 1);
+      if (col === "phase" && counts.size < 2) continue;
+      const keys = [...counts.keys()].sort((a, b) =>
+        col === "batch_size_requested" ? Number(a) - Number(b) || a.localeCompare(b) : a.localeCompare(b)
+      );
+      const fs = el("fieldset", "field facet");
+      const head = el("div", "facet-head");
+      head.append(el("span", "facet-title", label));
+      const btns = el("span");
+      const all = el("button", null, "all");
+      const none = el("button", null, "none");
+      all.type = none.type = "button";
+      btns.append(all, " ", none);
+      head.append(btns);
+      fs.append(head);
+      const list = el("div", "facet-list");
+      for (const k of keys) {
+        const lab = el("label");
+        const input = el("input");
+        input.type = "checkbox";
+        input.checked = true;
+        input.setAttribute("data-facet", col);
+        input.setAttribute("value", k);
+        lab.append(input, el("span", "name", k), el("span", "n", fmtInt(counts.get(k))));
+        lab.setAttribute("title", k);
+        list.append(lab);
+      }
+      fs.append(list);
+      const read = () => {
+        const boxes = list.querySelectorAll("input");
+        const on = [...boxes].filter((b) => b.checked).map((b) => b.value);
+        state.facets[col] = on.length === boxes.length ? undefined : new Set(on);
+        scheduleUpdate();
+      };
+      list.addEventListener("change", read);
+      const setAll = (v) => () => {
+        list.querySelectorAll("input").forEach((b) => (b.checked = v));
+        read();
+      };
+      all.addEventListener("click", setAll(true));
+      none.addEventListener("click", setAll(false));
+      box.append(fs);
+    }
+  }
+
+  function readNumber(id) {
+    const v = $(id).value.trim();
+    return v === "" ? NaN : Number(v);
+  }
+
+  function readInputs() {
+    state.terms = $("search").value.toLowerCase().split(/\s+/).filter(Boolean);
+    state.accMin = readNumber("acc-min");
+    state.accMax = readNumber("acc-max");
+    state.eMin = readNumber("energy-min");
+    state.eMax = readNumber("energy-max");
+    scheduleUpdate();
+  }
+
+  function wireControls() {
+    const typed = debounce(readInputs, TYPE_DELAY_MS);
+    for (const id of ["search", "acc-min", "acc-max", "energy-min", "energy-max"]) {
+      $(id).addEventListener("input", typed);
+      $(id).addEventListener("change", readInputs);
+    }
+    document.querySelectorAll("input[name=colorby]").forEach((r) =>
+      r.addEventListener("change", () => {
+        state.colorBy = r.value;
+        renderLegend();
+        scheduleDraw();
+      })
+    );
+    $("reset").addEventListener("click", () => {
+      for (const id of ["search", "acc-min", "acc-max", "energy-min", "energy-max"]) $(id).value = "";
+      document.querySelectorAll("#facets input").forEach((b) => (b.checked = true));
+      state.facets = {};
+      readInputs();
+    });
+    $("download-csv").addEventListener("click", () => download("joulebench-rows.csv", toCsv(sorted)));
+    $("compare-download").addEventListener("click", () =>
+      download("joulebench-compare.csv", toCsv(state.compare.map((id) => ROWS[id])))
+    );
+    $("compare-clear").addEventListener("click", () => {
+      state.compare = [];
+      compareChanged();
+    });
+  }
+
+  // ---------------------------------------------------------------- update
+  function update() {
+    filtered = ROWS.filter(passes);
+    points = filtered.filter((r) => r.plottable);
+    $("plot").setAttribute("data-visible-count", String(points.length));
+    $("table").setAttribute("data-row-count", String(filtered.length));
+    const noPoint = filtered.length - points.length;
+    $("counts").textContent =
+      `${fmtInt(points.length)} of ${fmtInt(PLOTTABLE)} points shown` +
+      (noPoint ? ` · ${fmtInt(noPoint)} matching rows have no energy or top-1 (table only)` : "");
+    sortRows();
+    drawPlot();
+    renderLegend();
+    renderTable(true);
+  }
+
+  // ---------------------------------------------------------------- plot
+  const M = { l: 62, r: 18, t: 14, b: 46 };
+
+  function resizeCanvas() {
+    const plot = $("plot");
+    const canvas = $("canvas");
+    const dpr = window.devicePixelRatio || 1;
+    plotBox = { w: plot.clientWidth, h: plot.clientHeight };
+    canvas.width = Math.max(1, Math.round(plotBox.w * dpr));
+    canvas.height = Math.max(1, Math.round(plotBox.h * dpr));
+  }
+
+  function niceStep(span, n) {
+    const raw = span / n;
+    const p = Math.pow(10, Math.floor(Math.log10(raw)));
+    const f = raw / p;
+    return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * p;
+  }
+
+  function linearTicks(lo, hi, n) {
+    const step = niceStep(hi - lo, n);
+    const out = [];
+    for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
+    return out;
+  }
+
+  function logTicks(lo, hi) {
+    const span = hi - lo;
+    const mult = span > 5 ? [1] : span > 2.2 ? [1, 3] : span > 1 ? [1, 2, 5] : null;
+    if (!mult) return linearTicks(Math.pow(10, lo), Math.pow(10, hi), 4).filter((v) => v > 0).map(Math.log10);
+    const out = [];
+    const stride = span > 10 ? 2 : 1;
+    for (let k = Math.floor(lo); k <= Math.ceil(hi); k++) {
+      if (mult.length === 1 && k % stride) continue;
+      for (const m of mult) {
+        const v = k + Math.log10(m);
+        if (v >= lo && v <= hi) out.push(v);
+      }
+    }
+    return out;
+  }
+
+  function domains() {
+    let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+    for (const r of points) {
+      const lx = Math.log10(r.energy);
+      if (lx < x0) x0 = lx;
+      if (lx > x1) x1 = lx;
+      if (r.acc < y0) y0 = r.acc;
+      if (r.acc > y1) y1 = r.acc;
+    }
+    if (!points.length) return { x0: -3, x1: 0, y0: 0, y1: 100 };
+    const xs = Math.max(x1 - x0, 0.3);
+    const ys = Math.max(y1 - y0, 2);
+    const xc = (x0 + x1) / 2;
+    const yc = (y0 + y1) / 2;
+    return { x0: xc - xs * 0.55, x1: xc + xs * 0.55, y0: yc - ys * 0.56, y1: yc + ys * 0.56 };
+  }
+
+  function colorOf(r) {
+    if (state.colorBy === "family") return FAMILY_COLOR.get(r.family) || OTHER;
+    return GRADE_COLORS[r.grade] || NO_GRADE;
+  }
+
+  function drawPlot() {
+    const canvas = $("canvas");
+    if (plotBox.w === 0) resizeCanvas();
+    const ctx = canvas.getContext("2d");
+    const dpr = canvas.width / Math.max(1, plotBox.w);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const W = plotBox.w, H = plotBox.h;
+    const pw = W - M.l - M.r, ph = H - M.t - M.b;
+    ctx.clearRect(0, 0, W, H);
+    const d = domains();
+    const sx = (e) => M.l + ((Math.log10(e) - d.x0) / (d.x1 - d.x0)) * pw;
+    const sy = (a) => M.t + (1 - (a - d.y0) / (d.y1 - d.y0)) * ph;
+
+    // grid, ticks and axis titles
+    ctx.font = "12px system-ui, sans-serif";
+    ctx.lineWidth = 1;
+    ctx.strokeStyle = "#eceff3";
+    ctx.fillStyle = "#5c6675";
+    ctx.textAlign = "center";
+    ctx.textBaseline = "top";
+    for (const v of logTicks(d.x0, d.x1)) {
+      const x = Math.round(M.l + ((v - d.x0) / (d.x1 - d.x0)) * pw) + 0.5;
+      ctx.beginPath();
+      ctx.moveTo(x, M.t);
+      ctx.lineTo(x, M.t + ph);
+      ctx.stroke();
+      ctx.fillText(fmtEnergy(Math.pow(10, v)), x, M.t + ph + 6);
+    }
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    for (const v of linearTicks(d.y0, d.y1, 6)) {
+      const y = Math.round(sy(v)) + 0.5;
+      ctx.beginPath();
+      ctx.moveTo(M.l, y);
+      ctx.lineTo(M.l + pw, y);
+      ctx.stroke();
+      ctx.fillText(String(v), M.l - 6, y);
+    }
+    ctx.strokeStyle = "#9aa3af";
+    ctx.strokeRect(M.l + 0.5, M.t + 0.5, pw, ph);
+    ctx.fillStyle = "#1d2330";
+    ctx.textAlign = "center";
+    ctx.textBaseline = "bottom";
+    const anyEst = points.some((r) => r.est);
+    const allEst = anyEst && points.every((r) => r.est);
+    const estNote = allEst ? ", estimated" : anyEst ? ", partly estimated: hollow points" : "";
+    ctx.fillText(`Energy per image (J, ${energyWord()}, log scale${estNote})`, M.l + pw / 2, H - 4);
+    ctx.save();
+    ctx.translate(14, M.t + ph / 2);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textBaseline = "middle";
+    ctx.fillText("Top-1 accuracy (%)", 0, 0);
+    ctx.restore();
+
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(M.l, M.t, pw, ph);
+    ctx.clip();
+
+    // the Pareto front of every comparison group that has a point on show
+    const groups = new Set(points.map((r) => r.group));
+    ctx.strokeStyle = "#2b2f36";
+    ctx.lineWidth = 1.5;
+    for (const g of groups) {
+      const f = FRONTS.get(g);
+      if (!f) continue;
+      ctx.setLineDash(f[0].est ? [5, 4] : []);
+      ctx.beginPath();
+      ctx.moveTo(sx(f[0].energy), sy(f[0].acc));
+      for (let i = 1; i < f.length; i++) {
+        ctx.lineTo(sx(f[i].energy), sy(f[i - 1].acc));
+        ctx.lineTo(sx(f[i].energy), sy(f[i].acc));
+      }
+      ctx.stroke();
+    }
+    ctx.setLineDash([]);
+
+    // points, batched by colour; grade G first so the efficient ones end up on top
+    px = new Float32Array(points.length);
+    py = new Float32Array(points.length);
+    const batches = new Map();
+    for (let i = 0; i < points.length; i++) {
+      const r = points[i];
+      px[i] = sx(r.energy);
+      py[i] = sy(r.acc);
+      const key = colorOf(r) + (r.est ? "|h" : "|f");
+      if (!batches.has(key)) batches.set(key, []);
+      batches.get(key).push(i);
+    }
+    const order = [...batches.keys()].sort((a, b) => rank(b) - rank(a));
+    ctx.lineWidth = 0.8;
+    for (const key of order) {
+      const [color, kind] = key.split("|");
+      ctx.beginPath();
+      for (const i of batches.get(key)) {
+        ctx.moveTo(px[i] + 3.6, py[i]);
+        ctx.arc(px[i], py[i], 3.6, 0, 2 * Math.PI);
+      }
+      if (kind === "f") {
+        ctx.fillStyle = color;
+        ctx.globalAlpha = 0.85;
+        ctx.fill();
+        ctx.globalAlpha = 1;
+        ctx.strokeStyle = "rgba(0,0,0,0.35)";
+      } else {
+        ctx.lineWidth = 1.6;
+        ctx.strokeStyle = color;
+      }
+      ctx.stroke();
+      ctx.lineWidth = 0.8;
+    }
+
+    // compared models: a coloured ring and their name; the hovered one: a dark ring
+    const index = new Map(points.map((r, i) => [r.id, i]));
+    ctx.font = "600 11.5px system-ui, sans-serif";
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    state.compare.forEach((id, k) => {
+      const i = index.get(id);
+      if (i === undefined) return;
+      ring(ctx, px[i], py[i], 7, COMPARE_COLORS[k], 2.5);
+      const label = ROWS[id].model || "";
+      const right = px[i] + 10 + ctx.measureText(label).width < M.l + pw;
+      ctx.textAlign = right ? "left" : "right";
+      ctx.lineWidth = 3;
+      ctx.strokeStyle = "rgba(255,255,255,0.9)";
+      ctx.strokeText(label, px[i] + (right ? 10 : -10), py[i] - 9);
+      ctx.fillStyle = "#1d2330";
+      ctx.fillText(label, px[i] + (right ? 10 : -10), py[i] - 9);
+    });
+    const h = index.get(state.hoverId);
+    if (h !== undefined) ring(ctx, px[h], py[h], 6.5, "#111", 2);
+    ctx.restore();
+
+    if (!points.length) {
+      ctx.fillStyle = "#5c6675";
+      ctx.font = "14px system-ui, sans-serif";
+      ctx.textAlign = "center";
+      ctx.fillText(ROWS.length ? "No point matches the filters." : "No rows in this study.", W / 2, H / 2);
+    }
+  }
+
+  function rank(key) {
+    const color = key.split("|")[0];
+    const g = Object.keys(GRADE_COLORS).find((k) => GRADE_COLORS[k] === color);
+    return state.colorBy === "grade" ? (g ? g.charCodeAt(0) - 64 : 99) : color === OTHER ? 99 : 0;
+  }
+
+  function ring(ctx, x, y, r, color, width) {
+    ctx.beginPath();
+    ctx.arc(x, y, r, 0, 2 * Math.PI);
+    ctx.lineWidth = width;
+    ctx.strokeStyle = color;
+    ctx.stroke();
+  }
+
+  function nearest(x, y) {
+    let best = -1, bestD = HIT_RADIUS_PX * HIT_RADIUS_PX;
+    for (let i = 0; i < px.length; i++) {
+      const dx = px[i] - x, dy = py[i] - y;
+      const dd = dx * dx + dy * dy;
+      if (dd <= bestD) {
+        bestD = dd;
+        best = i;
+      }
+    }
+    return best;
+  }
+
+  function renderLegend() {
+    const box = $("legend");
+    box.replaceChildren();
+    const key = (color, text, cls) => {
+      const s = el("span", "key");
+      const i = el("i", cls);
+      if (color) i.style.background = color;
+      s.append(i, el("span", null, text));
+      box.append(s);
+    };
+    if (state.colorBy === "grade") {
+      const counts = {};
+      for (const r of points) counts[r.grade || ""] = (counts[r.grade || ""] || 0) + 1;
+      for (const g of META.grades) key(GRADE_COLORS[g], `${g} (${counts[g] || 0})`);
+      if (counts[""]) key(NO_GRADE, `no grade (${counts[""]})`);
+    } else {
+      const counts = new Map();
+      for (const r of points) counts.set(r.family, (counts.get(r.family) || 0) + 1);
+      for (const [f, c] of FAMILY_COLOR) if (counts.has(f)) key(c, `${f} (${counts.get(f)})`);
+      const rest = [...counts].filter(([f]) => !FAMILY_COLOR.has(f));
+      const n = rest.reduce((s, [, c]) => s + c, 0);
+      if (n) key(OTHER, `${rest.length} other families (${n})`);
+    }
+    const groups = new Set(points.filter((r) => FRONTS.has(r.group)).map((r) => r.group));
+    if (groups.size) key(null, groups.size === 1 ? "Pareto front" : `Pareto fronts (${groups.size} groups)`, "line");
+    if (points.some((r) => r.est)) key(null, "hollow: estimated energy", "hollow");
+  }
+
+  // ---------------------------------------------------------------- hover card
+  function fillCard(card, r) {
+    card.replaceChildren(el("div", "name", r.model));
+    const badges = el("div", "badges");
+    badges.append(gradeChip(r.grade));
+    if (r.on_front === true) badges.append(badge("front", "on the front"));
+    if (r.est) badges.append(badge("est", "estimated"));
+    if (r.flags) badges.append(badge("flag", r.flags));
+    card.append(badges);
+    const dl = el("dl");
+    const add = (k, v) => dl.append(el("dt", null, k), el("dd", null, v));
+    const sep = () => dl.append(el("div", "sep"));
+    add(`Energy / image (${r.dyn ? "above idle" : "total"})`, fmtEnergy(r.energy) + (r.est ? " (estimated)" : ""));
+    add("95% CI", fmtCi(r));
+    add("CV over repeats", fmtCv(r) + (r.repeats ? ` (${r.repeats} repeats)` : ""));
+    const other = r.dyn ? num(r.energy_per_image_j) : num(r.dynamic_energy_per_image_j);
+    add(r.dyn ? "Total energy" : "Above idle", fmtEnergy(other));
+    add("Top-1", fmtPct(r.acc) + (r.accuracy_source ? ` (${r.accuracy_source})` : ""));
+    add("Top-5", fmtPct(num(r.top5)));
+    add("Throughput", fmtNum(r.throughput_img_s) + " img/s");
+    add("Params · GFLOPs", `${fmtCount(r.params)} · ${fmtGflops(r.flops_per_image)}`);
+    add("Efficiency index", fmtNum(r.efficiency_index, 3));
+    add("Energy index", isNaN(num(r.energy_index)) ? "–" : `${sig(r.energy_index, 3)} × ${str(r.reference_model)}`);
+    sep();
+    const ran = r.batch_size !== r.batch_size_requested && r.batch_size ? ` (ran ${r.batch_size})` : "";
+    add("Run", `${str(r.device_label)} · ${str(r.method)} · batch ${str(r.batch_size_requested)}${ran}`);
+    add("Meter", str(r.meter));
+    add("Device", str(r.device_name));
+    add("Host", str(r.host));
+    add("Versions", `torch ${str(r.torch_version)} · timm ${str(r.timm_version)} · driver ${str(r.driver_version)}`);
+    add("Started (UTC)", str(r.start_time_utc));
+    if (r.status !== "ok") add("Status", `${str(r.status)}: ${str(r.reason)}`);
+    if (r.score_note) add("Note", r.score_note);
+    card.append(dl);
+  }
+
+  function showCard(i, x, y) {
+    const card = $("card");
+    if (i < 0) {
+      card.hidden = true;
+      return;
+    }
+    fillCard(card, points[i]);
+    card.hidden = false;
+    const w = card.offsetWidth, h = card.offsetHeight;
+    const left = x + 16 + w > plotBox.w ? Math.max(0, x - 16 - w) : x + 16;
+    const top = Math.max(0, Math.min(y - h / 2, plotBox.h - h));
+    card.style.left = left + "px";
+    card.style.top = top + "px";
+  }
+
+  function wirePlot() {
+    const canvas = $("canvas");
+    const at = (e) => {
+      const b = canvas.getBoundingClientRect();
+      return [e.clientX - b.left, e.clientY - b.top];
+    };
+    canvas.addEventListener("mousemove", (e) => {
+      const [x, y] = at(e);
+      const i = nearest(x, y);
+      const id = i < 0 ? null : points[i].id;
+      if (id !== state.hoverId) {
+        state.hoverId = id;
+        scheduleDraw();
+      }
+      showCard(i, x, y);
+    });
+    canvas.addEventListener("mouseleave", () => {
+      state.hoverId = null;
+      $("card").hidden = true;
+      scheduleDraw();
+    });
+    canvas.addEventListener("click", (e) => {
+      const i = nearest(...at(e));
+      if (i >= 0) toggleCompare(points[i].id);
+    });
+    const redraw = () => {
+      resizeCanvas();
+      drawPlot();
+    };
+    if (window.ResizeObserver) new ResizeObserver(redraw).observe($("plot"));
+    else window.addEventListener("resize", redraw);
+  }
+
+  // ---------------------------------------------------------------- compare
+  function toggleCompare(id) {
+    const at = state.compare.indexOf(id);
+    if (at >= 0) state.compare.splice(at, 1);
+    else if (state.compare.length >= MAX_COMPARE) {
+      $("compare-count").textContent = `(at most ${MAX_COMPARE}: remove one first)`;
+      return false;
+    } else state.compare.push(id);
+    compareChanged();
+    return true;
+  }
+
+  function compareChanged() {
+    renderCompare();
+    for (const tr of $("table").tBodies[0].querySelectorAll("tr.row")) {
+      const on = state.compare.includes(Number(tr.dataset.id));
+      tr.classList.toggle("picked", on);
+      tr.querySelector("input").checked = on;
+    }
+    scheduleDraw();
+  }
+
+  const BAR_METRICS = [
+    ["Energy per image (lower is better)", (r) => r.energy, fmtEnergy],
+    ["Top-1 accuracy (%)", (r) => r.acc, fmtPct],
+    ["Throughput (img/s)", (r) => num(r.throughput_img_s), (v) => fmtNum(v)],
+    ["Parameters", (r) => num(r.params), fmtCount],
+    ["GFLOPs per image", (r) => num(r.flops_per_image), fmtGflops],
+  ];
+
+  function renderCompare() {
+    const box = $("compare");
+    const rows = state.compare.map((id) => ROWS[id]);
+    box.setAttribute("data-count", String(rows.length));
+    box.replaceChildren();
+    $("compare-count").textContent = rows.length ? `(${rows.length} of at most ${MAX_COMPARE})` : "";
+    $("compare-download").disabled = $("compare-clear").disabled = !rows.length;
+    if (!rows.length) {
+      box.append(el("p", "empty", `Click points in the plot or tick rows in the table to compare up to ${MAX_COMPARE} models side by side.`));
+      return;
+    }
+    const chips = el("div", "chips");
+    rows.forEach((r, k) => {
+      const chip = el("span", "chip");
+      const sw = el("i");
+      sw.style.background = COMPARE_COLORS[k];
+      const x = el("button", null, "×");
+      x.type = "button";
+      x.setAttribute("aria-label", "remove " + (r.model || ""));
+      x.addEventListener("click", () => toggleCompare(r.id));
+      chip.append(sw, el("span", null, r.model), x);
+      chips.append(chip);
+    });
+    const grid = el("div", "compare-grid");
+    grid.append(compareTable(rows), compareBars(rows));
+    box.append(chips, grid);
+  }
+
+  function compareTable(rows) {
+    const t = el("table", "compare-table");
+    const head = t.createTHead().insertRow();
+    head.append(el("th", null, ""));
+    rows.forEach((r, k) => {
+      const th = el("th");
+      const sw = el("span", null, "■ ");
+      sw.style.color = COMPARE_COLORS[k];
+      th.append(sw, el("span", "model-name", r.model));
+      head.append(th);
+    });
+    const body = t.createTBody();
+    const line = (label, cell) => {
+      const tr = body.insertRow();
+      tr.append(el("td", null, label));
+      for (const r of rows) {
+        const td = el("td");
+        const v = cell(r);
+        if (v instanceof Node) td.append(v);
+        else td.textContent = v;
+        tr.append(td);
+      }
+    };
+    line("Grade", (r) => gradeChip(r.grade));
+    line("Efficiency index", (r) => fmtNum(r.efficiency_index));
+    line(`Energy / image (${energyWord()})`, (r) => {
+      const s = el("span", null, fmtEnergy(r.energy) + " ");
+      if (r.est) s.append(badge("est", "estimated"));
+      return s;
+    });
+    line("95% CI", fmtCi);
+    line("CV", fmtCv);
+    line("Top-1", (r) => fmtPct(r.acc));
+    line("Top-5", (r) => fmtPct(num(r.top5)));
+    line("Accuracy source", (r) => str(r.accuracy_source));
+    line("Throughput (img/s)", (r) => fmtNum(r.throughput_img_s));
+    line("Parameters", (r) => fmtCount(r.params));
+    line("GFLOPs / image", (r) => fmtGflops(r.flops_per_image));
+    line("Energy index", (r) => fmtNum(r.energy_index));
+    line("Run", (r) => `${str(r.device_label)} · ${str(r.method)} · batch ${str(r.batch_size_requested)}`);
+    line("Meter", (r) => str(r.meter));
+    line("Device", (r) => str(r.device_name));
+    line("Status", (r) => str(r.status));
+    return t;
+  }
+
+  function compareBars(rows) {
+    const wrap = el("div", "bars");
+    for (const [title, get, fmt] of BAR_METRICS) {
+      const block = el("div", "bar-block");
+      block.append(el("h3", null, title));
+      const values = rows.map(get);
+      const max = Math.max(0, ...values.filter((v) => !isNaN(v)));
+      rows.forEach((r, k) => {
+        const v = values[k];
+        const row = el("div", "bar-row");
+        row.setAttribute("title", r.model || "");
+        const track = el("div", "bar-track");
+        const bar = el("div", "bar" + (r.est && get === BAR_METRICS[0][1] ? " est" : ""));
+        bar.style.width = (isNaN(v) || max <= 0 ? 0 : (100 * v) / max).toFixed(1) + "%";
+        bar.style.backgroundColor = COMPARE_COLORS[k];
+        track.append(bar);
+        row.append(track, el("span", "v", fmt(v)));
+        block.append(row);
+      });
+      wrap.append(block);
+    }
+    return wrap;
+  }
+
+  // ---------------------------------------------------------------- table
+  const TABLE_COLS = [
+    { key: "pick", label: "", sort: false, w: 34 },
+    { key: "model", label: "Model", text: true },
+    { key: "family", label: "Family", text: true, w: 120 },
+    { key: "device_label", label: "Device", text: true, w: 84 },
+    { key: "method", label: "Method", text: true, w: 96 },
+    { key: "batch_size_requested", label: "Batch", w: 58 },
+    { key: "acc", label: "Top-1 %", w: 72, fmt: (r) => (isNaN(r.acc) ? "–" : r.acc.toFixed(2)) },
+    { key: "energy", label: "Energy / image", w: 190 },
+    { key: "throughput_img_s", label: "img/s", w: 76, fmt: (r) => fmtNum(r.throughput_img_s) },
+    { key: "params", label: "Params", w: 72, fmt: (r) => fmtCount(r.params) },
+    { key: "flops_per_image", label: "GFLOPs", w: 70, fmt: (r) => fmtGflops(r.flops_per_image) },
+    { key: "grade", label: "Grade", text: true, w: 58 },
+    { key: "efficiency_index", label: "Eff. index", w: 92, fmt: (r) => fmtNum(r.efficiency_index) },
+    { key: "status", label: "Status", text: true, w: 92 },
+  ];
+
+  function buildTableHead() {
+    const cols = el("colgroup"); // fixed widths: the layout never waits for the rows
+    for (const c of TABLE_COLS) {
+      const col = el("col");
+      if (c.w) col.style.width = c.w + "px";
+      cols.append(col);
+    }
+    $("table").prepend(cols);
+    const tr = $("table").tHead.insertRow();
+    for (const c of TABLE_COLS) {
+      const th = el("th", c.text ? "text" : null);
+      th.setAttribute("data-key", c.key);
+      if (c.sort !== false) {
+        const b = el("button", null, c.label);
+        b.type = "button";
+        b.addEventListener("click", () => {
+          state.sortDir = state.sortKey === c.key ? -state.sortDir : c.text ? 1 : -1;
+          state.sortKey = c.key;
+          sortRows();
+          renderTable(true);
+        });
+        th.append(b);
+      }
+      tr.append(th);
+    }
+  }
+
+  function sortValue(r, key) {
+    const v = r[key];
+    if (key === "grade" || key === "status") return v || null; // grade A first when ascending
+    if (typeof v === "number") return isFinite(v) ? v : null;
+    return v === undefined || v === "" ? null : v;
+  }
+
+  function sortRows() {
+    const key = state.sortKey, dir = state.sortDir;
+    const keyed = filtered.map((r) => [sortValue(r, key), r]);
+    keyed.sort((a, b) => {
+      const x = a[0], y = b[0];
+      if (x === null || y === null) return x === y ? a[1].id - b[1].id : x === null ? 1 : -1;
+      const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+      return c ? c * dir : a[1].id - b[1].id;
+    });
+    sorted = keyed.map((k) => k[1]);
+    for (const th of $("table").tHead.rows[0].cells) {
+      const k = th.getAttribute("data-key");
+      if (k === key) th.setAttribute("aria-sort", dir > 0 ? "ascending" : "descending");
+      else th.removeAttribute("aria-sort");
+    }
+  }
+
+  function tableRow(r) {
+    const tr = el("tr", "row" + (r.status !== "ok" ? " failed" : ""));
+    tr.dataset.id = String(r.id);
+    const picked = state.compare.includes(r.id);
+    if (picked) tr.classList.add("picked");
+    for (const c of TABLE_COLS) {
+      const td = el("td", c.text ? "text" : null);
+      if (c.key === "pick") {
+        const box = el("input");
+        box.type = "checkbox";
+        box.checked = picked;
+        box.setAttribute("aria-label", "compare " + (r.model || ""));
+        td.append(box);
+      } else if (c.key === "model") {
+        td.classList.add("model");
+        td.textContent = str(r.model);
+        td.setAttribute("title", str(r.model));
+      } else if (c.key === "energy") {
+        const ci = ciOf(r);
+        td.append(fmtEnergy(r.energy));
+        if (!isNaN(ci.lo) && !isNaN(ci.hi) && r.energy > 0) {
+          td.append(el("span", "ci", ` ±${sig((50 * (ci.hi - ci.lo)) / r.energy, 2)}%`));
+          td.setAttribute("title", "95% CI " + fmtCi(r));
+        }
+        if (r.est) td.append(" ", badge("est", "estimated"));
+      } else if (c.key === "grade") {
+        td.append(gradeChip(r.grade));
+      } else {
+        td.textContent = c.fmt ? c.fmt(r) : str(r[c.key]);
+      }
+      tr.append(td);
+    }
+    return tr;
+  }
+
+  function spacer(height) {
+    const tr = el("tr", "spacer");
+    const td = el("td");
+    td.colSpan = TABLE_COLS.length;
+    td.style.height = height + "px";
+    tr.append(td);
+    return tr;
+  }
+
+  let shownRange = [-1, -1];
+  function renderTable(force) {
+    const wrap = $("table-wrap");
+    if (force) wrap.scrollTop = 0;
+    const view = wrap.clientHeight || 600;
+    const first = Math.max(0, Math.floor(wrap.scrollTop / ROW_H) - OVERSCAN);
+    const last = Math.min(sorted.length, Math.ceil((wrap.scrollTop + view) / ROW_H) + OVERSCAN);
+    if (!force && first === shownRange[0] && last === shownRange[1]) return;
+    shownRange = [first, last];
+    const frag = document.createDocumentFragment();
+    frag.append(spacer(first * ROW_H));
+    for (let i = first; i < last; i++) frag.append(tableRow(sorted[i]));
+    frag.append(spacer((sorted.length - last) * ROW_H));
+    if (!sorted.length) {
+      const tr = el("tr", "empty");
+      const td = el("td", "text", "No row matches the filters.");
+      td.colSpan = TABLE_COLS.length;
+      tr.append(td);
+      frag.append(tr);
+    }
+    $("table").tBodies[0].replaceChildren(frag);
+    $("table-count").textContent = `(${fmtInt(sorted.length)} rows)`;
+  }
+
+  function wireTable() {
+    const wrap = $("table-wrap");
+    const body = $("table").tBodies[0];
+    let queued = false;
+    wrap.addEventListener("scroll", () => {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(() => {
+        queued = false;
+        renderTable(false);
+      });
+    });
+    const rowOf = (e) => e.target.closest && e.target.closest("tr.row");
+    body.addEventListener("change", (e) => {
+      const tr = rowOf(e);
+      if (tr && !toggleCompare(Number(tr.dataset.id))) e.target.checked = false;
+    });
+    body.addEventListener("mouseover", (e) => {
+      const tr = rowOf(e);
+      const id = tr ? Number(tr.dataset.id) : null;
+      if (id !== state.hoverId) {
+        state.hoverId = id;
+        scheduleDraw();
+      }
+    });
+    body.addEventListener("mouseleave", () => {
+      state.hoverId = null;
+      scheduleDraw();
+    });
+  }
+
+  // ---------------------------------------------------------------- CSV download
+  function csvCell(v) {
+    if (v === null || v === undefined) return "";
+    if (typeof v === "number" || typeof v === "boolean") return String(v);
+    let s = String(v);
+    if (/^[=+\-@\t\r]/.test(s)) s = "'" + s; // a spreadsheet must not read a name as a formula
+    return /[",\r\n]/.test(s) || s !== s.trim() ? '"' + s.replace(/"/g, '""') + '"' : s;
+  }
+
+  function toCsv(rows) {
+    const lines = [COLUMNS.map(csvCell).join(",")];
+    for (const r of rows) lines.push(COLUMNS.map((c) => csvCell(r[c])).join(","));
+    return lines.join("\r\n") + "\r\n";
+  }
+
+  function download(filename, text) {
+    const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
+    const a = el("a");
+    a.href = url;
+    a.download = filename;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 30000);
+  }
+
+  // ---------------------------------------------------------------- page text
+  function describe() {
+    const distinct = (col) => new Set(ROWS.map((r) => r[col]).filter((v) => v !== null && v !== undefined));
+    const models = distinct("model").size;
+    const devices = [...distinct("device_label")];
+    const methods = [...distinct("method")];
+    $("overview").textContent =
+      `${fmtInt(ROWS.length)} rows: ${fmtInt(models)} models, ` +
+      `${devices.length} device${devices.length === 1 ? "" : "s"} (${devices.join(", ")}), ` +
+      `${methods.length} method${methods.length === 1 ? "" : "s"} (${methods.join(", ")}). ` +
+      `Energy per image is ${META.energy_kind === "dynamic" ? "the energy above idle" : "the total energy, idle included"}.`;
+    $("estimate-banner").hidden = !ROWS.some((r) => r.est);
+    const t = META.grade_thresholds;
+    const letters = Object.keys(t);
+    $("grade-bands").textContent =
+      letters.map((g) => `${g} ≥ ${t[g]}`).join(", ") +
+      `, ${META.grades[META.grades.length - 1]} below ${t[letters[letters.length - 1]]}`;
+    $("reference-model").textContent = META.reference_model || "none set";
+  }
+
+  // ---------------------------------------------------------------- start
+  try {
+    describe();
+    buildFacets();
+    buildTableHead();
+    wireControls();
+    wireTable();
+    wirePlot();
+    resizeCanvas();
+    renderCompare();
+    update();
+    document.documentElement.setAttribute("data-ready-ms", performance.now().toFixed(1));
+    document.documentElement.setAttribute("data-ready", "true");
+  } catch (err) {
+    $("counts").textContent = "The page could not start: " + err;
+    throw err;
+  }
+})();

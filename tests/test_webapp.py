@@ -1,0 +1,502 @@
+"""The web page: JSON embedding without a browser, then the page itself in headless chromium
+(Playwright for Python, Debian's chromium) opened from file:// with the network blocked."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from joulebench import webapp
+from joulebench.score import score_summary
+from joulebench.summary import build_summary
+from joulebench.tables import ACCURACY_COLUMNS, CATALOG_COLUMNS, PROFILE_COLUMNS
+from joulebench.webapp import PAGE_COLUMNS, build_page, embed_json, page_data, page_table
+
+try:
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # the dev extra is not installed
+    sync_playwright = None
+
+CHROMIUM = Path(os.environ.get("JOULEBENCH_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOT_COPY = Path("/tmp/jb-webapp.png")
+HOSTILE = "<img src=x onerror=alert(1)>"
+HOSTILE_2 = "</script><!--<script>alert(2)</script>"
+FAMILIES = ("resnet", "convnext", "vit", "efficientnet", "mobilenetv3", "regnet", "deit", "swin")
+DEVICES = (("gpu", "nvml", "NVIDIA H200", "cuda:0"), ("cpu", "estimate:tdp-linear", "EPYC", "cpu"))
+
+
+def synthetic_summary(
+    n_models: int = 60,
+    *,
+    devices=DEVICES,
+    methods=("fp32",),
+    extra_names=(),
+    failed: bool = True,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """A summary shaped like a real study: accuracy rising with energy plus noise, one row per
+    (device, method, model), an estimated CPU device, one model without top-1 and (`failed`)
+    a failed and a never-profiled model. Energies are made up; nothing here is a measurement."""
+    rng = np.random.default_rng(seed)
+    names = ["resnet50.a1_in1k", *extra_names]
+    families = ["resnet", *["vit"] * len(extra_names)]
+    for i in range(n_models - len(names)):
+        families.append(FAMILIES[i % len(FAMILIES)])
+        names.append(f"{families[-1]}{i:04d}.syn_in1k")
+    log_e = rng.uniform(-3.3, -0.7, len(names))
+    top1 = np.clip(62 + 9 * (log_e + 3.3) + rng.normal(0, 3, len(names)), 40, 90)
+    catalog = pd.DataFrame(
+        {
+            "model": names,
+            "architecture": [n.split(".")[0] for n in names],
+            "pretrained_tag": "syn_in1k",
+            "family": families,
+            "status": "ok",
+            "params": (10 ** (8.6 + 0.8 * (log_e + 2))).astype(int),
+            "input_height": 224,
+            "input_width": 224,
+            "flops_per_image": 10 ** (10.5 + (log_e + 2)),
+        }
+    ).reindex(columns=list(CATALOG_COLUMNS))
+    accuracy = pd.DataFrame(
+        {"model": names, "img_size": 224, "top1": top1, "top5": top1 + 12}
+    ).assign(accuracy_source="reference")
+    accuracy.loc[len(names) - 1, ["top1", "top5", "accuracy_source"]] = [np.nan, np.nan, "none"]
+    rows = []
+    for d, (label, meter, device_name, torch_device) in enumerate(devices):
+        for m, method in enumerate(methods):
+            for i, name in enumerate(names):
+                e = 10 ** log_e[i] * (25 if d else 1) * (0.6**m) * rng.uniform(0.95, 1.05)
+                cv = rng.uniform(0.004, 0.04)
+                half = 1.96 * cv * e / 2
+                rows.append(
+                    {
+                        "device_label": label,
+                        "model": name,
+                        "method": method,
+                        "batch_size_requested": 64,
+                        "batch_size": 64 if i % 17 else 32,
+                        "torch_device": torch_device,
+                        "device_name": device_name,
+                        "status": "ok",
+                        "reason": "",
+                        "meter": meter,
+                        "is_estimate": meter.startswith("estimate:"),
+                        "energy_per_image_j": e,
+                        "energy_per_image_std_j": cv * e,
+                        "energy_per_image_cv": cv,
+                        "energy_per_image_ci95_low_j": e - half,
+                        "energy_per_image_ci95_high_j": e + half,
+                        "dynamic_energy_per_image_j": 0.7 * e,
+                        "throughput_img_s": 250 / e,
+                        "repeats": 4,
+                        "flags": "",
+                        "weights": "pretrained",
+                        "driver_version": "570.86",
+                        "torch_version": "2.14.1",
+                        "timm_version": "1.0.31",
+                        "host": "node-7",
+                        "start_time_utc": f"2025-06-01T12:{i % 60:02d}:00Z",
+                    }
+                )
+    if failed:
+        rows.append({**rows[1], "model": "broken.syn_in1k", "status": "oom", "reason": "OOM"})
+        rows[-1].update(energy_per_image_j=np.nan, is_estimate=None)
+        broken = {"model": "broken.syn_in1k", "architecture": "broken"}
+        catalog.loc[len(catalog)] = {**catalog.iloc[1].to_dict(), **broken}
+        skipped = {"model": "skipped.syn_in1k", "architecture": "skipped"}  # not profiled
+        catalog.loc[len(catalog)] = {**catalog.iloc[1].to_dict(), **skipped}
+    profile = pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS))
+    return build_summary(profile, catalog, accuracy.reindex(columns=list(ACCURACY_COLUMNS)))
+
+
+def expected_rows(table: pd.DataFrame, mask=None) -> pd.DataFrame:
+    """The rows the page should plot: positive energy and a top-1, within `mask`."""
+    e = table["scored_energy_per_image_j"].astype(float)
+    ok = (e > 0) & table["top1"].notna()
+    return table[ok if mask is None else ok & mask]
+
+
+def embedded_data(html: str):
+    """The JSON of the page's data tag, parsed."""
+    tag = '<script type="application/json" id="jb-data">'
+    start = html.index(tag) + len(tag)
+    return json.loads(html[start : html.index("</script>", start)])
+
+
+# --- without a browser ----------------------------------------------------------------------
+
+
+def test_embed_json_is_inert_inside_a_script_tag():
+    data = {"model": [HOSTILE, HOSTILE_2, "a & b", "line\u2028sep"], "x": [1.5, None, True]}
+    text = embed_json(data)
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert "\u2028" not in text
+    assert json.loads(text) == data
+
+
+def test_page_table_joins_scores_one_row_per_summary_row():
+    summary = synthetic_summary(20)
+    scores = score_summary(summary)
+    table = page_table(summary, scores.iloc[::-1])  # joined by key, not by position
+    assert list(table.columns) == list(PAGE_COLUMNS) and len(table) == len(summary)
+    assert table["model"].tolist() == summary["model"].tolist()
+    graded = table.set_index(["device_label", "model"])["grade"]
+    expected = scores.set_index(["device_label", "model"])["grade"]
+    pd.testing.assert_series_equal(graded.sort_index(), expected.sort_index(), check_dtype=False)
+    cpu = table["device_label"] == "cpu"
+    assert table.loc[cpu & (table["status"] == "ok"), "energy_is_estimate"].all()
+    assert not table.loc[~cpu, "energy_is_estimate"].any()
+
+
+def test_page_table_marks_estimates_by_meter_name_when_flag_is_missing():
+    summary = synthetic_summary(8, failed=False)
+    summary["energy_is_estimate"] = pd.array([pd.NA] * len(summary), dtype="boolean")
+    table = page_table(summary, score_summary(summary))
+    assert (table["energy_is_estimate"] == (table["device_label"] == "cpu")).all()
+
+
+def test_build_page_is_one_self_contained_file(tmp_path):
+    summary = synthetic_summary(12, extra_names=[HOSTILE, HOSTILE_2])
+    scores = score_summary(summary)
+    out = build_page(summary, scores, tmp_path / "web" / "index.html", title="A <b>study</b>")
+    text = out.read_text("utf-8")
+    assert [p.name for p in out.parent.iterdir()] == ["index.html"]  # no temp file left
+    assert not re.search(r"https?://", text)
+    markup = re.sub(r'(id="jb-data">).*?(</script>)', r"\1\2", text, flags=re.S)
+    assert not re.search(r"\ssrc\s*=|<link|@import|url\(", markup)  # nothing loaded
+    assert "<title>A &lt;b&gt;study&lt;/b&gt;</title>" in text
+    assert text.count("</script>") == 2  # the data's and the code's; the names add none
+    assert HOSTILE not in text and "<!--" not in text
+    embedded = embedded_data(text)
+    assert embedded == json.loads(json.dumps(page_data(summary, scores, title="A <b>study</b>")))
+    assert HOSTILE in embedded["data"]["model"]
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', text).group(1)
+    assert "default-src &#x27;none&#x27;" in csp and "connect-src &#x27;none&#x27;" in csp
+    assert csp.count("sha256-") == 2
+
+
+def test_build_page_scores_the_summary_when_no_scores_are_given(tmp_path):
+    summary = synthetic_summary(10)
+    out = build_page(summary, None, tmp_path / "index.html")
+    data = embedded_data(out.read_text("utf-8"))
+    assert any(g == "A" for g in data["data"]["grade"])
+    assert data["meta"]["grade_thresholds"]["A"] == 0.8
+
+
+def test_render_page_refuses_assets_that_would_close_their_tag(monkeypatch):
+    real = webapp._asset
+    monkeypatch.setattr(
+        webapp, "_asset", lambda n: real(n) + ("// </SCRIPT>" if n == "app.js" else "")
+    )
+    summary = synthetic_summary(3)
+    with pytest.raises(ValueError, match="app.js"):
+        webapp.render_page(page_data(summary, score_summary(summary)))
+
+
+# --- in a browser ---------------------------------------------------------------------------
+
+BROWSER_MISSING = ", ".join(
+    ["the playwright package (pyproject's dev extra)"] * (sync_playwright is None)
+    + [f"{CHROMIUM} (.ci/install-browser.sh installs it)"] * (not CHROMIUM.exists())
+)
+# CI sets JOULEBENCH_REQUIRE_BROWSER=1 so that a missing browser fails instead of skipping.
+REQUIRE_BROWSER = os.environ.get("JOULEBENCH_REQUIRE_BROWSER", "") not in ("", "0")
+needs_browser = pytest.mark.skipif(
+    bool(BROWSER_MISSING) and not REQUIRE_BROWSER, reason=f"browser test: no {BROWSER_MISSING}"
+)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if BROWSER_MISSING:
+        pytest.fail(f"JOULEBENCH_REQUIRE_BROWSER is set but there is no {BROWSER_MISSING}")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The page of a 60-model study on two devices (one estimated), with hostile names."""
+    summary = synthetic_summary(60, extra_names=[HOSTILE, HOSTILE_2, 'comma, "quote"'])
+    scores = score_summary(summary)
+    path = build_page(summary, scores, tmp_path_factory.mktemp("web") / "index.html")
+    return path, page_table(summary, scores)
+
+
+class App:
+    """One page opened from file:// with every non-file request aborted and recorded."""
+
+    def __init__(self, browser, path: Path):
+        self.context = browser.new_context(
+            accept_downloads=True, viewport={"width": 1360, "height": 1000}
+        )
+        self.blocked, self.errors, self.dialogs = [], [], []
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("dialog", self._dialog)
+        self.page.goto(path.as_uri())
+        self.page.wait_for_selector("html[data-ready=true]", timeout=10_000)
+
+    def _route(self, route):
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            self.blocked.append(route.request.url)
+            route.abort()
+
+    def _dialog(self, dialog):
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def visible(self, n: int):
+        expect(self.page.locator("#plot")).to_have_attribute("data-visible-count", str(n))
+
+    def point_xy(self, shown: pd.DataFrame, i: int) -> tuple[float, float]:
+        """Where row i of the points on show is drawn: the page's axes, worked out here
+        (margins 62/18/14/46 px; each axis spans the data's range with a little padding)."""
+        self.page.locator("#canvas").scroll_into_view_if_needed()
+        box = self.page.locator("#canvas").bounding_box()
+        lx = np.log10(shown["scored_energy_per_image_j"].astype(float).to_numpy())
+        acc = shown["top1"].astype(float).to_numpy()
+        xs, ys = max(np.ptp(lx), 0.3) * 0.55, max(np.ptp(acc), 2) * 0.56
+        xc, yc = (lx.min() + lx.max()) / 2, (acc.min() + acc.max()) / 2
+        pw, ph = box["width"] - 62 - 18, box["height"] - 14 - 46
+        x = 62 + (lx[i] - xc + xs) / (2 * xs) * pw
+        y = 14 + (1 - (acc[i] - yc + ys) / (2 * ys)) * ph
+        return box["x"] + x, box["y"] + y
+
+    def hover_plot_center(self):
+        """With one point on show, the axes centre on it: hover (and return) the centre."""
+        box = self.page.locator("#canvas").bounding_box()
+        x = box["x"] + 62 + (box["width"] - 62 - 18) / 2
+        y = box["y"] + 14 + (box["height"] - 14 - 46) / 2
+        self.page.mouse.move(x, y)
+        return x, y
+
+    def assert_clean(self):
+        assert self.blocked == [], f"the page tried the network: {self.blocked}"
+        assert self.errors == [], f"console errors: {self.errors}"
+        assert self.dialogs == [], f"a dialog opened: {self.dialogs}"
+
+
+@pytest.fixture
+def app(browser, site):
+    a = App(browser, site[0])
+    yield a
+    a.context.close()
+
+
+@needs_browser
+def test_page_loads_offline_without_console_errors(app, site):
+    _, table = site
+    app.visible(len(expected_rows(table)))
+    expect(app.page.locator("#table")).to_have_attribute("data-row-count", str(len(table)))
+    assert app.page.locator("img, iframe, link, object, embed").count() == 0
+    expect(app.page.locator("#estimate-banner")).to_be_visible()
+    expect(app.page.locator("#grade-bands")).to_contain_text("A ≥ 0.8")
+    app.assert_clean()
+
+
+@needs_browser
+def test_filters_change_the_number_of_visible_points(app, site):
+    _, t = site
+    page = app.page
+    page.uncheck('input[data-facet="device_label"][value="cpu"]')
+    gpu = t["device_label"] == "gpu"
+    app.visible(len(expected_rows(t, gpu)))
+    page.fill("#acc-min", "75")
+    app.visible(len(expected_rows(t, gpu & (t["top1"] >= 75))))
+    page.fill("#energy-max", "0.05")
+    energy = t["scored_energy_per_image_j"]
+    app.visible(len(expected_rows(t, gpu & (t["top1"] >= 75) & (energy <= 0.05))))
+    page.click("#reset")
+    app.visible(len(expected_rows(t)))
+    family = page.locator(".facet").filter(has_text="Family")
+    family.get_by_role("button", name="none").click()
+    app.visible(0)
+    page.check('input[data-facet="family"][value="vit"]')
+    app.visible(len(expected_rows(t, t["family"] == "vit")))
+    app.assert_clean()
+
+
+@needs_browser
+def test_search_finds_a_model_and_the_hover_card_shows_its_numbers(app, site):
+    _, t = site
+    name = t.loc[t["family"] == "swin", "model"].iloc[2]
+    app.page.uncheck('input[data-facet="device_label"][value="cpu"]')
+    app.page.fill("#search", name)
+    app.visible(1)
+    first = app.page.locator("#table tbody tr.row").first.locator("td.model")
+    expect(first).to_have_text(name)
+    app.hover_plot_center()
+    card = app.page.locator("#card")
+    expect(card).to_be_visible()
+    expect(card.locator(".name")).to_have_text(name)
+    row = t[(t["model"] == name) & (t["device_label"] == "gpu")].iloc[0]
+    expect(card).to_contain_text(f"{row['top1']:.2f}%")
+    for text in ("95% CI", "CV over repeats", "nvml", "NVIDIA H200", "node-7", "torch 2.14.1"):
+        expect(card).to_contain_text(text)
+    app.assert_clean()
+
+
+@needs_browser
+def test_compare_shows_the_chosen_models_and_caps_at_six(app, site):
+    page = app.page
+    boxes = page.locator("#table tbody tr.row td:first-child input")
+    names = [page.locator("#table tbody tr.row td.model").nth(i).inner_text() for i in range(7)]
+    for i in range(3):
+        boxes.nth(i).check()
+    expect(page.locator("#compare")).to_have_attribute("data-count", "3")
+    head = page.locator(".compare-table thead th .model-name")
+    expect(head).to_have_text(names[:3])
+    expect(page.locator(".bar-block")).to_have_count(5)
+    for i in range(3, 7):
+        boxes.nth(i).click()
+    expect(page.locator("#compare")).to_have_attribute("data-count", "6")
+    expect(page.locator("#compare-count")).to_contain_text("at most 6")
+    assert not boxes.nth(6).is_checked()
+    page.locator(".chip button").first.click()  # remove the first
+    expect(head).to_have_text(names[1:6])
+    app.assert_clean()
+
+
+@needs_browser
+def test_csv_download_holds_the_selected_rows(app, site, tmp_path):
+    _, t = site
+    page = app.page
+    page.locator(".facet").filter(has_text="Family").get_by_role("button", name="none").click()
+    page.check('input[data-facet="family"][value="vit"]')
+    page.check('input[data-facet="family"][value="deit"]')
+    page.fill("#acc-min", "70")
+    want = t[t["family"].isin(["vit", "deit"]) & (t["top1"] >= 70)]
+    expect(page.locator("#table")).to_have_attribute("data-row-count", str(len(want)))
+    with page.expect_download() as info:
+        page.click("#download-csv")
+    got = pd.read_csv(info.value.path())
+    assert list(got.columns) == list(PAGE_COLUMNS)
+    key = ["device_label", "model"]
+    got, want = got.sort_values(key).reset_index(drop=True), want.sort_values(key)
+    assert got["model"].tolist() == want["model"].tolist()
+    np.testing.assert_array_equal(got["energy_per_image_j"], want["energy_per_image_j"])
+    np.testing.assert_array_equal(got["top1"], want["top1"])
+    assert got["grade"].fillna("").tolist() == want["grade"].fillna("").tolist()
+
+    rows = page.locator("#table tbody tr.row")
+    picked = [rows.nth(i).locator("td.model").inner_text() for i in (0, 2)]
+    rows.nth(0).locator("input").check()
+    rows.nth(2).locator("input").check()
+    with page.expect_download() as info:
+        page.click("#compare-download")
+    assert pd.read_csv(info.value.path())["model"].tolist() == picked
+    app.assert_clean()
+
+
+@needs_browser
+def test_hostile_model_names_show_as_text_and_run_nothing(app):
+    page = app.page
+    page.fill("#search", "onerror")
+    expect(page.locator("#table")).to_have_attribute("data-row-count", "2")  # gpu and cpu
+    expect(page.locator("#table tbody td.model").first).to_have_text(HOSTILE)
+    page.uncheck('input[data-facet="device_label"][value="cpu"]')
+    app.visible(1)
+    app.hover_plot_center()
+    expect(page.locator("#card .name")).to_have_text(HOSTILE)
+    page.mouse.click(*app.hover_plot_center())
+    expect(page.locator(".compare-table thead .model-name")).to_have_text([HOSTILE])
+    page.fill("#search", "alert(2)")
+    expect(page.locator("#table tbody td.model").first).to_have_text(HOSTILE_2)
+    expect(page.locator("#table tbody td.model").first.locator("*")).to_have_count(0)
+    with page.expect_download() as info:
+        page.click("#compare-download")
+    assert pd.read_csv(info.value.path())["model"].tolist() == [HOSTILE]
+    assert page.locator("img").count() == 0
+    assert page.locator("script").count() == 2  # the data and the app, nothing injected
+    app.assert_clean()
+
+
+@needs_browser
+def test_table_sorts_and_marks_estimates(app, site):
+    _, t = site
+    page = app.page
+    header = page.locator('#table th[data-key="energy"] button')
+    header.click()  # numbers sort high to low first
+    header.click()
+    expect(page.locator('#table th[data-key="energy"]')).to_have_attribute("aria-sort", "ascending")
+    cheapest = t.loc[t["scored_energy_per_image_j"].idxmin(), "model"]
+    expect(page.locator("#table tbody td.model").first).to_have_text(cheapest)
+    page.locator('#table th[data-key="device_label"] button').click()  # text: cpu first
+    est_rows = page.locator("#table tbody tr.row").filter(has=page.locator(".badge.est"))
+    expect(est_rows.first).to_contain_text("cpu")
+    page.uncheck('input[data-facet="device_label"][value="cpu"]')
+    expect(est_rows).to_have_count(0)
+    page.check('input[name=colorby][value="family"]')
+    expect(page.locator("#legend")).to_contain_text("resnet")
+    app.assert_clean()
+
+
+@needs_browser
+def test_table_renders_the_rows_scrolled_into_view(app, site):
+    _, t = site
+    rows = app.page.locator("#table tbody tr.row")
+    assert 0 < rows.count() < len(t)  # only what is in view, and a margin
+    app.page.locator("#table-wrap").evaluate("w => { w.scrollTop = w.scrollHeight; }")
+    last = t.index[t["efficiency_index"].isna()].max()  # sorted by index, empty last
+    expect(rows.last.locator("td.model")).to_have_text(t.loc[last, "model"])
+    app.assert_clean()
+
+
+@needs_browser
+def test_an_empty_study_still_loads(browser, tmp_path):
+    summary = synthetic_summary(3, failed=False).iloc[:0]
+    app = App(browser, build_page(summary, score_summary(summary), tmp_path / "index.html"))
+    app.visible(0)
+    expect(app.page.locator("#table tbody")).to_contain_text("No row matches")
+    app.assert_clean()
+    app.context.close()
+
+
+@needs_browser
+def test_screenshot_is_written_as_an_artifact(app, site, tmp_path):
+    page = app.page
+    page.uncheck('input[data-facet="device_label"][value="cpu"]')
+    shown = expected_rows(site[1], site[1]["device_label"] == "gpu")
+    app.visible(len(shown))
+    for i in (0, 3, 8):
+        page.locator("#table tbody tr.row").nth(i).locator("input").check()
+    # a viewport as tall as the page: the shot then shows the hover card too
+    height = page.evaluate("document.documentElement.scrollHeight")
+    page.set_viewport_size({"width": 1360, "height": height})
+    hovered = int(np.argsort(shown["top1"].to_numpy())[len(shown) // 2])
+    page.mouse.move(*app.point_xy(shown, hovered))
+    expect(page.locator("#card .name")).to_have_text(shown["model"].iloc[hovered])
+    shot = tmp_path / "webapp.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 20_000
+    shutil.copyfile(shot, SCREENSHOT_COPY)
+    if os.environ.get("JOULEBENCH_TEST_ARTIFACTS"):
+        folder = Path(os.environ["JOULEBENCH_TEST_ARTIFACTS"])
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, folder / "webapp.png")
+    app.assert_clean()
