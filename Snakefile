@@ -11,7 +11,8 @@ min_version("9.0")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 
-configfile: "config.yaml"
+# The default study; --configfile and --config override it (from any working directory).
+configfile: Path(workflow.basedir) / "config.yaml"
 
 
 include: "workflow/rules/common.smk"

@@ -183,6 +183,16 @@ def test_impossible_values_are_rejected(summary):
         validate_summary(src)
 
 
+def test_older_summary_missing_optional_columns_is_read(summary, tmp_path):
+    summary.drop(columns=["device_name", "warmup_s"]).to_parquet(tmp_path / "old.parquet")
+    with pytest.warns(UserWarning, match="lacks"):
+        back = read_summary(tmp_path / "old.parquet")
+    assert back["device_name"].isna().all() and back["warmup_s"].isna().all()
+    summary.drop(columns=["energy_per_image_j"]).to_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(SummaryError, match="energy_per_image_j"):
+        read_summary(tmp_path / "bad.parquet")
+
+
 def test_extra_columns_are_dropped_with_a_warning(summary, tmp_path):
     summary.assign(newer_field=1.0).to_parquet(tmp_path / "s.parquet")
     with pytest.warns(UserWarning, match="newer_field"):

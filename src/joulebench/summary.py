@@ -269,11 +269,32 @@ def _coerce_csv(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+# A summary lacking any of these cannot be scored or plotted; other missing columns (e.g. from
+# an older joulebench that did not have them yet) are left empty with a warning.
+ESSENTIAL_COLUMNS = (*SUMMARY_KEY, "status", "energy_per_image_j", "top1", "energy_is_estimate")
+
+
+def _fill_missing(df: pd.DataFrame, path) -> pd.DataFrame:
+    missing = [c for c in SUMMARY_COLUMNS if c not in df.columns]
+    if not missing or any(c in ESSENTIAL_COLUMNS for c in missing):
+        return df  # nothing to fill, or validate_summary reports what is missing
+    warnings.warn(
+        f"{path}: summary from another joulebench version lacks {missing}; left empty",
+        stacklevel=3,
+    )
+    df = df.copy()
+    for c in missing:
+        dtype = SUMMARY_COLUMNS[c]
+        df[c] = pd.Series([None] * len(df), index=df.index, dtype=dtype)
+    return df
+
+
 def read_summary(path: str | os.PathLike) -> pd.DataFrame:
     """Read a summary (parquet or csv) from anywhere, check it, return it in declared form."""
     df = read_table(path)
     if str(path).endswith(".csv"):
         df = _coerce_csv(df)
+    df = _fill_missing(df, path)
     try:
         validate_summary(df)
     except SummaryError as exc:
