@@ -68,6 +68,8 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     for name in FIGURES:
         for suffix in (".pdf", ".png"):
             assert (results / "figures" / f"{name}{suffix}").stat().st_size > 1000, name
+    page = (results / "webapp" / "index.html").read_text()
+    assert "resnet18.a1_in1k" in page and "estimated" in page
 
     again = run_workflow(config)
     assert again.returncode == 0
@@ -92,6 +94,7 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     assert len(replotted) == len(scores)
     for name in FIGURES:
         assert (replot / "results" / "figures" / f"{name}.png").is_file()
+    assert (replot / "results" / "webapp" / "index.html").is_file()
 
 
 def test_all_pretrained_dry_run(tmp_path):

@@ -61,6 +61,7 @@ def get_final_outputs():
     analysis = [
         "results/scores.parquet",
         *expand("results/figures/{name}.png", name=FIGURES),
+        "results/webapp/index.html",
     ]
     if FROM_SUMMARY:
         return analysis
