@@ -15,6 +15,11 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 configfile: Path(workflow.basedir) / "config.yaml"
 
 
+# A key a study file (--configfile / --config) sets replaces the default's whole, so a study
+# can drop the default's devices or methods; keys it leaves out still come from config.yaml.
+config.update(workflow.config_settings.overwrite_config)
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/catalog.smk"
 include: "workflow/rules/profile.smk"

@@ -122,3 +122,11 @@ def test_counting_does_not_touch_real_memory():
     assert row["count_device"] == "meta" and row["params"] > 300e6
     assert (after - before) * 1024 < 300e6  # far below its 1.2 GB of fp32 weights
     assert torch.get_default_device().type == "cpu"
+
+
+def test_custom_workload_entries_are_catalogued():
+    from joulebench.catalog import build_catalog
+
+    df = build_catalog(["jb=tests/workloads/tiny_net.py:build"], log=lambda s: None)
+    assert df["model"].tolist() == ["jb"] and df["status"].tolist() == ["ok"]
+    assert df["family"].tolist() == ["custom"] and df["flops_per_image"].iloc[0] > 0

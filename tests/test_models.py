@@ -71,3 +71,14 @@ def test_chunk():
     assert chunk(list("abcde"), 2) == [["a", "b"], ["c", "d"], ["e"]]
     with pytest.raises(ValueError):
         chunk(["a"], 0)
+
+
+def test_custom_workloads_resolve_to_their_names():
+    entries = [
+        "resnet18.a1_in1k",
+        "tests/workloads/tiny_net.py:build",
+        "x=tests/workloads/tiny_net.py:build",
+    ]
+    assert resolve_models(entries) == ["resnet18.a1_in1k", "tiny_net.build", "x"]
+    with pytest.raises(ModelSelectionError, match="file not found"):
+        resolve_models(["tests/workloads/missing.py:build"])

@@ -130,7 +130,7 @@ def test_without_catalog_or_accuracy():
 
 
 def test_training_phase_and_unknown_phase():
-    assert set(build_summary(_profile(), phase="training")["phase"]) == {"training"}
+    assert set(build_summary(_profile(), phase="train")["phase"]) == {"train"}
     with pytest.raises(ValueError, match="phase"):
         build_summary(_profile(), phase="fine-tuning")
 
@@ -212,3 +212,11 @@ def test_column_names_carry_units():
             assert col.endswith("_j"), col
         if "power" in col:
             assert col.endswith("_w"), col
+
+
+def test_rows_carry_their_own_phase():
+    infer = _profile()
+    train = infer.assign(phase="train", energy_per_image_j=infer["energy_per_image_j"] * 3)
+    s = build_summary(pd.concat([infer, train], ignore_index=True))
+    validate_summary(s)
+    assert s["phase"].value_counts().to_dict() == {"inference": len(infer), "train": len(infer)}

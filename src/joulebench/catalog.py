@@ -106,16 +106,23 @@ def catalog_row(name: str) -> dict:
 def build_catalog(
     models: Iterable[str], log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)
 ) -> pd.DataFrame:
-    """Catalog rows for `models`, printing one progress line per model."""
+    """Catalog rows for `models`, printing one progress line per model.
+
+    A custom workload comes as its entry (`name=path.py:function`, docs/workloads.md).
+    """
     import warnings
+
+    from joulebench.workloads import catalog_row as workload_row
+    from joulebench.workloads import is_workload, workload_name
 
     models = list(models)
     rows = []
-    for i, name in enumerate(models, 1):
+    for i, entry in enumerate(models, 1):
+        name = workload_name(entry) if is_workload(entry) else entry
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                row = catalog_row(name)
+                row = workload_row(name, entry) if is_workload(entry) else catalog_row(name)
             except Exception as exc:  # never let one model take the job down
                 row = {c: None for c in CATALOG_COLUMNS}
                 arch, tag = split_name(name)

@@ -13,6 +13,9 @@ PRESETS = {
     "fp32-channels-last": {"precision": "fp32", "channels_last": True},
     "fp16-amp-channels-last": {"precision": "fp16", "channels_last": True},
     "fp32-compile": {"precision": "fp32", "compile": "default"},
+    "ort": {"runtime": "onnxruntime"},
+    "trt": {"runtime": "tensorrt"},
+    "trt-fp16": {"runtime": "tensorrt", "precision": "fp16"},
 }
 
 
@@ -48,7 +51,7 @@ def _cmd_catalog(args) -> int:
 
 def _job_from_spec(model: str, device_label: str, spec: dict, idle_power_w: float, threads):
     from joulebench.methods import parse_methods
-    from joulebench.profile import ProfileJob
+    from joulebench.profile import ProfileJob, job_fields_from_spec
     from joulebench.protocol import ProtocolSettings
 
     estimate = {k: v for k, v in (spec.get("estimate") or {}).items() if v is not None}
@@ -65,6 +68,7 @@ def _job_from_spec(model: str, device_label: str, spec: dict, idle_power_w: floa
         oom_retry=bool(spec.get("oom_retry", True)),
         meter=spec.get("meter"),
         meter_options=estimate,
+        **job_fields_from_spec(spec),  # phases, train, workload, onnx_cache
     )
 
 
@@ -99,6 +103,7 @@ def _cmd_profile(args) -> int:
     from joulebench.models import resolve_models
     from joulebench.profile import run_profile
     from joulebench.tables import PROFILE_COLUMNS, write_table
+    from joulebench.workloads import is_workload
 
     model = resolve_models([args.model])[0]
     methods = {m: PRESETS[m] for m in args.method}
@@ -110,11 +115,15 @@ def _cmd_profile(args) -> int:
         "protocol": protocol,
         "meter": args.meter,
         "estimate": {"tdp_w": args.tdp_w},
+        "phases": args.phase or ["inference"],
+        "train": {"optimizer": args.optimizer},
+        "workload": args.model if is_workload(args.model) else None,
+        "onnx_cache": args.onnx_cache,
     }
     job = _job_from_spec(model, args.device.replace(":", ""), spec, float("nan"), args.threads)
     out = run_profile(job)
     rows = out.rows
-    table = rows[["model", "method", "batch_size", "status", "meter"]].copy()
+    table = rows[["model", "phase", "method", "batch_size", "status", "meter"]].copy()
     table["mJ/image"] = rows["energy_per_image_j"] * 1e3
     table["CI95 mJ"] = (rows["energy_per_image_ci95_high_j"] - rows["energy_per_image_j"]) * 1e3
     table["CV %"] = rows["energy_per_image_cv"] * 100
@@ -376,7 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_cmd_concat)
 
     p = sub.add_parser("profile", help="measure one model now and print a short table")
-    p.add_argument("model", help="a timm name (exact, bare architecture)")
+    p.add_argument(
+        "model", help="a timm name (exact, bare architecture) or a workload (file.py:function)"
+    )
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
     p.add_argument(
         "--method", action="append", choices=sorted(PRESETS), help="repeatable (default fp32)"
@@ -388,6 +399,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tdp-w", type=float, help="CPU power for the estimate meter")
     p.add_argument("--threads", type=int, help="torch CPU threads")
     p.add_argument("--output", "-o", help="also write the rows to this parquet")
+    p.add_argument(
+        "--phase",
+        action="append",
+        choices=["inference", "train"],
+        help="repeatable (default inference)",
+    )
+    p.add_argument("--optimizer", choices=["sgd", "adamw"], default="sgd", help="train phase")
+    p.add_argument("--onnx-cache", default="data/onnx", help="exported models (runtime methods)")
     p.set_defaults(func=_cmd_profile, method=None, batch_size=None)
 
     p = sub.add_parser("profile-job", help="(workflow) all methods x batch sizes of one model")

@@ -1,7 +1,9 @@
-"""Methods: named ways of running a model (precision, memory format, compilation).
+"""Methods: named ways of running a model (precision, memory format, compilation, runtime).
 
 A method is a small spec resolved once from the config's `methods:` mapping, the way timm
-gives every model a pretrained config: `bf16: {precision: bf16}` names a preset.
+gives every model a pretrained config: `bf16: {precision: bf16}` names a preset, and
+`ort: {runtime: onnxruntime}` runs the same model through ONNX Runtime. The energy saving of
+any method against the baseline method then comes out of the method savings like any other.
 """
 
 from __future__ import annotations
@@ -11,6 +13,11 @@ from dataclasses import asdict, dataclass
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+RUNTIMES = ("pytorch", "onnxruntime", "tensorrt")
+# What each exported runtime can run: ONNX Runtime the fp32 graph as exported; TensorRT
+# builds fp16 kernels from that same graph when asked (its trt_fp16_enable option).
+RUNTIME_PRECISIONS = {"onnxruntime": ("fp32",), "tensorrt": ("fp32", "fp16")}
+DEFAULT_OPSET = 18
 
 
 @dataclass(frozen=True)
@@ -20,12 +27,39 @@ class Method:
     autocast: bool = True  # fp16/bf16 by autocast (mixed precision), else weights cast
     channels_last: bool = False
     compile: str | None = None  # a torch.compile mode, or None for eager
+    runtime: str = "pytorch"  # pytorch, onnxruntime or tensorrt (via ONNX Runtime)
+    opset: int = DEFAULT_OPSET  # ONNX opset of the export (exported runtimes only)
+    tolerance: float | None = None  # max relative output error vs PyTorch; None: by precision
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
             raise ValueError(f"method {self.name}: precision must be one of {PRECISIONS}")
         if self.compile not in (None, *COMPILE_MODES):
             raise ValueError(f"method {self.name}: compile must be one of {COMPILE_MODES}")
+        if self.runtime not in RUNTIMES:
+            raise ValueError(f"method {self.name}: runtime must be one of {RUNTIMES}")
+        if self.runtime != "pytorch":
+            self._check_exported()
+
+    def _check_exported(self):
+        """Options that only mean something in PyTorch are errors, not silently dropped."""
+        allowed = RUNTIME_PRECISIONS[self.runtime]
+        if self.precision not in allowed:
+            raise ValueError(
+                f"method {self.name}: runtime {self.runtime} runs precision {allowed}, "
+                f"not {self.precision}"
+            )
+        if self.compile or self.channels_last:
+            raise ValueError(
+                f"method {self.name}: compile and channels_last apply to runtime pytorch only"
+            )
+        if self.tolerance is not None and not self.tolerance > 0:
+            raise ValueError(f"method {self.name}: tolerance must be > 0")
+
+    @property
+    def exported(self) -> bool:
+        """True when the model runs outside PyTorch, from an ONNX export."""
+        return self.runtime != "pytorch"
 
     def describe(self) -> dict:
         return asdict(self)

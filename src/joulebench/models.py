@@ -7,13 +7,18 @@ Accepted entries (resolved once, in the order given, duplicates dropped):
 - `convnext_*`         a glob over pretrained names (`arch.tag`); when it matches no
                        pretrained weight it is tried against architectures;
 - `all-pretrained`     every pretrained weight timm knows;
-- an old timm name     (`convnext_tiny_in22ft1k`) resolved to its new `arch.tag`.
+- an old timm name     (`convnext_tiny_in22ft1k`) resolved to its new `arch.tag`;
+- a custom workload    (`path/to/file.py:function`, `package.module:function`, optionally
+                       `name=` in front) resolved to its name (docs/workloads.md); the file
+                       or module must exist, nothing is imported.
 """
 
 from __future__ import annotations
 
 import difflib
 import fnmatch
+
+from joulebench.workloads import WorkloadError, check_entry, is_workload
 
 ALL_PRETRAINED = "all-pretrained"
 GLOB_CHARS = "*?["
@@ -82,6 +87,12 @@ def resolve_models(entries: list[str]) -> list[str]:
     resolved: dict[str, None] = {}
     problems = []
     for entry in entries:
+        if is_workload(entry):
+            try:
+                resolved[check_entry(entry).name] = None
+            except WorkloadError as exc:
+                problems.append(f"models: {exc}")
+            continue
         names = _resolve_one(entry.strip(), reg)
         if not names:
             kind = "glob matches" if any(c in entry for c in GLOB_CHARS) else "is"

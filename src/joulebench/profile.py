@@ -1,9 +1,14 @@
-"""The profile stage: energy and time per image of one model, for each method x batch size.
+"""The profile stage: energy and time per image of one model, for each phase x method x batch size.
 
 One process measures all configurations of a model (imports cost seconds; measuring a
 configuration costs tens of seconds), each under the measurement protocol, with a fresh
 model and a fresh meter per configuration. A failing configuration (out of memory, build
-or compile error) becomes a row with a status and a reason; it never ends the job.
+or compile error, a runtime that is not installed or disagrees with PyTorch) becomes a row
+with a status and a reason; it never ends the job.
+
+Phases: "inference" (a forward pass; energy per image) and "train" (forward, cross-entropy
+backward and an optimizer step, joulebench.train; energy per training sample). The model is
+a timm model, or a custom workload (joulebench.workloads) when the job names one.
 """
 
 from __future__ import annotations
@@ -20,8 +25,16 @@ import pandas as pd
 from joulebench.methods import Method
 from joulebench.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.provenance import device_name, software, utc_now
+from joulebench.runtimes import STATUS_SKIPPED, NotMeasured
+from joulebench.train import TrainSpec
 
 REASON_MAX_CHARS = 500
+PHASES = ("inference", "train")
+DEFAULT_ONNX_CACHE = "data/onnx"
+FLAG_LOSS_NOT_FINITE = "train_loss_not_finite"
+SEED = 0  # random weights and batches: every method and runtime of a model sees the same
+# How out-of-memory errors read (the last one is ONNX Runtime's allocator).
+OOM_PHRASES = ("out of memory", "can't allocate memory", "not enough memory", "failed to allocate")
 
 
 @dataclass
@@ -40,11 +53,42 @@ class ProfileJob:
     oom_retry: bool = True  # out of memory -> retry at half the batch (as timm's benchmark)
     meter: str | None = None  # force "nvml", "rapl" or "estimate"
     meter_options: dict = field(default_factory=dict)  # e.g. tdp_w for the estimate
+    phases: list[str] = field(default_factory=lambda: ["inference"])  # and/or "train"
+    train: TrainSpec = field(default_factory=TrainSpec)  # optimizer etc. of the train phase
+    workload: str | None = None  # a custom workload entry (joulebench.workloads); None: timm
+    onnx_cache_dir: str = DEFAULT_ONNX_CACHE  # exported models of non-PyTorch runtimes
+
+    def __post_init__(self):
+        unknown = [p for p in self.phases if p not in PHASES]
+        if unknown or not self.phases:
+            raise ValueError(f"phases must be a non-empty list of {PHASES}, got {self.phases}")
+
+    def configs(self) -> list[tuple[str, Method, int]]:
+        """(phase, method, batch size) in the order they are measured."""
+        out = []
+        for phase in self.phases:
+            sizes = self.batch_sizes
+            if phase == "train" and self.train.batch_sizes is not None:
+                sizes = list(self.train.batch_sizes)
+            out += [(phase, m, b) for m in self.methods for b in sizes]
+        return out
+
+
+def job_fields_from_spec(spec: dict) -> dict:
+    """ProfileJob fields from the profile spec's `phases`, `train`, `workload`, `onnx_cache`."""
+    fields_ = {"train": TrainSpec.from_dict(spec.get("train"))}
+    if spec.get("phases"):
+        fields_["phases"] = list(spec["phases"])
+    if spec.get("workload"):
+        fields_["workload"] = spec["workload"]
+    if spec.get("onnx_cache"):
+        fields_["onnx_cache_dir"] = spec["onnx_cache"]
+    return fields_
 
 
 @dataclass
 class ProfileOutput:
-    rows: pd.DataFrame  # PROFILE_COLUMNS: one per (method, batch size)
+    rows: pd.DataFrame  # PROFILE_COLUMNS: one per (phase, method, batch size)
     repeats: pd.DataFrame  # one per repeat
     trace: pd.DataFrame  # the power trace of every repeat
 
@@ -55,7 +99,7 @@ def is_oom(exc: BaseException) -> bool:
     if isinstance(exc, torch.OutOfMemoryError):
         return True
     text = str(exc).lower()
-    return "out of memory" in text or "can't allocate memory" in text or "not enough memory" in text
+    return any(phrase in text for phrase in OOM_PHRASES)
 
 
 def _short(exc: BaseException) -> str:
@@ -79,58 +123,179 @@ def _free_memory(torch_device: str) -> None:
         torch.cuda.empty_cache()
 
 
-def build(model_name: str, method: Method, batch_size: int, torch_device: str):
-    """A random-weight model and a synthetic batch, prepared for `method`, on the device."""
+@dataclass
+class Built:
+    """A model on the device with its synthetic batch, and what rows need to know of it."""
+
+    model: object
+    x: object
+    num_classes: int
+    weights: str  # "random" or "pretrained"
+
+
+def create_model(model_name: str, workload: str | None = None, seed: int = SEED):
+    """(model, input size (C, H, W), classes, weights) from timm or the custom workload.
+
+    Seeded, so every configuration (and every runtime) of a model gets the same weights.
+    """
     import timm
     import torch
 
-    model = timm.create_model(model_name, pretrained=False).eval().to(torch_device)
+    torch.manual_seed(seed)
+    if workload:
+        from joulebench.workloads import load_workload
+
+        model, spec = load_workload(workload)
+        weights = "pretrained" if spec.pretrained else "random"
+        return model, spec.input_size, spec.num_classes, weights
+    model = timm.create_model(model_name, pretrained=False)
     cfg = timm.data.resolve_model_data_config(model)
-    x = torch.randn((batch_size, *cfg["input_size"]), device=torch_device)
-    model, x = method.prepare(model, x)
-    return model, x
+    return model, tuple(cfg["input_size"]), int(getattr(model, "num_classes", 0)), "random"
 
 
-def measure_config(job: ProfileJob, method: Method, batch_size: int, meter_factory):
-    """Measure one configuration; returns (status, reason, result, meter description)."""
+def build(
+    model_name: str,
+    method: Method,
+    batch_size: int,
+    torch_device: str,
+    *,
+    workload: str | None = None,
+    train: bool = False,
+    seed: int = SEED,
+) -> Built:
+    """A model and a synthetic batch on the device, prepared for `method`.
+
+    Exported runtimes get the fp32 model in eval mode: they export it and check against it.
+    """
     import torch
 
-    device_type = torch.device(job.torch_device).type
-    try:
-        model, x = build(job.model, method, batch_size, job.torch_device)
-    except Exception as exc:
-        status = "oom" if is_oom(exc) else "build-error"
-        return status, _short(exc), None, {}
+    model, input_size, num_classes, weights = create_model(model_name, workload, seed)
+    model = (model.train() if train else model.eval()).to(torch_device)
+    x = torch.randn((batch_size, *input_size), device=torch_device)
+    if not method.exported:
+        model, x = method.prepare(model, x)
+    return Built(model, x, num_classes, weights)
 
-    context = method.context(device_type)
+
+@dataclass
+class Runner:
+    """What the protocol measures for one configuration."""
+
+    step: Callable[[], object]
+    grad: bool  # train: autograd on; inference: under torch.inference_mode
+    fields: dict = field(default_factory=dict)  # row fields known before measuring
+    finish: Callable[[], dict] = dict  # row fields read after measuring (train losses)
+
+
+def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Runner:
+    """Build the configuration; raise NotMeasured for one that is reported, not measured."""
+    import torch
+
+    if method.exported:
+        if phase == "train":
+            raise NotMeasured(
+                STATUS_SKIPPED, f"training runs in PyTorch only, not {method.runtime}"
+            )
+        from joulebench.runtimes import unavailable_reason
+
+        reason = unavailable_reason(method.runtime, job.torch_device)
+        if reason:
+            raise NotMeasured(STATUS_SKIPPED, reason)
+    train = phase == "train"
+    built = build(
+        job.model, method, batch_size, job.torch_device, workload=job.workload, train=train
+    )
+    if train:
+        from joulebench.train import make_train_step
+
+        step = make_train_step(
+            built.model, built.x, built.num_classes, method, job.train, job.torch_device
+        )
+        return Runner(step, grad=True, fields={"weights": built.weights}, finish=step.losses)
+    if method.exported:
+        from joulebench.runtimes import prepare_exported
+
+        step, fields_ = prepare_exported(
+            built.model,
+            built.x,
+            method,
+            model_name=job.model,
+            torch_device=job.torch_device,
+            threads=torch.get_num_threads(),
+            cache_dir=job.onnx_cache_dir,
+        )
+        fields_["weights"] = built.weights
+        return Runner(step, grad=False, fields=fields_)  # the PyTorch model is freed here
+    model, x, context = built.model, built.x, method.context(torch.device(job.torch_device).type)
 
     def step():
         with context:
             model(x)
 
+    return Runner(step, grad=False, fields={"weights": built.weights})
+
+
+@dataclass
+class Outcome:
+    """One configuration's result: a measurement, or a status and reason."""
+
+    status: str
+    reason: str = ""
+    result: object = None  # a ProtocolResult when status is "ok"
+    meter_info: dict = field(default_factory=dict)
+    fields: dict = field(default_factory=dict)  # extra row fields (runtime check, losses)
+
+
+def measure_config(
+    job: ProfileJob, method: Method, batch_size: int, meter_factory, phase: str = "inference"
+) -> Outcome:
+    """Measure one configuration; failures become an Outcome with status and reason."""
+    import torch
+
+    try:
+        runner = prepare(job, phase, method, batch_size)
+    except NotMeasured as exc:
+        return Outcome(exc.status, exc.reason, fields=exc.fields)
+    except Exception as exc:
+        return Outcome("oom" if is_oom(exc) else "build-error", _short(exc))
+    finally:
+        _free_memory(job.torch_device)  # a freed PyTorch model (exported runtimes) leaves
+
     meter, reasons = meter_factory()
     try:
-        with torch.inference_mode():
+        with torch.enable_grad() if runner.grad else torch.inference_mode():
             result = measure(
-                step,
+                runner.step,
                 _sync_for(job.torch_device),
                 meter,
                 images_per_step=batch_size,
                 settings=job.settings,
                 idle_power_w=job.idle_power_w,
             )
-        return "ok", "", result, {**meter.describe(), "meter_reasons": reasons}
+        meter_info = {**meter.describe(), "meter_reasons": reasons}
+        return Outcome("ok", "", result, meter_info, {**runner.fields, **runner.finish()})
     except Exception as exc:
-        status = "oom" if is_oom(exc) else "error"
-        return status, _short(exc), None, {}
+        return Outcome("oom" if is_oom(exc) else "error", _short(exc))
     finally:
         meter.close()
-        model = x = None  # free before the next configuration
+        runner = None  # free before the next configuration
         _free_memory(job.torch_device)
 
 
+def _config_fields(job: ProfileJob, phase: str, method: Method) -> dict:
+    """Row fields that describe a configuration, whatever its outcome."""
+    train = phase == "train"
+    return {
+        "phase": phase,
+        "runtime": method.runtime,
+        "optimizer": job.train.optimizer if train else "",
+        "optimizer_lr": job.train.learning_rate if train else math.nan,
+        "workload": job.workload or "timm",
+    }
+
+
 def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> ProfileOutput:
-    """Measure every (method, batch size) of one model on one device."""
+    """Measure every (phase, method, batch size) of one model on one device."""
     import torch
 
     from joulebench.meters import select_meter
@@ -152,7 +317,7 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
         "device_name": device_name(job.torch_device),
         "model": job.model,
         "threads": torch.get_num_threads(),
-        "weights": "random",
+        "weights": "" if job.workload else "random",  # a workload's spec says, once built
         **software(),
     }
     meter, reasons = meter_factory()
@@ -161,16 +326,15 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
     log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
 
     rows, repeats, traces = [], [], []
-    configs = [(m, b) for m in job.methods for b in job.batch_sizes]
-    for i, (method, requested) in enumerate(configs, 1):
+    configs = job.configs()
+    for i, (phase, method, requested) in enumerate(configs, 1):
         started = utc_now()
         batch_size = requested
+        label = method.name if phase == "inference" else f"{method.name} {phase}"
         while True:
-            status, reason, result, meter_info = measure_config(
-                job, method, batch_size, meter_factory
-            )
-            if status == "oom" and job.oom_retry and batch_size > 1:
-                log(f"  {method.name} bs{batch_size}: out of memory, retrying at half the batch")
+            outcome = measure_config(job, method, batch_size, meter_factory, phase=phase)
+            if outcome.status == "oom" and job.oom_retry and batch_size > 1:
+                log(f"  {label} bs{batch_size}: out of memory, retrying at half the batch")
                 batch_size //= 2
                 continue
             break
@@ -182,29 +346,34 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
         row = {
             **base,
             **key,
+            **_config_fields(job, phase, method),
             "precision": method.precision,
             "autocast": method.autocast,
             "channels_last": method.channels_last,
             "compile": method.compile or "",
-            "status": status,
-            "reason": reason,
+            "status": outcome.status,
+            "reason": outcome.reason,
             "idle_power_pre_w": idle.power_w,
             "start_time_utc": started,
+            **outcome.fields,
         }
+        result = outcome.result
         if result is not None:
-            row.update(_summary_fields(result, meter_info))
-            repeats.append(result.repeats.assign(**base_key(job, key)))
-            traces.append(result.trace.assign(**base_key(job, key)))
+            row.update(_summary_fields(result, outcome.meter_info))
+            if not math.isfinite(row.get("train_loss_last", 0.0)):
+                row["flags"] = ";".join(f for f in (row["flags"], FLAG_LOSS_NOT_FINITE) if f)
+            repeats.append(result.repeats.assign(**base_key(job, key, phase)))
+            traces.append(result.trace.assign(**base_key(job, key, phase)))
             detail = (
                 f"{result.summary['energy_per_image_j'] * 1e3:.2f} mJ/image "
                 f"(CV {result.summary['energy_per_image_cv']:.1%}), "
                 f"{result.summary['throughput_img_s']:.1f} img/s"
             )
         else:
-            row.update(meter=meter_info.get("meter", ""), is_estimate=None)
-            detail = reason
+            row.update(meter=outcome.meter_info.get("meter", ""), is_estimate=None)
+            detail = outcome.reason
         rows.append(row)
-        log(f"[{i}/{len(configs)}] {job.model} {method.name} bs{batch_size}: {status} {detail}")
+        log(f"[{i}/{len(configs)}] {job.model} {label} bs{batch_size}: {outcome.status} {detail}")
 
     from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, TRACE_TABLE_COLUMNS
 
@@ -216,8 +385,13 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
     )
 
 
-def base_key(job: ProfileJob, key: dict) -> dict:
-    return {"device_label": job.device_label, "model": job.model, **key}
+def base_key(job: ProfileJob, key: dict, phase: str = "inference") -> dict:
+    """Identity of a configuration in the repeats and trace tables.
+
+    `phase` is kept only where those tables declare it (tables.py), so repeats of the
+    train and inference phases of one configuration stay apart once they do.
+    """
+    return {"device_label": job.device_label, "model": job.model, **key, "phase": phase}
 
 
 def _concat(frames: list[pd.DataFrame], columns: dict) -> pd.DataFrame:

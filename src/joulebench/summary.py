@@ -27,7 +27,7 @@ from joulebench.tables import (
     write_table,
 )
 
-PHASES = ("inference", "training")
+PHASES = ("inference", "train")
 ACCURACY_SOURCES = ("measured", "reference", "none")
 STATUS_NOT_PROFILED = "not-profiled"
 # A configuration is identified by these; batch_size (the batch run) may differ after OOM.
@@ -46,7 +46,7 @@ _CATALOG_KEEP = [
     "activations_per_image",
 ]
 _CATALOG_RENAME = {"status": "catalog_status", "reason": "catalog_reason"}
-_PROFILE_DROP = ("meter_detail",)  # a JSON blob per row: kept in the profile tables only
+_PROFILE_DROP = ("meter_detail", "runtime_detail")  # JSON blobs: kept in the profile tables
 _ACCURACY_RENAME = {"img_size": "accuracy_img_size"}
 
 
@@ -109,6 +109,9 @@ def build_summary(
 ) -> pd.DataFrame:
     """Join profile rows (PROFILE_COLUMNS) with catalog and accuracy rows, by model.
 
+    Rows carry their own phase (inference or train); `phase` fills it where a profile table
+    written before phases existed has none, and names the phase of "not-profiled" rows.
+
     A missing catalog or accuracy table gives NaN properties / accuracy_source "none"
     with a note; catalogued models without any profile row become "not-profiled" rows.
     """
@@ -118,7 +121,7 @@ def build_summary(
     prof = prof.drop(columns=list(_PROFILE_DROP))
     prof["is_estimate"] = _energy_is_estimate(prof)
     prof = prof.rename(columns={"is_estimate": "energy_is_estimate"})
-    prof.insert(0, "phase", phase)
+    prof["phase"] = prof["phase"].fillna(phase)
 
     if catalog is not None and len(catalog):
         cat = conform(catalog.reindex(columns=list(CATALOG_COLUMNS)), CATALOG_COLUMNS)

@@ -155,11 +155,22 @@ PROFILE_COLUMNS: dict[str, str] = {
     "timm_version": "string",
     "host": "string",
     "start_time_utc": "string",
+    # Phases, runtimes and workloads (docs/training.md, docs/runtimes.md, docs/workloads.md).
+    "phase": "string",  # inference, or train: energy_per_image_j is then per training sample
+    "runtime": "string",  # pytorch, onnxruntime or tensorrt
+    "runtime_provider": "string",  # the ONNX Runtime execution provider that ran it
+    "runtime_check_rel_err": "float64",  # max |runtime - PyTorch| / max |PyTorch|, same batch
+    "runtime_detail": "string",  # JSON: onnx path, opset, exporter, cache hit, tolerance
+    "optimizer": "string",  # train: sgd or adamw
+    "optimizer_lr": "float64",
+    "train_loss_first": "float64",  # cross-entropy of the first and the last step measured
+    "train_loss_last": "float64",
+    "workload": "string",  # timm, or the custom workload entry (module:function)
 }
 
 
 def _with_identity(columns: list[str], dtype: str = "float64") -> dict[str, str]:
-    out = dict(_IDENTITY)
+    out = {**_IDENTITY, "phase": "string"}  # train and inference rows of one configuration
     for c in columns:
         out.setdefault(c, dtype)
     return out

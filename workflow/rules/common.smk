@@ -10,6 +10,7 @@ from snakemake.utils import validate
 from joulebench.figures import FIGURE_NAMES as FIGURES
 from joulebench.fits import FIT_TABLE_COLUMNS
 from joulebench.models import ModelSelectionError, chunk, resolve_models
+from joulebench.workloads import named_entry, workload_entries
 
 validate(config, schema="../schemas/config.schema.yaml")
 
@@ -42,6 +43,8 @@ try:
 except ModelSelectionError as exc:
     raise WorkflowError(f"Invalid model selection in config:\n{exc}")
 FIT_TABLES = list(FIT_TABLE_COLUMNS)
+# Custom workloads (docs/workloads.md): name -> entry; jobs get the entry, files the name.
+WORKLOADS = {} if FROM_SUMMARY else workload_entries(config["models"])
 
 CATALOG_PARTS = chunk(MODELS, config["catalog"]["models_per_job"])
 PART_IDS = [f"{i:04d}" for i in range(len(CATALOG_PARTS))]
@@ -103,8 +106,10 @@ def get_trace(wildcards):
 
 
 def get_catalog_part_models(wildcards):
-    """The models of one catalog job, shell-quoted."""
-    return " ".join(shlex.quote(m) for m in CATALOG_PARTS[int(wildcards.part)])
+    """The models of one catalog job, shell-quoted (a custom workload as `name=entry`)."""
+    models = CATALOG_PARTS[int(wildcards.part)]
+    entries = [named_entry(WORKLOADS[m]) if m in WORKLOADS else m for m in models]
+    return " ".join(shlex.quote(e) for e in entries)
 
 
 def get_catalog_parts(wildcards):
@@ -129,18 +134,29 @@ def get_meter_options(wildcards):
 
 def get_profile_spec(wildcards):
     """Everything a profile job needs, as JSON (a change reruns the affected jobs)."""
-    return json.dumps(
-        {
-            "torch_device": DEVICES[wildcards.device],
-            "methods": config["methods"],
-            "batch_sizes": config["batch_sizes"],
-            "protocol": config["protocol"],
-            "idle_pre_s": config["profile"]["idle_pre_s"],
-            "oom_retry": config["profile"]["oom_retry"],
-            "meter": config["profile"]["meter"],
-            "estimate": config["profile"]["estimate"],
-        }
-    )  # not sort_keys: methods keep the config's order
+    spec = {
+        "torch_device": DEVICES[wildcards.device],
+        "methods": config["methods"],
+        "batch_sizes": config["batch_sizes"],
+        "protocol": config["protocol"],
+        "idle_pre_s": config["profile"]["idle_pre_s"],
+        "oom_retry": config["profile"]["oom_retry"],
+        "meter": config["profile"]["meter"],
+        "estimate": config["profile"]["estimate"],
+        "phases": config["phases"],
+        "train": config["train"],
+        "onnx_cache": config["profile"]["onnx_cache"],
+    }
+    if wildcards.model in WORKLOADS:
+        spec["workload"] = WORKLOADS[wildcards.model]
+    return json.dumps(spec)  # not sort_keys: methods keep the config's order
+
+
+def get_workload_files(wildcards):
+    """A custom workload's file, so that editing it reruns the model's jobs."""
+    entry = WORKLOADS.get(getattr(wildcards, "model", None), "")
+    target = entry.split("=", 1)[-1].rpartition(":")[0]
+    return [target] if target.endswith(".py") else []
 
 
 def get_profile_rows(wildcards):
@@ -159,7 +175,7 @@ def _shards():
     from joulebench.shards import input_config_key, shard_key
 
     shards = {}
-    for model in MODELS:
+    for model in [m for m in MODELS if m not in WORKLOADS]:  # no preprocessing known
         cfg = timm.data.resolve_data_config(
             pretrained_cfg=timm.models.get_pretrained_cfg(model).to_dict()
         )

@@ -26,6 +26,7 @@ rule idle:
 rule profile:
     input:
         idle="results/idle/{device}.parquet",
+        workload=get_workload_files,
     output:
         rows="results/profile/{device}/rows/{model}.parquet",
         repeats="results/profile/{device}/repeats/{model}.parquet",

@@ -1,0 +1,298 @@
+"""Runtimes other than PyTorch: ONNX Runtime, and TensorRT through ONNX Runtime.
+
+A method with `runtime: onnxruntime` (or `tensorrt`) runs the same random-weight model as
+the PyTorch methods, exported once to ONNX and cached under a folder keyed by model name,
+input shape, opset and a digest of the weights. Before anything is measured, the runtime's
+output on the measured batch is compared with PyTorch's on that same batch: a mismatch is a
+row with status "mismatch" and the error, never a measurement. A runtime that is not
+installed, or a provider this ONNX Runtime lacks, is a row with status "skipped" and why.
+ONNX Runtime is an optional dependency: nothing here imports it until a method needs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+STATUS_SKIPPED = "skipped"
+STATUS_MISMATCH = "mismatch"
+PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+TENSORRT = "TensorrtExecutionProvider"
+# Largest |runtime - PyTorch| / max |PyTorch| accepted on the same batch. On CUDA both sides
+# may use TF32 for fp32 matrix products; TensorRT fp16 is compared with PyTorch's fp32.
+DEFAULT_TOLERANCE = {("fp32", "cpu"): 1e-3, ("fp32", "cuda"): 1e-2, ("fp16", "cuda"): 5e-2}
+REASON_MAX_CHARS = 500
+
+
+class NotMeasured(Exception):
+    """A configuration that is reported as a row without a measurement (status, reason)."""
+
+    def __init__(self, status: str, reason: str, fields: dict | None = None):
+        super().__init__(reason)
+        self.status, self.reason, self.fields = status, reason[:REASON_MAX_CHARS], fields or {}
+
+
+def _short(exc: BaseException, max_chars: int = REASON_MAX_CHARS) -> str:
+    text = re.sub(r"\x1b\[[0-9;]*m", "", f"{type(exc).__name__}: {exc}")  # no terminal colours
+    return text.replace("\n", " ")[:max_chars]
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The innermost cause: exporters wrap the specific error (a missing op) in general ones."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return exc
+
+
+def _device_type(torch_device: str) -> str:
+    return torch_device.split(":", 1)[0]
+
+
+def _device_index(torch_device: str) -> int:
+    _, _, index = torch_device.partition(":")
+    return int(index or 0)
+
+
+def unavailable_reason(runtime: str, torch_device: str) -> str | None:
+    """Why `runtime` cannot run on `torch_device` here, or None when it can."""
+    if runtime == "pytorch":
+        return None
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return "onnxruntime is not installed (pip install onnxruntime, or onnxruntime-gpu)"
+    for package in ("onnx", "onnxscript"):  # torch.onnx.export needs both
+        try:
+            __import__(package)
+        except ImportError:
+            return f"{package} is not installed; torch.onnx.export needs it (pip install {package})"
+    available = ort.get_available_providers()
+    device_type = _device_type(torch_device)
+    if runtime == "tensorrt":
+        if device_type != "cuda":
+            return f"TensorRT runs on CUDA devices only, not {torch_device}"
+        wanted = TENSORRT
+    else:
+        wanted = PROVIDERS.get(device_type)
+        if wanted is None:
+            return f"ONNX Runtime has no execution provider for {torch_device} in joulebench"
+    if wanted not in available:
+        hint = " (install onnxruntime-gpu and its CUDA/TensorRT libraries)"
+        hint = hint if device_type == "cuda" else ""
+        return f"this onnxruntime {ort.__version__} has no {wanted}; it has {available}{hint}"
+    return None
+
+
+def weights_digest(model) -> str:
+    """A short digest of every parameter and buffer: a cached export matches these weights."""
+    import torch
+
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        tensor = tensor.detach().cpu().contiguous()
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)};".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy())
+    return digest.hexdigest()[:16]
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Send what C++ code prints to stdout (the TorchScript exporter's graph dumps) to stderr,
+    so it lands in the job's log and never in a table printed on stdout."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _export(model, x, path: Path, opset: int) -> str:
+    """Export with torch's ONNX exporter; the TorchScript one where that fails. Returns which."""
+    import torch
+
+    errors = []
+    for exporter, dynamo in (("dynamo", True), ("torchscript", False)):
+        try:
+            with warnings.catch_warnings(), torch.no_grad(), _stdout_to_stderr():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(
+                    model,
+                    (x,),
+                    str(path),
+                    input_names=["input"],
+                    output_names=["logits"],
+                    opset_version=opset,
+                    dynamo=dynamo,
+                    verbose=False,
+                )
+            return exporter
+        except Exception as exc:
+            errors.append(f"{exporter}: {_short(_root_cause(exc), REASON_MAX_CHARS // 2 - 40)}")
+            shutil.rmtree(path.parent)  # a failed export's partial files
+            path.parent.mkdir()
+    raise RuntimeError("ONNX export failed: " + " | ".join(errors))
+
+
+def export_onnx(model, x, model_name: str, opset: int, cache_dir) -> tuple[Path, dict]:
+    """The ONNX file of `model` at the shape of `x`: from the cache, else exported once.
+
+    The export goes to a temporary folder that is renamed into place, so a killed export
+    never leaves a half-written model, and two processes exporting at once both end well.
+    """
+    shape = "x".join(str(d) for d in x.shape)
+    key = f"{shape}-opset{opset}-{weights_digest(model)}"
+    folder = Path(cache_dir) / _safe(model_name) / key
+    path = folder / "model.onnx"
+    detail = {"onnx_path": str(path), "opset": opset}
+    if path.is_file():
+        info = json.loads((folder / "export.json").read_text())
+        return path, {**detail, "exporter": info.get("exporter", ""), "cached": True}
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{key}."))
+    try:
+        exporter = _export(model, x, tmp / "model.onnx", opset)
+        (tmp / "export.json").write_text(json.dumps({"exporter": exporter, "model": model_name}))
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process finished the same export first: use theirs
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path, {**detail, "exporter": exporter, "cached": False}
+
+
+def _providers(runtime: str, precision: str, torch_device: str, cache_dir) -> list:
+    device_type = _device_type(torch_device)
+    if device_type == "cpu":
+        return [PROVIDERS["cpu"]]
+    cuda = (PROVIDERS["cuda"], {"device_id": _device_index(torch_device)})
+    if runtime == "onnxruntime":
+        return [cuda, PROVIDERS["cpu"]]
+    engines = Path(cache_dir) / "tensorrt"
+    engines.mkdir(parents=True, exist_ok=True)
+    trt_options = {
+        "device_id": _device_index(torch_device),
+        "trt_fp16_enable": precision == "fp16",
+        "trt_engine_cache_enable": True,  # built on the first run (the check), then reused
+        "trt_engine_cache_path": str(engines),
+    }
+    return [(TENSORRT, trt_options), cuda, PROVIDERS["cpu"]]
+
+
+def make_session(path: Path, method, torch_device: str, threads: int | None, cache_dir):
+    """An InferenceSession on the method's provider; a silent fallback to another is refused."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # errors only: warnings would fill every job's log
+    if threads:
+        options.intra_op_num_threads = threads  # the same thread count as the PyTorch methods
+    providers = _providers(method.runtime, method.precision, torch_device, cache_dir)
+    session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
+    wanted = providers[0] if isinstance(providers[0], str) else providers[0][0]
+    got = session.get_providers()
+    if got[0] != wanted:
+        raise NotMeasured(
+            STATUS_SKIPPED, f"{wanted} did not load; ONNX Runtime fell back to {got[0]}"
+        )
+    return session
+
+
+class OrtStep:
+    """One batch through an ONNX Runtime session, as the protocol's `step()`.
+
+    Input and output stay bound to the device (IOBinding), so a step copies nothing
+    between host and GPU, as a PyTorch step on the same batch does not.
+    """
+
+    def __init__(self, session, x, torch_device: str):
+        self.session, self.x = session, x  # x must outlive the binding (it points into x)
+        self.binding = session.io_binding()
+        input_name = session.get_inputs()[0].name
+        output_name = session.get_outputs()[0].name
+        if _device_type(torch_device) == "cuda":
+            index = _device_index(torch_device)
+            self.binding.bind_input(
+                input_name, "cuda", index, np.float32, tuple(x.shape), x.data_ptr()
+            )
+            self.binding.bind_output(output_name, "cuda", index)
+        else:
+            self._array = x.detach().cpu().numpy()
+            self.binding.bind_cpu_input(input_name, self._array)
+            self.binding.bind_output(output_name, "cpu")
+
+    def __call__(self) -> None:
+        self.session.run_with_iobinding(self.binding)
+
+    def output(self) -> np.ndarray:
+        return self.binding.copy_outputs_to_cpu()[0]
+
+
+def relative_error(output: np.ndarray, reference: np.ndarray) -> float:
+    """max |output - reference| / max |reference|; inf for a shape mismatch or non-finite."""
+    output, reference = np.asarray(output, dtype=np.float64), np.asarray(reference, np.float64)
+    if output.shape != reference.shape or not np.isfinite(output).all():
+        return float("inf")
+    scale = max(float(np.abs(reference).max(initial=0.0)), 1e-12)
+    return float(np.abs(output - reference).max(initial=0.0)) / scale
+
+
+def tolerance_for(method, torch_device: str) -> float:
+    if method.tolerance is not None:
+        return float(method.tolerance)
+    return DEFAULT_TOLERANCE.get((method.precision, _device_type(torch_device)), 5e-2)
+
+
+def prepare_exported(
+    model, x, method, *, model_name: str, torch_device: str, threads, cache_dir
+) -> tuple[OrtStep, dict]:
+    """Export (or reuse) `model`, open a session, check its output against PyTorch's.
+
+    `model` is the fp32 PyTorch model in eval mode and `x` the measured batch, both on the
+    device. Returns the step to measure and the row fields that describe the runtime.
+    """
+    import onnxruntime as ort
+    import torch
+
+    with torch.inference_mode():
+        reference = model(x).float().cpu().numpy()
+    path, detail = export_onnx(model, x, model_name, method.opset, cache_dir)
+    session = make_session(path, method, torch_device, threads, cache_dir)
+    step = OrtStep(session, x, torch_device)
+    step()  # the first run also builds TensorRT engines
+    error, tolerance = relative_error(step.output(), reference), tolerance_for(method, torch_device)
+    provider = session.get_providers()[0]
+    detail.update(
+        ort_version=ort.__version__, tolerance=tolerance, providers=session.get_providers()
+    )
+    fields = {
+        "runtime_provider": provider,
+        "runtime_check_rel_err": error,
+        "runtime_detail": json.dumps(detail, default=str),
+    }
+    if not error <= tolerance:
+        raise NotMeasured(
+            STATUS_MISMATCH,
+            f"{provider} output differs from PyTorch's on the same batch: "
+            f"max relative error {error:.3g} > tolerance {tolerance:.3g}",
+            fields,
+        )
+    return step, fields
