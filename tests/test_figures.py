@@ -277,9 +277,20 @@ def test_figures_from_a_published_summary_without_torch(tmp_path):
         f"s = read_summary({str(tmp_path / 'published.parquet')!r})\n"
         "out = render_all(s, score_summary(s), all_fits(s, baseline_method='fp32'), None,\n"
         f"                 {str(tmp_path / 'figs')!r})\n"
-        "assert len(out) == 6\n"
+        f"assert len(out) == {len(figures.FIGURE_NAMES)}\n"
         "assert 'torch' not in sys.modules and 'timm' not in sys.modules\n"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    assert len(list((tmp_path / "figs").glob("*.png"))) == 6
+    assert len(list((tmp_path / "figs").glob("*.png"))) == len(figures.FIGURE_NAMES)
+
+
+def test_train_vs_inference(tmp_path, monkeypatch):
+    summary, _, _, _ = study_tables(estimated=True)
+    assert figures.train_vs_inference(summary, tmp_path / "none")  # inference only: no data
+    train = summary.assign(phase="train", energy_per_image_j=summary["energy_per_image_j"] * 3)
+    both = pd.concat([summary, train], ignore_index=True)
+    labels = _axis_labels(monkeypatch, lambda: figures.train_vs_inference(both, tmp_path / "tv"))
+    assert "Training energy per sample (J, estimated)" in labels
+    assert "Inference energy per image (J, estimated)" in labels
+    _assert_written([tmp_path / "tv.pdf", tmp_path / "tv.png"])

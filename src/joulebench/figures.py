@@ -608,6 +608,42 @@ def throughput_vs_energy(summary: pd.DataFrame, stem, *, device_label: str | Non
     return _save(fig, stem)
 
 
+@_styled
+def train_vs_inference(summary: pd.DataFrame, stem, *, device_label: str | None = None):
+    """Energy per training sample against energy per inference image, per model, for the
+    configurations (device, method, batch size) measured in both phases; dotted: equal."""
+    title = "Training vs inference energy per sample"
+    s = summary[measured_mask(summary)]
+    if device_label is not None:
+        s = s[s["device_label"] == device_label]
+    key = ["device_label", "method", "model", "batch_size_requested"]
+    infer = s[s["phase"] == "inference"].set_index(key)["energy_per_image_j"]
+    train = s[s["phase"] == "train"]
+    both = train.join(infer.rename("inference_j"), on=key, how="inner")
+    both = both[np.isfinite(both["inference_j"].astype(float))]
+    if both.empty:
+        return no_data(stem, title, "no model measured in both phases (phases: [inference, train])")
+    est = is_estimated(both)
+    methods = sorted(both["method"].unique())
+    colors = _series_colors(methods)
+    fig, ax = _figure(3.0)
+    x = both["inference_j"].to_numpy(float)
+    y = both["energy_per_image_j"].to_numpy(float)
+    for m in methods:
+        sel = (both["method"] == m).to_numpy(bool)
+        _scatter(ax, x[sel], y[sel], est.to_numpy()[sel], color=colors[m], s=10, lw=0.4)
+    low, high = min(x.min(), y.min()), max(x.max(), y.max())
+    ax.plot([low, high], [low, high], ls=":", color="#444444", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(energy_label(est, "Inference energy per image"))
+    ax.set_ylabel(energy_label(est, "Training energy per sample"))
+    ax.grid(True, which="major")
+    handles = [Line2D([], [], ls="", marker="o", color=colors[m], label=m) for m in methods]
+    _top_legend(fig, handles, f"{_models(both['model'].nunique())} · dotted: equal", ncol=4)
+    return _save(fig, stem)
+
+
 def _iso_power(ax, x: np.ndarray, y: np.ndarray) -> None:
     """Dotted lines of constant power P = E * throughput at each decade of watts in view,
     labelled near where they leave the plot, at the angle they are drawn."""
@@ -646,6 +682,7 @@ FIGURE_NAMES = (
     "energy_vs_batch_size",
     "power_trace",
     "throughput_vs_energy",
+    "train_vs_inference",
 )
 
 
@@ -691,6 +728,9 @@ def render_all(
         ),
         "throughput_vs_energy": throughput_vs_energy(
             summary, out / "throughput_vs_energy", device_label=dev
+        ),
+        "train_vs_inference": train_vs_inference(
+            summary, out / "train_vs_inference", device_label=dev
         ),
     }
 
