@@ -11,6 +11,18 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Tiny protocol settings for tests that run the workflow or a profile: seconds per model.
+FAST_PROTOCOL = {
+    "warmup_min_iters": 2,
+    "warmup_min_s": 0.05,
+    "warmup_chunk_s": 0.05,
+    "steady_tolerance": 0.5,
+    "repeats": 2,
+    "min_repeat_s": 0.1,
+    "min_repeat_batches": 2,
+    "pause_s": [0.0, 0.01],
+}
 SHARED = REPO.parent / "shared"
 
 

@@ -6,6 +6,7 @@ import math
 import pandas as pd
 import pytest
 import torch
+from conftest import FAST_PROTOCOL
 from timm.models import register_model
 from torch import nn
 
@@ -15,17 +16,7 @@ from joulebench.profile import ProfileJob, run_profile
 from joulebench.protocol import ProtocolSettings
 from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, conform
 
-FAST = ProtocolSettings(
-    warmup_min_iters=2,
-    warmup_min_s=0.05,
-    warmup_max_s=2.0,
-    warmup_chunk_s=0.05,
-    steady_tolerance=0.5,
-    repeats=2,
-    min_repeat_s=0.1,
-    min_repeat_batches=2,
-    pause_s=(0.0, 0.01),
-)
+FAST = ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0)
 
 
 class _Tiny(nn.Module):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, snakemake
+from conftest import FAST_PROTOCOL, REPO, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -33,17 +33,7 @@ STUDY = {
     "devices": {"cpu": "cpu"},
     "methods": {"fp32": {"precision": "fp32"}},
     "batch_sizes": [1],
-    # Tiny protocol settings (as tests/test_workflow.py's FAST_PROTOCOL).
-    "protocol": {
-        "warmup_min_iters": 2,
-        "warmup_min_s": 0.05,
-        "warmup_chunk_s": 0.05,
-        "steady_tolerance": 0.5,
-        "repeats": 2,
-        "min_repeat_s": 0.1,
-        "min_repeat_batches": 2,
-        "pause_s": [0.0, 0.01],
-    },
+    "protocol": FAST_PROTOCOL,
     "profile": {"idle_pre_s": 0.1},
     "idle": {"duration_s": 0.5},
 }

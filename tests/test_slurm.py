@@ -14,22 +14,11 @@ import uuid
 
 import pandas as pd
 import pytest
-from conftest import REPO, snakemake
+from conftest import FAST_PROTOCOL, REPO, snakemake
 
 pytestmark = pytest.mark.slow
 
 MODELS = ["resnet18.a1_in1k", "mobilenetv3_small_100.lamb_in1k", "convnext_atto.d2_in1k"]
-# Tiny protocol settings, as tests/test_workflow.py's FAST_PROTOCOL: seconds per model.
-FAST_PROTOCOL = {
-    "warmup_min_iters": 2,
-    "warmup_min_s": 0.05,
-    "warmup_chunk_s": 0.05,
-    "steady_tolerance": 0.5,
-    "repeats": 2,
-    "min_repeat_s": 0.1,
-    "min_repeat_batches": 2,
-    "pause_s": [0.0, 0.01],
-}
 STUDY = {
     "models": MODELS,
     "catalog": {"models_per_job": len(MODELS)},

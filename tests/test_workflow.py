@@ -7,23 +7,13 @@ import shutil
 import pandas as pd
 import pytest
 import timm
-from conftest import REPO, SHARED, snakemake
+from conftest import FAST_PROTOCOL, REPO, SHARED, snakemake
 
 from joulebench.figures import FIGURE_NAMES as FIGURES
 
 pytestmark = pytest.mark.slow
 
 
-FAST_PROTOCOL = {
-    "warmup_min_iters": 2,
-    "warmup_min_s": 0.05,
-    "warmup_chunk_s": 0.05,
-    "steady_tolerance": 0.5,
-    "repeats": 2,
-    "min_repeat_s": 0.1,
-    "min_repeat_batches": 2,
-    "pause_s": [0.0, 0.01],
-}
 TINY_STUDY = {
     "models": ["resnet18.a1_in1k", "convnext_atto.d2_in1k", "mobilenetv3_small_100"],
     "catalog": {"models_per_job": 2},
