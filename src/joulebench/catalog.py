@@ -45,22 +45,28 @@ def _build_and_count(name: str, device: str):
     return model, data_cfg, counts, params
 
 
-def catalog_row(name: str) -> dict:
-    """One catalog row; failures (build or count) become a row with status and reason."""
+def blank_row(model: str, architecture: str, pretrained_tag: str) -> dict:
+    """A catalog row with its identity and versions set and nothing counted yet."""
     import timm
     import torch
 
-    arch, tag = split_name(name)
     row = {c: None for c in CATALOG_COLUMNS}
     row.update(
-        model=name,
-        architecture=arch,
-        pretrained_tag=tag,
+        model=model,
+        architecture=architecture,
+        pretrained_tag=pretrained_tag,
         status="ok",
         reason="",
         timm_version=timm.__version__,
         torch_version=torch.__version__,
     )
+    return row
+
+
+def catalog_row(name: str) -> dict:
+    """One catalog row; failures (build or count) become a row with status and reason."""
+    arch, tag = split_name(name)
+    row = blank_row(name, arch, tag)
     start = time.perf_counter()
     try:
         row["family"] = _family(arch)

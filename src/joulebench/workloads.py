@@ -212,23 +212,10 @@ def catalog_row(name: str, entry: str) -> dict:
     Nothing is known of its preprocessing, so crop, interpolation, mean and std stay empty.
     A failure (file, function, counting) becomes a row with status "failed" and the reason.
     """
-    import timm
-    import torch
-
+    from joulebench.catalog import blank_row
     from joulebench.counting import count
-    from joulebench.tables import CATALOG_COLUMNS
 
-    row = {c: None for c in CATALOG_COLUMNS}
-    row.update(
-        model=name,
-        architecture=name,
-        pretrained_tag="",
-        family=FAMILY,
-        status="ok",
-        reason="",
-        timm_version=timm.__version__,
-        torch_version=torch.__version__,
-    )
+    row = {**blank_row(name, name, ""), "family": FAMILY}
     start = time.perf_counter()
     try:
         model, spec = load_workload(entry)
