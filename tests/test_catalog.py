@@ -130,3 +130,14 @@ def test_custom_workload_entries_are_catalogued():
     df = build_catalog(["jb=tests/workloads/tiny_net.py:build"], log=lambda s: None)
     assert df["model"].tolist() == ["jb"] and df["status"].tolist() == ["ok"]
     assert df["family"].tolist() == ["custom"] and df["flops_per_image"].iloc[0] > 0
+
+
+def test_written_files_get_the_usual_permissions(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        write_table(pd.DataFrame({"a": [1]}), tmp_path / "t.parquet")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "t.parquet").stat().st_mode & 0o777 == 0o644
