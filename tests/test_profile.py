@@ -60,8 +60,9 @@ def jbtest_unbuildable(pretrained=False, **kwargs):
     return _Unbuildable(**kwargs)
 
 
-def job(model, methods=("fp32",), batch_sizes=(1, 4), **kw):
-    specs = {"fp32": {"precision": "fp32"}, "bf16": {"precision": "bf16"}}
+def job(model, methods=("fp32",), batch_sizes=(1, 4), specs=None, **kw):
+    """A fast CPU ProfileJob; `specs` names the methods (default fp32 and bf16)."""
+    specs = specs or {"fp32": {"precision": "fp32"}, "bf16": {"precision": "bf16"}}
     return ProfileJob(
         model=model,
         device_label="cpu",

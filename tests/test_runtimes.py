@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from test_profile import FAST, _Tiny
+from test_profile import _Tiny, job
 from timm.models import register_model
 
 from joulebench.methods import Method, parse_methods
-from joulebench.profile import ProfileJob, run_profile
+from joulebench.profile import run_profile
 from joulebench.runtimes import relative_error, unavailable_reason
 from joulebench.tables import PROFILE_COLUMNS, conform
 
@@ -59,19 +59,7 @@ def jbrt_exports_something_else(pretrained=False, **kwargs):
 
 
 def rt_job(model, cache, methods=("fp32", "ort"), batch_sizes=(2,), **kw):
-    return ProfileJob(
-        model=model,
-        device_label="cpu",
-        torch_device="cpu",
-        methods=list(parse_methods({m: METHODS[m] for m in methods}).values()),
-        batch_sizes=list(batch_sizes),
-        settings=FAST,
-        idle_power_w=1.0,
-        idle_pre_s=0.05,
-        threads=1,
-        onnx_cache_dir=str(cache),
-        **kw,
-    )
+    return job(model, methods, batch_sizes, specs=METHODS, onnx_cache_dir=str(cache), **kw)
 
 
 def test_onnxruntime_is_checked_then_measured(tmp_path):

@@ -6,12 +6,12 @@ import math
 
 import pytest
 import torch
-from test_profile import FAST, _Tiny
+from test_profile import _Tiny, job
 from timm.models import register_model
 from torch import nn
 
-from joulebench.methods import Method, parse_methods
-from joulebench.profile import ProfileJob, job_fields_from_spec, run_profile
+from joulebench.methods import Method
+from joulebench.profile import job_fields_from_spec, run_profile
 from joulebench.tables import PROFILE_COLUMNS, conform
 from joulebench.train import TrainSpec, make_train_step, synthetic_labels
 
@@ -72,17 +72,10 @@ def test_labels_are_reproducible_and_in_range():
 def train_job(
     model, optimizer, methods=("fp32",), phases=("inference", "train"), batch_sizes=(4,), **train
 ):
-    specs = {"fp32": {"precision": "fp32"}, "bf16": {"precision": "bf16"}}
-    return ProfileJob(
-        model=model,
-        device_label="cpu",
-        torch_device="cpu",
-        methods=list(parse_methods({m: specs[m] for m in methods}).values()),
-        batch_sizes=list(batch_sizes),
-        settings=FAST,
-        idle_power_w=1.0,
-        idle_pre_s=0.05,
-        threads=1,
+    return job(
+        model,
+        methods,
+        batch_sizes,
         phases=list(phases),
         train=TrainSpec(optimizer=optimizer, **train),
     )

@@ -191,7 +191,7 @@ def _cmd_summary(args) -> int:
 def _cmd_score(args) -> int:
     import json
 
-    from joulebench.score import SCORE_COLUMNS, score_summary
+    from joulebench.score import DEFAULT_INVALID_FLAGS, SCORE_COLUMNS, score_summary
     from joulebench.summary import read_summary
     from joulebench.tables import write_table
 
@@ -201,7 +201,7 @@ def _cmd_score(args) -> int:
         grade_thresholds=settings.get("grade_thresholds"),
         reference_model=settings.get("reference_model"),
         energy=settings.get("energy", "total"),
-        invalid_flags=settings.get("invalid_flags", ("other-process", "mig")),
+        invalid_flags=settings.get("invalid_flags", DEFAULT_INVALID_FLAGS),
     )
     write_table(scores, args.output, SCORE_COLUMNS)
     graded = int(scores["grade"].notna().sum()) if "grade" in scores else 0
@@ -213,6 +213,7 @@ def _cmd_fits(args) -> int:
     import json
 
     from joulebench.fits import all_fits, write_fits
+    from joulebench.score import DEFAULT_INVALID_FLAGS
     from joulebench.summary import read_summary
 
     settings = json.loads(args.settings)
@@ -228,7 +229,7 @@ def _cmd_fits(args) -> int:
         baseline_method=baseline,
         energy=settings.get("energy", "total"),
         min_n=int(settings.get("min_models", 3)),
-        invalid_flags=settings.get("invalid_flags", ("other-process", "mig")),
+        invalid_flags=settings.get("invalid_flags", DEFAULT_INVALID_FLAGS),
     )
     for path in write_fits(tables, args.outdir):
         print(f"fits -> {path}", file=sys.stderr)

@@ -34,7 +34,7 @@ DEFAULT_GRADE_THRESHOLDS: dict[str, float] = {
 }
 DEFAULT_REFERENCE_MODEL = "resnet50.a1_in1k"
 # Flags that make a measurement unusable for comparison (set by the meters).
-DEFAULT_INVALID_FLAGS = ("other-process", "mig")
+DEFAULT_INVALID_FLAGS = ("other-process", "mig", "other-load")
 ENERGY_COLUMNS = {"total": "energy_per_image_j", "dynamic": "dynamic_energy_per_image_j"}
 SCORE_GROUP = ("phase", "device_label", "method", "batch_size_requested", "energy_is_estimate")
 
