@@ -23,7 +23,6 @@ FAST_PROTOCOL = {
     "min_repeat_batches": 2,
     "pause_s": [0.0, 0.01],
 }
-SHARED = REPO.parent / "shared"
 
 
 def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 600, env=None):

@@ -14,7 +14,7 @@ from joulebench import reference
 from joulebench.reference import TABLES, ReferenceWarning
 from joulebench.tables import ACCURACY_COLUMNS
 
-SHARED_TABLES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "timm-results"
+REPO_TABLES = Path(__file__).resolve().parents[1] / "src" / "joulebench" / "reference_data"
 DEFAULT_MODELS = {  # the default study: reference top-1 at the model's own input size
     "resnet18.a1_in1k": 71.504,
     "mobilenetv3_small_100.lamb_in1k": 67.636,
@@ -22,10 +22,6 @@ DEFAULT_MODELS = {  # the default study: reference top-1 at the model's own inpu
     "deit_tiny_patch16_224.fb_in1k": 72.190,
     "convnext_atto.d2_in1k": 75.672,
 }
-
-pytestmark = pytest.mark.skipif(
-    not SHARED_TABLES.is_dir(), reason=f"timm's tables not at {SHARED_TABLES}"
-)
 
 
 def input_size(model: str) -> int:
@@ -36,7 +32,8 @@ def input_size(model: str) -> int:
 
 @pytest.fixture(scope="module")
 def shared_tables():
-    return reference.load_tables(local_dir=SHARED_TABLES)
+    """The default source: the copy shipped in the package (the repository's own files)."""
+    return reference.load_tables()
 
 
 def test_every_default_model_gets_its_reference_top1(shared_tables):
@@ -70,8 +67,80 @@ def test_missing_model_or_size_is_nan_with_a_reason(shared_tables):
     assert rows.loc["convnext_atto.d2_in1k"].top1 == 77.016  # its published 288 row
 
 
+def test_shipped_copy_is_the_pinned_files_with_their_origin():
+    """The repository ships timm's three files byte for byte, with sha256 and license."""
+    source = (REPO_TABLES / "SOURCE.md").read_text()
+    assert reference.TIMM_COMMIT in source and "Apache" in source
+    assert "Apache License" in (REPO_TABLES / "LICENSE-timm").read_text()
+    for spec in TABLES.values():
+        data = (REPO_TABLES / spec.file).read_bytes()
+        assert reference.sha256_of(data) == spec.sha256
+        assert f"`{spec.sha256}`" in source  # the note states every full hash
+    # The installed package finds them too: they are package data, not the ignored data/.
+    assert '"reference_data/*"' in (REPO_TABLES.parents[2] / "pyproject.toml").read_text()
+    assert Path(str(reference.shipped_dir())) == REPO_TABLES
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    def urlopen(*args, **kwargs):
+        raise AssertionError("tried to use the network")
+
+    monkeypatch.setattr(reference.urllib.request, "urlopen", urlopen)
+
+
+def test_the_default_is_the_shipped_copy_offline(tmp_path, no_network, recwarn):
+    tables = reference.load_tables(tmp_path / "cache")
+    assert tables.origin == "timm@aa4b585, shipped copy"
+    assert tables.notes == {} and not recwarn.list
+    assert {name: len(frame) for name, frame in tables.frames.items()} == {
+        name: 1556 for name in TABLES
+    }
+    assert not (tmp_path / "cache").exists()  # nothing fetched, nothing cached
+    row = reference.reference_accuracy(["resnet18.a1_in1k"], {"resnet18.a1_in1k": 224}, tables)
+    assert row.accuracy_dataset.item() == (
+        "results-imagenet.csv (timm@aa4b585, shipped copy; ImageNet-1k val, 50000 images)"
+    )
+
+
+def test_a_changed_shipped_copy_is_not_used(tmp_path, monkeypatch, no_network):
+    for spec in TABLES.values():
+        (tmp_path / spec.file).write_bytes((REPO_TABLES / spec.file).read_bytes())
+    text = (tmp_path / TABLES["imagenet"].file).read_text()
+    (tmp_path / TABLES["imagenet"].file).write_text(text.replace("71.504", "79.999"))
+    monkeypatch.setattr(reference, "shipped_dir", lambda: tmp_path)
+    with pytest.warns(ReferenceWarning, match="the copy was changed"):
+        tables = reference.load_tables()
+    assert tables.frames["imagenet"] is None and tables.frames["imagenetv2"] is not None
+    row = reference.reference_accuracy(["resnet18.a1_in1k"], {"resnet18.a1_in1k": 224}, tables)
+    assert row.accuracy_source.item() == "none" and math.isnan(row.top1.item())
+    assert "the copy was changed" in row.accuracy_note.item()
+    assert row.top1_v2.item() == 59.32  # the untouched tables still serve
+
+    (tmp_path / TABLES["imagenet"].file).write_text(text)
+    (tmp_path / TABLES["imagenetv2"].file).unlink()
+    with pytest.warns(ReferenceWarning, match="missing from this joulebench install"):
+        assert reference.load_tables().frames["imagenetv2"] is None
+
+
+def test_every_default_study_model_gets_its_top1_through_the_catalog():
+    """The real join: config.yaml's models, the catalog's input sizes, the shipped tables."""
+    import yaml
+
+    from joulebench.catalog import build_catalog
+
+    config = yaml.safe_load((REPO_TABLES.parents[2] / "config.yaml").read_text())
+    assert set(config["models"]) == set(DEFAULT_MODELS)
+    catalog = build_catalog(config["models"], log=lambda s: None)
+    sizes = reference.img_sizes_from_catalog(catalog)
+    rows = reference.reference_accuracy(config["models"], sizes, reference.load_tables())
+    rows = rows.set_index("model")
+    assert (rows.accuracy_source == "reference").all(), rows.accuracy_note.to_dict()
+    assert rows.top1.to_dict() == DEFAULT_MODELS
+
+
 def serve(monkeypatch, body=None, error=None):
-    """Replace urlopen: serve the shared file named by the URL, `body`, or raise `error`."""
+    """Replace urlopen: serve the repository's file named by the URL, `body`, or raise `error`."""
     asked = []
 
     def urlopen(url, timeout=None):
@@ -80,7 +149,7 @@ def serve(monkeypatch, body=None, error=None):
         if error is not None:
             raise error
         name = url.rsplit("/", 1)[-1]
-        return io.BytesIO(body if body is not None else (SHARED_TABLES / name).read_bytes())
+        return io.BytesIO(body if body is not None else (REPO_TABLES / name).read_bytes())
 
     monkeypatch.setattr(reference.urllib.request, "urlopen", urlopen)
     return asked
@@ -102,7 +171,8 @@ def test_fetch_verifies_and_caches_atomically(tmp_path, monkeypatch):
 
     asked.clear()  # cached and verified: no second download
     assert reference.fetch_tables(cache)[0] == paths and asked == []
-    tables = reference.load_tables(cache)
+    tables = reference.load_tables(cache, commit=reference.TIMM_COMMIT)
+    assert tables.origin == "timm@aa4b585, fetched"
     rows = reference.reference_accuracy(["resnet18.a1_in1k"], {"resnet18.a1_in1k": 224}, tables)
     assert rows.top1.item() == 71.504 and "timm@aa4b585" in rows.accuracy_dataset.item()
 
@@ -110,7 +180,7 @@ def test_fetch_verifies_and_caches_atomically(tmp_path, monkeypatch):
 def test_checksum_mismatch_warns_and_leaves_accuracy_missing(tmp_path, monkeypatch):
     serve(monkeypatch, body=b"model,img_size,top1\nresnet18.a1_in1k,224,99.9\n")
     with pytest.warns(ReferenceWarning, match="sha256"):
-        tables = reference.load_tables(tmp_path)
+        tables = reference.load_tables(tmp_path, commit=reference.TIMM_COMMIT)
     assert all(frame is None for frame in tables.frames.values())
     assert not list(tmp_path.iterdir())  # nothing unverified is cached
     row = reference.reference_accuracy(["resnet18.a1_in1k"], {"resnet18.a1_in1k": 224}, tables)
@@ -130,15 +200,16 @@ def test_offline_warns_and_leaves_accuracy_missing(tmp_path, monkeypatch):
 
 
 def test_a_local_folder_is_used_and_a_changed_copy_is_flagged(tmp_path):
-    tables = reference.load_tables(local_dir=SHARED_TABLES)
-    assert tables.notes == {} and tables.origin == str(SHARED_TABLES)
+    tables = reference.load_tables(local_dir=REPO_TABLES)
+    assert tables.notes == {} and tables.origin == str(REPO_TABLES)
+    assert tables.sha256 == {name: spec.sha256 for name, spec in TABLES.items()}
     assert len(tables.frames["imagenet"]) == 1556
     # param_count has thousands separators ("1,013.01"): read as numbers
     assert tables.frames["imagenet"].param_count.dtype.kind == "f"
 
     edited = tmp_path / "mine"
     edited.mkdir()
-    text = (SHARED_TABLES / TABLES["imagenet"].file).read_text()
+    text = (REPO_TABLES / TABLES["imagenet"].file).read_text()
     (edited / TABLES["imagenet"].file).write_text(text.replace("71.504", "71.600"))
     with pytest.warns(ReferenceWarning) as caught:
         mine = reference.load_tables(local_dir=edited)
@@ -146,6 +217,42 @@ def test_a_local_folder_is_used_and_a_changed_copy_is_flagged(tmp_path):
     assert any("not in" in str(w.message) for w in caught)  # the two other files are absent
     row = reference.reference_accuracy(["resnet18.a1_in1k"], {"resnet18.a1_in1k": 224}, mine)
     assert row.top1.item() == 71.6 and math.isnan(row.top1_real.item())
+    assert "not the pinned file" in row.accuracy_dataset.item()  # said in the data, too
+
+
+def test_another_commit_is_fetched_into_its_own_folder_and_flagged(tmp_path, monkeypatch):
+    other = "0123456789abcdef0123456789abcdef01234567"
+    text = (REPO_TABLES / TABLES["imagenet"].file).read_text()
+    asked = serve(monkeypatch, body=text.replace("71.504", "71.700").encode())
+    with pytest.warns(ReferenceWarning, match="not the pinned"):
+        tables = reference.load_tables(tmp_path, commit=other)
+    assert len(asked) == 3 and all(f"/{other}/results/" in url for url in asked)
+    assert sorted(p.name for p in (tmp_path / other).iterdir()) == sorted(
+        s.file for s in TABLES.values()
+    )
+    assert tables.origin == "timm@0123456, fetched (not the pinned commit)"
+    row = reference.reference_accuracy(["resnet18.a1_in1k"], {"resnet18.a1_in1k": 224}, tables)
+    assert row.top1.item() == 71.7
+    assert "timm@0123456" in row.accuracy_dataset.item()
+    assert "not the pinned file" in row.accuracy_dataset.item()
+    asked.clear()  # cached: offline works from the cache
+    with pytest.warns(ReferenceWarning):
+        again = reference.load_tables(tmp_path, commit=other, offline=True)
+    assert asked == [] and again.frames["imagenet"].equals(tables.frames["imagenet"])
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"commit": "main"}, "40-hex-digit"),
+        ({"commit": "AA4B5850C1543FA488ABF260F18390EDA46CF85D"}, "40-hex-digit"),
+        ({"commit": "aa4b585"}, "40-hex-digit"),
+        ({"commit": reference.TIMM_COMMIT, "local_dir": "x"}, "not both"),
+    ],
+)
+def test_bad_reference_settings_are_refused(kwargs, message, no_network):
+    with pytest.raises(ValueError, match=message):
+        reference.load_tables(**kwargs)
 
 
 def _measured(model, top1, source="measured", note=""):

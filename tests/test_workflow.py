@@ -7,7 +7,7 @@ import shutil
 import pandas as pd
 import pytest
 import timm
-from conftest import FAST_PROTOCOL, REPO, SHARED, snakemake
+from conftest import FAST_PROTOCOL, REPO, snakemake
 
 from joulebench.figures import FIGURE_NAMES as FIGURES
 
@@ -22,7 +22,6 @@ TINY_STUDY = {
     "protocol": FAST_PROTOCOL,
     "profile": {"idle_pre_s": 0.1},
     "idle": {"duration_s": 0.5},
-    "reference": {"local_dir": str(SHARED / "data" / "timm-results")},
 }
 
 
@@ -53,6 +52,8 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     assert (summary["accuracy_source"] == "reference").all()
     resnet18 = summary[summary["model"] == "resnet18.a1_in1k"]
     assert (resnet18["top1"] == 71.504).all()
+    # From the copy shipped in the repository: no network, no folder outside it.
+    assert summary["accuracy_dataset"].str.contains("timm@aa4b585, shipped copy").all()
     scores = pd.read_parquet(results / "scores.parquet")
     assert len(scores) == len(summary)
     for name in FIGURES:
@@ -112,7 +113,6 @@ def test_imagefolder_dataset_prepared_once_per_input_config(run_workflow):
         # resnet18 and resnet34 (a1) share an input config; mobilenetv3 has its own.
         "models": ["resnet18.a1_in1k", "resnet34.a1_in1k", "mobilenetv3_small_100.lamb_in1k"],
         "dataset": {"kind": "imagefolder", "path": str(images)},
-        "reference": {"local_dir": str(SHARED / "data" / "timm-results")},
     }
     result = run_workflow(config, "results/accuracy.parquet")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -1,10 +1,12 @@
-"""timm's published ImageNet accuracy, fetched at a pinned commit and checked by sha256.
+"""timm's published ImageNet accuracy: shipped with joulebench, checked by sha256.
 
 Three tables from the timm repository's `results/` folder: ImageNet-1k val, the same images
-with ReaL labels, and ImageNetV2 matched-frequency. They are fetched once into a cache
-(`data/reference/`), or read from a local folder the config names. When a table cannot be
-had (offline, checksum mismatch) a warning says so and the accuracy it would give is left
-missing: energy results never wait on it.
+with ReaL labels, and ImageNetV2 matched-frequency. The copies pinned at `TIMM_COMMIT` ship
+inside the package (`reference_data/`, Apache-2.0, with SOURCE.md), so accuracy needs no
+network: compute nodes rarely have one. Other sources are options: a local folder
+(`local_dir`), or another timm commit fetched once into a cache (`commit`). A table that
+cannot be had (a changed shipped file, offline, checksum mismatch) gives a warning and its
+accuracy is left missing: energy results never wait on it.
 
 The join key is (`arch.tag`, img_size): a different resolution is a different accuracy,
 so a model published only at other sizes gets NaN and a note naming those sizes.
@@ -13,10 +15,13 @@ so a model published only at other sizes gets NaN and a note naming those sizes.
 from __future__ import annotations
 
 import hashlib
+import io
 import math
+import re
 import urllib.request
 import warnings
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 import pandas as pd
@@ -24,11 +29,13 @@ import pandas as pd
 from joulebench.tables import ACCURACY_COLUMNS, _atomic
 
 TIMM_REPO = "huggingface/pytorch-image-models"
-# The snapshot the files were checked at (see SOURCE.md of the shared copy); the three files
+# The snapshot the shipped files were copied from (reference_data/SOURCE.md); the three files
 # last changed in 4e5207c7bb6592474ca56e28b2cf85be8f1a550f and are identical here.
 TIMM_COMMIT = "aa4b5850c1543fa488abf260f18390eda46cf85d"
+COMMIT_PATTERN = re.compile(r"[0-9a-f]{40}")  # a full commit: a branch name would move
 URL = "https://raw.githubusercontent.com/{repo}/{commit}/results/{file}"
 TIMEOUT_S = 10.0
+SHIPPED_PACKAGE_DIR = "reference_data"  # inside the joulebench package
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,8 @@ class ReferenceTables:
 
     frames: dict[str, pd.DataFrame | None] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
-    origin: str = ""  # "timm@aa4b585" or the local folder
+    origin: str = ""  # "timm@aa4b585, shipped copy", "timm@<commit>, fetched" or the folder
+    sha256: dict[str, str] = field(default_factory=dict)  # of each file read
 
 
 def sha256_of(data: bytes) -> str:
@@ -79,9 +87,34 @@ def _warn(message: str) -> str:
     return message
 
 
+def check_commit(commit: str) -> str:
+    """A full 40-digit lowercase commit hash (it goes into a URL; a branch name would move)."""
+    if not isinstance(commit, str) or not COMMIT_PATTERN.fullmatch(commit):
+        raise ValueError(
+            f"reference.commit must be a full 40-hex-digit timm commit, got {commit!r}"
+        )
+    return commit
+
+
+def shipped_dir():
+    """The folder of the copies shipped inside the package (a Traversable)."""
+    return resources.files("joulebench").joinpath(SHIPPED_PACKAGE_DIR)
+
+
 def _download(url: str, timeout_s: float) -> bytes:
     with urllib.request.urlopen(url, timeout=timeout_s) as response:
         return response.read()
+
+
+def _cache_folder(cache_dir: Path, commit: str) -> Path:
+    """The pinned commit's files live in cache_dir itself; any other commit's in a subfolder."""
+    return cache_dir if commit == TIMM_COMMIT else cache_dir / commit
+
+
+def _cached(path: Path, spec: TableSpec, pinned: bool) -> bool:
+    if not path.is_file():
+        return False
+    return not pinned or sha256_of(path.read_bytes()) == spec.sha256
 
 
 def fetch_tables(
@@ -91,17 +124,21 @@ def fetch_tables(
     timeout_s: float = TIMEOUT_S,
     offline: bool = False,
 ) -> tuple[dict[str, Path | None], dict[str, str]]:
-    """Make each table present in `cache_dir` (verified); ({name: path or None}, {name: note}).
+    """Make each table of `commit` present in the cache; ({name: path or None}, {name: note}).
 
-    A cached file with the pinned sha256 is used as it is; otherwise it is downloaded from
-    raw.githubusercontent.com at `commit`, verified and written atomically. Failures warn.
+    The pinned commit's files are checked against their sha256, cached or downloaded; another
+    commit's cannot be (its hashes are unknown), so they are used as fetched and their sha256
+    is recorded by `load_tables`. Downloads come from raw.githubusercontent.com and are written
+    atomically, so a killed run never leaves half a file. Failures warn.
     """
-    cache_dir = Path(cache_dir)
+    commit = check_commit(commit)
+    pinned = commit == TIMM_COMMIT
+    folder = _cache_folder(Path(cache_dir), commit)
     paths: dict[str, Path | None] = {}
     notes: dict[str, str] = {}
     for name, spec in TABLES.items():
-        path = cache_dir / spec.file
-        if path.is_file() and sha256_of(path.read_bytes()) == spec.sha256:
+        path = folder / spec.file
+        if _cached(path, spec, pinned):
             paths[name] = path
             continue
         paths[name] = None
@@ -114,10 +151,11 @@ def fetch_tables(
         except Exception as exc:  # offline, DNS, HTTP error, timeout
             notes[name] = _warn(
                 f"{spec.file}: could not fetch {url} ({type(exc).__name__}: {exc}); "
-                "reference accuracy missing. Set reference.local_dir to a folder with the file."
+                "reference accuracy missing. Leave reference.commit unset to use the shipped "
+                "copy, or set reference.local_dir to a folder with the file."
             )
             continue
-        if sha256_of(data) != spec.sha256:
+        if pinned and sha256_of(data) != spec.sha256:
             notes[name] = _warn(
                 f"{spec.file}: sha256 {sha256_of(data)[:12]}... is not the pinned "
                 f"{spec.sha256[:12]}...; not used, reference accuracy missing"
@@ -128,45 +166,98 @@ def fetch_tables(
     return paths, notes
 
 
-def read_table(path: Path) -> pd.DataFrame:
+def parse_table(data: bytes) -> pd.DataFrame:
     """A timm results CSV with numeric columns (param_count is written as "1,013.01")."""
-    df = pd.read_csv(path, thousands=",")
+    df = pd.read_csv(io.BytesIO(data), thousands=",")
     df["model"] = df["model"].astype(str)
     df["img_size"] = df["img_size"].astype(int)
     return df
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    return parse_table(Path(path).read_bytes())
+
+
+def load_shipped() -> ReferenceTables:
+    """The copies shipped with joulebench, each used only if its sha256 is the pinned one."""
+    tables = ReferenceTables(origin=f"timm@{TIMM_COMMIT[:7]}, shipped copy")
+    folder = shipped_dir()
+    for name, spec in TABLES.items():
+        tables.frames[name] = None
+        try:
+            data = folder.joinpath(spec.file).read_bytes()
+        except OSError as exc:
+            tables.notes[name] = _warn(
+                f"shipped {spec.file} is missing from this joulebench install "
+                f"({type(exc).__name__}: {exc}); reference accuracy missing. Reinstall "
+                "joulebench, or set reference.local_dir or reference.commit."
+            )
+            continue
+        tables.sha256[name] = sha256_of(data)
+        if tables.sha256[name] != spec.sha256:
+            tables.notes[name] = _warn(
+                f"shipped {spec.file} has sha256 {tables.sha256[name][:12]}..., not the pinned "
+                f"{spec.sha256[:12]}...: the copy was changed; not used, reference accuracy "
+                "missing. Restore it (git checkout / reinstall) or set reference.local_dir."
+            )
+            continue
+        tables.frames[name] = parse_table(data)
+    return tables
+
+
+def _load_local(local_dir: str | Path, tables: ReferenceTables) -> ReferenceTables:
+    """Local copies are used as given; one that is not the pinned file is flagged."""
+    tables.origin = str(local_dir)
+    for name, spec in TABLES.items():
+        path = Path(local_dir) / spec.file
+        if not path.is_file():
+            tables.frames[name] = None
+            tables.notes[name] = _warn(f"{spec.file} not in {local_dir}; accuracy missing")
+            continue
+        data = path.read_bytes()
+        tables.sha256[name] = sha256_of(data)
+        if tables.sha256[name] != spec.sha256:
+            _warn(f"{path} is not the pinned timm@{TIMM_COMMIT[:7]} file")
+        tables.frames[name] = parse_table(data)
+    return tables
 
 
 def load_tables(
     cache_dir: str | Path = "data/reference",
     *,
     local_dir: str | Path | None = None,
-    commit: str = TIMM_COMMIT,
+    commit: str | None = None,
     timeout_s: float = TIMEOUT_S,
     offline: bool = False,
 ) -> ReferenceTables:
-    """The reference tables, from `local_dir` if given, else fetched into `cache_dir`.
+    """The reference tables: the shipped copy unless `local_dir` or `commit` names another.
 
-    Local copies are used as given; one whose sha256 is not the pinned one is used with a
-    warning (the user chose it, e.g. a newer timm checkout).
+    `local_dir`: a folder holding the three files, used as given (one that is not the pinned
+    file, e.g. from a newer timm checkout, is used with a warning). `commit`: a timm commit
+    fetched once into `cache_dir` (never when `offline`: then only what is cached).
     """
+    if local_dir is not None and commit is not None:
+        raise ValueError("reference: set local_dir or commit, not both")
     tables = ReferenceTables()
     if local_dir is not None:
-        tables.origin = str(local_dir)
-        for name, spec in TABLES.items():
-            path = Path(local_dir) / spec.file
-            if not path.is_file():
-                tables.frames[name] = None
-                tables.notes[name] = _warn(f"{spec.file} not in {local_dir}; accuracy missing")
-                continue
-            if sha256_of(path.read_bytes()) != spec.sha256:
-                tables.notes[name] = _warn(f"{path} is not the pinned timm@{commit[:7]} file")
-            tables.frames[name] = read_table(path)
-        return tables
-    tables.origin = f"timm@{commit[:7]}"
+        return _load_local(local_dir, tables)
+    if commit is None:
+        return load_shipped()
+    commit = check_commit(commit)
+    pinned = commit == TIMM_COMMIT
+    tables.origin = f"timm@{commit[:7]}, fetched" + ("" if pinned else " (not the pinned commit)")
+    if not pinned:
+        _warn(
+            f"reference.commit {commit[:7]} is not the pinned timm@{TIMM_COMMIT[:7]}: its "
+            "tables cannot be checked by sha256 (accuracy_dataset records theirs)"
+        )
     paths, tables.notes = fetch_tables(
         cache_dir, commit=commit, timeout_s=timeout_s, offline=offline
     )
-    tables.frames = {n: read_table(p) if p else None for n, p in paths.items()}
+    for name, path in paths.items():
+        data = path.read_bytes() if path else None
+        tables.sha256.update({name: sha256_of(data)} if data is not None else {})
+        tables.frames[name] = parse_table(data) if data is not None else None
     return tables
 
 
@@ -193,7 +284,9 @@ def _reference_row(model: str, img_size, tables: ReferenceTables) -> dict:
     hit = _lookup(frame, model, img_size)
     if hit is not None:
         row.update(top1=float(hit["top1"]), top5=float(hit["top5"]), accuracy_source="reference")
-        row["accuracy_dataset"] = f"{spec.file} ({tables.origin}; {spec.description})"
+        row["accuracy_dataset"] = (
+            f"{spec.file} ({_provenance(tables, 'imagenet')}; {spec.description})"
+        )
         row["accuracy_note"] = ""
         return row
     sizes = sorted(frame.loc[frame["model"] == model, "img_size"].unique())
@@ -206,6 +299,14 @@ def _reference_row(model: str, img_size, tables: ReferenceTables) -> dict:
     else:
         row["accuracy_note"] = f"{model} is not in timm's {spec.file}"
     return row
+
+
+def _provenance(tables: ReferenceTables, name: str) -> str:
+    """Where a table came from; its sha256 too when it is not the pinned file."""
+    digest = tables.sha256.get(name, "")
+    if not digest or digest == TABLES[name].sha256:
+        return tables.origin
+    return f"{tables.origin}, sha256 {digest[:12]}, not the pinned file"
 
 
 def img_sizes_from_catalog(catalog: pd.DataFrame) -> dict[str, int | None]:
