@@ -3,7 +3,8 @@
 Weights are looked for on this machine only, in this order: the config's `checkpoints:`
 folder, the Hugging Face cache, torch.hub's cache (timm weights hosted by URL). Nothing is
 downloaded unless `allow_download` is set. A model without local weights gets a row with
-source "none" and the reason: an accuracy of random weights is never reported.
+source "none" and the reason: an accuracy of random weights is never reported. A model timm
+can re-parameterise is evaluated in its fused deploy form, the form its energy is measured in.
 """
 
 from __future__ import annotations
@@ -193,6 +194,7 @@ def measure_one(name, shard_dir, manifest, *, checkpoints, batch_size, device, a
     if manifest.get("input") != wanted:
         note = f"shards were prepared for {manifest.get('input')}, the model needs {wanted}"
         return _row(name, img_size, accuracy_note=note)
+    model, form = _deploy_form(model, name, checkpoints, allow_download)
     top1, top5, n = evaluate(
         model, shard_dir, data_cfg["mean"], data_cfg["std"], batch_size, device
     )
@@ -204,8 +206,25 @@ def measure_one(name, shard_dir, manifest, *, checkpoints, batch_size, device, a
         accuracy_source="measured",
         accuracy_dataset=dataset_label(manifest),
         accuracy_images=n,
-        accuracy_note=f"weights from {origin}",
+        accuracy_note=f"weights from {origin}" + (f"; {form}" if form else ""),
     )
+
+
+def _deploy_form(model, name, checkpoints, allow_download):
+    """(model, note): the fused deploy form the energy is measured in, where timm has one.
+
+    Fusing folds BatchNorm into convolutions: the same function up to float rounding. Where
+    it fails, the weights are loaded again and the model is evaluated as built.
+    """
+    from joulebench.deploy_form import to_deploy_form
+
+    model.eval()
+    try:
+        model, fused = to_deploy_form(model)
+    except Exception as exc:
+        model, _ = load_pretrained(name, checkpoints, allow_download)
+        return model.eval(), f"evaluated as built (reparameterize failed: {exc})"
+    return model, "evaluated in deploy form (reparameterized)" if fused else ""
 
 
 def measure_models(

@@ -1,7 +1,9 @@
 """The catalog stage: static properties of each model (params, input config, FLOPs...).
 
 Models are built with random weights (nothing is downloaded). Many models run in one
-process, because a process per model would pay seconds of imports each.
+process, because a process per model would pay seconds of imports each. Counts are of the
+deploy form (timm's re-parameterisation, joulebench.deploy_form) where it differs from the
+model as built, whose counts are kept in the `*_unfused` columns.
 """
 
 from __future__ import annotations
@@ -30,19 +32,49 @@ def _short_reason(exc: BaseException) -> str:
     return text[:REASON_MAX_CHARS]
 
 
+# Counts of the model as built; the main columns hold the deploy form's (joulebench.deploy_form).
+UNFUSED_COLUMNS = {
+    c: f"{c}_unfused"
+    for c in ("params", "flops_per_image", "macs_per_image", "activations_per_image")
+}
+
+
+def _counted(model, input_size, device) -> dict:
+    from joulebench.counting import count
+
+    counts = count(model, input_size, device=device)
+    return {
+        "params": sum(p.numel() for p in model.parameters()),
+        "flops_per_image": float(counts.flops),
+        "macs_per_image": float(counts.macs),
+        "activations_per_image": float(counts.activations),
+    }
+
+
 def _build_and_count(name: str, device: str):
+    """(model, data config, counts as built, counts of the deploy form or None, why not).
+
+    The deploy form is counted only where timm's re-parameterisation changes the model.
+    """
     import timm
     import torch
 
-    from joulebench.counting import count
+    from joulebench.deploy_form import to_deploy_form
 
     with torch.device(device):
         model = timm.create_model(name, pretrained=False)
     model.eval()
     data_cfg = timm.data.resolve_model_data_config(model)
-    counts = count(model, tuple(data_cfg["input_size"]), device=device)
-    params = sum(p.numel() for p in model.parameters())
-    return model, data_cfg, counts, params
+    input_size = tuple(data_cfg["input_size"])
+    unfused = _counted(model, input_size, device)
+    try:
+        model, changed = to_deploy_form(model)
+    except Exception as exc:
+        if device == "meta":
+            raise  # a real CPU tensor may fuse where meta cannot
+        # the counts as built stand; the row says why
+        return model, data_cfg, unfused, None, f"reparameterize failed: {_short_reason(exc)}"
+    return model, data_cfg, unfused, _counted(model, input_size, device) if changed else None, ""
 
 
 def blank_row(model: str, architecture: str, pretrained_tag: str) -> dict:
@@ -57,6 +89,7 @@ def blank_row(model: str, architecture: str, pretrained_tag: str) -> dict:
         pretrained_tag=pretrained_tag,
         status="ok",
         reason="",
+        reparameterized=False,
         timm_version=timm.__version__,
         torch_version=torch.__version__,
     )
@@ -77,7 +110,7 @@ def catalog_row(name: str) -> dict:
     errors = []
     for device in ("meta", "cpu"):
         try:
-            model, data_cfg, counts, params = _build_and_count(name, device)
+            model, data_cfg, unfused, fused, why_unfused = _build_and_count(name, device)
             break
         except Exception as exc:
             errors.append(f"{device}: {_short_reason(exc)}")
@@ -90,7 +123,6 @@ def catalog_row(name: str) -> dict:
     row.update(
         count_device=device,
         num_classes=int(getattr(model, "num_classes", 0) or 0),
-        params=params,
         input_channels=channels,
         input_height=height,
         input_width=width,
@@ -99,13 +131,14 @@ def catalog_row(name: str) -> dict:
         interpolation=str(data_cfg["interpolation"]),
         mean=[float(v) for v in data_cfg["mean"]],
         std=[float(v) for v in data_cfg["std"]],
-        flops_per_image=float(counts.flops),
-        macs_per_image=float(counts.macs),
-        activations_per_image=float(counts.activations),
+        reparameterized=fused is not None,
+        **(fused or unfused),
+        **{UNFUSED_COLUMNS[c]: v for c, v in unfused.items()},
         count_duration_s=time.perf_counter() - start,
     )
-    if errors:  # counted on CPU after meta failed: keep why, but the row is ok
-        row["reason"] = f"meta failed, counted on cpu ({errors[0]})"[:REASON_MAX_CHARS]
+    reasons = [f"meta failed, counted on cpu ({errors[0]})"] if errors else []
+    reasons += [why_unfused] if why_unfused else []
+    row["reason"] = "; ".join(reasons)[:REASON_MAX_CHARS]  # the row is ok all the same
     return row
 
 
@@ -135,9 +168,14 @@ def build_catalog(
                 row.update(model=name, architecture=arch, pretrained_tag=tag, status="failed")
                 row["reason"] = _short_reason(exc)
                 traceback.print_exc()
+        for column, unfused in UNFUSED_COLUMNS.items():  # custom workloads: as given
+            if row.get(unfused) is None:
+                row[unfused] = row.get(column)
         rows.append(row)
         if row["status"] == "ok":
             detail = f"{row['macs_per_image'] / 1e9:.3f} GMACs on {row['count_device']}"
+            if row["reparameterized"]:
+                detail += f" (deploy form; {row['macs_per_image_unfused'] / 1e9:.3f} as built)"
         else:
             detail = row["reason"]
         log(f"[{i}/{len(models)}] {name}: {row['status']} {detail}")

@@ -4,6 +4,8 @@ A method is a small spec resolved once from the config's `methods:` mapping, the
 gives every model a pretrained config: `bf16: {precision: bf16}` names a preset, and
 `ort: {runtime: onnxruntime}` runs the same model through ONNX Runtime. The energy saving of
 any method against the baseline method then comes out of the method savings like any other.
+Inference runs a timm model in its deploy form (timm's re-parameterisation,
+joulebench.deploy_form) unless the method says `reparameterize: false`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Method:
     runtime: str = "pytorch"  # pytorch, onnxruntime or tensorrt (via ONNX Runtime)
     opset: int = DEFAULT_OPSET  # ONNX opset of the export (exported runtimes only)
     tolerance: float | None = None  # max relative output error vs PyTorch; None: by precision
+    reparameterize: bool = True  # inference in timm's fused deploy form (joulebench.deploy_form)
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
@@ -38,6 +41,8 @@ class Method:
             raise ValueError(f"method {self.name}: compile must be one of {COMPILE_MODES}")
         if self.runtime not in RUNTIMES:
             raise ValueError(f"method {self.name}: runtime must be one of {RUNTIMES}")
+        if not isinstance(self.reparameterize, bool):
+            raise ValueError(f"method {self.name}: reparameterize must be true or false")
         if self.runtime != "pytorch":
             self._check_exported()
 

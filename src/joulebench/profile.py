@@ -131,6 +131,7 @@ class Built:
     x: object
     num_classes: int
     weights: str  # "random" or "pretrained"
+    reparameterized: bool = False  # in timm's fused deploy form (joulebench.deploy_form)
 
 
 def create_model(model_name: str, workload: str | None = None, seed: int = SEED):
@@ -165,16 +166,31 @@ def build(
 ) -> Built:
     """A model and a synthetic batch on the device, prepared for `method`.
 
+    Inference runs a timm model in its deploy form (fused branches, as deployed) unless the
+    method says `reparameterize: false`; training runs the model as built (the branches are
+    what training trains), and a custom workload runs as its function returns it.
     Exported runtimes get the fp32 model in eval mode: they export it and check against it.
     """
     import torch
 
     model, input_size, num_classes, weights = create_model(model_name, workload, seed)
-    model = (model.train() if train else model.eval()).to(torch_device)
+    model = model.train() if train else model.eval()
+    reparameterized = False
+    if method.reparameterize and not train and not workload:
+        from joulebench.deploy_form import to_deploy_form
+
+        try:
+            model, reparameterized = to_deploy_form(model)
+        except Exception as exc:
+            raise RuntimeError(
+                f"timm's reparameterize_model failed ({_short(exc)}); set reparameterize: "
+                f"false on method {method.name} to measure the model as built"
+            ) from exc
+    model = model.to(torch_device)
     x = torch.randn((batch_size, *input_size), device=torch_device)
     if not method.exported:
         model, x = method.prepare(model, x)
-    return Built(model, x, num_classes, weights)
+    return Built(model, x, num_classes, weights, reparameterized)
 
 
 @dataclass
@@ -211,7 +227,8 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
         step = make_train_step(
             built.model, built.x, built.num_classes, method, job.train, job.torch_device
         )
-        return Runner(step, grad=True, fields={"weights": built.weights}, finish=step.losses)
+        fields_ = {"weights": built.weights, "reparameterized": False}
+        return Runner(step, grad=True, fields=fields_, finish=step.losses)
     if method.exported:
         from joulebench.runtimes import prepare_exported
 
@@ -224,7 +241,7 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
             threads=torch.get_num_threads(),
             cache_dir=job.onnx_cache_dir,
         )
-        fields_["weights"] = built.weights
+        fields_.update(weights=built.weights, reparameterized=built.reparameterized)
         return Runner(step, grad=False, fields=fields_)  # the PyTorch model is freed here
     model, x, context = built.model, built.x, method.context(torch.device(job.torch_device).type)
 
@@ -232,7 +249,8 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
         with context:
             model(x)
 
-    return Runner(step, grad=False, fields={"weights": built.weights})
+    fields_ = {"weights": built.weights, "reparameterized": built.reparameterized}
+    return Runner(step, grad=False, fields=fields_)
 
 
 @dataclass

@@ -45,6 +45,12 @@ _CATALOG_KEEP = [
     "macs_per_image",
     "activations_per_image",
 ]
+# The catalog counts the deploy form (tables.CATALOG_COLUMNS); a row measured as built
+# (`reparameterized` False: a method with reparameterize: false, or training) takes these.
+_CATALOG_UNFUSED = {
+    c: f"{c}_unfused"
+    for c in ("params", "flops_per_image", "macs_per_image", "activations_per_image")
+}
 _CATALOG_RENAME = {"status": "catalog_status", "reason": "catalog_reason"}
 _PROFILE_DROP = ("meter_detail", "runtime_detail")  # JSON blobs: kept in the profile tables
 _ACCURACY_RENAME = {"img_size": "accuracy_img_size"}
@@ -100,6 +106,19 @@ def _dedupe_accuracy(accuracy: pd.DataFrame, catalog: pd.DataFrame | None) -> pd
     return acc.drop_duplicates("model", keep="first")
 
 
+def _counts_of_measured_form(out: pd.DataFrame) -> pd.DataFrame:
+    """Params, FLOPs, MACs and activations of the form each row measured.
+
+    The catalog's are of the deploy form; a row that ran the model as built
+    (`reparameterized` False) takes the `*_unfused` counts. Rows that measured nothing keep
+    the catalog's. A catalog from before the deploy form existed has no unfused counts.
+    """
+    as_built = (out["reparameterized"] == False).fillna(False).astype(bool)  # noqa: E712
+    for column, unfused in _CATALOG_UNFUSED.items():
+        out[column] = out[column].mask(as_built & out[unfused].notna(), out[unfused])
+    return out.drop(columns=list(_CATALOG_UNFUSED.values()))
+
+
 def build_summary(
     profile: pd.DataFrame,
     catalog: pd.DataFrame | None = None,
@@ -125,7 +144,8 @@ def build_summary(
 
     if catalog is not None and len(catalog):
         cat = conform(catalog.reindex(columns=list(CATALOG_COLUMNS)), CATALOG_COLUMNS)
-        cat = cat.drop_duplicates("model")[["model", *_CATALOG_KEEP, "status", "reason"]]
+        keep = ["model", *_CATALOG_KEEP, *_CATALOG_UNFUSED.values(), "status", "reason"]
+        cat = cat.drop_duplicates("model")[keep]
         cat = cat.rename(columns=_CATALOG_RENAME)
         unprofiled = cat.loc[~cat["model"].isin(prof["model"]), ["model", "catalog_reason"]]
         if len(unprofiled):
@@ -141,7 +161,9 @@ def build_summary(
                 }
             )
             prof = pd.concat([prof, extra.reindex(columns=prof.columns)], ignore_index=True)
-        out = prof.merge(cat, on="model", how="left", validate="many_to_one")
+        out = _counts_of_measured_form(
+            prof.merge(cat, on="model", how="left", validate="many_to_one")
+        )
         out["catalog_status"] = out["catalog_status"].fillna("missing")
     else:
         out = prof.copy()

@@ -34,6 +34,14 @@ CATALOG_COLUMNS: dict[str, str] = {
     "flops_per_image": "float64",
     "macs_per_image": "float64",
     "activations_per_image": "float64",
+    # True: params and counts above are of timm's fused inference (deploy) form, which
+    # differs from the model as built; the *_unfused columns hold those of the model as built
+    # (equal to the above when False).
+    "reparameterized": "boolean",
+    "params_unfused": "Int64",
+    "flops_per_image_unfused": "float64",
+    "macs_per_image_unfused": "float64",
+    "activations_per_image_unfused": "float64",
     "count_duration_s": "float64",
     "timm_version": "string",
     "torch_version": "string",
@@ -126,6 +134,7 @@ PROFILE_COLUMNS: dict[str, str] = {
     "autocast": "boolean",
     "channels_last": "boolean",
     "compile": "string",
+    "reparameterized": "boolean",  # True: measured in timm's fused inference (deploy) form
     "threads": "Int64",
     "status": "string",  # ok, oom, build-error, error
     "reason": "string",
