@@ -3,6 +3,7 @@ estimated energies say so on the axis."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -553,3 +554,54 @@ def test_energy_units_and_plain_tick_numbers():
         "30,000",
     ]
     assert figures.plain_number(1.5e-4) == "0.00015"
+
+
+def test_a_killed_figure_write_leaves_nothing_after_the_next_run(tmp_path):
+    """kill -9 during savefig leaves a 0-byte temp file; the next run removes it."""
+    from joulebench.summary import write_summary
+
+    summary, scores, _, _ = study_tables(n_models=4)
+    write_summary(summary, tmp_path / "summary.parquet")
+    scores.to_parquet(tmp_path / "scores.parquet")
+    out = tmp_path / "figs"
+    draw = (
+        "import pandas as pd\n"
+        "from joulebench import figures\n"
+        "from joulebench.summary import read_summary\n"
+        f"scores = pd.read_parquet({str(tmp_path / 'scores.parquet')!r})\n"
+        f"figures.accuracy_vs_energy(scores, {str(out / 'accuracy_vs_energy')!r})\n"
+    )
+    die = (
+        "import os, signal\n"
+        "from matplotlib.figure import Figure\n"
+        "def dying(self, fname, **kw):\n"
+        "    open(fname, 'wb').close()\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "Figure.savefig = dying\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", die + draw], capture_output=True)
+    assert killed.returncode == -9
+    left = [p.name for p in out.iterdir()]
+    assert len(left) == 1 and left[0].startswith(".accuracy_vs_energy.pdf.")
+    assert left[0].endswith(".tmp") and (out / left[0]).stat().st_size == 0
+    rerun = subprocess.run([sys.executable, "-c", draw], capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "accuracy_vs_energy.pdf",
+        "accuracy_vs_energy.png",
+    ]
+
+
+def test_temp_files_of_a_write_in_progress_are_left_alone(tmp_path):
+    from joulebench.tables import remove_stale_temps
+
+    target = tmp_path / "figure.png"
+    old = tmp_path / ".figure.png.abc123.tmp"
+    fresh = tmp_path / ".figure.png.def456.tmp"  # another writer, started after us
+    other = tmp_path / ".other.png.abc123.tmp"
+    for p in (old, fresh, other):
+        p.write_bytes(b"")
+    os.utime(old, (1e9, 1e9))
+    os.utime(other, (1e9, 1e9))
+    assert remove_stale_temps(target) == [old]
+    assert not old.exists() and fresh.exists() and other.exists()
