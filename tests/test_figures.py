@@ -518,7 +518,7 @@ def test_some_rows_flagged_beside_graded_ones(tmp_path, monkeypatch):
     assert "3 models graded" in joined
     assert "flagged other-load (1, not graded)" in joined
     assert "flagged high-spread (1, not graded)" in joined
-    assert "not shown: 1 no top-1" in joined
+    assert "not shown: 1 without top-1" in joined
     assert sum(len(c.get_offsets()) for c in dots) == 5
 
 
@@ -530,7 +530,7 @@ def test_nothing_to_draw_names_the_reason(tmp_path, monkeypatch):
     texts, _ = _figure_texts(
         monkeypatch, lambda: figures.accuracy_vs_energy(scores, tmp_path / "a")
     )
-    assert "No data: no model scored: 8 no top-1" in texts
+    assert "No data: no model to plot: 8 without top-1" in texts
 
 
 def test_impossible_throughput_does_not_take_the_figures_down(tmp_path):

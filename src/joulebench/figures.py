@@ -291,7 +291,7 @@ _FLAGGED_NOTE = re.compile(r"flagged ([^\s:(;]+)")
 
 def unscored_reasons(scores: pd.DataFrame) -> pd.Series:
     """Why each row is not on the plot, from its score note: "failed", "flagged <flag>",
-    "no energy" or "no top-1"; "" for scored rows."""
+    "without energy" or "without top-1"; "" for scored rows."""
     scored = scores["scored"].fillna(False).astype(bool)
     notes = scores["score_note"].astype("string").fillna("") if "score_note" in scores else None
     status = scores["status"].astype("string").fillna("missing")
@@ -307,9 +307,9 @@ def unscored_reasons(scores: pd.DataFrame) -> pd.Series:
         elif flag:
             out.append(f"flagged {flag.group(1)}")
         elif not (np.isfinite(e.iloc[i]) and e.iloc[i] > 0):
-            out.append("no energy")
+            out.append("without energy")
         elif not np.isfinite(a.iloc[i]):
-            out.append("no top-1")
+            out.append("without top-1")
         else:
             out.append("not scored")
     return pd.Series(out, index=scores.index, dtype=object)
@@ -358,7 +358,7 @@ def accuracy_vs_energy(
             scope = _in_scope(scores, want)
             why = _counted(reasons[scope]) or "no rows"
             where = f" ({_describe(want)})" if _describe(want) != "all groups" else ""
-            return no_data(stem, title, f"no model scored{where}: {why}")
+            return no_data(stem, title, f"no model to plot{where}: {why}")
     row = g.iloc[0]
     group = np.ones(len(scores), bool)
     for k in SCORE_GROUP:

@@ -156,6 +156,8 @@ PROFILE_COLUMNS: dict[str, str] = {
     "is_estimate": "boolean",  # True: the energy is modelled, not read from a counter
     "meter_reasons": "string",  # why a better meter was not used
     "meter_detail": "string",  # JSON: the meter's own description (zones, TDP, uuid...)
+    # mean, std, CV and 95% CI of the repeats; the summary raises a CI lower bound below 0 J
+    # to 0 and flags the row ci-clipped (docs/scoring.md)
     **_spread_columns("energy_per_image"),
     **_spread_columns("dynamic_energy_per_image"),  # above idle_power_w
     "throughput_img_s": "float64",
