@@ -236,9 +236,9 @@ def test_spread_of_the_scored_energy_is_the_one_checked():
 
 def test_package_defaults_match_the_config_schema():
     import yaml
+    from conftest import REPO
 
     from joulebench.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
-    from conftest import REPO
 
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     for section in ("score", "fits"):
