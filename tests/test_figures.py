@@ -605,3 +605,22 @@ def test_temp_files_of_a_write_in_progress_are_left_alone(tmp_path):
     os.utime(other, (1e9, 1e9))
     assert remove_stale_temps(target) == [old]
     assert not old.exists() and fresh.exists() and other.exists()
+
+
+def test_figures_emptied_by_flags_say_so(tmp_path, monkeypatch):
+    """All rows flagged other-load: the figures that then have nothing to draw say why."""
+    tables = default_like_study("other-load")
+    texts = []
+    real_save = figures._save
+
+    def spy(fig, stem):
+        texts.append((Path(stem).name, [t.get_text() for t, _ in _drawn_texts(fig)]))
+        return real_save(fig, stem)
+
+    monkeypatch.setattr(figures, "_save", spy)
+    figures.render_all(*tables, tmp_path)
+    said = {name: "\n".join(t) for name, t in texts}
+    for name in ("energy_vs_factors", "method_savings", "energy_vs_batch_size"):
+        assert "No data" in said[name] and "20 flagged other-load" in said[name], said[name]
+    assert "20 flagged other-load" in said["throughput_vs_energy"]
+    assert "no measured energy" not in "\n".join(said.values())

@@ -29,11 +29,13 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from joulebench.score import (
+    DEFAULT_INVALID_FLAGS,
     DEFAULT_MAX_ENERGY_CV,
     ENERGY_COLUMNS,
     GRADES,
     SCORE_GROUP,
     measured_mask,
+    row_flags,
 )
 from joulebench.summary import SUMMARY_KEY
 from joulebench.tables import _atomic
@@ -424,6 +426,32 @@ def accuracy_vs_energy(
     return _save(fig, stem)
 
 
+def not_comparable(
+    summary: pd.DataFrame, energy: str = "total", max_energy_cv=DEFAULT_MAX_ENERGY_CV
+) -> str:
+    """Why rows of a summary have no comparable energy, counted: '20 flagged other-load, 2
+    failed' (empty when every row is comparable): the reason a figure is empty."""
+    e = pd.to_numeric(summary[ENERGY_COLUMNS[energy]], errors="coerce")
+    flags = row_flags(summary, energy, max_energy_cv).fillna("")
+    invalid = set(DEFAULT_INVALID_FLAGS)
+    reasons = []
+    for status, value, fl in zip(summary["status"], e, flags, strict=True):
+        hit = next((f.strip() for f in fl.split(";") if f.strip() in invalid), "")
+        if status != "ok":
+            reasons.append("failed")
+        elif not (np.isfinite(value) and value > 0):
+            reasons.append("without energy")
+        elif hit:
+            reasons.append(f"flagged {hit}")
+        else:
+            reasons.append("")
+    return _counted(pd.Series(reasons, dtype=object))
+
+
+def _empty_because(what: str, why: str) -> str:
+    return f"{what}: {why}" if why else what
+
+
 def _has_point(scores: pd.DataFrame) -> pd.Series:
     e = pd.to_numeric(scores["energy_per_image_j"], errors="coerce")
     a = pd.to_numeric(scores["top1"], errors="coerce")
@@ -476,7 +504,9 @@ def energy_vs_factors(
     comparable = measured_mask(summary, kind, max_energy_cv=max_energy_cv)
     g = _pick_group(summary[comparable], SCORE_GROUP, want)
     if g.empty:
-        return no_data(stem, title, f"no measured energy ({_describe(want)})")
+        why = not_comparable(summary, kind, max_energy_cv)
+        where = f" ({_describe(want)})" if _describe(want) != "all groups" else ""
+        return no_data(stem, title, _empty_because(f"no comparable energy{where}", why))
     row = g.iloc[0]
     est = is_estimated(g)
     fam = g["family"].astype("string").fillna("unknown")
@@ -546,7 +576,7 @@ def _fit_line(ax, fits, row, factor: str, x_raw: np.ndarray, x_scale: float, e_s
 
 
 @_styled
-def method_savings(savings: pd.DataFrame, stem, *, device_label: str | None = None):
+def method_savings(savings: pd.DataFrame, stem, *, device_label: str | None = None, why: str = ""):
     """Distribution of each method's saving against the baseline, one box per batch size."""
     title = "Energy saving of methods"
     s = savings[np.isfinite(pd.to_numeric(savings["saving"], errors="coerce"))]
@@ -555,7 +585,8 @@ def method_savings(savings: pd.DataFrame, stem, *, device_label: str | None = No
     elif not s.empty:
         s = s[s["device_label"] == s["device_label"].value_counts().index[0]]
     if s.empty:
-        return no_data(stem, title, "no model measured with both a method and the baseline")
+        what = "no model measured with both a method and the baseline"
+        return no_data(stem, title, _empty_because(what, why))
     baseline = s["baseline_method"].iloc[0]
     methods = sorted(s["method"].unique())
     batches = sorted(s["batch_size_requested"].dropna().unique())
@@ -607,7 +638,9 @@ def method_savings(savings: pd.DataFrame, stem, *, device_label: str | None = No
 
 
 @_styled
-def energy_vs_batch_size(batch: pd.DataFrame, stem, *, device_label: str | None = None):
+def energy_vs_batch_size(
+    batch: pd.DataFrame, stem, *, device_label: str | None = None, why: str = ""
+):
     """Energy per image against the batch size run: a thin line per model, coloured by method,
     and each method's geometric mean over the models measured at every batch size."""
     title = "Energy per image vs batch size"
@@ -618,7 +651,8 @@ def energy_vs_batch_size(batch: pd.DataFrame, stem, *, device_label: str | None 
     elif not b.empty:
         b = b[b["device_label"] == b["device_label"].value_counts().index[0]]
     if b.empty or b["batch_size"].nunique() < 2:
-        return no_data(stem, title, "fewer than two batch sizes measured")
+        what = "fewer than two batch sizes with a comparable energy"
+        return no_data(stem, title, _empty_because(what, why))
     methods = sorted(b["method"].unique())
     colors = _series_colors(methods)
     unit, scale = energy_unit(b["energy_per_image_j"])
@@ -746,7 +780,9 @@ def throughput_vs_energy(
     elif not s.empty:
         s = s[s["device_label"] == s["device_label"].value_counts().index[0]]
     if s.empty:
-        return no_data(stem, title, "no configuration with both energy and throughput")
+        why = not_comparable(summary, max_energy_cv=max_energy_cv)
+        what = "no configuration with both a comparable energy and a throughput"
+        return no_data(stem, title, _empty_because(what, why))
     methods = sorted(s["method"].unique())
     batches = sorted(s["batch_size_requested"].dropna().unique())
     colors = _series_colors(methods)
@@ -806,7 +842,10 @@ def train_vs_inference(
     both = train.join(infer.rename("inference_j"), on=key, how="inner")
     both = both[np.isfinite(both["inference_j"].astype(float))]
     if both.empty:
-        return no_data(stem, title, "no model measured in both phases (phases: [inference, train])")
+        what = "no model measured in both phases (phases: [inference, train])"
+        phases = set(summary["phase"].dropna())
+        why = not_comparable(summary, max_energy_cv=max_energy_cv) if len(phases) > 1 else ""
+        return no_data(stem, title, _empty_because(what, why))
     est = is_estimated(both)
     methods = sorted(both["method"].unique())
     colors = _series_colors(methods)
@@ -901,16 +940,17 @@ def render_all(
     idle, est = _trace_context(summary, tc)
     dev = group.get("device_label")
     summary, cv = with_score_flags(summary, scores)
+    why = not_comparable(summary, max_energy_cv=cv)  # why a fits figure may be empty
     return {
         "accuracy_vs_energy": accuracy_vs_energy(scores, out / "accuracy_vs_energy", **group),
         "energy_vs_factors": energy_vs_factors(
             summary, fits.get("factor_fits"), out / "energy_vs_factors", max_energy_cv=cv, **group
         ),
         "method_savings": method_savings(
-            fits["method_savings"], out / "method_savings", device_label=dev
+            fits["method_savings"], out / "method_savings", device_label=dev, why=why
         ),
         "energy_vs_batch_size": energy_vs_batch_size(
-            fits["batch_scaling"], out / "energy_vs_batch_size", device_label=dev
+            fits["batch_scaling"], out / "energy_vs_batch_size", device_label=dev, why=why
         ),
         "power_trace": power_trace(
             trace if trace is not None else pd.DataFrame(columns=[*_TRACE_KEY, "power_w"]),
