@@ -178,6 +178,8 @@
   // The summary raises CI lower bounds below 0 J to 0 and flags the row (docs/scoring.md).
   const flagList = (r) => String(r.flags || "").split(";").map((f) => f.trim()).filter(Boolean);
   const ciClipped = (r) => flagList(r).includes("ci-clipped");
+  const INFO_FLAGS = ["estimate", "ci-clipped"]; // say something about a row, never exclude it
+  const offFrontFlag = (r) => (/flagged ([^\s:(;]+)/.exec(String(r.score_note || "")) || [])[1];
   const runText = (r) =>
     words(U(r.device_label), " · ", U(r.method), ` · batch ${str(r.batch_size_requested)}`);
 
@@ -947,8 +949,9 @@
         td.append(gradeChip(r.grade));
       } else if (c.key === "status") {
         td.textContent = str(r.status);
-        // the flags that kept it off the front first; ci-clipped only informs
-        const flags = flagList(r).sort((a, b) => (a === "ci-clipped") - (b === "ci-clipped"));
+        // the flag that kept it off the front (its score note names it) first
+        const key = (f) => (f === offFrontFlag(r) ? 0 : INFO_FLAGS.includes(f) ? 2 : 1);
+        const flags = flagList(r).sort((a, b) => key(a) - key(b));
         if (flags.length) {
           const more = flags.length > 1 ? ` +${flags.length - 1}` : "";
           td.append(" ", badge("flag u", flags[0] + more));
