@@ -3,8 +3,11 @@ estimated energies say so on the axis."""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -177,7 +180,7 @@ def test_estimated_energies_are_labelled(tmp_path, monkeypatch):
 def test_measured_energies_are_not_labelled_estimated(tmp_path, monkeypatch):
     summary, scores, _, _ = study_tables(estimated=False, n_models=8)
     labels = _axis_labels(monkeypatch, lambda: figures.accuracy_vs_energy(scores, tmp_path / "a"))
-    assert "Energy per image (J)" in labels
+    assert [lab for lab in labels if re.fullmatch(r"Energy per image \((J|mJ|µJ)\)", lab)]
 
 
 def test_mixed_meters_say_partly_estimated():
@@ -259,7 +262,8 @@ def test_dynamic_energy_is_named_on_the_axis(tmp_path, monkeypatch):
     summary = build_summary(profile, catalog, accuracy)
     scores = score_summary(summary, energy="dynamic")
     labels = _axis_labels(monkeypatch, lambda: figures.accuracy_vs_energy(scores, tmp_path / "a"))
-    assert "Energy above idle per image (J, estimated)" in labels
+    pattern = r"Energy above idle per image \((J|mJ|µJ), estimated\)"
+    assert [lab for lab in labels if re.fullmatch(pattern, lab)], labels
 
 
 def test_figures_from_a_published_summary_without_torch(tmp_path):
@@ -291,6 +295,332 @@ def test_train_vs_inference(tmp_path, monkeypatch):
     train = summary.assign(phase="train", energy_per_image_j=summary["energy_per_image_j"] * 3)
     both = pd.concat([summary, train], ignore_index=True)
     labels = _axis_labels(monkeypatch, lambda: figures.train_vs_inference(both, tmp_path / "tv"))
-    assert "Training energy per sample (J, estimated)" in labels
-    assert "Inference energy per image (J, estimated)" in labels
+    for base in ("Training energy per sample", "Inference energy per image"):
+        pattern = base + r" \((J|mJ|µJ), estimated\)"
+        assert [lab for lab in labels if re.fullmatch(pattern, lab)], labels
     _assert_written([tmp_path / "tv.pdf", tmp_path / "tv.png"])
+
+
+# --- readable text: plain numbers, nothing overlapping, nothing cut off ---------------------
+
+PLAIN_NUMBER = re.compile(r"^−?[0-9][0-9,]*(\.[0-9]+)?$")
+
+
+def _drawn_texts(fig) -> list:
+    """Every piece of text the saved figure shows, with its extent in pixels: tick labels of
+    ticks in view, axis labels, titles, legend entries and titles, annotations."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    tick_labels, in_view = set(), set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            slack = 1e-9 * max(abs(lo), abs(hi), 1e-300)
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                for label in (tick.label1, tick.label2):
+                    tick_labels.add(id(label))
+                    if lo - slack <= tick.get_loc() <= hi + slack:
+                        in_view.add(id(label))
+    texts = []
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip():
+            continue
+        if id(t) in tick_labels and id(t) not in in_view:
+            continue
+        texts.append((t, t.get_window_extent(renderer)))
+    return texts
+
+
+def _text_problems(fig, name: str) -> list[str]:
+    problems = []
+    texts = _drawn_texts(fig)
+    page = fig.bbox
+    for t, box in texts:
+        if (
+            box.x0 < page.x0 - 1
+            or box.x1 > page.x1 + 1
+            or box.y0 < page.y0 - 1
+            or box.y1 > page.y1 + 1
+        ):
+            problems.append(f"{name}: {t.get_text()!r} is cut off by the figure's edge")
+    for i, (a, box_a) in enumerate(texts):
+        for b, box_b in texts[i + 1 :]:
+            if box_a.shrunk(0.98, 0.9).overlaps(box_b.shrunk(0.98, 0.9)):
+                problems.append(f"{name}: {a.get_text()!r} overlaps {b.get_text()!r}")
+    return problems
+
+
+def _energy_axes(fig) -> list:
+    """(axis, label) of every axis whose label says it shows an energy in joules."""
+    out = []
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            label = axis.get_label().get_text()
+            if re.search(r"\((µJ|mJ|J)\b", label):
+                out.append((axis, label))
+    if re.search(r"\((µJ|mJ|J)\b", fig.get_supylabel()):
+        out += [(ax.yaxis, fig.get_supylabel()) for ax in fig.axes]
+    return out
+
+
+def _check_readable(monkeypatch, render) -> dict:
+    """Render figures through `render`; return {figure: [problems]} for every figure saved."""
+    found = {}
+    real_save = figures._save
+
+    def spy(fig, stem):
+        name = Path(stem).name
+        problems = _text_problems(fig, name)
+        for axis, label in _energy_axes(fig):
+            shown = [
+                t.get_text() for t, _ in _drawn_texts(fig) if t in axis.get_ticklabels(which="both")
+            ]
+            bad = [s for s in shown if not PLAIN_NUMBER.match(s)]
+            if bad:
+                problems.append(f"{name}: energy axis {label!r} has tick labels {bad}")
+            if not [s for s in shown if s]:
+                problems.append(f"{name}: energy axis {label!r} has no tick label")
+        for t, _ in _drawn_texts(fig):
+            if re.search(r"\\mathdefault|\d\^\{|×\s*10", t.get_text()):
+                problems.append(f"{name}: mathtext in {t.get_text()!r}")
+        found[name] = problems
+        return real_save(fig, stem)
+
+    monkeypatch.setattr(figures, "_save", spy)
+    render()
+    return found
+
+
+def default_like_study(flag: str = ""):
+    """The default study's shape: 5 models, fp32 and bf16, batch 1 and 8, a CPU estimate."""
+    profile, catalog, accuracy, trace = synthetic_study(
+        n_models=5, batch_sizes=(1, 8), failures=0, estimated=True
+    )
+    profile["flags"] = flag
+    summary = build_summary(profile, catalog, accuracy)
+    scores = score_summary(summary, reference_model="resnet_0.in1k")
+    return summary, scores, all_fits(summary, baseline_method="fp32"), trace
+
+
+BIG_METHODS = ("fp32", "bf16", "fp16-amp", "channels_last-compile")
+
+
+@pytest.mark.parametrize("which", ["default", "default-all-flagged", "2000-rows"])
+def test_figure_text_is_plain_and_never_overlaps(which, tmp_path, monkeypatch):
+    if which == "2000-rows":
+        tables = study_tables(
+            n_models=250, methods=BIG_METHODS, batch_sizes=(1, 8), estimated=False
+        )
+        assert len(tables[0]) == 2000
+    else:
+        tables = default_like_study("other-load" if which.endswith("flagged") else "")
+    found = _check_readable(monkeypatch, lambda: figures.render_all(*tables, tmp_path))
+    assert set(found) == set(figures.FIGURE_NAMES)
+    problems = [p for ps in found.values() for p in ps]
+    assert not problems, "\n".join(problems)
+
+
+HOSTILE_LABELS = {
+    "device_label": "gpu $x^$",
+    "method": "fp16 $\\frac{1}{0}$",
+    "family": "fam_$x^$_" + "w" * 10_000,
+}
+
+
+def test_hostile_labels_print_as_text(tmp_path, monkeypatch):
+    """Mathtext-breaking and 10,000-character labels: every figure is written, the labels
+    appear as written (cut short with an ellipsis, never parsed), nothing leaves the page."""
+    profile, catalog, accuracy, trace = synthetic_study(n_models=8, estimated=False)
+    profile["device_label"] = HOSTILE_LABELS["device_label"]
+    profile.loc[profile["method"] == "bf16", "method"] = HOSTILE_LABELS["method"]
+    catalog.loc[:3, "family"] = HOSTILE_LABELS["family"]
+    trace["device_label"] = HOSTILE_LABELS["device_label"]
+    trace.loc[trace["method"] == "bf16", "method"] = HOSTILE_LABELS["method"]
+    summary = build_summary(profile, catalog, accuracy)
+    scores = score_summary(summary)
+    fits = all_fits(summary, baseline_method="fp32")
+    shown = []
+    real_save = figures._save
+
+    def keep_texts(fig, stem):
+        shown.extend(t.get_text() for t, _ in _drawn_texts(fig))
+        return real_save(fig, stem)
+
+    monkeypatch.setattr(figures, "_save", keep_texts)
+    found = _check_readable(
+        monkeypatch, lambda: figures.render_all(summary, scores, fits, trace, tmp_path)
+    )
+    assert set(found) == set(figures.FIGURE_NAMES)
+    assert not [p for ps in found.values() for p in ps]
+    for name in figures.FIGURE_NAMES:
+        _assert_written([tmp_path / f"{name}.pdf", tmp_path / f"{name}.png"])
+    text = "\n".join(shown)
+    assert "gpu $x^$" in text and "fp16 $\\frac{1}{0}$" in text
+    assert "fam_$x^$_ww" in text and "…" in text and "w" * 100 not in text
+
+
+def test_the_text_check_finds_overlaps_and_cut_off_text():
+    fig, ax = figures._figure(2.0)
+    ax.text(0.5, 0.5, "first label")
+    ax.text(0.52, 0.5, "second label")
+    off = ax.text(0.9, 0.2, "runs off the right edge")
+    off.set_in_layout(False)  # else constrained layout shrinks the axes to make room
+    problems = _text_problems(fig, "probe")
+    assert any("overlaps" in p for p in problems)
+    assert any("cut off" in p for p in problems)
+
+
+def _figure_texts(monkeypatch, call) -> tuple[list[str], list]:
+    """Texts and scatter collections of the figure `call` saves."""
+    texts, collections = [], []
+    real_save = figures._save
+
+    def spy(fig, stem):
+        texts.extend(t.get_text() for t, _ in _drawn_texts(fig))
+        collections.extend(c for ax in fig.axes for c in ax.collections)
+        return real_save(fig, stem)
+
+    monkeypatch.setattr(figures, "_save", spy)
+    call()
+    return texts, collections
+
+
+def test_all_rows_flagged_are_drawn_hollow_and_named(tmp_path, monkeypatch):
+    """A busy CPU flags every row other-load: the headline figure shows them as flagged and
+    says so, instead of "no model with both energy and top-1"."""
+    _, scores, _, _ = default_like_study("other-load")
+    assert not scores["scored"].any() and scores["top1"].notna().all()
+    texts, dots = _figure_texts(
+        monkeypatch, lambda: figures.accuracy_vs_energy(scores, tmp_path / "a")
+    )
+    joined = "\n".join(texts)
+    assert "No data" not in joined and "failed or no top-1" not in joined
+    assert "none graded: 5 flagged other-load" in joined
+    assert "flagged other-load (5, not graded)" in joined
+    assert sum(len(c.get_offsets()) for c in dots) == 5
+    assert all(len(c.get_facecolors()) == 0 for c in dots)  # hollow: no face colour
+
+
+def test_some_rows_flagged_beside_graded_ones(tmp_path, monkeypatch):
+    profile, catalog, accuracy, _ = synthetic_study(n_models=6, batch_sizes=(8,), failures=0)
+    profile.loc[profile["model"] == "resnet_0.in1k", "flags"] = "other-load"
+    profile.loc[profile["model"] == "regnet_5.in1k", "energy_per_image_cv"] = 0.9
+    accuracy.loc[accuracy["model"] == "convnext_3.in1k", "top1"] = np.nan
+    summary = build_summary(profile, catalog, accuracy)
+    scores = score_summary(summary)
+    texts, dots = _figure_texts(
+        monkeypatch,
+        lambda: figures.accuracy_vs_energy(scores, tmp_path / "a", method="fp32"),
+    )
+    joined = "\n".join(texts)
+    assert "3 models graded" in joined
+    assert "flagged other-load (1, not graded)" in joined
+    assert "flagged high-spread (1, not graded)" in joined
+    assert "not shown: 1 without top-1" in joined
+    assert sum(len(c.get_offsets()) for c in dots) == 5
+
+
+def test_nothing_to_draw_names_the_reason(tmp_path, monkeypatch):
+    profile, catalog, accuracy, _ = synthetic_study(n_models=4, batch_sizes=(8,), failures=0)
+    accuracy["top1"] = np.nan
+    accuracy["accuracy_source"] = "none"
+    scores = score_summary(build_summary(profile, catalog, accuracy))
+    texts, _ = _figure_texts(
+        monkeypatch, lambda: figures.accuracy_vs_energy(scores, tmp_path / "a")
+    )
+    assert "No data: no model to plot: 8 without top-1" in texts
+
+
+def test_impossible_throughput_does_not_take_the_figures_down(tmp_path):
+    summary, _, _, _ = study_tables(n_models=6, estimated=False)
+    summary.loc[summary.index[:3], "throughput_img_s"] = -1.0
+    summary.loc[summary.index[3], "throughput_img_s"] = 0.0
+    _assert_written(figures.throughput_vs_energy(summary, tmp_path / "t"))
+
+
+def test_energy_units_and_plain_tick_numbers():
+    assert figures.energy_unit([2.0, 5.0, 0.5]) == ("J", 1.0)
+    assert figures.energy_unit([0.002, 0.02, 0.2]) == ("mJ", 1e3)
+    assert figures.energy_unit([3e-6, 4e-5]) == ("µJ", 1e6)
+    assert figures.energy_unit([]) == ("J", 1.0)
+    assert [figures.plain_number(v) for v in (0.002, 0.5, 1.0, 20.0, 1500.0, 3e4)] == [
+        "0.002",
+        "0.5",
+        "1",
+        "20",
+        "1,500",
+        "30,000",
+    ]
+    assert figures.plain_number(1.5e-4) == "0.00015"
+
+
+def test_a_killed_figure_write_leaves_nothing_after_the_next_run(tmp_path):
+    """kill -9 during savefig leaves a 0-byte temp file; the next run removes it."""
+    from joulebench.summary import write_summary
+
+    summary, scores, _, _ = study_tables(n_models=4)
+    write_summary(summary, tmp_path / "summary.parquet")
+    scores.to_parquet(tmp_path / "scores.parquet")
+    out = tmp_path / "figs"
+    draw = (
+        "import pandas as pd\n"
+        "from joulebench import figures\n"
+        "from joulebench.summary import read_summary\n"
+        f"scores = pd.read_parquet({str(tmp_path / 'scores.parquet')!r})\n"
+        f"figures.accuracy_vs_energy(scores, {str(out / 'accuracy_vs_energy')!r})\n"
+    )
+    die = (
+        "import os, signal\n"
+        "from matplotlib.figure import Figure\n"
+        "def dying(self, fname, **kw):\n"
+        "    open(fname, 'wb').close()\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "Figure.savefig = dying\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", die + draw], capture_output=True)
+    assert killed.returncode == -9
+    left = [p.name for p in out.iterdir()]
+    assert len(left) == 1 and left[0].startswith(".accuracy_vs_energy.pdf.")
+    assert left[0].endswith(".tmp") and (out / left[0]).stat().st_size == 0
+    rerun = subprocess.run([sys.executable, "-c", draw], capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "accuracy_vs_energy.pdf",
+        "accuracy_vs_energy.png",
+    ]
+
+
+def test_temp_files_of_a_write_in_progress_are_left_alone(tmp_path):
+    from joulebench.tables import remove_stale_temps
+
+    target = tmp_path / "figure.png"
+    old = tmp_path / ".figure.png.abc123.tmp"
+    fresh = tmp_path / ".figure.png.def456.tmp"  # another writer, started after us
+    other = tmp_path / ".other.png.abc123.tmp"
+    for p in (old, fresh, other):
+        p.write_bytes(b"")
+    os.utime(old, (1e9, 1e9))
+    os.utime(other, (1e9, 1e9))
+    assert remove_stale_temps(target) == [old]
+    assert not old.exists() and fresh.exists() and other.exists()
+
+
+def test_figures_emptied_by_flags_say_so(tmp_path, monkeypatch):
+    """All rows flagged other-load: the figures that then have nothing to draw say why."""
+    tables = default_like_study("other-load")
+    texts = []
+    real_save = figures._save
+
+    def spy(fig, stem):
+        texts.append((Path(stem).name, [t.get_text() for t, _ in _drawn_texts(fig)]))
+        return real_save(fig, stem)
+
+    monkeypatch.setattr(figures, "_save", spy)
+    figures.render_all(*tables, tmp_path)
+    said = {name: "\n".join(t) for name, t in texts}
+    for name in ("energy_vs_factors", "method_savings", "energy_vs_batch_size"):
+        assert "No data" in said[name] and "20 flagged other-load" in said[name], said[name]
+    assert "20 flagged other-load" in said["throughput_vs_energy"]
+    assert "no measured energy" not in "\n".join(said.values())

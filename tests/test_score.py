@@ -195,3 +195,53 @@ def test_grade_thresholds_from_config():
         parse_grade_thresholds({"A": 0.9})
     strict = score_summary(hand_summary(), grade_thresholds=[0.99, 0.9, 0.8, 0.7, 0.6, 0.5])
     assert _by_model(strict).loc["m3", "grade"] == "E"  # 0.667: >= 0.6, < 0.7
+
+
+def test_high_spread_rows_are_flagged_and_kept_off_the_front():
+    extra = [
+        _profile_row("noisy_cheap", 0.001, energy_per_image_cv=1.04),  # CV 104 %
+        _profile_row("just_under", 0.300, energy_per_image_cv=0.25),  # at the bound: kept
+    ]
+    scores = score_summary(hand_summary(extra, {"noisy_cheap": 99.0, "just_under": 60.0}))
+    s = _by_model(scores)
+    assert "high-spread" in s.loc["noisy_cheap", "flags"]
+    assert not s.loc["noisy_cheap", "scored"] and pd.isna(s.loc["noisy_cheap", "grade"])
+    note = s.loc["noisy_cheap", "score_note"]
+    assert "flagged high-spread (energy CV 104% > 25%): not scored" in note
+    assert bool(s.loc["m1", "on_front"])  # the noisy row would have dominated everything
+    assert bool(s.loc["just_under", "scored"]) and "high-spread" not in (
+        s.loc["just_under", "flags"] or ""
+    )
+    # the threshold is a setting; None turns the check off
+    loose = _by_model(score_summary(hand_summary(extra, {"noisy_cheap": 99.0}), max_energy_cv=2.0))
+    assert bool(loose.loc["noisy_cheap", "on_front"])
+    off = _by_model(score_summary(hand_summary(extra, {"noisy_cheap": 99.0}), max_energy_cv=None))
+    assert bool(off.loc["noisy_cheap", "scored"])
+    # or the flag is taken off the list of invalidating flags: flagged, still scored
+    kept = _by_model(
+        score_summary(hand_summary(extra, {"noisy_cheap": 99.0}), invalid_flags=("mig",))
+    )
+    assert "high-spread" in kept.loc["noisy_cheap", "flags"] and kept.loc["noisy_cheap", "scored"]
+    with pytest.raises(ValueError, match="max_energy_cv"):
+        score_summary(hand_summary(), max_energy_cv=-1)
+
+
+def test_spread_of_the_scored_energy_is_the_one_checked():
+    extra = [_profile_row("dyn_noisy", 0.001, dynamic_energy_per_image_cv=0.9)]
+    total = _by_model(score_summary(hand_summary(extra, {"dyn_noisy": 99.0})))
+    dynamic = _by_model(score_summary(hand_summary(extra, {"dyn_noisy": 99.0}), energy="dynamic"))
+    assert bool(total.loc["dyn_noisy", "scored"])
+    assert not dynamic.loc["dyn_noisy", "scored"]
+
+
+def test_package_defaults_match_the_config_schema():
+    import yaml
+    from conftest import REPO
+
+    from joulebench.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    for section in ("score", "fits"):
+        props = schema["properties"][section]["properties"]
+        assert tuple(props["invalid_flags"]["default"]) == DEFAULT_INVALID_FLAGS
+        assert props["max_energy_cv"]["default"] == DEFAULT_MAX_ENERGY_CV

@@ -220,3 +220,96 @@ def test_rows_carry_their_own_phase():
     s = build_summary(pd.concat([infer, train], ignore_index=True))
     validate_summary(s)
     assert s["phase"].value_counts().to_dict() == {"inference": len(infer), "train": len(infer)}
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "words"),
+    [
+        ("top1", 150.0, "top1 = 150.0 in row 0 (cpu · bf16 · resnet18.a1_in1k · batch 8)"),
+        ("top1", -5.0, "top1 must lie in [0, 100]"),
+        ("top5", 100.5, "top5 = 100.5"),
+        ("throughput_img_s", -1.0, "throughput_img_s = -1.0"),
+        ("throughput_img_s", 0.0, "throughput_img_s must be > 0"),
+        ("energy_per_image_j", 0.0, "energy_per_image_j = 0.0"),
+        ("energy_per_image_j", np.inf, "energy_per_image_j = inf"),
+        ("energy_per_image_cv", -0.1, "energy_per_image_cv must not be negative"),
+        ("batch_size", 0, "batch_size must be at least 1"),
+    ],
+)
+def test_impossible_values_are_named_with_row_and_value(column, value, words, tmp_path):
+    s = build_summary(_profile())  # valid
+    s[column] = s[column].astype(object)
+    s.loc[0, column] = value
+    s[column] = s[column].astype(SUMMARY_COLUMNS[column])
+    with pytest.raises(SummaryError) as err:
+        validate_summary(s)
+    assert words in str(err.value)
+    s.to_parquet(tmp_path / "hostile.parquet")
+    with pytest.raises(SummaryError, match=r"(?s)hostile\.parquet: .*" + column):
+        read_summary(tmp_path / "hostile.parquet")
+
+
+def test_many_impossible_rows_are_counted_not_listed():
+    s = build_summary(_profile())
+    s["top1"] = 150.0
+    msg = str(pytest.raises(SummaryError, validate_summary, s).value)
+    assert msg.count("top1 = 150.0") == 3 and f"(and {len(s) - 3} more rows)" in msg
+
+
+def test_our_own_impossible_reading_becomes_an_invalid_row():
+    profile = _profile()
+    profile.loc[0, "throughput_img_s"] = -1.0
+    profile.loc[1, "energy_per_image_j"] = 0.0
+    with pytest.warns(UserWarning, match="impossible"):
+        s = build_summary(profile)
+    validate_summary(s)  # the summary is still written, with every row
+    assert len(s) == len(build_summary(_profile()))
+    bad = s[s["status"] == "invalid"]
+    assert len(bad) == 2
+    assert bad["reason"].str.contains("throughput_img_s = -1.0").any()
+    assert bad["reason"].str.contains("energy_per_image_j = 0.0").any()
+    assert bad["throughput_img_s"].isna().any() and bad["energy_per_image_j"].isna().any()
+
+
+def test_negative_ci_lower_bounds_are_clipped_at_zero_and_flagged(tmp_path):
+    profile = _profile()
+    profile.loc[0, ["energy_per_image_ci95_low_j", "energy_per_image_ci95_high_j"]] = [-2.96, 5.1]
+    profile.loc[0, "energy_per_image_cv"] = 1.04
+    profile.loc[1, "dynamic_energy_per_image_ci95_low_j"] = -0.01
+    profile.loc[2, "energy_per_image_ci95_low_j"] = 0.05
+    s = build_summary(profile)
+    by_key = s.set_index(["model", "method", "batch_size_requested"])
+    row0 = by_key.loc[tuple(profile.loc[0, ["model", "method", "batch_size_requested"]])]
+    assert row0["energy_per_image_ci95_low_j"] == 0.0
+    assert row0["energy_per_image_ci95_high_j"] == 5.1  # the upper bound is left alone
+    assert "ci-clipped" in row0["flags"]
+    assert (s["energy_per_image_ci95_low_j"].dropna() >= 0).all()
+    assert (s["dynamic_energy_per_image_ci95_low_j"].dropna() >= 0).all()
+    assert s["flags"].fillna("").str.contains("ci-clipped").sum() == 2
+    # a published summary written before clipping is clipped when read
+    raw = build_summary(_profile())
+    raw.loc[0, "energy_per_image_ci95_low_j"] = -2.96
+    raw.to_parquet(tmp_path / "old.parquet")
+    back = read_summary(tmp_path / "old.parquet")
+    assert back.loc[0, "energy_per_image_ci95_low_j"] == 0.0
+    assert back.loc[0, "flags"] == "ci-clipped"
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_the_minimal_documented_summary_is_read_and_scored(fmt, tmp_path):
+    """Exactly the essential columns (docs/scoring.md): read, filled, scored and graded."""
+    from joulebench.score import score_summary
+    from joulebench.summary import ESSENTIAL_COLUMNS
+
+    full = build_summary(_profile(), _catalog(), _accuracy())
+    minimal = full[full["status"] != STATUS_NOT_PROFILED][list(ESSENTIAL_COLUMNS)]
+    path = tmp_path / f"minimal.{fmt}"
+    minimal.to_parquet(path) if fmt == "parquet" else minimal.to_csv(path, index=False)
+    with pytest.warns(UserWarning, match="lacks"):
+        back = read_summary(path)
+    assert list(back.columns) == list(SUMMARY_COLUMNS)
+    has_top1 = back["top1"].notna()
+    assert set(back.loc[has_top1, "accuracy_source"]) == {"unknown"}
+    assert set(back.loc[~has_top1, "accuracy_source"]) == {"none"}
+    scores = score_summary(back, reference_model=None)
+    assert scores["grade"].notna().sum() == int((has_top1 & (back["status"] == "ok")).sum())

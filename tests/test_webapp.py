@@ -76,7 +76,7 @@ def synthetic_summary(
         }
     ).reindex(columns=list(CATALOG_COLUMNS))
     accuracy = pd.DataFrame(
-        {"model": names, "img_size": 224, "top1": top1, "top5": top1 + 12}
+        {"model": names, "img_size": 224, "top1": top1, "top5": np.minimum(top1 + 12, 99.5)}
     ).assign(accuracy_source="reference")
     accuracy.loc[len(names) - 1, ["top1", "top5", "accuracy_source"]] = [np.nan, np.nan, "none"]
     rows = []
@@ -500,3 +500,126 @@ def test_screenshot_is_written_as_an_artifact(app, site, tmp_path):
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, folder / "webapp.png")
     app.assert_clean()
+
+
+# --- first view, long names, right-to-left overrides, clipped intervals ----------------------
+
+RLO_DEVICE = "gpu\u2069\u202e-rev"  # a stray pop-isolate, then a right-to-left override
+LONG_FAMILY = "fam_" + "w" * 10_000
+# x of the first and last character of `word` in the first text node under `sel` holding it
+TEXT_X = """([sel, word]) => {
+  const walker = document.createTreeWalker(document.querySelector(sel), NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const i = n.data.indexOf(word);
+    if (i < 0) continue;
+    const x = (k) => {
+      const r = document.createRange();
+      r.setStart(n, k);
+      r.setEnd(n, k + 1);
+      return r.getBoundingClientRect().left;
+    };
+    return [x(i), x(i + word.length - 1)];
+  }
+  return null;
+}"""
+
+
+@pytest.fixture(scope="module")
+def odd_site(tmp_path_factory):
+    """A page whose labels try to break the layout and the reading order."""
+    summary = synthetic_summary(60, extra_names=["z" * 5000 + ".syn_in1k"])
+    summary.loc[summary["device_label"] == "gpu", "device_label"] = RLO_DEVICE
+    summary.loc[summary.index[4:8], "family"] = LONG_FAMILY
+    # one row as a noisy busy CPU leaves it: CV 104 %, the CI's lower bound clipped at 0
+    noisy = summary.index[(summary["device_label"] == "cpu") & (summary["status"] == "ok")][0]
+    summary.loc[noisy, ["energy_per_image_cv", "energy_per_image_ci95_low_j"]] = [1.04, 0.0]
+    summary.loc[noisy, "flags"] = "ci-clipped"
+    scores = score_summary(summary)
+    path = build_page(summary, scores, tmp_path_factory.mktemp("odd") / "index.html")
+    return path, page_table(summary, scores), summary.loc[noisy, "model"]
+
+
+@needs_browser
+def test_the_table_is_filled_on_first_view_without_scrolling(app):
+    page = app.page
+    wrap = page.locator("#table-wrap")
+    wrap.scroll_into_view_if_needed()
+    box = wrap.bounding_box()
+    assert box["height"] > 500  # the table's box is as tall as it may grow
+    rows = page.locator("#table tbody tr.row")
+    bottoms = rows.evaluate_all("rs => rs.map((r) => r.getBoundingClientRect().bottom)")
+    # rows reach the bottom of the visible box: no blank space waiting for a scroll
+    assert max(bottoms) >= box["y"] + box["height"] - 2, (len(bottoms), box)
+    # and what is at the box's lower edge is a row of the table
+    at_bottom = page.evaluate(
+        "([x, y]) => document.elementFromPoint(x, y).closest('tr')?.className",
+        [box["x"] + 100, box["y"] + box["height"] - 10],
+    )
+    assert at_bottom and "row" in at_bottom
+    app.assert_clean()
+
+
+@needs_browser
+def test_long_names_neither_widen_the_page_nor_hide_their_full_text(browser, odd_site):
+    app = App(browser, odd_site[0])
+    page = app.page
+    width = page.evaluate("document.documentElement.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    facet = page.locator(".facet").filter(has_text="Family")
+    assert facet.bounding_box()["width"] <= 260
+    entry = page.locator('#facets label[title^="fam_www"]')
+    assert entry.get_attribute("title") == LONG_FAMILY  # the full name on hover
+    page.check('input[name=colorby][value="family"]')
+    legend = page.locator("#legend [title^='fam_www']")
+    assert legend.get_attribute("title") == LONG_FAMILY
+    assert legend.bounding_box()["width"] < 700
+    cell = page.locator("#table tbody td.model").filter(has_text="zzzz").first
+    page.fill("#search", "zzzzz")
+    expect(cell).to_have_attribute("title", "z" * 5000 + ".syn_in1k")
+    cell.locator("xpath=..").locator("input").check()
+    chip = page.locator(".chip .chip-name")
+    assert chip.bounding_box()["width"] <= 300 and chip.get_attribute("title").startswith("zzz")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    app.assert_clean()
+    app.context.close()
+
+
+@needs_browser
+def test_a_right_to_left_override_in_a_label_stays_inside_it(browser, odd_site):
+    app = App(browser, odd_site[0])
+    page = app.page
+    first, last = page.evaluate(TEXT_X, ["#overview", "Energy per image is"])
+    assert first < last, "the sentence after the device list is drawn reversed"
+    page.uncheck('input[data-facet="device_label"][value="cpu"]')
+    page.fill("#search", "resnet50.a1_in1k")
+    app.visible(1)
+    app.hover_plot_center()
+    run = page.locator("#card dd").filter(has_text="batch 64")
+    # shown as written, less the stray pop-isolate that would end its isolation
+    expect(run).to_contain_text(f"{RLO_DEVICE.replace(chr(0x2069), '')} · fp32 · batch 64")
+    first, last = page.evaluate(TEXT_X, ["#card", " · batch 64"])
+    assert first < last, "the text after the device label is drawn reversed"
+    app.assert_clean()
+    app.context.close()
+
+
+@needs_browser
+def test_flagged_spread_and_clipped_interval_are_shown(browser, odd_site):
+    _, table, noisy = odd_site
+    row = table[table["model"] == noisy].iloc[0]
+    assert "high-spread" in row["flags"] and "ci-clipped" in row["flags"]
+    assert pd.isna(row["grade"])
+    app = App(browser, odd_site[0])
+    page = app.page
+    page.uncheck(f'input[data-facet="device_label"][value="{RLO_DEVICE}"]')
+    page.fill("#search", noisy)
+    app.visible(1)
+    status = page.locator("#table tbody tr.row td").last
+    expect(status.locator(".badge.flag")).to_contain_text("high-spread")
+    app.hover_plot_center()
+    card = page.locator("#card")
+    expect(card).to_contain_text("lower bound clipped at 0")
+    expect(card).to_contain_text("0 J to")
+    expect(card).to_contain_text("flagged high-spread (energy CV 104% > 25%)")
+    app.assert_clean()
+    app.context.close()

@@ -191,7 +191,12 @@ def _cmd_summary(args) -> int:
 def _cmd_score(args) -> int:
     import json
 
-    from joulebench.score import DEFAULT_INVALID_FLAGS, SCORE_COLUMNS, score_summary
+    from joulebench.score import (
+        DEFAULT_INVALID_FLAGS,
+        DEFAULT_MAX_ENERGY_CV,
+        SCORE_COLUMNS,
+        score_summary,
+    )
     from joulebench.summary import read_summary
     from joulebench.tables import write_table
 
@@ -202,6 +207,7 @@ def _cmd_score(args) -> int:
         reference_model=settings.get("reference_model"),
         energy=settings.get("energy", "total"),
         invalid_flags=settings.get("invalid_flags", DEFAULT_INVALID_FLAGS),
+        max_energy_cv=settings.get("max_energy_cv", DEFAULT_MAX_ENERGY_CV),
     )
     write_table(scores, args.output, SCORE_COLUMNS)
     graded = int(scores["grade"].notna().sum()) if "grade" in scores else 0
@@ -213,7 +219,7 @@ def _cmd_fits(args) -> int:
     import json
 
     from joulebench.fits import all_fits, write_fits
-    from joulebench.score import DEFAULT_INVALID_FLAGS
+    from joulebench.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
     from joulebench.summary import read_summary
 
     settings = json.loads(args.settings)
@@ -230,6 +236,7 @@ def _cmd_fits(args) -> int:
         energy=settings.get("energy", "total"),
         min_n=int(settings.get("min_models", 3)),
         invalid_flags=settings.get("invalid_flags", DEFAULT_INVALID_FLAGS),
+        max_energy_cv=settings.get("max_energy_cv", DEFAULT_MAX_ENERGY_CV),
     )
     for path in write_fits(tables, args.outdir):
         print(f"fits -> {path}", file=sys.stderr)

@@ -14,7 +14,9 @@ on machines without torch.
 from __future__ import annotations
 
 import functools
+import math
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,8 +26,18 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
-from joulebench.score import ENERGY_COLUMNS, GRADES, SCORE_GROUP, group_label, measured_mask
+from joulebench.score import (
+    DEFAULT_INVALID_FLAGS,
+    DEFAULT_MAX_ENERGY_CV,
+    ENERGY_COLUMNS,
+    GRADES,
+    SCORE_GROUP,
+    measured_mask,
+    row_flags,
+)
+from joulebench.summary import SUMMARY_KEY
 from joulebench.tables import _atomic
 
 COLUMN_WIDTH_IN = 3.5
@@ -54,7 +66,13 @@ STYLE = {
     "grid.alpha": 0.35,
     "pdf.fonttype": 42,  # embed TrueType: text stays text in the PDF
     "savefig.dpi": 300,
+    # Labels are text: a model, method or device named "$x^$" must print as written, never
+    # go through mathtext (which raises on it). Log axes get plain-number ticks below.
+    "text.parse_math": False,
 }
+# Energies are shown in the unit in which the typical (median) value is at least 1.
+ENERGY_UNITS = (("J", 1.0), ("mJ", 1e3), ("µJ", 1e6))
+LABEL_CHARS = 28  # user strings (models, methods, devices, families) longer than this are cut
 FACTOR_AXES = {  # column -> (scale, axis label)
     "flops_per_image": (1e-9, "GFLOPs per image"),
     "params": (1e-6, "Parameters (millions)"),
@@ -104,6 +122,74 @@ def no_data(stem, title: str, reason: str) -> list[Path]:
     return _save(fig, stem)
 
 
+def short(text, n: int = LABEL_CHARS) -> str:
+    """A user string cut to `n` characters with an ellipsis: a 10,000-character family name
+    must not push the legend off the figure (the full name is in the data and on the page)."""
+    text = str(text)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def energy_unit(values) -> tuple[str, float]:
+    """(unit, factor from joules) in which the median positive energy is at least 1."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return ENERGY_UNITS[0]
+    middle = float(np.median(v))
+    for unit, scale in ENERGY_UNITS:
+        if middle * scale >= 1.0:
+            return unit, scale
+    return ENERGY_UNITS[-1]
+
+
+def plain_number(value: float) -> str:
+    """A tick value as people write it: 0.002, 0.5, 20, 1,000 (never 2 x 10^-3)."""
+    if not np.isfinite(value):
+        return ""
+    if value == 0:
+        return "0"
+    k = math.floor(math.log10(abs(value)))
+    for digits in (1, 2, 3):
+        decimals = max(0, digits - 1 - k)
+        if abs(round(value, decimals) - value) <= 1e-9 * abs(value):
+            break
+    return f"{value:,.{decimals}f}"
+
+
+class _LogTicks(LogLocator):
+    """Decades on wide axes; 1-2-5 or finer steps when an axis spans only a decade or two, so
+    a log axis always has a few labelled ticks."""
+
+    def tick_values(self, vmin, vmax):
+        lo, hi = sorted((vmin, vmax))
+        span = math.log10(hi / lo) if lo > 0 and np.isfinite(hi / lo) else 3.0
+        if span > 2.2:
+            subs = (1.0,)
+        elif span > 0.9:
+            subs = (1.0, 2.0, 5.0)
+        elif span > 0.35:
+            subs = (1.0, 2.0, 3.0, 5.0, 7.0)
+        else:
+            subs = tuple(np.arange(1.0, 10.0))
+        self.set_params(subs=subs)
+        return super().tick_values(vmin, vmax)
+
+
+def _plain_log(*axes) -> None:
+    """Log-scaled axes labelled with plain numbers at major ticks only."""
+    for axis in axes:
+        axis.set_major_locator(_LogTicks(base=10.0))
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos: plain_number(v)))
+        axis.set_minor_formatter(NullFormatter())
+
+
+def group_title(row) -> str:
+    """A comparison group for a figure: device · method · batch, user strings cut short."""
+    est = " (estimated)" if bool(row.get("energy_is_estimate")) else ""
+    dev, method = short(row["device_label"], 20), short(row["method"], 20)
+    return f"{dev} · {method} · batch {row['batch_size_requested']}{est}"
+
+
 def is_estimated(df: pd.DataFrame) -> pd.Series:
     """Per row: energy from an estimate (energy_is_estimate / is_estimate, or the meter name)."""
     for col in ("energy_is_estimate", "is_estimate"):
@@ -149,12 +235,24 @@ def _pick_group(df: pd.DataFrame, keys: Sequence[str], want: dict) -> pd.DataFra
     return df[mask]
 
 
+def _legend_columns(fig: Figure, handles, ncol: int) -> int:
+    """At most `ncol` columns, as many as fit the figure's width: a column takes about
+    0.55 em per character of its longest label, plus the marker and the spacing."""
+    if not handles:
+        return 1
+    em_pt = float(matplotlib.rcParams["legend.fontsize"])
+    longest = max(len(h.get_label()) for h in handles)
+    column_pt = em_pt * (0.55 * longest + 3.5)
+    width_pt = fig.get_figwidth() * 72 - 12
+    return max(1, min(ncol, len(handles), int(width_pt // column_pt)))
+
+
 def _top_legend(fig: Figure, handles, title: str, ncol: int = 3) -> None:
     """The legend above the axes, titled with what the figure shows: never over the data."""
     fig.legend(
         handles=handles,
         loc="outside upper left",
-        ncol=ncol,
+        ncol=_legend_columns(fig, handles, ncol),
         title=title,
         title_fontsize=7,
         alignment="left",
@@ -190,6 +288,49 @@ def _selectors(**kw) -> dict:
 # --- (1) accuracy vs energy, the front and the grades -----------------------------------------
 
 
+_FLAGGED_NOTE = re.compile(r"flagged ([^\s:(;]+)")
+
+
+def unscored_reasons(scores: pd.DataFrame) -> pd.Series:
+    """Why each row is not on the plot, from its score note: "failed", "flagged <flag>",
+    "without energy" or "without top-1"; "" for scored rows."""
+    scored = scores["scored"].fillna(False).astype(bool)
+    notes = scores["score_note"].astype("string").fillna("") if "score_note" in scores else None
+    status = scores["status"].astype("string").fillna("missing")
+    e = pd.to_numeric(scores["energy_per_image_j"], errors="coerce")
+    a = pd.to_numeric(scores["top1"], errors="coerce")
+    out = []
+    for i in range(len(scores)):
+        flag = _FLAGGED_NOTE.search(notes.iloc[i]) if notes is not None else None
+        if scored.iloc[i]:
+            out.append("")
+        elif status.iloc[i] != "ok":
+            out.append("failed")
+        elif flag:
+            out.append(f"flagged {flag.group(1)}")
+        elif not (np.isfinite(e.iloc[i]) and e.iloc[i] > 0):
+            out.append("without energy")
+        elif not np.isfinite(a.iloc[i]):
+            out.append("without top-1")
+        else:
+            out.append("not scored")
+    return pd.Series(out, index=scores.index, dtype=object)
+
+
+def _counted(reasons: pd.Series) -> str:
+    """'3 flagged other-load, 2 failed': the reasons, most common first."""
+    counts = reasons[reasons != ""].value_counts()
+    return ", ".join(f"{n} {why}" for why, n in counts.items())
+
+
+def _same_setting(scores: pd.DataFrame, row) -> np.ndarray:
+    """Rows run like `row` (same phase, device, method, requested batch), whatever the meter."""
+    same = np.ones(len(scores), bool)
+    for k in SCORE_GROUP[:-1]:
+        same &= (scores[k] == row[k]).fillna(False).to_numpy(bool)
+    return same
+
+
 @_styled
 def accuracy_vs_energy(
     scores: pd.DataFrame,
@@ -201,87 +342,133 @@ def accuracy_vs_energy(
     batch_size: int | None = None,
 ) -> list[Path]:
     """Top-1 against energy per image (log x) in one score group, coloured by grade, with the
-    front as the staircase 'best accuracy for at most this energy'."""
+    front as the staircase 'best accuracy for at most this energy'.
+
+    Rows kept off the front by a flag (other-load, high-spread, ...) but holding energy and
+    top-1 are drawn hollow and named in the legend; when every row is flagged the figure
+    shows them and says so, rather than claiming there is no data."""
     title = "Accuracy vs energy per image"
     want = {"phase": phase, "device_label": device_label, "method": method}
     want["batch_size_requested"] = batch_size
-    scored = scores[scores["scored"].fillna(False).astype(bool)]
-    g = _pick_group(scored, SCORE_GROUP, want)
-    if g.empty:
-        return no_data(stem, title, f"no model with both energy and top-1 ({_describe(want)})")
-    x = g["energy_per_image_j"].to_numpy(float)
-    y = g["top1"].to_numpy(float)
-    est = is_estimated(g).to_numpy()
-    fig, ax = _figure(2.7)
-    front = g[g["on_front"].fillna(False).astype(bool)].sort_values("energy_per_image_j")
-    ax.step(
-        front["energy_per_image_j"],
-        front["top1"],
-        where="post",
-        color="#444444",
-        lw=0.8,
-        zorder=1,
-        label="Pareto front",
-    )
+    reasons = unscored_reasons(scores)
+    scored = scores["scored"].fillna(False).astype(bool)
+    drawable = reasons.str.startswith("flagged") & _has_point(scores)
+    g = _pick_group(scores[scored], SCORE_GROUP, want)
+    if g.empty:  # nothing scored: show the flagged rows, if any, as such
+        g = _pick_group(scores[drawable], SCORE_GROUP, want)
+        if g.empty:
+            scope = _in_scope(scores, want)
+            why = _counted(reasons[scope]) or "no rows"
+            where = f" ({_describe(want)})" if _describe(want) != "all groups" else ""
+            return no_data(stem, title, f"no model to plot{where}: {why}")
+    row = g.iloc[0]
+    group = np.ones(len(scores), bool)
+    for k in SCORE_GROUP:
+        v = row[k]
+        group &= (scores[k].isna() if pd.isna(v) else scores[k] == v).fillna(False).to_numpy(bool)
+    drawn = group & (scored | drawable).to_numpy()
+    shown = scores[drawn]
+    unit, scale = energy_unit(shown["energy_per_image_j"])
+    fig, ax = _figure(2.9)
+    graded = shown[shown["scored"].fillna(False).astype(bool)]
+    front = graded[graded["on_front"].fillna(False).astype(bool)].sort_values("energy_per_image_j")
+    handles = []
+    if len(front):
+        ax.step(
+            front["energy_per_image_j"] * scale,
+            front["top1"],
+            where="post",
+            color="#444444",
+            lw=0.8,
+            zorder=1,
+        )
+        handles.append(Line2D([], [], color="#444444", lw=0.8, label="front"))
     for letter in GRADES:
-        sel = (g["grade"] == letter).fillna(False).to_numpy(bool)
-        if sel.any():
-            _scatter(
-                ax,
-                x[sel],
-                y[sel],
-                est[sel],
+        sel = graded[(graded["grade"] == letter).fillna(False).astype(bool)]
+        if len(sel):
+            ax.scatter(
+                sel["energy_per_image_j"] * scale,
+                sel["top1"],
                 color=GRADE_COLORS[letter],
                 s=14,
                 lw=0.4,
                 zorder=2,
-                label=letter,
             )
+            handles.append(_dot(GRADE_COLORS[letter], letter))
+    flagged = shown[~shown["scored"].fillna(False).astype(bool)]
+    by_flag = reasons[flagged.index]
+    for k, why in enumerate(sorted(by_flag.unique())):
+        sel = flagged[by_flag == why]
+        marker = MARKERS[k % len(MARKERS)]
+        ax.scatter(
+            sel["energy_per_image_j"] * scale,
+            sel["top1"],
+            facecolors="none",
+            edgecolors=OTHER_GREY,
+            marker=marker,
+            s=16,
+            lw=0.7,
+            zorder=2,
+        )
+        handles.append(_dot(OTHER_GREY, f"{short(why)} ({len(sel)}, not graded)", marker, True))
     ax.set_xscale("log")
-    ax.set_xlabel(energy_label(pd.Series(est), energy_base(g)))
+    _plain_log(ax.xaxis)
+    ax.set_xlabel(energy_label(pd.Series([bool(row["energy_is_estimate"])]), energy_base(g), unit))
     ax.set_ylabel("Top-1 accuracy (%)")
     ax.grid(True, which="major")
-    row = g.iloc[0]
-    ax.set_title(f"{group_label(row)} · {_models(len(g))}", loc="left")
-    _grade_legend(ax, g)
-    _note_unscored(ax, scores, row)
+    head = f"{group_title(row)} · {_models(len(graded))} graded"
+    if graded.empty:
+        head += f"\nnone graded: {_counted(by_flag)} (score.invalid_flags)"
+    hidden = _counted(reasons[_same_setting(scores, row) & ~drawn])
+    if hidden:
+        head += f"\nnot shown: {hidden}"
+    _top_legend(fig, handles, head, ncol=5)
     return _save(fig, stem)
 
 
-def _grade_legend(ax, g: pd.DataFrame) -> None:
-    present = [k for k in GRADES if (g["grade"] == k).any()]
-    handles = [Line2D([], [], color="#444444", lw=0.8, label="front")]
-    handles += [
-        Line2D([], [], ls="", marker="o", ms=4, mfc=GRADE_COLORS[k], mec="none", label=k)
-        for k in present
-    ]
-    ax.legend(
-        handles=handles,
-        title="grade",
-        title_fontsize=6.5,
-        loc="lower right",
-        ncol=2,
-        handletextpad=0.2,
-        columnspacing=0.6,
-        borderaxespad=0.2,
-    )
+def not_comparable(
+    summary: pd.DataFrame, energy: str = "total", max_energy_cv=DEFAULT_MAX_ENERGY_CV
+) -> str:
+    """Why rows of a summary have no comparable energy, counted: '20 flagged other-load, 2
+    failed' (empty when every row is comparable): the reason a figure is empty."""
+    e = pd.to_numeric(summary[ENERGY_COLUMNS[energy]], errors="coerce")
+    flags = row_flags(summary, energy, max_energy_cv).fillna("")
+    invalid = set(DEFAULT_INVALID_FLAGS)
+    reasons = []
+    for status, value, fl in zip(summary["status"], e, flags, strict=True):
+        hit = next((f.strip() for f in fl.split(";") if f.strip() in invalid), "")
+        if status != "ok":
+            reasons.append("failed")
+        elif not (np.isfinite(value) and value > 0):
+            reasons.append("without energy")
+        elif hit:
+            reasons.append(f"flagged {hit}")
+        else:
+            reasons.append("")
+    return _counted(pd.Series(reasons, dtype=object))
 
 
-def _note_unscored(ax, scores: pd.DataFrame, row) -> None:
-    same = np.ones(len(scores), bool)
-    for k in SCORE_GROUP[:-1]:  # same device/method/batch, whatever the meter
-        same &= (scores[k] == row[k]).fillna(False).to_numpy(bool)
-    missing = int((~scores["scored"].fillna(False).astype(bool).to_numpy() & same).sum())
-    if missing:
-        ax.text(
-            0.01,
-            0.99,
-            f"{missing} not shown (failed or no top-1)",
-            transform=ax.transAxes,
-            va="top",
-            fontsize=6,
-            color="#555555",
-        )
+def _empty_because(what: str, why: str) -> str:
+    return f"{what}: {why}" if why else what
+
+
+def _has_point(scores: pd.DataFrame) -> pd.Series:
+    e = pd.to_numeric(scores["energy_per_image_j"], errors="coerce")
+    a = pd.to_numeric(scores["top1"], errors="coerce")
+    return (np.isfinite(e) & (e > 0) & np.isfinite(a) & (scores["status"] == "ok")).fillna(False)
+
+
+def _in_scope(scores: pd.DataFrame, want: dict) -> pd.Series:
+    scope = pd.Series(True, index=scores.index)
+    for k, v in want.items():
+        if v is not None:
+            scope &= (scores[k] == v).fillna(False)
+    return scope
+
+
+def _dot(color, label: str, marker: str = "o", hollow: bool = False) -> Line2D:
+    face = "none" if hollow else color
+    return Line2D([], [], ls="", marker=marker, ms=4, mfc=face, mec=color, label=label)
 
 
 def _describe(want: dict) -> str:
@@ -304,6 +491,7 @@ def energy_vs_factors(
     method: str | None = None,
     batch_size: int | None = None,
     max_families: int = 5,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> list[Path]:
     """Log-log energy against each factor (one panel each), the overall fit line with slope
     and R² in the legend; the largest families coloured, the rest grey."""
@@ -313,29 +501,33 @@ def energy_vs_factors(
     kind = "total"
     if factor_fits is not None and len(factor_fits):
         kind = str(factor_fits["energy_kind"].iloc[0])
-    g = _pick_group(summary[measured_mask(summary, kind)], SCORE_GROUP, want)
+    comparable = measured_mask(summary, kind, max_energy_cv=max_energy_cv)
+    g = _pick_group(summary[comparable], SCORE_GROUP, want)
     if g.empty:
-        return no_data(stem, title, f"no measured energy ({_describe(want)})")
+        why = not_comparable(summary, kind, max_energy_cv)
+        where = f" ({_describe(want)})" if _describe(want) != "all groups" else ""
+        return no_data(stem, title, _empty_because(f"no comparable energy{where}", why))
     row = g.iloc[0]
     est = is_estimated(g)
     fam = g["family"].astype("string").fillna("unknown")
     top = list(fam.value_counts().index[:max_families])
     colors = {f: OKABE_ITO[i] for i, f in enumerate(top)}
-    fig, axes = _figure(1.75 * len(factors) + 0.55, nrows=len(factors), ncols=1, squeeze=False)
+    fig, axes = _figure(1.75 * len(factors) + 0.7, nrows=len(factors), ncols=1, squeeze=False)
     axes = axes[:, 0]
-    e = g[ENERGY_COLUMNS[kind]].to_numpy(float)
+    unit, e_scale = energy_unit(g[ENERGY_COLUMNS[kind]])
+    e = g[ENERGY_COLUMNS[kind]].to_numpy(float) * e_scale
     for ax, factor in zip(axes, factors, strict=True):
-        scale, xlabel = FACTOR_AXES[factor]
+        x_scale, xlabel = FACTOR_AXES[factor]
         x = pd.to_numeric(g[factor], errors="coerce").to_numpy(float)
         for f in [*top, None]:
             sel = (fam.isin(top) == False).to_numpy() if f is None else (fam == f).to_numpy()  # noqa: E712
             ok = sel & np.isfinite(x) & (x > 0)
             if ok.any():
                 color = OTHER_GREY if f is None else colors[f]
-                label = "other" if f is None else f
+                label = "other" if f is None else short(f, 20)
                 _scatter(
                     ax,
-                    x[ok] * scale,
+                    x[ok] * x_scale,
                     e[ok],
                     est.to_numpy()[ok],
                     color=color,
@@ -344,31 +536,24 @@ def energy_vs_factors(
                     alpha=0.85,
                     label=label,
                 )
-        fit = _fit_line(ax, factor_fits, row, factor, x[np.isfinite(x) & (x > 0)], scale)
+        x_ok = x[np.isfinite(x) & (x > 0)]
+        fit = _fit_line(ax, factor_fits, row, factor, x_ok, x_scale, e_scale)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _plain_log(ax.xaxis, ax.yaxis)
         ax.set_xlabel(xlabel)
         ax.grid(True, which="major")
         if fit is not None:
             ax.legend(handles=[fit], loc="lower right", handlelength=1.8)
     base = energy_base(pd.DataFrame({"energy_kind": [kind]}))
-    fig.supylabel(energy_label(est, base), fontsize=STYLE["axes.labelsize"])
+    fig.supylabel(energy_label(est, base, unit), fontsize=STYLE["axes.labelsize"])
     handles, labels = axes[0].get_legend_handles_labels()
-    keep = [(h, lab) for h, lab in zip(handles, labels, strict=True) if not lab.startswith("fit")]
-    fig.legend(
-        *zip(*keep, strict=True),
-        loc="outside upper left",
-        ncol=3,
-        handletextpad=0.1,
-        columnspacing=0.8,
-        title=f"{group_label(row)} · {_models(len(g))}, by family",
-        title_fontsize=7,
-        alignment="left",
-    )
+    keep = [h for h, lab in zip(handles, labels, strict=True) if not lab.startswith("fit")]
+    _top_legend(fig, keep, f"{group_title(row)} · {_models(len(g))}, by family", ncol=3)
     return _save(fig, stem)
 
 
-def _fit_line(ax, fits: pd.DataFrame, row, factor: str, x_raw: np.ndarray, scale: float):
+def _fit_line(ax, fits, row, factor: str, x_raw: np.ndarray, x_scale: float, e_scale: float):
     if fits is None or fits.empty or not len(x_raw):
         return None
     sel = (fits["factor"] == factor) & (fits["family"] == "all")
@@ -381,7 +566,9 @@ def _fit_line(ax, fits: pd.DataFrame, row, factor: str, x_raw: np.ndarray, scale
     xs = np.geomspace(x_raw.min(), x_raw.max(), 50)
     ys = 10 ** (f["intercept_log10"] + f["slope"] * np.log10(xs))
     label = f"fit: slope {f['slope']:.2f}, R² = {f['r2']:.2f} (n = {f['n']})"
-    (line,) = ax.plot(xs * scale, ys, color="black", lw=0.9, ls="--", zorder=3, label=label)
+    (line,) = ax.plot(
+        xs * x_scale, ys * e_scale, color="black", lw=0.9, ls="--", zorder=3, label=label
+    )
     return line
 
 
@@ -389,7 +576,7 @@ def _fit_line(ax, fits: pd.DataFrame, row, factor: str, x_raw: np.ndarray, scale
 
 
 @_styled
-def method_savings(savings: pd.DataFrame, stem, *, device_label: str | None = None):
+def method_savings(savings: pd.DataFrame, stem, *, device_label: str | None = None, why: str = ""):
     """Distribution of each method's saving against the baseline, one box per batch size."""
     title = "Energy saving of methods"
     s = savings[np.isfinite(pd.to_numeric(savings["saving"], errors="coerce"))]
@@ -398,7 +585,8 @@ def method_savings(savings: pd.DataFrame, stem, *, device_label: str | None = No
     elif not s.empty:
         s = s[s["device_label"] == s["device_label"].value_counts().index[0]]
     if s.empty:
-        return no_data(stem, title, "no model measured with both a method and the baseline")
+        what = "no model measured with both a method and the baseline"
+        return no_data(stem, title, _empty_because(what, why))
     baseline = s["baseline_method"].iloc[0]
     methods = sorted(s["method"].unique())
     batches = sorted(s["batch_size_requested"].dropna().unique())
@@ -425,15 +613,22 @@ def method_savings(savings: pd.DataFrame, stem, *, device_label: str | None = No
             jitter = rng.uniform(-0.25, 0.25, len(v)) * width
             ax.scatter(pos + jitter, v, s=4, color=colors[b], alpha=0.6, lw=0, zorder=3)
     ax.axhline(0, color="#444444", lw=0.6, ls=":")
-    ax.set_xticks(range(len(methods)), methods)
+    names = [short(m, 20) for m in methods]
+    # Side by side the names must fit the axis (~40 characters at 7 pt); else slant them.
+    slant = sum(len(n) + 2 for n in names) > 40
+    ax.set_xticks(range(len(methods)), names)
+    if slant:
+        ax.tick_params(axis="x", labelrotation=30)
+        for t in ax.get_xticklabels():
+            t.set(ha="right", rotation_mode="anchor")
     ax.set_xlim(-0.6, len(methods) - 0.4)
     ax.set_xlabel("Method")
     est = is_estimated(s)
-    label = energy_label(est, f"Energy saving vs {baseline}", "%")
+    label = energy_label(est, f"Energy saving vs {short(baseline, 20)}", "%")
     ax.set_ylabel(label.replace(": open markers", ""))
     handles = [Line2D([], [], color=colors[b], lw=2, label=f"batch {b}") for b in batches]
     n = _models(s["model"].nunique())
-    title = f"{s['device_label'].iloc[0]} · {n} · saving = 1 − E/E_{baseline}"
+    title = f"{short(s['device_label'].iloc[0], 20)} · {n} · saving = 1 − E/E(baseline)"
     _top_legend(fig, handles, title, ncol=min(len(batches), 4))
     ax.grid(True, axis="y")
     return _save(fig, stem)
@@ -443,26 +638,35 @@ def method_savings(savings: pd.DataFrame, stem, *, device_label: str | None = No
 
 
 @_styled
-def energy_vs_batch_size(batch: pd.DataFrame, stem, *, device_label: str | None = None):
+def energy_vs_batch_size(
+    batch: pd.DataFrame, stem, *, device_label: str | None = None, why: str = ""
+):
     """Energy per image against the batch size run: a thin line per model, coloured by method,
     and each method's geometric mean over the models measured at every batch size."""
     title = "Energy per image vs batch size"
-    b = batch[np.isfinite(pd.to_numeric(batch["energy_per_image_j"], errors="coerce"))]
+    e_all = pd.to_numeric(batch["energy_per_image_j"], errors="coerce")
+    b = batch[np.isfinite(e_all) & (e_all > 0)]
     if device_label is not None:
         b = b[b["device_label"] == device_label]
     elif not b.empty:
         b = b[b["device_label"] == b["device_label"].value_counts().index[0]]
     if b.empty or b["batch_size"].nunique() < 2:
-        return no_data(stem, title, "fewer than two batch sizes measured")
+        what = "fewer than two batch sizes with a comparable energy"
+        return no_data(stem, title, _empty_because(what, why))
     methods = sorted(b["method"].unique())
     colors = _series_colors(methods)
+    unit, scale = energy_unit(b["energy_per_image_j"])
     fig, ax = _figure(2.9)
     for m in methods:
         bm = b[b["method"] == m]
         for _, one in bm.groupby("model"):
             one = one.sort_values("batch_size")
             ax.plot(
-                one["batch_size"], one["energy_per_image_j"], color=colors[m], lw=0.4, alpha=0.35
+                one["batch_size"],
+                one["energy_per_image_j"] * scale,
+                color=colors[m],
+                lw=0.4,
+                alpha=0.35,
             )
         wide = bm.pivot_table(index="model", columns="batch_size", values="energy_per_image_j")
         wide = wide.dropna()
@@ -470,23 +674,25 @@ def energy_vs_batch_size(batch: pd.DataFrame, stem, *, device_label: str | None 
             gmean = np.exp(np.log(wide).mean())
             ax.plot(
                 gmean.index,
-                gmean.to_numpy(),
+                gmean.to_numpy() * scale,
                 color=colors[m],
                 lw=1.8,
                 marker="o",
                 ms=3,
-                label=f"{m} (geo. mean, {_models(len(wide))})",
+                label=f"{short(m)} (geo. mean, {_models(len(wide))})",
             )
     sizes = sorted(b["batch_size"].unique())
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    _plain_log(ax.yaxis)
     ax.set_xticks(sizes, [str(int(v)) for v in sizes])
-    ax.minorticks_off() if len(sizes) < 8 else None
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("Batch size (images)")
-    ax.set_ylabel(energy_label(is_estimated(b), energy_base(b)))
+    ax.set_ylabel(energy_label(is_estimated(b), energy_base(b), unit))
     ax.grid(True, which="major")
-    title = f"{b['device_label'].iloc[0]} · {_models(b['model'].nunique())} · thin: one model"
-    _top_legend(fig, ax.get_legend_handles_labels()[0], title, ncol=1)
+    device = short(b["device_label"].iloc[0], 20)
+    title = f"{device} · {_models(b['model'].nunique())} · thin: one model"
+    _top_legend(fig, ax.get_legend_handles_labels()[0], title, ncol=2 if len(methods) > 3 else 1)
     return _save(fig, stem)
 
 
@@ -546,7 +752,8 @@ def power_trace(
     ax.set_ylabel(f"{what} (W{', estimated' if estimated else ''})")
     ax.grid(True)
     bs = first["batch_size_requested"]
-    title = f"{first['model']} · {first['method']} · batch {bs} · {first['device_label']}"
+    setting = f"{short(first['method'], 20)} · batch {bs} · {short(first['device_label'], 20)}"
+    title = f"{short(first['model'], 48)}\n{setting}"
     _top_legend(fig, ax.get_legend_handles_labels()[0], title, ncol=min(len(repeats), 4))
     return _save(fig, stem)
 
@@ -555,25 +762,35 @@ def power_trace(
 
 
 @_styled
-def throughput_vs_energy(summary: pd.DataFrame, stem, *, device_label: str | None = None):
+def throughput_vs_energy(
+    summary: pd.DataFrame,
+    stem,
+    *,
+    device_label: str | None = None,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+):
     """Throughput against energy per image; since E = P / throughput, dotted lines mark
     constant mean power, so distance across them is a difference in power draw."""
     title = "Throughput vs energy per image"
-    s = summary[measured_mask(summary)]
-    s = s[np.isfinite(pd.to_numeric(s["throughput_img_s"], errors="coerce"))]
+    s = summary[measured_mask(summary, max_energy_cv=max_energy_cv)]
+    throughput = pd.to_numeric(s["throughput_img_s"], errors="coerce")
+    s = s[np.isfinite(throughput) & (throughput > 0)]
     if device_label is not None:
         s = s[s["device_label"] == device_label]
     elif not s.empty:
         s = s[s["device_label"] == s["device_label"].value_counts().index[0]]
     if s.empty:
-        return no_data(stem, title, "no configuration with both energy and throughput")
+        why = not_comparable(summary, max_energy_cv=max_energy_cv)
+        what = "no configuration with both a comparable energy and a throughput"
+        return no_data(stem, title, _empty_because(what, why))
     methods = sorted(s["method"].unique())
     batches = sorted(s["batch_size_requested"].dropna().unique())
     colors = _series_colors(methods)
     markers = {b: MARKERS[i % len(MARKERS)] for i, b in enumerate(batches)}
     est = is_estimated(s)
+    unit, scale = energy_unit(s["energy_per_image_j"])
     fig, ax = _figure(3.0)
-    x = s["energy_per_image_j"].to_numpy(float)
+    x = s["energy_per_image_j"].to_numpy(float) * scale
     y = s["throughput_img_s"].to_numpy(float)
     for m in methods:
         for b in batches:
@@ -592,43 +809,50 @@ def throughput_vs_energy(summary: pd.DataFrame, stem, *, device_label: str | Non
                 )
     ax.set_xscale("log")
     ax.set_yscale("log")
-    _iso_power(ax, x, y)
-    ax.set_xlabel(energy_label(est))
+    _plain_log(ax.xaxis, ax.yaxis)
+    _iso_power(ax, x / scale, y, scale)
+    ax.set_xlabel(energy_label(est, unit=unit))
     ax.set_ylabel("Throughput (images/s)")
     ax.grid(True, which="major")
-    handles = [Line2D([], [], ls="", marker="o", color=colors[m], label=m) for m in methods]
-    handles += [
-        Line2D([], [], ls="", marker=markers[b], color="#555555", label=f"batch {b}")
-        for b in batches
-    ]
-    title = (
-        f"{s['device_label'].iloc[0]} · {_models(s['model'].nunique())} · dotted: constant power"
-    )
-    _top_legend(fig, handles, title, ncol=min(len(handles), 5))
+    handles = [_dot(colors[m], short(m, 20)) for m in methods]
+    handles += [_dot("#555555", f"batch {b}", markers[b]) for b in batches]
+    device = short(s["device_label"].iloc[0], 20)
+    title = f"{device} · {_models(s['model'].nunique())} · dotted: constant power"
+    _top_legend(fig, handles, title, ncol=5)
     return _save(fig, stem)
 
 
 @_styled
-def train_vs_inference(summary: pd.DataFrame, stem, *, device_label: str | None = None):
+def train_vs_inference(
+    summary: pd.DataFrame,
+    stem,
+    *,
+    device_label: str | None = None,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+):
     """Energy per training sample against energy per inference image, per model, for the
     configurations (device, method, batch size) measured in both phases; dotted: equal."""
     title = "Training vs inference energy per sample"
-    s = summary[measured_mask(summary)]
+    s = summary[measured_mask(summary, max_energy_cv=max_energy_cv)]
     if device_label is not None:
         s = s[s["device_label"] == device_label]
     key = ["device_label", "method", "model", "batch_size_requested"]
-    infer = s[s["phase"] == "inference"].set_index(key)["energy_per_image_j"]
+    infer = s[s["phase"] == "inference"].drop_duplicates(key).set_index(key)["energy_per_image_j"]
     train = s[s["phase"] == "train"]
     both = train.join(infer.rename("inference_j"), on=key, how="inner")
     both = both[np.isfinite(both["inference_j"].astype(float))]
     if both.empty:
-        return no_data(stem, title, "no model measured in both phases (phases: [inference, train])")
+        what = "no model measured in both phases (phases: [inference, train])"
+        phases = set(summary["phase"].dropna())
+        why = not_comparable(summary, max_energy_cv=max_energy_cv) if len(phases) > 1 else ""
+        return no_data(stem, title, _empty_because(what, why))
     est = is_estimated(both)
     methods = sorted(both["method"].unique())
     colors = _series_colors(methods)
+    unit, scale = energy_unit(pd.concat([both["inference_j"], both["energy_per_image_j"]]))
     fig, ax = _figure(3.0)
-    x = both["inference_j"].to_numpy(float)
-    y = both["energy_per_image_j"].to_numpy(float)
+    x = both["inference_j"].to_numpy(float) * scale
+    y = both["energy_per_image_j"].to_numpy(float) * scale
     for m in methods:
         sel = (both["method"] == m).to_numpy(bool)
         _scatter(ax, x[sel], y[sel], est.to_numpy()[sel], color=colors[m], s=10, lw=0.4)
@@ -636,32 +860,39 @@ def train_vs_inference(summary: pd.DataFrame, stem, *, device_label: str | None 
     ax.plot([low, high], [low, high], ls=":", color="#444444", lw=0.8)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel(energy_label(est, "Inference energy per image"))
-    ax.set_ylabel(energy_label(est, "Training energy per sample"))
+    _plain_log(ax.xaxis, ax.yaxis)
+    ax.set_xlabel(energy_label(est, "Inference energy per image", unit))
+    ax.set_ylabel(energy_label(est, "Training energy per sample", unit))
     ax.grid(True, which="major")
-    handles = [Line2D([], [], ls="", marker="o", color=colors[m], label=m) for m in methods]
+    handles = [_dot(colors[m], short(m, 20)) for m in methods]
     _top_legend(fig, handles, f"{_models(both['model'].nunique())} · dotted: equal", ncol=4)
     return _save(fig, stem)
 
 
-def _iso_power(ax, x: np.ndarray, y: np.ndarray) -> None:
+def _iso_power(ax, energy_j: np.ndarray, throughput: np.ndarray, scale: float = 1.0) -> None:
     """Dotted lines of constant power P = E * throughput at each decade of watts in view,
-    labelled near where they leave the plot, at the angle they are drawn."""
-    power = x * y
+    labelled near where they leave the plot, at the angle they are drawn. The x axis shows
+    energy in joules times `scale` (mJ: 1e3)."""
+    power = energy_j * throughput
+    power = power[np.isfinite(power) & (power > 0)]
+    if not power.size:
+        return
     xlim, ylim = ax.get_xlim(), ax.get_ylim()
     xs = np.geomspace(*xlim, 20)
-    for p in 10.0 ** np.arange(np.floor(np.log10(power.min())), np.ceil(np.log10(power.max())) + 1):
-        ax.plot(xs, p / xs, color="#b0b0b0", lw=0.5, ls=":", zorder=0)
-        x_end = min(xlim[1], p / ylim[0])  # leaves through the right edge or the bottom
+    decades = np.arange(np.floor(np.log10(power.min())), np.ceil(np.log10(power.max())) + 1)
+    for p in 10.0**decades:
+        k = p * scale  # in axis units: throughput = k / x
+        ax.plot(xs, k / xs, color="#b0b0b0", lw=0.5, ls=":", zorder=0)
+        x_end = min(xlim[1], k / ylim[0])  # leaves through the right edge or the bottom
         xt = x_end / 10 ** (0.12 * np.log10(xlim[1] / xlim[0]))
-        if not (xlim[0] < xt < xlim[1] and ylim[0] < p / xt < ylim[1]):
+        if not (xlim[0] < xt < xlim[1] and ylim[0] < k / xt < ylim[1]):
             continue
-        (x0, y0), (x1, y1) = ax.transData.transform([(xt, p / xt), (xt * 2, p / xt / 2)])
+        (x0, y0), (x1, y1) = ax.transData.transform([(xt, k / xt), (xt * 2, k / xt / 2)])
         angle = np.degrees(np.arctan2(y1 - y0, x1 - x0))
         ax.text(
             xt,
-            p / xt,
-            f"{p:g} W",
+            k / xt,
+            f"{plain_number(p)} W",
             fontsize=5.5,
             color="#808080",
             rotation=angle,
@@ -708,16 +939,18 @@ def render_all(
     tc = choose_trace_config(trace, trace_config or {})
     idle, est = _trace_context(summary, tc)
     dev = group.get("device_label")
+    summary, cv = with_score_flags(summary, scores)
+    why = not_comparable(summary, max_energy_cv=cv)  # why a fits figure may be empty
     return {
         "accuracy_vs_energy": accuracy_vs_energy(scores, out / "accuracy_vs_energy", **group),
         "energy_vs_factors": energy_vs_factors(
-            summary, fits.get("factor_fits"), out / "energy_vs_factors", **group
+            summary, fits.get("factor_fits"), out / "energy_vs_factors", max_energy_cv=cv, **group
         ),
         "method_savings": method_savings(
-            fits["method_savings"], out / "method_savings", device_label=dev
+            fits["method_savings"], out / "method_savings", device_label=dev, why=why
         ),
         "energy_vs_batch_size": energy_vs_batch_size(
-            fits["batch_scaling"], out / "energy_vs_batch_size", device_label=dev
+            fits["batch_scaling"], out / "energy_vs_batch_size", device_label=dev, why=why
         ),
         "power_trace": power_trace(
             trace if trace is not None else pd.DataFrame(columns=[*_TRACE_KEY, "power_w"]),
@@ -727,15 +960,29 @@ def render_all(
             **tc,
         ),
         "throughput_vs_energy": throughput_vs_energy(
-            summary, out / "throughput_vs_energy", device_label=dev
+            summary, out / "throughput_vs_energy", device_label=dev, max_energy_cv=cv
         ),
         "train_vs_inference": train_vs_inference(
-            summary, out / "train_vs_inference", device_label=dev
+            summary, out / "train_vs_inference", device_label=dev, max_energy_cv=cv
         ),
     }
 
 
 _TRACE_KEY = ["device_label", "model", "method", "batch_size_requested"]
+
+
+def with_score_flags(summary: pd.DataFrame, scores: pd.DataFrame):
+    """The summary with each row's flags as the score stage set them (high-spread included,
+    by the configured threshold), and the spread threshold the figures should still apply:
+    None when the scores carried flags, else the default."""
+    key = list(SUMMARY_KEY)
+    if "flags" not in scores.columns or not set(key) <= set(scores.columns):
+        return summary, DEFAULT_MAX_ENERGY_CV
+    flags = scores.drop_duplicates(key).set_index(key)["flags"]
+    joined = summary.join(flags.rename("_score_flags"), on=key)
+    out = summary.copy()
+    out["flags"] = joined["_score_flags"].astype("string").fillna(summary["flags"].astype("string"))
+    return out, None
 
 
 def choose_trace_config(trace: pd.DataFrame | None, want: dict) -> dict:

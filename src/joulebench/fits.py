@@ -25,6 +25,7 @@ import pandas as pd
 
 from joulebench.score import (
     DEFAULT_INVALID_FLAGS,
+    DEFAULT_MAX_ENERGY_CV,
     ENERGY_COLUMNS,
     SCORE_GROUP,
     measured_mask,
@@ -217,11 +218,12 @@ def factor_fits(
     factors: Sequence[str] = FACTORS,
     min_n: int = 3,
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> pd.DataFrame:
     """Log-log fits of energy per image on each factor, overall ("all") and per family."""
     rows = []
     e_all = _energy(summary, energy)
-    for key, g in _groups(summary, measured_mask(summary, energy, invalid_flags)):
+    for key, g in _groups(summary, measured_mask(summary, energy, invalid_flags, max_energy_cv)):
         for factor in factors:
             x = pd.to_numeric(g[factor], errors="coerce").astype(float)
             ok = np.isfinite(x) & (x > 0)
@@ -254,12 +256,13 @@ def accuracy_fits(
     *,
     energy: str = "total",
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> pd.DataFrame:
     """Both diminishing-returns forms, on every scored model and on the front alone."""
     rows = []
     e_all = _energy(summary, energy)
     a_all = pd.to_numeric(summary["top1"], errors="coerce").astype(float)
-    mask = measured_mask(summary, energy, invalid_flags) & np.isfinite(a_all)
+    mask = measured_mask(summary, energy, invalid_flags, max_energy_cv) & np.isfinite(a_all)
     for key, g in _groups(summary, mask):
         e, a = e_all[g.index].to_numpy(), a_all[g.index].to_numpy()
         front = pareto_front(a, e)
@@ -282,6 +285,7 @@ def method_savings(
     *,
     energy: str = "total",
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> pd.DataFrame:
     """Saving of every other method against the baseline, per model and requested batch size.
 
@@ -291,7 +295,7 @@ def method_savings(
     """
     key = ["phase", "device_label", "model", "batch_size_requested"]
     df = summary.dropna(subset=key + ["method"]).copy()
-    df["_e"] = _energy(df, energy).where(measured_mask(df, energy, invalid_flags))
+    df["_e"] = _energy(df, energy).where(measured_mask(df, energy, invalid_flags, max_energy_cv))
     base = df[df["method"] == baseline_method].drop_duplicates(key)
     base = base[key + ["batch_size", "_e", "energy_is_estimate", "status"]].rename(
         columns={
@@ -337,9 +341,10 @@ def batch_scaling(
     *,
     energy: str = "total",
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> pd.DataFrame:
     """Energy per image against the batch size run, per (device, method, model); measured rows."""
-    df = summary[measured_mask(summary, energy, invalid_flags)].copy()
+    df = summary[measured_mask(summary, energy, invalid_flags, max_energy_cv)].copy()
     df["energy_kind"] = energy
     df["energy_per_image_j"] = _energy(df, energy)
     df = df.sort_values(["phase", "device_label", "method", "model", "batch_size"])
@@ -356,9 +361,10 @@ def all_fits(
     energy: str = "total",
     min_n: int = 3,
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> dict[str, pd.DataFrame]:
     """Every table of this module, by the name `write_fits` gives its file."""
-    kw = {"energy": energy, "invalid_flags": invalid_flags}
+    kw = {"energy": energy, "invalid_flags": invalid_flags, "max_energy_cv": max_energy_cv}
     return {
         "factor_fits": factor_fits(summary, min_n=min_n, **kw),
         "accuracy_fits": accuracy_fits(summary, **kw),

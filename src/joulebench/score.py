@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from joulebench.summary import add_flag
+
 GRADES = ("A", "B", "C", "D", "E", "F", "G")
 # Lower bounds of the efficiency index for A..F; below F's bound is G. In energy terms a
 # model graded A spends at most 1.25x the front's energy at its accuracy, B 1.67x, C 2.2x,
@@ -33,8 +35,13 @@ DEFAULT_GRADE_THRESHOLDS: dict[str, float] = {
     "F": 0.1,
 }
 DEFAULT_REFERENCE_MODEL = "resnet50.a1_in1k"
-# Flags that make a measurement unusable for comparison (set by the meters).
-DEFAULT_INVALID_FLAGS = ("other-process", "mig", "other-load")
+# A row whose energy varies more than this between repeats (CV = std / mean) is flagged
+# `high-spread`: at CV 0.25 and the default 4 repeats the 95% CI is the mean +-40 %, wider
+# than two grade bands, so its grade would say nothing. See docs/scoring.md.
+DEFAULT_MAX_ENERGY_CV = 0.25
+FLAG_HIGH_SPREAD = "high-spread"
+# Flags that make a measurement unusable for comparison (set by the meters, and high-spread).
+DEFAULT_INVALID_FLAGS = ("other-process", "mig", "other-load", FLAG_HIGH_SPREAD)
 ENERGY_COLUMNS = {"total": "energy_per_image_j", "dynamic": "dynamic_energy_per_image_j"}
 SCORE_GROUP = ("phase", "device_label", "method", "batch_size_requested", "energy_is_estimate")
 
@@ -47,6 +54,7 @@ SCORE_COLUMNS: dict[str, str] = {
     "model": "string",
     "family": "string",
     "status": "string",
+    "flags": "string",  # the summary's flags, plus high-spread where the energy CV is too high
     "meter": "string",
     "energy_is_estimate": "boolean",
     "energy_kind": "string",  # total or dynamic (above idle): which energy was scored
@@ -142,26 +150,65 @@ def _best_top1_within(top1: np.ndarray, energy: np.ndarray) -> np.ndarray:
 
 def _flagged(flags: pd.Series, invalid: Sequence[str]) -> pd.Series:
     parts = flags.fillna("").astype(str).str.split(";")
-    return parts.map(lambda fs: next((f for f in fs if f.strip() in invalid), ""))
+    return parts.map(lambda fs: next((f.strip() for f in fs if f.strip() in invalid), ""))
+
+
+def energy_cv(df: pd.DataFrame, energy: str = "total") -> pd.Series:
+    """The CV over repeats of the energy compared (NaN where unknown)."""
+    col = ENERGY_COLUMNS[energy].removesuffix("_j") + "_cv"
+    if col not in df.columns:
+        return pd.Series(np.nan, index=df.index)
+    return pd.to_numeric(df[col], errors="coerce").astype(float)
+
+
+def check_max_cv(max_energy_cv) -> float | None:
+    """The configured spread threshold: a positive number, or None for no spread check."""
+    if max_energy_cv is None:
+        return None
+    value = float(max_energy_cv)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"max_energy_cv must be a positive number or null, got {max_energy_cv!r}")
+    return value
+
+
+def row_flags(
+    df: pd.DataFrame, energy: str = "total", max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV
+) -> pd.Series:
+    """Each row's flags: those it carries, plus `high-spread` where the CV of the compared
+    energy exceeds `max_energy_cv` (None: no spread check)."""
+    flags = df["flags"] if "flags" in df.columns else pd.Series(pd.NA, index=df.index)
+    flags = flags.astype("string")
+    limit = check_max_cv(max_energy_cv)
+    if limit is None:
+        return flags
+    return add_flag(flags, (energy_cv(df, energy) > limit).fillna(False), FLAG_HIGH_SPREAD)
 
 
 def measured_mask(
-    df: pd.DataFrame, energy: str = "total", invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS
+    df: pd.DataFrame,
+    energy: str = "total",
+    invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> pd.Series:
-    """Rows whose energy can be compared: status ok, energy > 0, no invalidating flag."""
+    """Rows whose energy can be compared: status ok, energy > 0, no invalidating flag
+    (high-spread included, where the energy CV exceeds `max_energy_cv`)."""
     e = pd.to_numeric(df[ENERGY_COLUMNS[energy]], errors="coerce").astype(float)
     ok = (df["status"] == "ok").fillna(False).astype(bool)
-    flag = _flagged(df["flags"], tuple(invalid_flags))
+    flag = _flagged(row_flags(df, energy, max_energy_cv), tuple(invalid_flags))
     return ok & np.isfinite(e) & (e > 0) & (flag == "")
 
 
-def _notes(df: pd.DataFrame, energy_ok: pd.Series, flag: pd.Series) -> list[list[str]]:
+def _notes(
+    df: pd.DataFrame, energy_ok: pd.Series, flag: pd.Series, cv: pd.Series, max_cv
+) -> list[list[str]]:
     notes = [[] for _ in range(len(df))]
-    for i, (status, e_ok, f, src, acc) in enumerate(
-        zip(df["status"], energy_ok, flag, df["accuracy_source"], df["top1"], strict=True)
+    for i, (status, e_ok, f, src, acc, c) in enumerate(
+        zip(df["status"], energy_ok, flag, df["accuracy_source"], df["top1"], cv, strict=True)
     ):
         if status != "ok":
             notes[i].append(f"status {status}: not scored")
+        elif f == FLAG_HIGH_SPREAD:
+            notes[i].append(f"flagged {f} (energy CV {c:.0%} > {max_cv:.0%}): not scored")
         elif f:
             notes[i].append(f"flagged {f}: not scored")
         elif not e_ok:
@@ -178,22 +225,28 @@ def score_summary(
     reference_model: str | None = DEFAULT_REFERENCE_MODEL,
     energy: str = "total",
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> pd.DataFrame:
     """Score every row of a summary (SUMMARY_COLUMNS) -> SCORE_COLUMNS, one row per row.
 
     energy: "total" (energy_per_image_j) or "dynamic" (above idle). The energy index needs
     no accuracy, so it is given for every measured row whose group holds the reference.
+    Rows whose energy CV exceeds `max_energy_cv` get the flag `high-spread` (in `flags`),
+    which keeps them off the front while it is one of `invalid_flags` (the default).
     """
     thresholds = parse_grade_thresholds(grade_thresholds)
     if energy not in ENERGY_COLUMNS:
         raise ValueError(f"energy must be one of {tuple(ENERGY_COLUMNS)}, got {energy!r}")
+    max_energy_cv = check_max_cv(max_energy_cv)
     df = summary.reset_index(drop=True).copy()
     e = pd.to_numeric(df[ENERGY_COLUMNS[energy]], errors="coerce").astype(float)
     a = pd.to_numeric(df["top1"], errors="coerce").astype(float)
+    df["flags"] = row_flags(df, energy, max_energy_cv)
     flag = _flagged(df["flags"], tuple(invalid_flags))
-    measured = measured_mask(df, energy, invalid_flags)
+    measured = measured_mask(df, energy, invalid_flags, max_energy_cv=None)  # flags already set
     scored = measured & np.isfinite(a)
-    notes = _notes(df.assign(top1=a), np.isfinite(e) & (e > 0), flag)
+    cv = energy_cv(df, energy)
+    notes = _notes(df.assign(top1=a), np.isfinite(e) & (e > 0), flag, cv, max_energy_cv)
 
     out = pd.DataFrame({c: df[c] for c in SCORE_COLUMNS if c in df.columns})
     out["energy_kind"] = energy

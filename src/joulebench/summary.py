@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import warnings
 
+import numpy as np
 import pandas as pd
 
 from joulebench.tables import (
@@ -28,8 +29,16 @@ from joulebench.tables import (
 )
 
 PHASES = ("inference", "train")
-ACCURACY_SOURCES = ("measured", "reference", "none")
+# "unknown": a summary from elsewhere gave top-1 without saying where it came from.
+ACCURACY_SOURCES = ("measured", "reference", "none", "unknown")
 STATUS_NOT_PROFILED = "not-profiled"
+# A row of our own profile holding an impossible value (e.g. energy 0 on a row marked ok).
+STATUS_INVALID = "invalid"
+# Added to `flags` where a 95% CI lower bound below 0 J was raised to 0 (energies are > 0).
+FLAG_CI_CLIPPED = "ci-clipped"
+ENERGY_STEMS = ("energy_per_image", "dynamic_energy_per_image")
+# Percentages that must lie in [0, 100] wherever they are given.
+PERCENT_COLUMNS = ("top1", "top5", "top1_real", "top1_v2")
 # A configuration is identified by these; batch_size (the batch run) may differ after OOM.
 SUMMARY_KEY = ("phase", "device_label", "method", "model", "batch_size_requested")
 
@@ -133,6 +142,9 @@ def build_summary(
 
     A missing catalog or accuracy table gives NaN properties / accuracy_source "none"
     with a note; catalogued models without any profile row become "not-profiled" rows.
+    A row holding an impossible value (top-1 outside [0, 100], energy or throughput <= 0)
+    is kept with status "invalid" and the value in its reason; CI lower bounds below 0 J
+    are raised to 0 and flagged `ci-clipped`.
     """
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
@@ -185,7 +197,8 @@ def build_summary(
     out["accuracy_source"] = out["accuracy_source"].fillna("none")
     out = out.rename(columns=_ACCURACY_RENAME)
     out = out.sort_values(list(SUMMARY_KEY), kind="stable", na_position="last")
-    return conform(out.reindex(columns=list(SUMMARY_COLUMNS)), SUMMARY_COLUMNS)
+    out = conform(out.reindex(columns=list(SUMMARY_COLUMNS)), SUMMARY_COLUMNS)
+    return clip_ci_low(_invalidate_impossible(out))
 
 
 def write_summary(df: pd.DataFrame, path: str | os.PathLike, csv_path=None) -> None:
@@ -194,6 +207,130 @@ def write_summary(df: pd.DataFrame, path: str | os.PathLike, csv_path=None) -> N
     write_table(df, path, SUMMARY_COLUMNS)
     if csv_path is not None:
         write_table(df, csv_path, SUMMARY_COLUMNS)
+
+
+# --- values no measurement can have, and intervals that cannot go below zero -----------
+
+
+def add_flag(flags: pd.Series, where, flag: str) -> pd.Series:
+    """`flags` (;-joined) with `flag` appended on the rows `where` is true, never twice."""
+    where = pd.Series(where, index=flags.index).fillna(False).astype(bool)
+    old = flags.astype("string").fillna("")
+    has = old.str.split(";").map(lambda fs: flag in [f.strip() for f in fs])
+    add = where & ~has.astype(bool)
+    joined = old.where(old == "", old + ";") + flag
+    return old.where(~add, joined).astype("string")
+
+
+def clip_ci_low(df: pd.DataFrame) -> pd.DataFrame:
+    """Raise 95% CI lower bounds below 0 J to 0 and flag those rows `ci-clipped`.
+
+    An energy cannot be negative, but mean - t * s / sqrt(n) is whenever the spread is large
+    (CV above about 63 % with 4 repeats, 40 % with 3). The upper bound is left as computed.
+    """
+    out = df.copy()
+    clipped = pd.Series(False, index=out.index)
+    for stem in ENERGY_STEMS:
+        col = f"{stem}_ci95_low_j"
+        if col not in out.columns:
+            continue
+        low = pd.to_numeric(out[col], errors="coerce")
+        below = (low < 0).fillna(False)
+        out.loc[below, col] = 0.0
+        clipped |= below
+    if clipped.any() and "flags" in out.columns:
+        out["flags"] = add_flag(out["flags"], clipped, FLAG_CI_CLIPPED)
+    return out
+
+
+def _rule_problems(df: pd.DataFrame):
+    """(column, rule, mask of offending rows) for every range rule of the summary."""
+
+    def values(col):
+        return pd.to_numeric(df[col], errors="coerce").astype(float)
+
+    for col in PERCENT_COLUMNS:
+        if col in df.columns:
+            v = values(col)
+            yield col, "must lie in [0, 100] (percent)", v.notna() & ~v.between(0, 100)
+    for col in ("energy_per_image_j", "throughput_img_s"):
+        if col in df.columns:
+            v = values(col)
+            rule = "must be > 0 (negative, zero and infinite values are impossible)"
+            yield col, rule, v.notna() & ~(np.isfinite(v) & (v > 0))
+    for stem in ENERGY_STEMS:
+        for col in (f"{stem}_std_j", f"{stem}_cv"):
+            if col in df.columns:
+                v = values(col)
+                yield col, "must not be negative", v.notna() & ~(v >= 0)
+    for col in ("power_mean_w", "idle_power_w"):
+        if col in df.columns:
+            v = values(col)
+            yield col, "must not be negative", v.notna() & ~(v >= 0)
+    for col in ("batch_size_requested", "batch_size"):
+        if col in df.columns:
+            v = values(col)
+            yield col, "must be at least 1", v.notna() & ~(v >= 1)
+
+
+def _shown(value) -> str:
+    """A value as a user wrote it: 150.0, -1.0, inf, 0 (no numpy repr)."""
+    if isinstance(value, (bool, np.bool_)) or value is None or value is pd.NA:
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    return repr(value)
+
+
+def _row_name(df: pd.DataFrame, i) -> str:
+    r = df.loc[i]
+    parts = [str(r[c]) for c in ("device_label", "method", "model") if c in df and pd.notna(r[c])]
+    if "batch_size_requested" in df and pd.notna(r["batch_size_requested"]):
+        parts.append(f"batch {r['batch_size_requested']}")
+    return f"row {i}" + (f" ({' · '.join(parts)})" if parts else "")
+
+
+def _range_problems(df: pd.DataFrame, examples: int = 3) -> list[str]:
+    """One line per broken rule: the column, the rule, and the first rows with their value."""
+    problems = []
+    for col, rule, bad in _rule_problems(df):
+        bad = bad.fillna(False).astype(bool)
+        if not bad.any():
+            continue
+        shown = [
+            f"{col} = {_shown(df.loc[i, col])} in {_row_name(df, i)}"
+            for i in df.index[bad][:examples]
+        ]
+        more = int(bad.sum()) - len(shown)
+        tail = f" (and {more} more rows)" if more > 0 else ""
+        problems.append(f"{col} {rule}: " + "; ".join(shown) + tail)
+    return problems
+
+
+def _invalidate_impossible(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows of our own run that hold an impossible value become status "invalid": the value is
+    emptied and the reason names it, so one bad reading never stops the summary."""
+    out = df.copy()
+    reasons = pd.Series("", index=out.index, dtype=object)
+    for col, rule, bad in _rule_problems(out):
+        bad = bad.fillna(False).astype(bool)
+        for i in out.index[bad]:
+            reasons[i] += f"{'; ' if reasons[i] else ''}{col} = {_shown(out.loc[i, col])} {rule}"
+            out.loc[i, col] = pd.NA if SUMMARY_COLUMNS.get(col) != "float64" else np.nan
+    hit = reasons != ""
+    if hit.any():
+        warnings.warn(
+            f"{int(hit.sum())} summary rows hold impossible values; marked {STATUS_INVALID!r}",
+            stacklevel=3,
+        )
+        was_ok = hit & (out["status"] == "ok").fillna(False).astype(bool)
+        before = out["reason"].astype("string").fillna("")
+        note = "impossible value: " + reasons.astype("string")
+        out.loc[hit, "reason"] = note.where(before == "", before + "; " + note)[hit]
+        out.loc[was_ok, "status"] = STATUS_INVALID  # a failed row keeps its own status
+    return out
 
 
 # --- checking a summary read from anywhere ----------------------------------------------
@@ -229,9 +366,6 @@ def _value_problems(df: pd.DataFrame) -> list[str]:
     bad_src = set(df["accuracy_source"].dropna()) - set(ACCURACY_SOURCES)
     if bad_src or df["accuracy_source"].isna().any():
         problems.append(f"accuracy_source must be one of {ACCURACY_SOURCES}, got {bad_src}")
-    energy = pd.to_numeric(df["energy_per_image_j"], errors="coerce")
-    if (energy < 0).any():
-        problems.append(f"energy_per_image_j is negative in {int((energy < 0).sum())} rows")
     ok = df["status"] == "ok"
     if df.loc[ok, "energy_is_estimate"].isna().any():
         problems.append("energy_is_estimate is missing on rows with status ok")
@@ -241,6 +375,7 @@ def _value_problems(df: pd.DataFrame) -> list[str]:
         problems.append(
             f"{int(mixed.sum())} rows have an estimate meter but energy_is_estimate False"
         )
+    problems += _range_problems(df)
     keyed = df.dropna(subset=list(SUMMARY_KEY))
     dup = keyed.duplicated(list(SUMMARY_KEY), keep=False)
     if dup.any():
@@ -311,11 +446,21 @@ def _fill_missing(df: pd.DataFrame, path) -> pd.DataFrame:
     for c in missing:
         dtype = SUMMARY_COLUMNS[c]
         df[c] = pd.Series([None] * len(df), index=df.index, dtype=dtype)
+    if "accuracy_source" in missing:  # say what is known: no top-1, or top-1 of unknown origin
+        has_top1 = pd.to_numeric(df["top1"], errors="coerce").notna()
+        df["accuracy_source"] = pd.Series(
+            np.where(has_top1, "unknown", "none"), index=df.index, dtype="string"
+        )
     return df
 
 
 def read_summary(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a summary (parquet or csv) from anywhere, check it, return it in declared form."""
+    """Read a summary (parquet or csv) from anywhere, check it, return it in declared form.
+
+    Missing optional columns are left empty (accuracy_source: "none", or "unknown" where a
+    top-1 is given); impossible values raise SummaryError naming column, row and value; CI
+    lower bounds below 0 J are raised to 0 and flagged `ci-clipped`.
+    """
     df = read_table(path)
     if str(path).endswith(".csv"):
         df = _coerce_csv(df)
@@ -327,4 +472,4 @@ def read_summary(path: str | os.PathLike) -> pd.DataFrame:
     extra = [c for c in df.columns if c not in SUMMARY_COLUMNS]
     if extra:
         warnings.warn(f"{path}: ignoring undeclared summary columns {extra}", stacklevel=2)
-    return conform(df[list(SUMMARY_COLUMNS)], SUMMARY_COLUMNS)
+    return clip_ci_low(conform(df[list(SUMMARY_COLUMNS)], SUMMARY_COLUMNS))

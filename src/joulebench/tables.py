@@ -6,8 +6,10 @@ half-written parquet behind and Snakemake can resume from what exists.
 
 from __future__ import annotations
 
+import glob
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -74,8 +76,29 @@ def _umask() -> int:
     return mask
 
 
+# Temp files older than this process were left by a write that was killed (kill -9, a node
+# lost): nobody will rename them, so the next write of the same file removes them.
+_PROCESS_START = time.time()
+
+
+def remove_stale_temps(path: str | os.PathLike) -> list[Path]:
+    """Delete the temp files that interrupted writes of `path` left behind (`.<name>.*.tmp`
+    made before this process started); returns what was removed."""
+    path = Path(path)
+    removed = []
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        try:
+            if tmp.stat().st_mtime < _PROCESS_START:
+                tmp.unlink()
+                removed.append(tmp)
+        except FileNotFoundError:
+            pass  # gone meanwhile
+    return removed
+
+
 def _atomic(path: Path, write) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -142,6 +165,8 @@ PROFILE_COLUMNS: dict[str, str] = {
     "is_estimate": "boolean",  # True: the energy is modelled, not read from a counter
     "meter_reasons": "string",  # why a better meter was not used
     "meter_detail": "string",  # JSON: the meter's own description (zones, TDP, uuid...)
+    # mean, std, CV and 95% CI of the repeats; the summary raises a CI lower bound below 0 J
+    # to 0 and flags the row ci-clipped (docs/scoring.md)
     **_spread_columns("energy_per_image"),
     **_spread_columns("dynamic_energy_per_image"),  # above idle_power_w
     "throughput_img_s": "float64",

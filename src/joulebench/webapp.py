@@ -116,16 +116,19 @@ def page_table(summary: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
 
     Rows without a score row (scores computed from another summary) keep empty scores;
     `energy_is_estimate` is filled from the meter's name where unknown, so the page can
-    badge every estimate.
+    badge every estimate. `flags` are the score stage's where it gave them (they add
+    high-spread to the summary's own).
     """
     key = list(SUMMARY_KEY)
     missing = [c for c in PAGE_SUMMARY_COLUMNS if c not in summary.columns]
     if missing:
         raise ValueError(f"summary lacks columns {missing} (see SUMMARY_COLUMNS)")
     left = summary[list(PAGE_SUMMARY_COLUMNS)].reset_index(drop=True)
-    right = scores.reindex(columns=key + list(PAGE_SCORE_COLUMNS)).drop_duplicates(key)
-    right = right.rename(columns=PAGE_SCORE_COLUMNS)
+    right = scores.reindex(columns=[*key, *PAGE_SCORE_COLUMNS, "flags"]).drop_duplicates(key)
+    right = right.rename(columns={**PAGE_SCORE_COLUMNS, "flags": "_score_flags"})
     out = left.merge(right, on=key, how="left", validate="many_to_one")
+    score_flags = out.pop("_score_flags").astype("string")
+    out["flags"] = score_flags.where(score_flags.notna(), out["flags"].astype("string"))
     by_meter = out["meter"].fillna("").astype(str).str.startswith("estimate:")
     out["energy_is_estimate"] = out["energy_is_estimate"].astype("boolean").fillna(by_meter)
     return out[list(PAGE_COLUMNS)]

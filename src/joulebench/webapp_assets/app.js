@@ -1,7 +1,9 @@
 /* joulebench web page: reads the JSON embedded in the page, draws accuracy against energy on
    a canvas, and keeps filters, hover card, comparison and table in step. No library and no
    network. Every string from the data reaches the page through textContent or setAttribute,
-   never innerHTML, so a model name is always text. */
+   never innerHTML, so a model name is always text. Each label also sits in its own element
+   with unicode-bidi: isolate (class "u"; words() builds sentences that hold labels), so a
+   right-to-left override in a name cannot reverse the text around it. */
 "use strict";
 (function () {
   const MAX_COMPARE = 6;
@@ -121,6 +123,7 @@
 
   function fmtEnergy(j) {
     if (!isFinite(j)) return "–";
+    if (j === 0) return "0 J";
     const a = Math.abs(j);
     if (a >= 1) return sig(j, 3) + " J";
     if (a >= 1e-3) return sig(j * 1e3, 3) + " mJ";
@@ -140,7 +143,27 @@
   const fmtNum = (v, n = 3) => (isNaN(num(v)) ? "–" : sig(v, n));
   const fmtPct = (v) => (isNaN(num(v)) ? "–" : v.toFixed(2) + "%");
   const fmtGflops = (v) => (isNaN(num(v)) ? "–" : sig(v / 1e9, 3));
-  const str = (v) => (v === null || v === undefined || v === "" ? "–" : String(v));
+  // A pop-directional-isolate with no isolate opened before it in the same string would close
+  // the isolation of the element it sits in (Chromium lets it), so such strays are dropped;
+  // they are invisible, so nothing shown changes but the reading order around the label.
+  function balanced(text) {
+    let open = 0;
+    let out = "";
+    for (const ch of text) {
+      if (ch === "\u2066" || ch === "\u2067" || ch === "\u2068") open++;
+      else if (ch === "\u2069") {
+        if (!open) continue;
+        open--;
+      }
+      out += ch;
+    }
+    return out;
+  }
+  const str = (v) => (v === null || v === undefined || v === "" ? "–" : balanced(String(v)));
+  // U(value) marks a label inside a sentence built by words(): it gets its own element.
+  const U = (v) => ({ label: v });
+  const LABEL_MAX = 60; // characters of a label shown in a legend or chip; the rest on hover
+  const clip = (v) => (str(v).length > LABEL_MAX ? str(v).slice(0, LABEL_MAX - 1) + "…" : str(v));
 
   function ciOf(r) {
     const stem = r.dyn ? "dynamic_energy_per_image" : "energy_per_image";
@@ -152,14 +175,45 @@
     return isNaN(c.lo) || isNaN(c.hi) ? "–" : fmtEnergy(c.lo) + " to " + fmtEnergy(c.hi);
   }
 
-  const fmtCv = (r) => (isNaN(ciOf(r).cv) ? "–" : sig(ciOf(r).cv * 100, 2) + "%");
+  // The summary raises CI lower bounds below 0 J to 0 and flags the row (docs/scoring.md).
+  const flagList = (r) => String(r.flags || "").split(";").map((f) => f.trim()).filter(Boolean);
+  const ciClipped = (r) => flagList(r).includes("ci-clipped");
+  const INFO_FLAGS = ["estimate", "ci-clipped"]; // say something about a row, never exclude it
+  const offFrontFlag = (r) => (/flagged ([^\s:(;]+)/.exec(String(r.score_note || "")) || [])[1];
+  const runText = (r) =>
+    words(U(r.device_label), " · ", U(r.method), ` · batch ${str(r.batch_size_requested)}`);
+
+  function fmtCv(r) {
+    const pct = ciOf(r).cv * 100;
+    if (isNaN(pct)) return "–";
+    return (pct >= 10 ? pct.toFixed(0) : sig(pct, 2)) + "%"; // 104%, not 100%
+  }
   const energyWord = () => (META.energy_kind === "dynamic" ? "above idle" : "total");
 
   // ---------------------------------------------------------------- DOM helpers
   function el(tag, cls, text) {
     const e = document.createElement(tag);
     if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (text !== undefined && text !== null) e.textContent = balanced(String(text));
+    return e;
+  }
+
+  function words(...parts) {
+    // A sentence with labels in it: each U(value) is its own bidi-isolated element, so
+    // the text copies cleanly and no label can reorder its neighbours.
+    const s = el("span");
+    for (const p of parts) {
+      const isLabel = p !== null && typeof p === "object" && "label" in p;
+      s.append(isLabel ? el("span", "u", str(p.label)) : String(p));
+    }
+    return s;
+  }
+
+  function label(tag, cls, text) {
+    // One user string in its own bidi-isolated element (CSS .u), cut short with the full
+    // text on hover when it is long.
+    const e = el(tag, (cls ? cls + " " : "") + "u", clip(text));
+    if (str(text).length > LABEL_MAX) e.setAttribute("title", str(text));
     return e;
   }
 
@@ -232,7 +286,7 @@
         input.checked = true;
         input.setAttribute("data-facet", col);
         input.setAttribute("value", k);
-        lab.append(input, el("span", "name", k), el("span", "n", fmtInt(counts.get(k))));
+        lab.append(input, el("span", "name u", k), el("span", "n", fmtInt(counts.get(k))));
         lab.setAttribute("title", k);
         list.append(lab);
       }
@@ -549,11 +603,13 @@
   function renderLegend() {
     const box = $("legend");
     box.replaceChildren();
-    const key = (color, text, cls) => {
+    const key = (color, text, cls, name) => {
       const s = el("span", "key");
       const i = el("i", cls);
       if (color) i.style.background = color;
-      s.append(i, el("span", null, text));
+      s.append(i);
+      if (name !== undefined) s.append(label("span", null, name), " ");
+      s.append(el("span", null, text));
       box.append(s);
     };
     if (state.colorBy === "grade") {
@@ -564,7 +620,7 @@
     } else {
       const counts = new Map();
       for (const r of points) counts.set(r.family, (counts.get(r.family) || 0) + 1);
-      for (const [f, c] of FAMILY_COLOR) if (counts.has(f)) key(c, `${f} (${counts.get(f)})`);
+      for (const [f, c] of FAMILY_COLOR) if (counts.has(f)) key(c, `(${counts.get(f)})`, null, f);
       const rest = [...counts].filter(([f]) => !FAMILY_COLOR.has(f));
       const n = rest.reduce((s, [, c]) => s + c, 0);
       if (n) key(OTHER, `${rest.length} other families (${n})`);
@@ -576,36 +632,42 @@
 
   // ---------------------------------------------------------------- hover card
   function fillCard(card, r) {
-    card.replaceChildren(el("div", "name", r.model));
+    card.replaceChildren(label("div", "name", r.model));
     const badges = el("div", "badges");
     badges.append(gradeChip(r.grade));
     if (r.on_front === true) badges.append(badge("front", "on the front"));
     if (r.est) badges.append(badge("est", "estimated"));
-    if (r.flags) badges.append(badge("flag", r.flags));
+    if (r.flags) badges.append(badge("flag u", flagList(r).join(", ")));
     card.append(badges);
     const dl = el("dl");
-    const add = (k, v) => dl.append(el("dt", null, k), el("dd", null, v));
+    const add = (k, v) => {
+      const dd = el("dd");
+      dd.append(v instanceof Node ? v : String(v));
+      dl.append(el("dt", null, k), dd);
+    };
     const sep = () => dl.append(el("div", "sep"));
     add(`Energy / image (${r.dyn ? "above idle" : "total"})`, fmtEnergy(r.energy) + (r.est ? " (estimated)" : ""));
-    add("95% CI", fmtCi(r));
+    add("95% CI", fmtCi(r) + (ciClipped(r) ? " (lower bound clipped at 0)" : ""));
     add("CV over repeats", fmtCv(r) + (r.repeats ? ` (${r.repeats} repeats)` : ""));
     const other = r.dyn ? num(r.energy_per_image_j) : num(r.dynamic_energy_per_image_j);
     add(r.dyn ? "Total energy" : "Above idle", fmtEnergy(other));
-    add("Top-1", fmtPct(r.acc) + (r.accuracy_source ? ` (${r.accuracy_source})` : ""));
+    add("Top-1", r.accuracy_source ? words(fmtPct(r.acc), " (", U(r.accuracy_source), ")") : fmtPct(r.acc));
     add("Top-5", fmtPct(num(r.top5)));
     add("Throughput", fmtNum(r.throughput_img_s) + " img/s");
     add("Params · GFLOPs", `${fmtCount(r.params)} · ${fmtGflops(r.flops_per_image)}`);
     add("Efficiency index", fmtNum(r.efficiency_index, 3));
-    add("Energy index", isNaN(num(r.energy_index)) ? "–" : `${sig(r.energy_index, 3)} × ${str(r.reference_model)}`);
+    add("Energy index", isNaN(num(r.energy_index)) ? "–" : words(`${sig(r.energy_index, 3)} × `, U(r.reference_model)));
     sep();
     const ran = r.batch_size !== r.batch_size_requested && r.batch_size ? ` (ran ${r.batch_size})` : "";
-    add("Run", `${str(r.device_label)} · ${str(r.method)} · batch ${str(r.batch_size_requested)}${ran}`);
-    add("Meter", str(r.meter));
-    add("Device", str(r.device_name));
-    add("Host", str(r.host));
-    add("Versions", `torch ${str(r.torch_version)} · timm ${str(r.timm_version)} · driver ${str(r.driver_version)}`);
+    const run = runText(r);
+    run.append(ran);
+    add("Run", run);
+    add("Meter", words(U(r.meter)));
+    add("Device", words(U(r.device_name)));
+    add("Host", words(U(r.host)));
+    add("Versions", words("torch ", U(r.torch_version), " · timm ", U(r.timm_version), " · driver ", U(r.driver_version)));
     add("Started (UTC)", str(r.start_time_utc));
-    if (r.status !== "ok") add("Status", `${str(r.status)}: ${str(r.reason)}`);
+    if (r.status !== "ok") add("Status", words(U(r.status), ": ", U(r.reason)));
     if (r.score_note) add("Note", r.score_note);
     card.append(dl);
   }
@@ -708,7 +770,7 @@
       x.type = "button";
       x.setAttribute("aria-label", "remove " + (r.model || ""));
       x.addEventListener("click", () => toggleCompare(r.id));
-      chip.append(sw, el("span", null, r.model), x);
+      chip.append(sw, label("span", "chip-name", r.model), x);
       chips.append(chip);
     });
     const grid = el("div", "compare-grid");
@@ -724,7 +786,7 @@
       const th = el("th");
       const sw = el("span", null, "■ ");
       sw.style.color = COMPARE_COLORS[k];
-      th.append(sw, el("span", "model-name", r.model));
+      th.append(sw, label("span", "model-name", r.model));
       head.append(th);
     });
     const body = t.createTBody();
@@ -755,7 +817,7 @@
     line("Parameters", (r) => fmtCount(r.params));
     line("GFLOPs / image", (r) => fmtGflops(r.flops_per_image));
     line("Energy index", (r) => fmtNum(r.energy_index));
-    line("Run", (r) => `${str(r.device_label)} · ${str(r.method)} · batch ${str(r.batch_size_requested)}`);
+    line("Run", runText);
     line("Meter", (r) => str(r.meter));
     line("Device", (r) => str(r.device_name));
     line("Status", (r) => str(r.status));
@@ -801,7 +863,7 @@
     { key: "flops_per_image", label: "GFLOPs", w: 70, fmt: (r) => fmtGflops(r.flops_per_image) },
     { key: "grade", label: "Grade", text: true, w: 58 },
     { key: "efficiency_index", label: "Eff. index", w: 92, fmt: (r) => fmtNum(r.efficiency_index) },
-    { key: "status", label: "Status", text: true, w: 92 },
+    { key: "status", label: "Status", text: true, w: 150 },
   ];
 
   function buildTableHead() {
@@ -872,18 +934,35 @@
         td.classList.add("model");
         td.textContent = str(r.model);
         td.setAttribute("title", str(r.model));
+        td.classList.add("u");
       } else if (c.key === "energy") {
         const ci = ciOf(r);
         td.append(fmtEnergy(r.energy));
         if (!isNaN(ci.lo) && !isNaN(ci.hi) && r.energy > 0) {
-          td.append(el("span", "ci", ` ±${sig((50 * (ci.hi - ci.lo)) / r.energy, 2)}%`));
-          td.setAttribute("title", "95% CI " + fmtCi(r));
+          // the half-width from the upper bound: the lower one may be clipped at 0
+          td.append(el("span", "ci", ` ±${sig((100 * (ci.hi - r.energy)) / r.energy, 2)}%`));
+          const clipped = ciClipped(r) ? " (lower bound clipped at 0)" : "";
+          td.setAttribute("title", "95% CI " + fmtCi(r) + clipped);
         }
         if (r.est) td.append(" ", badge("est", "estimated"));
       } else if (c.key === "grade") {
         td.append(gradeChip(r.grade));
+      } else if (c.key === "status") {
+        td.textContent = str(r.status);
+        // the flag that kept it off the front (its score note names it) first
+        const key = (f) => (f === offFrontFlag(r) ? 0 : INFO_FLAGS.includes(f) ? 2 : 1);
+        const flags = flagList(r).sort((a, b) => key(a) - key(b));
+        if (flags.length) {
+          const more = flags.length > 1 ? ` +${flags.length - 1}` : "";
+          td.append(" ", badge("flag u", flags[0] + more));
+          td.setAttribute("title", `${str(r.status)}, flagged: ${flags.join(", ")}`);
+        }
       } else {
         td.textContent = c.fmt ? c.fmt(r) : str(r[c.key]);
+        if (c.text) {
+          td.classList.add("u");
+          td.setAttribute("title", str(r[c.key]));
+        }
       }
       tr.append(td);
     }
@@ -903,7 +982,10 @@
   function renderTable(force) {
     const wrap = $("table-wrap");
     if (force) wrap.scrollTop = 0;
-    const view = wrap.clientHeight || 600;
+    // The wrap may still be empty (first render): fill the height it can grow to, not the
+    // height it has, or the first view shows a few rows and blank space until scrolled.
+    const maxH = parseFloat(getComputedStyle(wrap).maxHeight);
+    const view = Math.max(wrap.clientHeight, isFinite(maxH) ? maxH : window.innerHeight);
     const first = Math.max(0, Math.floor(wrap.scrollTop / ROW_H) - OVERSCAN);
     const last = Math.min(sorted.length, Math.ceil((wrap.scrollTop + view) / ROW_H) + OVERSCAN);
     if (!force && first === shownRange[0] && last === shownRange[1]) return;
@@ -986,18 +1068,25 @@
     const models = distinct("model").size;
     const devices = [...distinct("device_label")];
     const methods = [...distinct("method")];
-    $("overview").textContent =
-      `${fmtInt(ROWS.length)} rows: ${fmtInt(models)} models, ` +
-      `${devices.length} device${devices.length === 1 ? "" : "s"} (${devices.join(", ")}), ` +
-      `${methods.length} method${methods.length === 1 ? "" : "s"} (${methods.join(", ")}). ` +
-      `Energy per image is ${META.energy_kind === "dynamic" ? "the energy above idle" : "the total energy, idle included"}.`;
+    const list = (values) => values.flatMap((v, i) => (i ? [", ", U(v)] : [U(v)]));
+    $("overview").replaceChildren(
+      words(
+        `${fmtInt(ROWS.length)} rows: ${fmtInt(models)} models, `,
+        `${devices.length} device${devices.length === 1 ? "" : "s"} (`,
+        ...list(devices),
+        `), ${methods.length} method${methods.length === 1 ? "" : "s"} (`,
+        ...list(methods),
+        `). Energy per image is ${META.energy_kind === "dynamic" ? "the energy above idle" : "the total energy, idle included"}.`
+      )
+    );
     $("estimate-banner").hidden = !ROWS.some((r) => r.est);
     const t = META.grade_thresholds;
     const letters = Object.keys(t);
     $("grade-bands").textContent =
       letters.map((g) => `${g} ≥ ${t[g]}`).join(", ") +
       `, ${META.grades[META.grades.length - 1]} below ${t[letters[letters.length - 1]]}`;
-    $("reference-model").textContent = META.reference_model || "none set";
+    $("reference-model").textContent = META.reference_model ? str(META.reference_model) : "none set";
+    $("reference-model").classList.add("u");
   }
 
   // ---------------------------------------------------------------- start
