@@ -220,6 +220,7 @@ class NvmlMeter(Meter):
         self.has_energy_counter = self._probe_energy_counter()
         self.name = "nvml" if self.has_energy_counter else "nvml:power-integration"
         self.other_pids: list[int] = []
+        self._warned_pids: list[int] = []
 
     # -- probing what this GPU supports, once --
 
@@ -340,7 +341,9 @@ class NvmlMeter(Meter):
         else:
             self.other_pids = other_pids(pids, os.getpid(), self.has_cuda_context())
         if self.other_pids:
-            log.warning("GPU %s is also used by pids %s", self.uuid, self.other_pids)
+            if self.other_pids != self._warned_pids:  # once per change, not every window
+                log.warning("GPU %s is also used by pids %s", self.uuid, self.other_pids)
+                self._warned_pids = list(self.other_pids)
             flags.append("other-process")
         try:
             current_mode, _pending = self.nvml.nvmlDeviceGetMigMode(self.handle)
@@ -349,6 +352,10 @@ class NvmlMeter(Meter):
         except self.nvml.NVMLError:
             pass  # not MIG-capable
         return flags
+
+    def current_flags(self) -> list[str]:
+        """The flags a window opened now would get (other-process, mig, ...); sets other_pids."""
+        return self._flags()
 
     # -- the window --
 

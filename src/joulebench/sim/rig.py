@@ -16,7 +16,7 @@ from joulebench.meters.nvml import DEFAULT_INTERVAL_S, NvmlMeter
 from joulebench.sim.clock import SimClock
 from joulebench.sim.fake_pynvml import SimBoard, SimNvml
 from joulebench.sim.sensor import SimSensor
-from joulebench.sim.workload import SimGpu
+from joulebench.sim.workload import SimGpu, Workload
 
 #: NVML names of the simulated boards, so the meter finds the generation as on real hardware.
 BOARD_NAMES = {
@@ -91,3 +91,39 @@ def simulated_gpu(
     )
     sim_board = SimBoard(gpu, sim_sensor, name=BOARD_NAMES[generation], **(board or {}))
     return SimRig(clock, gpu, sim_sensor, sim_board, SimNvml([sim_board], clock=clock))
+
+
+class SimCheckTarget:
+    """What `joulebench check` drives (see joulebench.check), on a simulated GPU.
+
+    The standard load is back-to-back matmul steps of `step_s` at `busy_w`; zeros as input
+    draw less dynamic power (SimGpu.zeros_dynamic).
+    """
+
+    cuda_index = None  # no CUDA device: Zeus cannot cross-check a simulation
+
+    def __init__(self, rig: SimRig, *, busy_w: float = 300.0, step_s: float = 0.005):
+        self.rig, self.busy_w, self.step_s = rig, busy_w, step_s
+        self.device = "cuda:0"
+        self.clock = rig.clock
+        self.sleep = rig.gpu.sleep
+        self.timer = rig.clock.every
+
+    def meter(self, **kw) -> NvmlMeter:
+        return self.rig.meter(**kw)
+
+    def busy(self, seconds: float, input_kind: str = "random") -> None:
+        self.rig.gpu.busy(seconds, self.busy_w, input_kind)
+
+    def step(self, input_kind: str = "random"):
+        workload = Workload(
+            period_s=self.step_s,
+            duty=1.0,
+            busy_w=self.busy_w,
+            images_per_batch=1,
+            input_kind=input_kind,
+        )
+        return lambda: self.rig.gpu.batch(workload)
+
+    def sync(self) -> None:
+        self.rig.gpu.sync()
