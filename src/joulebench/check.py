@@ -834,6 +834,8 @@ def _cpu_meter_row(meter, reasons: list[str]) -> Row:
 
 def rapl_rows(meter, probe_s: float = 0.3) -> list[Row]:
     """How often the package counter moves, and how long until it wraps at this power."""
+    from joulebench.meters.rapl import wrapped_delta_uj
+
     zone = next(z for z in meter.zones if z.kind == "package")
     path = zone.path / "energy_uj"
     start = time.monotonic()
@@ -843,7 +845,10 @@ def rapl_rows(meter, probe_s: float = 0.3) -> list[Row]:
         stamps.append(time.monotonic())
     changes = [stamps[i] for i in range(1, len(values)) if values[i] != values[i - 1]]
     update_s = float(np.median(np.diff(changes))) if len(changes) > 2 else math.nan
-    moved_uj = (values[-1] - values[0]) % zone.max_energy_range_uj
+    moved_uj = sum(
+        wrapped_delta_uj(a, b, zone.max_energy_range_uj)
+        for a, b in zip(values[:-1], values[1:], strict=True)
+    )
     power_w = moved_uj / 1e6 / max(stamps[-1] - stamps[0], 1e-9)
     wrap_s = zone.max_energy_range_uj / 1e6 / power_w if power_w > 0 else math.inf
     interval = meter.sampler.interval_s or math.inf
