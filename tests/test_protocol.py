@@ -515,3 +515,18 @@ def test_per_step_latency_leaves_the_phase_shifts_out():
 def test_settings_reject_negative_phase_shifts():
     with pytest.raises(ValueError, match="phase_shifts"):
         ProtocolSettings(phase_shifts=-1)
+
+
+def test_slow_sensor_windows_open_after_a_refresh_period_of_work():
+    clock, device, meter, log = slow_rig()
+    run(device, meter, clock, repeats=2)
+    second = log.index("begin", log.index("end"))
+    pause = max(i for i in range(second) if log[i] == "sleep")  # the pause between repeats
+    lead = log[pause + 1 : second]
+    # 0.1 s of 10 ms steps, then the sync the window opens on: the sensor's last reading
+    # before the window is of the same work
+    assert lead == ["step"] * 10 + ["sync"]
+    clock, device, meter, log = slow_rig()
+    run(device, meter, clock, repeats=2, lead_in=False)
+    second = log.index("begin", log.index("end"))
+    assert log[second - 2 : second] == ["sleep", "sync"]  # straight from the pause

@@ -19,7 +19,11 @@ The protocol then
    evenly spaced, each about refresh_s / (phase_shifts + 1) long: a workload whose batch period
    locks to the refresh would otherwise be seen at one phase for the whole window (Yang,
    Adamek, Armour, SC24). The delays' time is left out of throughput and latency, and their
-   energy (idle power x delay) out of the energy per image, where idle power is known;
+   energy (idle power x delay) out of the energy per image, where idle power is known.
+   Before each such window, steps run for one refresh period (`lead_in`): the counter moves
+   only at refreshes, so a window opened straight after an idle pause would be credited with
+   idle energy at its start while missing work at its end, a bias of about
+   (busy - idle power) x refresh / 2 per window;
 5. reports per-repeat rows, a summary (mean, std, CV, Student-t 95% CI) and the power trace.
 """
 
@@ -95,6 +99,7 @@ class ProtocolSettings:
     per_step_timing: bool = False  # time every step: valid only where steps are synchronous
     # Only where the meter's reading refreshes slowly (meter.refresh_s, NVML):
     phase_shifts: int = 32  # idle delays inside a window that shift the workload's phase
+    lead_in: bool = True  # run one refresh period of steps right before each window opens
     min_window_refreshes: int = 50  # a window spans at least this many sensor refreshes
 
     def __post_init__(self):
@@ -500,6 +505,10 @@ def measure(
             pause = float(rng.uniform(*settings.pause_s))
             sleep(pause)
         plan = plan_window(step_s, settings, refresh_s, rng)
+        if refresh_s and settings.lead_in:
+            # work through one refresh period first, so the sensor's last reading before
+            # the window opens (which the counter extends up to it) is of the same work
+            _run_steps(step, max(1, math.ceil(refresh_s / max(step_s, 1e-12))))
         reading, batches, duration_s, shift_s, window_ms = _window(
             step, sync, meter, plan, settings, clock, sleep
         )

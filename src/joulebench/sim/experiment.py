@@ -5,7 +5,8 @@ A case is a GPU generation, a workload period (10-200 ms batches: some line up w
 start, or at a random offset). For each case:
 - the protocol: the real `joulebench.protocol.measure` through the real NVML meter and its
   sampler, on simulated time, with the idle power measured first as the workflow does;
-- naive: one window of `window_s` around a running loop, counter difference / images.
+- naive: one window of `window_s` around a running loop, no phase shifts, no repeats: the
+  counter difference (or, without a counter, the integrated trace) / images.
 Errors are relative to the true steady-state energy per image of the workload.
 """
 
@@ -96,6 +97,7 @@ def run_protocol(case: Case, settings: ProtocolSettings | None = None, **rig_kw)
         "protocol_flags": flags,
         "repeats": s["repeats"],
         "window_s": float(result.repeats["duration_s"].mean()),
+        "shift_s": float(result.repeats["phase_shift_s"].mean()),  # idle delays per window
         "measured_s": s["measured_s"],
         "protocol_s": elapsed,  # warm-up + windows + pauses, simulated seconds
         # within target, or the spread / CI / a flag says not to trust the mean that far
@@ -113,7 +115,7 @@ def run_naive(case: Case, window_s: float = 1.0, warm_s: float = 1.0, **rig_kw) 
     rig = _rig(case, **rig_kw)
     workload = case.workload()
     truth = rig.gpu.true_energy_per_batch_j(workload) / workload.images_per_batch
-    with rig.meter(sample_interval_s=None) as meter:
+    with rig.meter() as meter:  # the counter (or, before Volta, the 15 ms trace integrated)
         end = rig.clock() + warm_s
         while rig.clock() < end:
             rig.gpu.batch(workload)
@@ -201,9 +203,16 @@ def run_all(
 
 
 def window_sweep(windows_s, random_seeds: int = 8, generations=None) -> pd.DataFrame:
-    """Naive single-window error vs window length, per generation (the figure's lines)."""
+    """Naive single-window error vs window length, per generation (the figure's lines).
+
+    Each window lasts its nominal length times a factor drawn from 1-1.3 per case: a loop of
+    N batches rarely lasts a whole number of refresh periods, and a window that does hides
+    the counter's granularity.
+    """
     rows = []
     for case in cases(random_seeds, generations):
+        stretch = random.Random(f"window-{case}")
         for window in windows_s:
-            rows.append({**run_naive(case, window), "window_target_s": window})
+            length = window * stretch.uniform(1.0, 1.3)
+            rows.append({**run_naive(case, length), "window_target_s": window})
     return pd.DataFrame(rows)
