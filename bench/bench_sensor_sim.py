@@ -42,6 +42,19 @@ def error_table(seeds: int):
         f"{naive['naive_error'].abs().median():.1%}, worst {naive['naive_error'].abs().max():.1%}"
     )
     print(
+        "\n| generation | sensor | protocol: within 5 % | worst | median "
+        "| naive 1 s: median | worst |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for key, spec in experiment.GENERATIONS.items():
+        p = protocol.loc[protocol["generation"] == key, "protocol_error"].abs()
+        n = naive.loc[naive["generation"] == key, "naive_error"].abs()
+        print(
+            f"| {spec.example} ({key}) | {spec.refresh_s * 1e3:g} ms / {spec.window_s * 1e3:g} ms "
+            f"| {(p <= 0.05).mean():.0%} | {p.max():.1%} | {p.median():.2%} | {n.median():.1%} "
+            f"| {n.max():.0%} |"
+        )
+    print(
         f"protocol time per measurement (simulated): {protocol['protocol_s'].mean():.1f} s "
         f"(warm-up, {protocol['repeats'].mean():.0f} windows of "
         f"{protocol['window_s'].mean():.2f} s, pauses)"

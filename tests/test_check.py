@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import jsonschema
+import numpy as np
 import pytest
 from test_profile import job
 
@@ -32,6 +33,7 @@ from joulebench.check import (
 from joulebench.cli import main as cli_main
 from joulebench.meters import RaplMeter
 from joulebench.profile import run_profile
+from joulebench.sensor_fit import fit_refresh, fit_sensor
 
 
 def small_report(device="cpu", uuid=None, status=WARN, refresh_s=None) -> dict:
@@ -166,3 +168,18 @@ def test_a_check_of_another_gpu_is_not_used(tmp_path):
     assert checked_fields(None) == {"check_id": "", "check_verdict": ""}
     (tmp_path / "cuda0.json").write_text("{not json")
     assert device_check("cuda:0", tmp_path, "GPU-aaaa") is None  # unreadable: as if none
+
+
+# ---------------------------------------------------------------- the sensor fit, edge cases
+
+
+def test_sensor_fit_needs_a_reading_that_changes():
+    t = [i * 0.001 for i in range(5000)]
+    assert fit_sensor(t, [60.0] * 5000, [(1.0, 1.4)]) is None  # a driver that never refreshes
+
+
+def test_refresh_fit_survives_refreshes_that_showed_no_change():
+    # changes seen at most refreshes of a 100 ms grid, a third of them missing
+    changes = [0.0137 + 0.1 * k for k in range(60) if k % 3 != 1]
+    period, phase = fit_refresh(np.array(changes))
+    assert period == pytest.approx(0.1, rel=1e-9) and phase == pytest.approx(0.0137)

@@ -12,8 +12,9 @@ to what comes back.
    s seconds before the change is seen (s: the driver's latency). The board's power follows
    the load as a first-order system with rise/fall time constant tau, so the model reading is
    idle + (busy - idle) x (mean of the smoothed busy indicator over that window), fitted by
-   least squares over a grid of (W, s, tau), coarse then fine. Without tau in the model a
-   3 ms rise time would read as a 10 ms window 25 % too wide.
+   least squares: a coarse grid over (W, s, tau), then a compass search from the best point of
+   each rise time (the minimum is narrow). Without tau in the model a 3 ms rise time would
+   read as a 10 ms window 25 % too wide.
 """
 
 from __future__ import annotations
@@ -124,6 +125,55 @@ def _grid_fit(ends, readings, loads: dict, windows, lags):
     return best
 
 
+def _levels(share: np.ndarray, r: np.ndarray) -> tuple[float, float, float]:
+    """Least squares r ~ idle + (busy - idle) * share: (sse, idle, busy)."""
+    f_mean, r_mean = share.mean(), r.mean()
+    fc = share - f_mean
+    var = float((fc**2).sum())
+    slope = float((fc * (r - r_mean)).sum()) / var if var > 0 else 0.0
+    idle = r_mean - slope * f_mean
+    sse = float(((r - idle - slope * share) ** 2).sum())
+    return sse, float(idle), float(idle + slope)
+
+
+def _share_direct(ends: np.ndarray, window_s: float, busy: np.ndarray, tau: float) -> np.ndarray:
+    """Mean smoothed busy indicator over [end - W, end], computed exactly (no grid)."""
+    x1 = ends[:, None]
+    x0 = x1 - window_s
+    b0, b1 = busy[None, :, 0], busy[None, :, 1]
+    area = (
+        _ramp_integral(x1 - b0, tau)
+        - _ramp_integral(x0 - b0, tau)
+        - _ramp_integral(x1 - b1, tau)
+        + _ramp_integral(x0 - b1, tau)
+    ).sum(axis=1)
+    return area / window_s
+
+
+def _pattern_search(sse, start, steps, lower, upper, min_step=1e-5, max_iter=400):
+    """Minimise sse(x) from `start` by compass search: try +-step on each coordinate, move
+    to the best improvement, halve the steps when none improves."""
+    x = np.array(start, dtype=float)
+    steps = np.array(steps, dtype=float)
+    best = sse(x)
+    for _ in range(max_iter):
+        if steps.max() < min_step:
+            break
+        trials = []
+        for i in range(len(x)):
+            for sign in (1.0, -1.0):
+                y = x.copy()
+                y[i] = min(max(y[i] + sign * steps[i], lower[i]), upper[i])
+                if y[i] != x[i]:
+                    trials.append((sse(y), y))
+        value, y = min(trials, key=lambda t: t[0]) if trials else (math.inf, x)
+        if value < best:
+            best, x = value, y
+        else:
+            steps /= 2
+    return best, x
+
+
 def fit_sensor(t_s, power_w, busy_intervals) -> SensorFit | None:
     """Fit refresh period and boxcar window to readings taken under a known square-wave load.
 
@@ -152,15 +202,25 @@ def fit_sensor(t_s, power_w, busy_intervals) -> SensorFit | None:
     def loads(taus):
         return {float(tau): _SmoothedLoad(busy, float(tau), *span, dt) for tau in taus}
 
+    # 1. a coarse grid over (window, lag, rise time), vectorised over windows
     coarse_w = np.linspace(period / 30, period, 30)
     coarse_s = np.linspace(-period / 10, period, 34, endpoint=False)
-    coarse = loads([0.0, 0.0005, 0.001, 0.002, 0.003, 0.005, 0.008, 0.012, MAX_RISE_S])
-    _, w0, s0, tau0, _, _ = _grid_fit(seen, readings, coarse, coarse_w, coarse_s)
-    step_w, step_s = coarse_w[1] - coarse_w[0], coarse_s[1] - coarse_s[0]
-    fine_w = np.linspace(max(w0 - 2 * step_w, period / 500), min(w0 + 2 * step_w, period), 21)
-    fine_s = np.linspace(s0 - 2 * step_s, s0 + 2 * step_s, 21)
-    fine = loads(np.linspace(max(tau0 * 0.5 - 0.0005, 0.0), tau0 * 1.5 + 0.0005, 9))
-    sse, window, lag, tau, idle, busy_w = _grid_fit(seen, readings, fine, fine_w, fine_s)
+    taus = [0.0, 0.0005, 0.001, 0.002, 0.003, 0.005, 0.008, 0.012, MAX_RISE_S]
+    starts = []
+    for tau, load in loads(taus).items():  # the best point of each rise time: distinct basins
+        sse, w0, s0, *_ = _grid_fit(seen, readings, {tau: load}, coarse_w, coarse_s)
+        starts.append((sse, (w0, s0, tau)))
+    starts.sort(key=lambda item: item[0])
+
+    # 2. a compass search from the best few: the minimum is narrow in lag and window
+    def cost(x) -> float:
+        return _levels(_share_direct(seen - x[1], x[0], busy, x[2]), readings)[0]
+
+    lower, upper = (period / 1000, -period / 10, 0.0), (period, period, MAX_RISE_S)
+    steps = (coarse_w[1] - coarse_w[0], coarse_s[1] - coarse_s[0], 0.001)
+    results = [_pattern_search(cost, x, steps, lower, upper) for _, x in starts[:4]]
+    _, (window, lag, tau) = min(results, key=lambda item: item[0])
+    sse, idle, busy_w = _levels(_share_direct(seen - lag, window, busy, tau), readings)
     return SensorFit(
         refresh_s=period,
         window_s=window,

@@ -155,17 +155,17 @@ def protocol_table(results: pd.DataFrame, naive: pd.DataFrame | None = None) -> 
 
 
 def format_table(table: pd.DataFrame) -> str:
-    """The table as markdown, errors in percent."""
+    """The table as markdown, errors (absolute, relative to the truth) in percent."""
     cols = {
         "generation": "generation",
         "period_s": "batch period",
         "cases": "cases",
-        "protocol_max_abs_error": "protocol, worst |error|",
-        "protocol_within_5pct": "protocol within 5 %",
-        "protocol_cv_max": "protocol, worst repeat CV",
+        "protocol_max_abs_error": "protocol: worst error",
+        "protocol_within_5pct": "protocol: within 5 %",
+        "protocol_cv_max": "protocol: worst repeat CV",
         "silently_wrong": "silently wrong",
-        "naive_max_abs_error": "naive 1 s window, worst |error|",
-        "naive_mean_abs_error": "naive, mean |error|",
+        "naive_max_abs_error": "naive 1 s window: worst error",
+        "naive_mean_abs_error": "naive: mean error",
     }
     rows = ["| " + " | ".join(cols[c] for c in table.columns if c in cols) + " |"]
     rows.append("|" + "---|" * sum(c in cols for c in table.columns))
