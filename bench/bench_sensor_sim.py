@@ -52,7 +52,7 @@ def error_table(seeds: int):
         print(
             f"| {spec.example} ({key}) | {spec.refresh_s * 1e3:g} ms / {spec.window_s * 1e3:g} ms "
             f"| {(p <= 0.05).mean():.0%} | {p.max():.1%} | {p.median():.2%} | {n.median():.1%} "
-            f"| {n.max():.0%} |"
+            f"| {n.max():.1%} |"
         )
     print(
         f"protocol time per measurement (simulated): {protocol['protocol_s'].mean():.1f} s "
