@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 
 def main() -> int:
-    from joulebench.check import device_file
+    from joulebench.check_report import device_file
     from joulebench.cli import main as cli_main
 
     parser = argparse.ArgumentParser()

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from test_profile import job
 
-from joulebench.check import (
+from joulebench.check import rapl_rows
+from joulebench.check_report import (
     FAIL,
     PASS,
     WARN,
@@ -24,7 +25,6 @@ from joulebench.check import (
     device_check,
     format_table,
     new_check_id,
-    rapl_rows,
     report_path,
     validate_report,
     verdict,

@@ -17,16 +17,13 @@ import pandas as pd
 import pytest
 
 from joulebench.check import (
-    FAIL,
-    PASS,
-    WARN,
     CheckSettings,
     check_gpu,
     environment_rows,
     instant_power_reader,
     square_wave,
-    validate_report,
 )
+from joulebench.check_report import FAIL, PASS, WARN, validate_report
 from joulebench.meters.nvidia_sensors import GENERATIONS, expected_sensor
 from joulebench.protocol import ProtocolSettings, measure
 from joulebench.sensor_fit import fit_sensor

@@ -180,15 +180,8 @@ def _cmd_check(args) -> int:
     """Can this machine's energy numbers be trusted? A pass/warn/fail table and a JSON report."""
     import re
 
-    from joulebench.check import (
-        FAIL,
-        CheckSettings,
-        check_cpu,
-        check_gpu,
-        format_table,
-        report_path,
-        write_report,
-    )
+    from joulebench.check import CheckSettings, check_cpu, check_gpu
+    from joulebench.check_report import FAIL, format_table, report_path, write_report
 
     device = "cuda:0" if args.device == "cuda" else args.device
     if not re.fullmatch(r"cpu|cuda:\d+", device):
@@ -208,7 +201,7 @@ def _cmd_check(args) -> int:
         options = {"tdp_w": args.tdp_w} if args.tdp_w else {}
         report = check_cpu(settings, progress, prefer=args.meter, **options)
     else:
-        from joulebench.check import TorchGpuTarget
+        from joulebench.check_targets import TorchGpuTarget
         from joulebench.meters import MeterUnavailable
 
         try:

@@ -316,7 +316,7 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
     """Measure every (phase, method, batch size) of one model on one device."""
     import torch
 
-    from joulebench.check import check_meter_options, checked_fields, device_check
+    from joulebench.check_report import check_meter_options, checked_fields, device_check
     from joulebench.meters import select_meter
     from joulebench.meters.contention import ContentionGuard
 
