@@ -579,14 +579,14 @@ def check_gpu(target, settings: CheckSettings | None = None, progress=None) -> C
         rows += _guarded("input", "zeros vs random", input_rows, target, meter, settings, idle_w)
         rows += _guarded("cross-check", "Zeus", zeus_rows, target, meter, settings.steady_s)
         info = meter.describe()
+        default = ProtocolSettings()  # what a profile with the default protocol will use
         protocol = {
             "sensor_refresh_s": meter.refresh_s,
             "refresh_source": "check" if fit is not None else info["sensor_refresh_source"],
             "min_window_s": max(
-                settings.protocol.min_repeat_s,
-                settings.protocol.min_window_refreshes * meter.refresh_s,
+                default.min_repeat_s, default.min_window_refreshes * meter.refresh_s
             ),
-            "phase_shifts": settings.protocol.phase_shifts,
+            "phase_shifts": default.phase_shifts,
         }
     sensor = {
         "fit": fit.as_dict() if fit else None,
@@ -655,7 +655,7 @@ def check_cpu(settings: CheckSettings | None = None, progress=None, **meter_kw) 
         rows=rows,
         meter=info,
         sensor=None,
-        protocol={"sensor_refresh_s": None, "min_window_s": settings.protocol.min_repeat_s},
+        protocol={"sensor_refresh_s": None, "min_window_s": ProtocolSettings().min_repeat_s},
         check_id=new_check_id("cpu"),
         start_time_utc=started,
         duration_s=time.monotonic() - t0,
