@@ -442,3 +442,91 @@ def test_measure_idle_returns_the_meters_power():
     assert idle.energy_j == pytest.approx(126.0)
     assert (idle.meter, idle.is_estimate) == ("fake", False)
     assert len(idle.trace) == 150
+
+
+# --- a slowly refreshing power sensor (NVML): window length and phase shifts ---------------
+
+
+def slow_rig(refresh_s=0.1, **kw):
+    clock, device, meter, log = rig(**kw)
+    meter.refresh_s = refresh_s  # as NvmlMeter says for its GPU
+    return clock, device, meter, log
+
+
+def test_slow_sensor_windows_are_shifted_in_phase_inside():
+    clock, device, meter, log = slow_rig()
+    result = run(device, meter, clock, repeats=3, phase_shifts=8)
+    begins = [i for i, e in enumerate(log) if e == "begin"]
+    ends = [i for i, e in enumerate(log) if e == "end"]
+    for begin, end in zip(begins, ends, strict=True):
+        window = log[begin:end]
+        assert window.count("sleep") == 8  # the phase shifts, each right after a sync
+        assert all(window[i - 1] == "sync" for i, e in enumerate(window) if e == "sleep")
+    shifts = result.repeats["phase_shift_s"]
+    # each of the 8 delays is 0.5-1.5 x refresh / 9: a window's total is 0.5-1.5 x 8/9 refresh
+    low, high = 0.5 * 8 * 0.1 / 9, 1.5 * 8 * 0.1 / 9
+    assert shifts.between(low, high).all()
+    assert len(set(shifts.round(9))) == 3  # redrawn for every window
+
+
+def test_phase_shifts_are_left_out_of_throughput_and_energy_per_image():
+    clock, device, meter, _ = slow_rig(powers_w=(100.0,))
+    result = run(device, meter, clock, images_per_step=8, idle_power_w=40.0, repeats=2)
+    for _, row in result.repeats.iterrows():
+        work_s = row["duration_s"] - row["phase_shift_s"]
+        assert row["phase_shift_s"] > 0
+        assert row["throughput_img_s"] == pytest.approx(800.0)  # 10 ms per batch of 8
+        assert row["latency_ms_mean"] == pytest.approx(10.0)
+        # the fake meter reads 100 W during the delays too; their idle share is taken out
+        expected = (100.0 * row["duration_s"] - 40.0 * row["phase_shift_s"]) / row["images"]
+        assert row["energy_per_image_j"] == pytest.approx(expected)
+        assert row["energy_j"] == pytest.approx(100.0 * row["duration_s"])  # the raw counter
+        assert work_s >= 2.0  # min_repeat_s counts work, not delays
+
+
+def test_window_spans_enough_sensor_refreshes():
+    clock, device, meter, _ = slow_rig(refresh_s=0.5)
+    result = run(device, meter, clock, repeats=2, min_repeat_s=2.0, min_window_refreshes=10)
+    work = result.repeats["duration_s"] - result.repeats["phase_shift_s"]
+    assert (work >= 5.0).all() and (work < 5.0 * 1.1).all()
+
+
+def test_phase_shifts_can_be_turned_off():
+    clock, device, meter, log = slow_rig()
+    result = run(device, meter, clock, repeats=2, phase_shifts=0)
+    assert (result.repeats["phase_shift_s"] == 0).all()
+    for begin, end in zip(
+        [i for i, e in enumerate(log) if e == "begin"],
+        [i for i, e in enumerate(log) if e == "end"],
+        strict=True,
+    ):
+        assert "sleep" not in log[begin:end]
+
+
+def test_per_step_latency_leaves_the_phase_shifts_out():
+    clock, device, meter, _ = slow_rig(step_s=lambda k, now: 0.01, synchronous=True)
+    result = run(device, meter, clock, per_step_timing=True, repeats=2, phase_shifts=8)
+    rows = result.repeats
+    assert (rows["phase_shift_s"] > 0).all()
+    assert rows["latency_ms_p95"].to_numpy() == pytest.approx([10.0, 10.0])
+    assert rows["latency_ms_mean"].to_numpy() == pytest.approx([10.0, 10.0])
+
+
+def test_settings_reject_negative_phase_shifts():
+    with pytest.raises(ValueError, match="phase_shifts"):
+        ProtocolSettings(phase_shifts=-1)
+
+
+def test_slow_sensor_windows_open_after_a_refresh_period_of_work():
+    clock, device, meter, log = slow_rig()
+    run(device, meter, clock, repeats=2)
+    second = log.index("begin", log.index("end"))
+    pause = max(i for i in range(second) if log[i] == "sleep")  # the pause between repeats
+    lead = log[pause + 1 : second]
+    # 0.1 s of 10 ms steps, then the sync the window opens on: the sensor's last reading
+    # before the window is of the same work
+    assert lead == ["step"] * 10 + ["sync"]
+    clock, device, meter, log = slow_rig()
+    run(device, meter, clock, repeats=2, lead_in=False)
+    second = log.index("begin", log.index("end"))
+    assert log[second - 2 : second] == ["sleep", "sync"]  # straight from the pause

@@ -119,6 +119,7 @@ def _cmd_profile(args) -> int:
         "train": {"optimizer": args.optimizer},
         "workload": args.model if is_workload(args.model) else None,
         "onnx_cache": args.onnx_cache,
+        "input_kind": args.input_kind,
     }
     job = _job_from_spec(model, args.device.replace(":", ""), spec, float("nan"), args.threads)
     out = run_profile(job)
@@ -173,6 +174,50 @@ def _cmd_idle(args) -> int:
     label = "estimated " if idle.is_estimate else ""
     print(f"{args.device_label}: {label}idle power {idle.power_w:.2f} W ({idle.meter})")
     return 0
+
+
+def _cmd_check(args) -> int:
+    """Can this machine's energy numbers be trusted? A pass/warn/fail table and a JSON report."""
+    import re
+
+    from joulebench.check import CheckSettings, check_cpu, check_gpu
+    from joulebench.check_report import FAIL, format_table, report_path, write_report
+
+    device = "cuda:0" if args.device == "cuda" else args.device
+    if not re.fullmatch(r"cpu|cuda:\d+", device):
+        print(f"check: --device must be cpu, cuda or cuda:N, not {args.device!r}", file=sys.stderr)
+        return 2
+    settings = CheckSettings.quick() if args.quick else CheckSettings()
+    if args.idle_s is not None:
+        if not 0 < args.idle_s <= 3600:
+            print("check: --idle-s must be in (0, 3600]", file=sys.stderr)
+            return 2
+        settings.idle_s = args.idle_s
+
+    def progress(message: str) -> None:
+        print(f"check {device}: {message}", file=sys.stderr, flush=True)
+
+    if device == "cpu":
+        options = {"tdp_w": args.tdp_w} if args.tdp_w else {}
+        report = check_cpu(settings, progress, prefer=args.meter, **options)
+    else:
+        from joulebench.check_targets import TorchGpuTarget
+        from joulebench.meters import MeterUnavailable
+
+        try:
+            import torch
+
+            if not torch.cuda.is_available():
+                raise MeterUnavailable("no-device", "torch sees no CUDA device")
+            report = check_gpu(TorchGpuTarget(device), settings, progress)
+        except MeterUnavailable as err:
+            print(f"check {device}: cannot measure: {err}", file=sys.stderr)
+            return 2
+    data = report.as_dict()
+    path = write_report(data, args.output or report_path(device))
+    print(format_table(data))
+    print(f"report -> {path}")
+    return 1 if data["verdict"] == FAIL else 0
 
 
 def _cmd_summary(args) -> int:
@@ -419,6 +464,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--optimizer", choices=["sgd", "adamw"], default="sgd", help="train phase")
     p.add_argument("--onnx-cache", default="data/onnx", help="exported models (runtime methods)")
+    p.add_argument(
+        "--input-kind", choices=["random", "zeros"], default="random", help="synthetic batch"
+    )
     p.set_defaults(func=_cmd_profile, method=None, batch_size=None)
 
     p = sub.add_parser("profile-job", help="(workflow) all methods x batch sizes of one model")
@@ -497,6 +545,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--settings", default="{}", help="JSON: the config's score section")
     p.add_argument("--output", required=True)
     p.set_defaults(func=_cmd_webapp)
+
+    p = sub.add_parser(
+        "check", help="can this machine's energy numbers be trusted? (run before a study)"
+    )
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
+    p.add_argument("--quick", action="store_true", help="short runs: a first look, not a study")
+    p.add_argument("--idle-s", type=float, help="seconds of idle power (default 10)")
+    p.add_argument("--meter", choices=["rapl", "estimate"], help="CPU: force a meter")
+    p.add_argument("--tdp-w", type=float, help="CPU power for the estimate meter")
+    p.add_argument("--output", "-o", help="default results/check/<device>.json")
+    p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("idle", help="measure the idle power baseline of a device")
     p.add_argument("--device-label", required=True)

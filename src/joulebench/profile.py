@@ -30,6 +30,7 @@ from joulebench.train import TrainSpec
 
 REASON_MAX_CHARS = 500
 PHASES = ("inference", "train")
+INPUT_KINDS = ("random", "zeros")  # GPUs spend less energy on zeros: random is the default
 DEFAULT_ONNX_CACHE = "data/onnx"
 FLAG_LOSS_NOT_FINITE = "train_loss_not_finite"
 SEED = 0  # random weights and batches: every method and runtime of a model sees the same
@@ -57,8 +58,12 @@ class ProfileJob:
     train: TrainSpec = field(default_factory=TrainSpec)  # optimizer etc. of the train phase
     workload: str | None = None  # a custom workload entry (joulebench.workloads); None: timm
     onnx_cache_dir: str = DEFAULT_ONNX_CACHE  # exported models of non-PyTorch runtimes
+    input_kind: str = "random"  # the synthetic batch: random (default) or zeros
+    check_dir: str = "results/check"  # where `joulebench check` left its reports
 
     def __post_init__(self):
+        if self.input_kind not in INPUT_KINDS:
+            raise ValueError(f"input_kind must be one of {INPUT_KINDS}, got {self.input_kind!r}")
         unknown = [p for p in self.phases if p not in PHASES]
         if unknown or not self.phases:
             raise ValueError(f"phases must be a non-empty list of {PHASES}, got {self.phases}")
@@ -83,6 +88,8 @@ def job_fields_from_spec(spec: dict) -> dict:
         fields_["workload"] = spec["workload"]
     if spec.get("onnx_cache"):
         fields_["onnx_cache_dir"] = spec["onnx_cache"]
+    if spec.get("input_kind"):
+        fields_["input_kind"] = spec["input_kind"]
     return fields_
 
 
@@ -163,6 +170,7 @@ def build(
     workload: str | None = None,
     train: bool = False,
     seed: int = SEED,
+    input_kind: str = "random",
 ) -> Built:
     """A model and a synthetic batch on the device, prepared for `method`.
 
@@ -187,7 +195,11 @@ def build(
                 f"false on method {method.name} to measure the model as built"
             ) from exc
     model = model.to(torch_device)
-    x = torch.randn((batch_size, *input_size), device=torch_device)
+    shape = (batch_size, *input_size)
+    if input_kind == "zeros":
+        x = torch.zeros(shape, device=torch_device)
+    else:
+        x = torch.randn(shape, device=torch_device)
     if not method.exported:
         model, x = method.prepare(model, x)
     return Built(model, x, num_classes, weights, reparameterized)
@@ -219,7 +231,13 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
             raise NotMeasured(STATUS_SKIPPED, reason)
     train = phase == "train"
     built = build(
-        job.model, method, batch_size, job.torch_device, workload=job.workload, train=train
+        job.model,
+        method,
+        batch_size,
+        job.torch_device,
+        workload=job.workload,
+        train=train,
+        input_kind=job.input_kind,
     )
     if train:
         from joulebench.train import make_train_step
@@ -316,6 +334,7 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
     """Measure every (phase, method, batch size) of one model on one device."""
     import torch
 
+    from joulebench.check_report import check_meter_options, checked_fields, device_check
     from joulebench.meters import select_meter
     from joulebench.meters.contention import ContentionGuard
 
@@ -323,8 +342,10 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
     if job.threads:
         torch.set_num_threads(job.threads)
 
+    meter_options = dict(job.meter_options)
+
     def meter_factory():
-        meter, reasons = select_meter(job.torch_device, prefer=job.meter, **job.meter_options)
+        meter, reasons = select_meter(job.torch_device, prefer=job.meter, **meter_options)
         if job.torch_device == "cpu":  # other busy processes share what a CPU meter reads
             meter = ContentionGuard(meter)
         return meter, reasons
@@ -336,12 +357,17 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
         "model": job.model,
         "threads": torch.get_num_threads(),
         "weights": "" if job.workload else "random",  # a workload's spec says, once built
+        "input_kind": job.input_kind,
         **software(),
     }
     meter, reasons = meter_factory()
     with meter:
         idle = measure_idle(meter, job.idle_pre_s)
+        uuid = meter.describe().get("uuid")
     log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
+    check = device_check(job.torch_device, job.check_dir, uuid)
+    base.update(checked_fields(check))
+    meter_options.update(check_meter_options(check, job.torch_device))
 
     rows, repeats, traces = [], [], []
     configs = job.configs()

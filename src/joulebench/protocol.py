@@ -13,7 +13,18 @@ The protocol then
    windows are wrong. Windows open and close right after a sync, so the energy read covers
    exactly the work counted, and nothing else (no logging, no allocation) happens inside;
 3. pauses a random short time between repeats so periodic effects do not line up;
-4. reports per-repeat rows, a summary (mean, std, CV, Student-t 95% CI) and the power trace.
+4. where the meter's reading refreshes slowly (`meter.refresh_s`, NVIDIA's sensors: a 25 ms
+   average every 100 ms on A100/H100), makes each window span at least
+   `min_window_refreshes` refreshes and inserts `phase_shifts` short idle delays inside it,
+   evenly spaced, each about refresh_s / (phase_shifts + 1) long: a workload whose batch period
+   locks to the refresh would otherwise be seen at one phase for the whole window (Yang,
+   Adamek, Armour, SC24). The delays' time is left out of throughput and latency, and their
+   energy (idle power x delay) out of the energy per image, where idle power is known.
+   Before each such window, steps run for one refresh period (`lead_in`): the counter moves
+   only at refreshes, so a window opened straight after an idle pause would be credited with
+   idle energy at its start while missing work at its end, a bias of about
+   (busy - idle power) x refresh / 2 per window;
+5. reports per-repeat rows, a summary (mean, std, CV, Student-t 95% CI) and the power trace.
 """
 
 from __future__ import annotations
@@ -36,11 +47,12 @@ REPEAT_COLUMNS = [
     "batches",
     "images",
     "duration_s",  # protocol clock, from the sync before the first step to the last sync
+    # (phase_shift_s included); throughput and latency use duration_s - phase_shift_s
     "meter_duration_s",  # the meter's own window, which the energy covers
     "energy_j",  # the meter's counter (or estimate)
     "energy_trace_j",  # the power trace integrated, a cross-check
     "idle_power_w",
-    "energy_per_image_j",  # total energy / images
+    "energy_per_image_j",  # (energy - idle power * phase_shift_s) / images
     "dynamic_energy_per_image_j",  # (energy - idle power * duration) / images
     "throughput_img_s",
     "latency_ms_mean",  # duration / batches
@@ -54,6 +66,7 @@ REPEAT_COLUMNS = [
     "start_sm_clock_mhz",
     "end_sm_clock_mhz",
     "pause_before_s",
+    "phase_shift_s",  # idle delays inside the window (sensor phase shifts), in duration_s
     "flags",  # ";"-joined
 ]
 
@@ -84,6 +97,10 @@ class ProtocolSettings:
     ci_target: float | None = None  # stop once the 95% CI half-width / mean is below this
     max_repeats: int = 20  # cap on repeats when ci_target is set
     per_step_timing: bool = False  # time every step: valid only where steps are synchronous
+    # Only where the meter's reading refreshes slowly (meter.refresh_s, NVML):
+    phase_shifts: int = 32  # idle delays inside a window that shift the workload's phase
+    lead_in: bool = True  # run one refresh period of steps right before each window opens
+    min_window_refreshes: int = 50  # a window spans at least this many sensor refreshes
 
     def __post_init__(self):
         self.pause_s = tuple(float(v) for v in self.pause_s)
@@ -93,6 +110,9 @@ class ProtocolSettings:
         for name in ("warmup_min_iters", "repeats", "min_repeat_batches", "max_repeats"):
             if int(getattr(self, name)) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("phase_shifts", "min_window_refreshes"):
+            if int(getattr(self, name)) < 0:
+                problems.append(f"{name} must be >= 0, got {getattr(self, name)}")
         for name in ("warmup_min_s", "warmup_max_s", "min_repeat_s", "steady_tolerance"):
             if not float(getattr(self, name)) >= 0:
                 problems.append(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -211,38 +231,85 @@ def warm_up(
     return WarmupResult(iters, clock() - start, steady, step_s, throughputs)
 
 
-def _window_batches(step_s: float, settings: ProtocolSettings) -> int:
+@dataclass
+class _Plan:
+    """One window, decided before it opens: batches, minimum work time, phase shifts."""
+
+    batches: int
+    min_s: float  # seconds of work (phase shifts not counted)
+    shifts: dict[int, float]  # after this many batches: sync, then idle this long
+
+
+def _window_batches(step_s: float, min_s: float, min_batches: int) -> int:
     """Batches for one window: long enough in time and in count."""
-    by_time = math.ceil(settings.min_repeat_s * _WINDOW_MARGIN / max(step_s, 1e-12))
-    return int(min(max(settings.min_repeat_batches, by_time), _MAX_CHUNK_STEPS))
+    by_time = math.ceil(min_s * _WINDOW_MARGIN / max(step_s, 1e-12))
+    return int(min(max(min_batches, by_time), _MAX_CHUNK_STEPS))
 
 
-def _window(step, sync, meter: Meter, n_batches: int, settings, clock):
-    """One measurement window. Returns (reading, batches, duration_s, step stamps or None).
+def plan_window(step_s: float, settings: ProtocolSettings, refresh_s: float | None, rng) -> _Plan:
+    """Size a window; with a slowly refreshing meter, span enough refreshes and shift phase.
 
-    Between meter.begin() and meter.end() only steps, syncs and clock reads happen. With
-    per_step_timing, stamps go into a list allocated before the window opens.
+    The delays are evenly spaced by batch count and last refresh_s / (phase_shifts + 1) on
+    average (each drawn from 0.5-1.5 times that), so the workload is seen at phases spread
+    over a whole refresh period, whatever its own period.
+    """
+    min_s = settings.min_repeat_s
+    if refresh_s:
+        min_s = max(min_s, settings.min_window_refreshes * refresh_s)
+    n = _window_batches(step_s, min_s, settings.min_repeat_batches)
+    shifts: dict[int, float] = {}
+    k = settings.phase_shifts if refresh_s else 0
+    for j in range(1, k + 1):
+        at = round(j * n / (k + 1))
+        if 0 < at < n:
+            delay = refresh_s / (k + 1) * float(rng.uniform(0.5, 1.5))
+            shifts[at] = shifts.get(at, 0.0) + delay
+    return _Plan(n, min_s, shifts)
+
+
+def _window(step, sync, meter: Meter, plan: _Plan, settings, clock, sleep):
+    """One measurement window. Returns (reading, batches, duration_s, phase_shift_s, step_ms).
+
+    Between meter.begin() and meter.end() only steps, syncs, clock reads and the planned
+    phase-shift delays happen. With per_step_timing, stamps go into lists allocated before
+    the window opens; step_ms (else None) leaves the delays out.
     """
     per_step = settings.per_step_timing
+    n_batches = plan.batches
     stamps = [0.0] * (2 * n_batches + 2) if per_step else None
-    min_s = settings.min_repeat_s
+    delayed = [0.0] * (2 * n_batches + 2) if per_step else None  # delay before step i
+    cuts = [*sorted(plan.shifts), n_batches]
+    shift_s = 0.0
+    done = 0
     sync()
     meter.begin()
     t0 = clock()
     if per_step:
         stamps[0] = t0
-        for i in range(1, n_batches + 1):
-            step()
-            stamps[i] = clock()
-    else:
-        _run_steps(step, n_batches)
+    for cut in cuts:
+        if per_step:
+            for i in range(done + 1, cut + 1):
+                step()
+                stamps[i] = clock()
+        else:
+            _run_steps(step, cut - done)
+        done = cut
+        if cut in plan.shifts:
+            sync()
+            ta = clock()
+            sleep(plan.shifts[cut])
+            waited = clock() - ta
+            shift_s += waited
+            if per_step:
+                delayed[cut + 1] += waited
     sync()
     t1 = clock()
     batches = n_batches
-    while t1 - t0 < min_s:  # the estimate was short: top up, syncing only at chunk edges
-        step_s = max(t1 - t0, 1e-12) / batches
+    while t1 - t0 - shift_s < plan.min_s:  # the estimate was short: top up, synced per chunk
+        step_s = max(t1 - t0 - shift_s, 1e-12) / batches
         extra = min(
-            max(1, math.ceil((min_s - (t1 - t0)) * _WINDOW_MARGIN / step_s)), _MAX_CHUNK_STEPS
+            max(1, math.ceil((plan.min_s - (t1 - t0 - shift_s)) * _WINDOW_MARGIN / step_s)),
+            _MAX_CHUNK_STEPS,
         )
         if per_step:
             for _ in range(extra):
@@ -252,14 +319,18 @@ def _window(step, sync, meter: Meter, n_batches: int, settings, clock):
                     stamps[batches] = clock()
                 else:
                     stamps.append(clock())
+                    delayed.append(0.0)
         else:
             _run_steps(step, extra)
             batches += extra
         sync()
         t1 = clock()
     reading = meter.end()
-    step_stamps = stamps[: batches + 1] if per_step else None
-    return reading, batches, t1 - t0, step_stamps
+    step_ms = None
+    if per_step:
+        diffs = np.diff(np.asarray(stamps[: batches + 1], dtype=float))
+        step_ms = (diffs - np.asarray(delayed[1 : batches + 1], dtype=float)) * 1e3
+    return reading, batches, t1 - t0, shift_s, step_ms
 
 
 def _state(reading: Reading, which: str, key: str) -> float:
@@ -286,16 +357,26 @@ def _unique(items) -> list[str]:
 
 
 def _repeat_row(
-    index, reading: Reading, batches, duration_s, stamps, images_per_step, idle_power_w, pause_s
+    index,
+    reading: Reading,
+    batches,
+    duration_s,
+    step_ms,
+    images_per_step,
+    idle_power_w,
+    pause_s,
+    shift_s=0.0,
 ) -> dict:
     images = batches * images_per_step
     meter_s = reading.duration_s
     energy_s = meter_s if math.isfinite(meter_s) and meter_s > 0 else duration_s
+    work_s = duration_s - shift_s
     energy_j = float(reading.energy_j)
+    # the phase-shift delays ran no work: their (idle) energy is not the images'
+    shift_j = idle_power_w * shift_s if shift_s and math.isfinite(idle_power_w) else 0.0
     trace_j = float(reading.energy_trace_j)
     power = _trace_power(reading.trace)
-    if stamps is not None:
-        step_ms = np.diff(np.asarray(stamps, dtype=float)) * 1e3
+    if step_ms is not None:
         p50, p95 = (float(v) for v in np.percentile(step_ms, [50, 95]))
     else:
         p50 = p95 = math.nan
@@ -308,10 +389,10 @@ def _repeat_row(
         "energy_j": energy_j,
         "energy_trace_j": trace_j,
         "idle_power_w": float(idle_power_w),
-        "energy_per_image_j": energy_j / images,
+        "energy_per_image_j": (energy_j - shift_j) / images,
         "dynamic_energy_per_image_j": (energy_j - idle_power_w * energy_s) / images,
-        "throughput_img_s": images / duration_s,
-        "latency_ms_mean": duration_s / batches * 1e3,
+        "throughput_img_s": images / work_s,
+        "latency_ms_mean": work_s / batches * 1e3,
         "latency_ms_p50": p50,
         "latency_ms_p95": p95,
         "power_mean_w": float(power.mean()) if power.size else energy_j / energy_s,
@@ -322,6 +403,7 @@ def _repeat_row(
         "start_sm_clock_mhz": _state(reading, "start", "sm_clock_mhz"),
         "end_sm_clock_mhz": _state(reading, "end", "sm_clock_mhz"),
         "pause_before_s": pause_s,
+        "phase_shift_s": shift_s,
         "flags": ";".join(_unique(reading.flags)),
     }
 
@@ -414,6 +496,7 @@ def measure(
         progress("warmup", {"iters": warmup.iters, "s": warmup.duration_s, "steady": warmup.steady})
 
     step_s = warmup.step_s
+    refresh_s = getattr(meter, "refresh_s", None)
     rows, traces, step_ms = [], [], []
     ci_met = False
     for index in range(settings.cap_repeats):
@@ -421,18 +504,31 @@ def measure(
         if index > 0:
             pause = float(rng.uniform(*settings.pause_s))
             sleep(pause)
-        n_batches = _window_batches(step_s, settings)
-        reading, batches, duration_s, stamps = _window(
-            step, sync, meter, n_batches, settings, clock
+        plan = plan_window(step_s, settings, refresh_s, rng)
+        if refresh_s and settings.lead_in:
+            # work through one refresh period first, so the sensor's last reading before
+            # the window opens (which the counter extends up to it) is of the same work
+            _run_steps(step, max(1, math.ceil(refresh_s / max(step_s, 1e-12))))
+        reading, batches, duration_s, shift_s, window_ms = _window(
+            step, sync, meter, plan, settings, clock, sleep
         )
-        step_s = duration_s / batches  # the latest window is the best estimate for the next
+        # the latest window is the best estimate of the step time for the next
+        step_s = max(duration_s - shift_s, 1e-12) / batches
         row = _repeat_row(
-            index, reading, batches, duration_s, stamps, images_per_step, idle_power_w, pause
+            index,
+            reading,
+            batches,
+            duration_s,
+            window_ms,
+            images_per_step,
+            idle_power_w,
+            pause,
+            shift_s,
         )
         rows.append(row)
         traces.append((index, reading.trace))
-        if stamps is not None:
-            step_ms.append(np.diff(np.asarray(stamps, dtype=float)) * 1e3)
+        if window_ms is not None:
+            step_ms.append(window_ms)
         flags.extend(reading.flags)
         if progress:
             progress("repeat", dict(row))

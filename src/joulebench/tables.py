@@ -191,6 +191,9 @@ PROFILE_COLUMNS: dict[str, str] = {
     "end_sm_clock_mhz": "float64",
     "flags": "string",  # ;-joined: other-process, mig, warmup_not_steady, ...
     "weights": "string",  # random or pretrained
+    "input_kind": "string",  # random (default) or zeros: what the measured batches held
+    "check_id": "string",  # the latest `joulebench check` of the device; empty when none
+    "check_verdict": "string",  # its verdict: pass, warn or fail; empty when none
     "driver_version": "string",
     "cuda_version": "string",
     "torch_version": "string",

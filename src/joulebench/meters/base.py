@@ -58,6 +58,9 @@ class Meter:
     name: str = "abstract"
     #: True when the energy is modelled, not read from a hardware counter.
     is_estimate: bool = False
+    #: Seconds between updates of the reading, where that is slow enough to bias a window
+    #: (NVIDIA's power sensors: 20-100 ms); None: updates fast enough not to matter (RAPL).
+    refresh_s: float | None = None
 
     def begin(self) -> None:
         raise NotImplementedError

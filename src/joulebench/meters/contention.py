@@ -42,6 +42,7 @@ class ContentionGuard(Meter):
     ):
         self.meter = meter
         self.name, self.is_estimate = meter.name, meter.is_estimate
+        self.refresh_s = meter.refresh_s
         self.threshold = threshold
         self.busy_s, self.own_cpu_s, self.clock = busy_s, own_cpu_s, clock
         self.n_cpus = n_cpus or os.cpu_count() or 1

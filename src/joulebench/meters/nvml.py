@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from joulebench.meters.base import Meter, MeterUnavailable, Reading
+from joulebench.meters.nvidia_sensors import DEFAULT_REFRESH_S, expected_sensor
 from joulebench.meters.sampler import Sampler, trace_frame, trapezoid_energy_j
 
 log = logging.getLogger(__name__)
@@ -146,6 +147,10 @@ class NvmlMeter(Meter):
     device; when both are None they come from torch for `cuda_index`.
     `sample_interval_s=None` turns the background sampler off (only begin/end samples).
     `has_cuda_context` tells whether this process holds a context on the GPU (see other_pids).
+    `refresh_s` is how often the GPU's power reading refreshes, as `joulebench check` measured
+    it; None takes the published value for the GPU's generation (nvidia_sensors), else 100 ms.
+    The protocol sizes windows and shifts the workload's phase by it. `timer` drives the
+    sampler instead of a thread (the sensor simulator's clock).
     """
 
     def __init__(
@@ -158,7 +163,11 @@ class NvmlMeter(Meter):
         sample_interval_s: float | None = DEFAULT_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
         has_cuda_context: Callable[[], bool] = torch_has_cuda_context,
+        refresh_s: float | None = None,
+        timer: Callable | None = None,
     ):
+        if refresh_s is not None and not 0 < refresh_s <= 10:
+            raise ValueError(f"refresh_s must be in (0, 10] seconds, got {refresh_s}")
         self.nvml = nvml if nvml is not None else load_pynvml()
         self.clock = clock
         self.has_cuda_context = has_cuda_context
@@ -172,8 +181,19 @@ class NvmlMeter(Meter):
         except BaseException:
             self.close()
             raise
+        self.sensor = self._expected_sensor()
+        if refresh_s is not None:
+            self.refresh_s, self.refresh_source = float(refresh_s), "given"
+        elif self.sensor is not None:
+            self.refresh_s, self.refresh_source = self.sensor.refresh_s, "published"
+        else:
+            self.refresh_s, self.refresh_source = DEFAULT_REFRESH_S, "default"
         self.sampler = Sampler(
-            self._read_sample, sample_interval_s, clock=clock, name="joulebench-sampler-nvml"
+            self._read_sample,
+            sample_interval_s,
+            clock=clock,
+            name="joulebench-sampler-nvml",
+            timer=timer,
         )
         self._t0: float | None = None
 
@@ -200,8 +220,16 @@ class NvmlMeter(Meter):
         self.has_energy_counter = self._probe_energy_counter()
         self.name = "nvml" if self.has_energy_counter else "nvml:power-integration"
         self.other_pids: list[int] = []
+        self._warned_pids: list[int] = []
 
     # -- probing what this GPU supports, once --
+
+    def _expected_sensor(self):
+        """The published sensor behaviour of this GPU's generation (None when unknown)."""
+        name = _or_none(self.nvml, lambda: self.nvml.nvmlDeviceGetName(self.handle))
+        get_arch = getattr(self.nvml, "nvmlDeviceGetArchitecture", None)
+        arch = _or_none(self.nvml, lambda: get_arch(self.handle)) if get_arch else None
+        return expected_sensor(name, arch)
 
     def _probe_energy_counter(self) -> bool:
         try:
@@ -313,7 +341,9 @@ class NvmlMeter(Meter):
         else:
             self.other_pids = other_pids(pids, os.getpid(), self.has_cuda_context())
         if self.other_pids:
-            log.warning("GPU %s is also used by pids %s", self.uuid, self.other_pids)
+            if self.other_pids != self._warned_pids:  # once per change, not every window
+                log.warning("GPU %s is also used by pids %s", self.uuid, self.other_pids)
+                self._warned_pids = list(self.other_pids)
             flags.append("other-process")
         try:
             current_mode, _pending = self.nvml.nvmlDeviceGetMigMode(self.handle)
@@ -322,6 +352,10 @@ class NvmlMeter(Meter):
         except self.nvml.NVMLError:
             pass  # not MIG-capable
         return flags
+
+    def current_flags(self) -> list[str]:
+        """The flags a window opened now would get (other-process, mig, ...); sets other_pids."""
+        return self._flags()
 
     # -- the window --
 
@@ -382,6 +416,9 @@ class NvmlMeter(Meter):
                 else "nvmlDeviceGetPowerUsage"
             ),
             "sample_interval_s": self.sampler.interval_s,
+            "sensor_generation": self.sensor.generation if self.sensor else None,
+            "sensor_refresh_s": self.refresh_s,
+            "sensor_refresh_source": self.refresh_source,  # given (a check), published, default
         }
 
     def close(self) -> None:

@@ -28,6 +28,8 @@ class Sampler:
     from `clock`). `sample()` takes one row now, so a window always has its two end points
     even when the window is shorter than one interval, and tests can drive it by hand.
     `interval_s=None` means no thread: only the rows taken with `sample()`.
+    `timer(interval_s, callback) -> stop` replaces the thread where time is not real: the
+    sensor simulator's clock (joulebench.sim) calls `sample` at exact simulated instants.
     """
 
     def __init__(
@@ -37,6 +39,7 @@ class Sampler:
         *,
         clock: Callable[[], float] = time.monotonic,
         name: str = THREAD_PREFIX,
+        timer: Callable[[float, Callable[[], object]], Callable[[], None]] | None = None,
     ):
         if interval_s is not None and interval_s <= 0:
             raise ValueError(f"interval_s must be positive or None, not {interval_s}")
@@ -44,6 +47,8 @@ class Sampler:
         self.interval_s = interval_s
         self.clock = clock
         self.name = name
+        self.timer = timer
+        self._stop_timer: Callable[[], None] | None = None
         self.errors = 0  # unexpected exceptions from read(); the row is skipped, not the window
         self._rows: list[dict] = []
         self._lock = threading.Lock()
@@ -53,6 +58,8 @@ class Sampler:
 
     @property
     def running(self) -> bool:
+        if self._stop_timer is not None:
+            return True
         return self._thread is not None and self._thread.is_alive()
 
     def start(self, t0: float) -> None:
@@ -62,7 +69,9 @@ class Sampler:
             self._rows = []
         self._t0 = t0
         self.errors = 0
-        if self.interval_s is not None:
+        if self.interval_s is not None and self.timer is not None:
+            self._stop_timer = self.timer(self.interval_s, self.sample)
+        elif self.interval_s is not None:
             self._stop.clear()
             self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
             self._thread.start()
@@ -83,6 +92,9 @@ class Sampler:
 
     def stop(self) -> list[dict]:
         """Stop the thread (waits for it) and return the rows so far; safe to call twice."""
+        stop_timer, self._stop_timer = self._stop_timer, None
+        if stop_timer is not None:
+            stop_timer()
         thread, self._thread = self._thread, None
         if thread is not None:
             self._stop.set()

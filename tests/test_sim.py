@@ -1,0 +1,249 @@
+"""The sensor simulator, the protocol proven against it, and `joulebench check` on it.
+
+Everything runs on simulated time (joulebench.sim): a 30 s protocol run takes milliseconds
+and every number is reproducible. The simulated sensor refreshes and averages as the SC24
+paper measured per GPU generation, so a protocol that reads it wrong fails here
+(test_simulated_protocol_without_phase_shifts_misses_the_target shows that it can).
+`pytest -k simulat -s` prints the error table.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from joulebench.check import (
+    CheckSettings,
+    check_gpu,
+    environment_rows,
+    instant_power_reader,
+    square_wave,
+)
+from joulebench.check_report import FAIL, PASS, WARN, validate_report
+from joulebench.meters.nvidia_sensors import GENERATIONS, expected_sensor
+from joulebench.protocol import ProtocolSettings, measure
+from joulebench.sensor_fit import fit_sensor
+from joulebench.sim import experiment
+from joulebench.sim.rig import SimCheckTarget, simulated_gpu
+from joulebench.sim.workload import PowerSignal, Workload
+
+# ---------------------------------------------------------------- the true power signal
+
+
+def test_simulated_power_signal_integrates_exactly():
+    signal = PowerSignal(0.0, 50.0, tau_s=0.01)
+    signal.hold(0.2, 250.0)
+    signal.hold(0.3, 50.0)
+    # numerical integral of the analytic first-order response
+    t = np.linspace(0.0, 0.5, 500_001)
+    p = np.array([signal.power_w(x) for x in t[::100]])
+    numeric = np.trapezoid(p, t[::100])
+    assert signal.energy_j(0.0, 0.5) == pytest.approx(numeric, rel=1e-4)
+    assert signal.power_w(0.2) == pytest.approx(250.0 - 200.0 * math.exp(-20.0))
+    # first-order smoothing keeps the mean: a long run holds the schedule's energy
+    long = PowerSignal(0.0, 50.0, tau_s=0.003)
+    for _ in range(200):
+        long.hold(0.07, 300.0)
+        long.hold(0.03, 50.0)
+    assert long.energy_j(10.0, 20.0) == pytest.approx(10 * 10 * (0.07 * 300 + 0.03 * 50), rel=1e-6)
+
+
+def test_simulated_throttling_caps_power_and_stretches_kernels():
+    rig = simulated_gpu("a100", board={"power_limit_mw": 200_000})
+    workload = Workload(period_s=0.1, duty=1.0, busy_w=300.0)
+    start = rig.clock()
+    rig.gpu.batch(workload)
+    kernel_s = rig.clock() - start
+    assert kernel_s > 0.1  # lower clocks, longer kernels
+    assert rig.gpu.signal.power_w(rig.clock()) == pytest.approx(200.0, rel=0.01)
+    assert rig.gpu.sm_clock_mhz < rig.gpu.max_sm_clock_mhz
+
+
+# ---------------------------------------------------------------- the sensor
+
+
+@pytest.mark.parametrize("generation", sorted(GENERATIONS))
+def test_simulated_sensor_refreshes_and_averages_like_the_published_one(generation):
+    spec = GENERATIONS[generation]
+    rig = simulated_gpu(generation, noise_w=0.0, phase_s=0.0)
+    gpu, sensor, clock = rig.gpu, rig.sensor, rig.clock
+    readings, times = [], []
+    pattern = random.Random(0)
+    for _ in range(2000):  # an irregular load in 1 ms pieces, read after every piece
+        if pattern.random() < 0.5:
+            gpu.busy(0.001, 300.0)
+        else:
+            gpu.idle(0.001)
+        readings.append(sensor.instant_mw())
+        times.append(clock())
+    readings, times = np.array(readings), np.array(times)
+    changes = times[1:][readings[1:] != readings[:-1]]
+    since_refresh = (changes - sensor.phase_s) % spec.refresh_s
+    # piecewise constant: it changes only at refresh instants (seen within the 1 ms read step)
+    assert len(changes) > 0.9 * 2.0 / spec.refresh_s
+    assert ((since_refresh < 0.0011) | (since_refresh > spec.refresh_s - 1e-6)).all()
+    # and each reading is the exact mean of the true power over the window before it
+    k = math.floor((clock() - sensor.phase_s) / spec.refresh_s)
+    t_k = sensor.phase_s + k * spec.refresh_s
+    mean_w = gpu.signal.energy_j(t_k - spec.window_s, t_k) / spec.window_s
+    assert sensor.instant_mw() == round(mean_w * 1000)
+
+
+def test_simulated_counter_accumulates_what_the_sensor_reports():
+    rig = simulated_gpu("hopper", noise_w=0.0)
+    spec, sensor, signal = rig.spec, rig.sensor, rig.gpu.signal
+    rig.gpu.idle(0.5)
+    t_a, e_a = rig.clock(), sensor.energy_mj()
+    for _ in range(60):  # a load with a 50 ms period, locked to the 100 ms refresh, for 3 s
+        rig.gpu.busy(0.025, 300.0)
+        rig.gpu.idle(0.025)
+    t_b, e_b = rig.clock(), sensor.energy_mj()
+    # every refresh in (t_a, t_b] added (its window's mean power) x (refresh period)
+    k = np.arange(math.floor((t_a - sensor.phase_s) / spec.refresh_s) + 1, 10**6)
+    t_k = sensor.phase_s + k * spec.refresh_s
+    t_k = t_k[t_k <= t_b]
+    means = [round(signal.energy_j(t - spec.window_s, t) / spec.window_s, 3) for t in t_k]
+    assert (e_b - e_a) / 1000 == pytest.approx(sum(means) * spec.refresh_s, abs=0.002)
+    # 75 % of the time unseen, at one phase: far from the true energy of the same refreshes
+    true_j = signal.energy_j(t_k[0] - spec.refresh_s, t_k[-1])
+    assert abs((e_b - e_a) / 1000 / true_j - 1) > 0.05
+    # counter="exact" is the integral up to the last refresh
+    exact = simulated_gpu("hopper", counter="exact", noise_w=0.0)
+    exact.gpu.idle(0.5)
+    exact.gpu.busy(1.0, 300.0)
+    exact.gpu.idle(0.1)
+    counted = (exact.sensor.energy_mj() - exact.sensor.energy_offset_mj) / 1000
+    assert counted == pytest.approx(exact.gpu.signal.energy_j(1000.0, 1001.6), abs=0.002)
+
+
+def test_simulated_average_field_is_the_last_second():
+    rig = simulated_gpu("hopper", noise_w=0.0)
+    rig.gpu.busy(3.0, 300.0)
+    rig.gpu.idle(0.5)  # the instant reading is idle now, the 1 s average half way
+    assert rig.sensor.instant_mw() == pytest.approx(60_000, abs=5)
+    assert rig.sensor.average_mw() == pytest.approx(180_000, rel=0.06)
+    # nvmlDeviceGetPowerUsage is that average on Hopper, the instant reading on GA100
+    assert rig.sensor.power_usage_mw() == rig.sensor.average_mw()
+    a100 = simulated_gpu("a100", noise_w=0.0)
+    a100.gpu.busy(1.0, 300.0)
+    assert a100.sensor.power_usage_mw() == a100.sensor.instant_mw()
+
+
+def test_simulated_nvml_serves_the_real_meter():
+    rig = simulated_gpu("a100")
+    with rig.meter() as meter:
+        info = meter.describe()
+        assert info["sensor_generation"] == "a100" and info["sensor_refresh_s"] == 0.1
+        assert info["sensor_refresh_source"] == "published"
+        assert meter.name == "nvml" and "power_avg_w" not in meter.power_fields  # GA100
+        meter.begin()
+        rig.gpu.busy(2.0, 300.0)
+        reading = meter.end()
+    # the sampler ran on simulated time: a row every 15 ms, plus the two ends
+    assert len(reading.trace) == pytest.approx(2.0 / 0.015 + 2, abs=2)
+    assert reading.energy_j == pytest.approx(600.0, rel=0.1)
+    with simulated_gpu("pascal").meter() as meter:
+        assert meter.name == "nvml:power-integration"  # no counter before Volta
+    assert expected_sensor("NVIDIA GH200 480GB").generation == "gh200"
+    assert expected_sensor("NVIDIA H100 80GB HBM3").generation == "hopper"
+    assert expected_sensor("Some future GPU") is None
+
+
+# ---------------------------------------------------------------- the protocol, proven
+
+
+def test_simulated_protocol_within_5_percent_and_never_silently_wrong():
+    protocol, naive = experiment.run_all(random_seeds=2)
+    table = experiment.protocol_table(protocol, naive)
+    print("\n" + experiment.format_table(table))
+    errors = protocol["protocol_error"].abs()
+    share = float((errors <= experiment.TARGET_ERROR).mean())
+    print(f"protocol within 5 %: {share:.1%} of {len(protocol)} cases; worst {errors.max():.1%}")
+    assert len(protocol) == len(GENERATIONS) * len(experiment.PERIODS_S) * 3
+    assert share >= experiment.TARGET_SHARE
+    assert protocol["shown"].all(), protocol.loc[~protocol["shown"]]
+    # the naive single short window is badly off where the period locks to the refresh
+    locked = naive[naive["generation"].isin(["a100", "hopper"]) & (naive["period_s"] == 0.1)]
+    assert locked["naive_error"].abs().max() > 0.3
+
+
+def test_simulated_protocol_without_phase_shifts_misses_the_target():
+    """The simulator can fail a protocol: windows without phase shifts are seen at one phase."""
+    cases = experiment.cases(3, ["a100", "hopper"], periods=(0.05, 0.1, 0.2))
+    old = ProtocolSettings(phase_shifts=0)
+    errors = pd.Series([experiment.run_protocol(c, old)["protocol_error"] for c in cases])
+    assert (errors.abs() <= experiment.TARGET_ERROR).mean() < experiment.TARGET_SHARE
+    new = pd.Series([experiment.run_protocol(c)["protocol_error"] for c in cases])
+    assert (new.abs() <= experiment.TARGET_ERROR).all()
+
+
+def test_simulated_protocol_keeps_a_lowered_power_limit_and_zeros_honest():
+    """Throttled clocks and zero inputs change the truth; the protocol follows it."""
+    for board, kind in (({"power_limit_mw": 200_000}, "random"), (None, "zeros")):
+        rig = simulated_gpu("hopper", phase_s=0.03, board=board)
+        workload = Workload(period_s=0.05, input_kind=kind)
+        truth = rig.gpu.true_energy_per_batch_j(workload) / workload.images_per_batch
+        with rig.meter() as meter:
+            result = measure(
+                lambda w=workload, r=rig: r.gpu.batch(w),
+                rig.gpu.sync,
+                meter,
+                images_per_step=workload.images_per_batch,
+                rng=random.Random(1),
+                clock=rig.clock,
+                sleep=rig.gpu.sleep,
+            )
+        assert result.summary["energy_per_image_j"] == pytest.approx(truth, rel=0.05)
+
+
+# ---------------------------------------------------------------- joulebench check, simulated
+
+
+@pytest.mark.parametrize("generation", sorted(GENERATIONS))
+def test_simulated_check_recovers_refresh_and_window(generation):
+    spec = GENERATIONS[generation]
+    rig = simulated_gpu(generation, phase_s=0.3 * spec.refresh_s, seed=3)
+    target = SimCheckTarget(rig)
+    with target.meter() as meter:
+        times, watts, busy = square_wave(target, CheckSettings(), instant_power_reader(meter))
+    fit = fit_sensor(times, watts, busy)
+    assert fit.refresh_s == pytest.approx(spec.refresh_s, rel=0.10)
+    assert fit.window_s == pytest.approx(spec.window_s, rel=0.10)
+
+
+def test_simulated_check_reports_the_h100_sensor_and_validates():
+    rig = simulated_gpu("hopper", phase_s=0.0123, seed=2)
+    report = check_gpu(SimCheckTarget(rig)).as_dict()
+    validate_report(report)
+    rows = {r["name"]: r for r in report["results"]}
+    assert rows["refresh period"]["value"] == pytest.approx(100.0, rel=0.10)  # ms
+    assert rows["averaging window"]["value"] == pytest.approx(25.0, rel=0.10)
+    assert rows["refresh period"]["status"] == PASS
+    assert rows["counter vs trace"]["value"] <= 0.03
+    assert rows["zeros vs random"]["value"] < 1.0  # zeros draw less (the simulator's model)
+    assert rows["Zeus"]["status"] == "skip"
+    assert report["verdict"] in (PASS, WARN) and report["device"] == "cuda:0"
+    assert report["protocol"]["sensor_refresh_s"] == pytest.approx(0.1, rel=0.01)
+    assert report["sensor"]["expected"]["generation"] == "hopper"
+
+
+def test_simulated_check_flags_other_process_mig_and_a_lowered_power_limit():
+    board = {
+        "other_pids": [4242],
+        "mig_mode": 1,
+        "power_limit_mw": 250_000,
+        "default_power_limit_mw": 400_000,
+    }
+    rig = simulated_gpu("a100", board=board)
+    with rig.meter() as meter:
+        rows = {r.name: r for r in environment_rows(meter)}
+    assert rows["other processes"].status == FAIL and rows["other processes"].value == 1
+    assert rows["MIG"].status == FAIL
+    assert rows["power limit"].status == WARN and rows["power limit"].value == 250.0
+    with simulated_gpu("a100").meter() as meter:
+        clean = {r.name: r.status for r in environment_rows(meter)}
+    assert clean["other processes"] == clean["MIG"] == clean["power limit"] == PASS
