@@ -146,10 +146,10 @@ def find_gpus(*, torch=None, nvml=None) -> tuple[list[Gpu], str]:
 
 
 def auto_devices(*, torch=None, nvml=None) -> tuple[dict[str, str], str]:
-    """label -> torch device that `auto` picks, and why no GPU was picked (if none was)."""
+    """label -> torch device that `auto` picks, and why a GPU was not picked (or "")."""
     gpus, why = find_gpus(torch=torch, nvml=nvml)
     if gpus:
-        return {gpu.label: f"cuda:{gpu.cuda_index}" for gpu in gpus}, ""
+        return {gpu.label: f"cuda:{gpu.cuda_index}" for gpu in gpus}, why
     return {"cpu": "cpu"}, why
 
 
@@ -185,7 +185,9 @@ def _cuda_problem(label: str, device: str, torch) -> str:
     return ""
 
 
-def _meter_info(label: str, device: str, *, torch=None, nvml=None, estimate=None) -> DeviceInfo:
+def _meter_info(
+    label: str, device: str, *, torch=None, nvml=None, meter_options=None
+) -> DeviceInfo:
     """The meter a job would use for this device, and why a better one is not used."""
     from joulebench.meters import MeterUnavailable, select_meter
 
@@ -194,7 +196,7 @@ def _meter_info(label: str, device: str, *, torch=None, nvml=None, estimate=None
         from joulebench.provenance import cpu_name
 
         info.name = cpu_name()
-        meter, reasons = select_meter("cpu", **(estimate or {}))
+        meter, reasons = select_meter("cpu", **(meter_options or {}))
         with meter:
             info.meter = meter.name
         info.not_better = [_short_reason(r) for r in reasons]
@@ -234,18 +236,20 @@ def _short_reason(reason: str) -> str:
     return f"{name.upper()}: {text or rest}"
 
 
-def describe_devices(spec, *, torch=None, nvml=None, estimate=None) -> tuple[list[DeviceInfo], str]:
+def describe_devices(
+    spec, *, torch=None, nvml=None, meter_options=None
+) -> tuple[list[DeviceInfo], str]:
     """Per device of `spec` (a map or `auto`): meter and reasons; and why `auto` took no GPU."""
-    why_no_gpu = ""
+    why_not = ""
     if spec == AUTO:
-        devices, why_no_gpu = auto_devices(torch=torch, nvml=nvml)
+        devices, why_not = auto_devices(torch=torch, nvml=nvml)
     else:
         devices = dict(spec)
     infos = [
-        _meter_info(label, device, torch=torch, nvml=nvml, estimate=estimate)
+        _meter_info(label, device, torch=torch, nvml=nvml, meter_options=meter_options)
         for label, device in devices.items()
     ]
-    return infos, why_no_gpu
+    return infos, why_not
 
 
 def check_devices(devices: dict[str, str], *, torch=None, nvml=None) -> list[str]:
@@ -260,14 +264,15 @@ def check_devices(devices: dict[str, str], *, torch=None, nvml=None) -> list[str
     return [problem for info in infos for problem in info.problems]
 
 
-def format_devices(infos: list[DeviceInfo], why_no_gpu: str = "", spec=AUTO) -> str:
+def format_devices(infos: list[DeviceInfo], why_not: str = "", spec=AUTO) -> str:
     """The table `joulebench devices` prints."""
     lines = []
     if spec == AUTO:
         picked = ", ".join(f"{i.label} ({i.torch_device})" for i in infos)
         lines.append(f"devices: auto picks {picked}")
-        if why_no_gpu:
-            lines.append(f"  no GPU: {why_no_gpu}")
+        if why_not:
+            gpus = any(i.torch_device != "cpu" for i in infos)
+            lines.append(f"  {'skipped' if gpus else 'no GPU'}: {why_not}")
     else:
         lines.append("devices: as the study names them")
     for info in infos:

@@ -105,7 +105,7 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
     """A parquet (or .csv) table; TableError naming the file if it is not one, or is damaged."""
     path = Path(path)
     if path.is_dir() or not path.exists():
-        raise TableError(f"{path}: no such file")
+        raise TableError(f"no such file: {path}")
     if path.suffix == ".csv":
         try:
             return pd.read_csv(path)
