@@ -3,6 +3,7 @@
 import math
 import re
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -122,3 +123,27 @@ def test_imagefolder_dataset_prepared_once_per_input_config(run_workflow):
     assert len(accuracy) == 3
     # No pretrained weights on this machine: reference accuracy, never a random-weight one.
     assert set(accuracy["accuracy_source"]) == {"reference"}
+
+
+def test_hostile_paths_reach_no_shell(tmp_path):
+    """A folder named with a space, $(...), a quote and a `;` holds the published summary,
+    the power trace and the working directory: the run succeeds and runs nothing of it."""
+    from test_figures import study_tables
+
+    from joulebench.summary import write_summary
+    from joulebench.tables import TRACE_TABLE_COLUMNS, write_table
+
+    hostile = tmp_path / "My Results $(touch MARKER) it's; touch MARKER2 `touch MARKER3`"
+    summary, _, _, trace = study_tables(n_models=6, estimated=False)
+    write_summary(summary, hostile / "summary $(touch MARKER).parquet")
+    write_table(trace, hostile / "trace;touch MARKER.parquet", TRACE_TABLE_COLUMNS)
+    config = {
+        "from_summary": str(hostile / "summary $(touch MARKER).parquet"),
+        "figures": {"trace_table": str(hostile / "trace;touch MARKER.parquet")},
+    }
+    result = snakemake(hostile, config)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert (hostile / "results" / "webapp" / "index.html").is_file()
+    assert (hostile / "results" / "figures" / "power_trace.png").stat().st_size > 1000
+    markers = [*tmp_path.rglob("MARKER*"), *REPO.glob("MARKER*"), *Path.cwd().glob("MARKER*")]
+    assert markers == []

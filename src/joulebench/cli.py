@@ -402,6 +402,8 @@ def _cmd_devices(args) -> int:
 
 def _cmd_plan(args) -> int:
     """The cost of a study before it runs: configurations, measuring and wall time."""
+    from pathlib import Path
+
     from joulebench.devices import resolve_devices
     from joulebench.models import resolve_models
     from joulebench.plan import format_plan, plan_study
@@ -413,7 +415,9 @@ def _cmd_plan(args) -> int:
         return 0
     models = resolve_models(config["models"])
     devices = resolve_devices(config["devices"])
-    profile = args.profile or workflow_root() / "profiles" / "slurm"
+    profile = Path(args.profile or workflow_root() / "profiles" / "slurm")
+    if profile.resolve().is_relative_to(Path.cwd()):
+        profile = profile.resolve().relative_to(Path.cwd())
     study = args.configfile or "config.yaml (the default study)"
     print(f"study: {study}")
     print(format_plan(plan_study(config, models, devices, profile)))

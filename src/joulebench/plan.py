@@ -29,14 +29,17 @@ from pathlib import Path
 
 import yaml
 
-# Measured overheads (bench/bench_plan.py, docs/benchmarks.md; 2-core VM, CPU, no GPU).
-JOB_START_S = 6.0  # a profile or idle job's process: python, torch, timm and the package
-BUILD_S = 0.5  # building a model and its batch, per configuration (median, default models)
-WARMUP_EXTRA_S = 0.7  # warm-up beyond warmup_min_s until throughput is steady (median)
-CONFIG_EXTRA_S = 0.3  # meter set-up and bookkeeping per configuration
-CATALOG_JOB_S = 8.0  # a catalog job's imports
-CATALOG_MODEL_S = 0.3  # counting one model (params, FLOPs, activations; median)
-ANALYSIS_S = 35.0  # summary, score, fits, figures and web page of a small study
+# Overheads measured by bench/bench_plan.py on the development machine (2-core VM, CPU, no GPU,
+# busy with other work: load average 5), docs/benchmarks.md "Plan", 2026-12-03. Medians.
+JOB_START_S = 6.7  # a profile or idle job's process start: python, torch, timm, the package
+BUILD_S = 0.2  # building a model and its batch, per configuration (default models)
+WARMUP_EXTRA_S = 11.3  # warm-up beyond warmup_min_s until throughput is steady (busy CPU)
+CONFIG_EXTRA_S = 0.3  # a fresh meter and the row's bookkeeping, per configuration
+CATALOG_JOB_S = 6.7  # a catalog job's imports (as a profile job's)
+CATALOG_MODEL_S = 0.26  # counting one model: params, FLOPs, activations (issue 3 benchmark)
+# Summary, scores, fits, figures, page and the two concatenations: from_summary's three jobs
+# took 33 s (issue 6 benchmark); five more local jobs at about 4 s of imports each.
+ANALYSIS_S = 55.0
 # Not measured here (no GPU): torch.compile's first call, per configuration, an assumption.
 COMPILE_S = 40.0
 WINDOW_MARGIN = 1.05  # windows are sized a little past min_repeat_s (protocol.py)
@@ -253,9 +256,9 @@ def format_plan(plan: Plan) -> str:
     """The table `joulebench plan` prints."""
     lines = [
         _count_line(plan),
-        f"per configuration: >= {format_duration(plan.config_min_s)} measuring (protocol), "
-        f"~{format_duration(plan.config_estimate_s)} with build, warm-up and pauses; "
-        f"~{format_duration(plan.model_job_s)} per model job",
+        f"per configuration: >= {format_duration(plan.config_min_s)} measuring (the protocol), "
+        f"~{format_duration(plan.config_estimate_s)} with build, warm-up and pauses",
+        f"per model job: ~{format_duration(plan.model_job_s)} with start-up and idle read",
         "",
         f"{'device':<12} {'torch':<8} {'configurations':>14} {'measuring >=':>13} "
         f"{'estimated':>12}",
