@@ -54,7 +54,7 @@ def readme_commands(text: str | None = None) -> list[str]:
             continue
         line = pending + line.strip()
         if line.endswith("\\"):
-            pending = line[:-1] + " "
+            pending = line[:-1].rstrip() + " "
             continue
         pending = ""
         if line and not line.startswith("#"):

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.slow
 TINY_STUDY = {
     "models": ["resnet18.a1_in1k", "convnext_atto.d2_in1k", "mobilenetv3_small_100"],
     "catalog": {"models_per_job": 2},
+    "devices": {"cpu": "cpu"},  # the assertions are the CPU's (auto would take a GPU)
     "methods": {"fp32": {"precision": "fp32"}, "bf16": {"precision": "bf16"}},
     "batch_sizes": [1, 2],
     "protocol": FAST_PROTOCOL,
@@ -61,6 +62,17 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
             assert (results / "figures" / f"{name}{suffix}").stat().st_size > 1000, name
     page = (results / "webapp" / "index.html").read_text()
     assert "resnet18.a1_in1k" in page and "estimated" in page
+
+    # Progress in each job's log; the cost first and the outputs and best models last.
+    log = (run_workflow.workdir / "logs/profile/cpu/resnet18.a1_in1k.log").read_text()
+    lines = [line for line in log.splitlines() if line.startswith("config ")]
+    assert re.fullmatch(r"config 1/4 resnet18.a1_in1k \w+ bs1, elapsed 0 s, ETA .+", lines[0])
+    assert re.fullmatch(r"config 4/4 resnet18.a1_in1k \w+ bs2, elapsed .+, ETA .+", lines[3])
+    out = first.stdout + first.stderr
+    assert "joulebench: 12 configurations = 1 device x 3 models x 2 methods x 2 batch" in out
+    assert out.index("12 configurations") < out.index("rule profile")
+    assert f"web page: {results.resolve()}/webapp/index.html" in out
+    assert "Most accurate model per energy band" in out
 
     again = run_workflow(config)
     assert again.returncode == 0
