@@ -203,3 +203,36 @@ def test_devices_command_with_a_study_names_the_problem(tmp_path):
     )
     assert result.returncode == 2
     assert "cannot measure: devices: 'gpu' is cuda:99, but" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["idle", "--device-label", "gpu", "--device", "cuda:99", "--output", "{out}"],
+        ["profile", "resnet18.a1_in1k", "--device", "cuda:99"],
+        [
+            "profile-job",
+            "--device-label",
+            "gpu",
+            "--spec",
+            '{"torch_device": "cuda:99"}',
+            "--output",
+            "{out}",
+            "--repeats-output",
+            "{out}",
+            "--trace-output",
+            "{out}",
+            "--",
+            "resnet18.a1_in1k",
+        ],
+    ],
+)
+def test_jobs_on_a_device_that_is_not_here_say_what_is_missing(argv, tmp_path, capsys):
+    """On a cluster node (or by hand) a measuring command fails in one line, writing nothing."""
+    from joulebench.cli import main
+
+    out = tmp_path / "out.parquet"
+    assert main([a.replace("{out}", str(out)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("joulebench: error: devices: ") and "is cuda:99, but" in err
+    assert "Traceback" not in err and not out.exists()

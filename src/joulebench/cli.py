@@ -73,6 +73,16 @@ def _job_from_spec(model: str, device_label: str, spec: dict, idle_power_w: floa
     )
 
 
+def _unmeasurable(label: str, device: str) -> bool:
+    """Say what is missing (one line, no traceback) when `device` cannot be measured here."""
+    from joulebench.devices import check_devices
+
+    problems = check_devices({label: device})
+    for problem in problems:
+        print(f"joulebench: error: {problem}", file=sys.stderr)
+    return bool(problems)
+
+
 def _cmd_profile_job(args) -> int:
     """One workflow job: all methods x batch sizes of one model on one device."""
     import json
@@ -87,6 +97,8 @@ def _cmd_profile_job(args) -> int:
     )
 
     spec = json.loads(args.spec)
+    if _unmeasurable(args.device_label, spec["torch_device"]):
+        return 2
     idle_power_w = float("nan")
     if args.idle:
         idle_power_w = float(read_table(args.idle)["idle_power_w"].iloc[0])
@@ -106,6 +118,8 @@ def _cmd_profile(args) -> int:
     from joulebench.tables import PROFILE_COLUMNS, write_table
     from joulebench.workloads import is_workload
 
+    if _unmeasurable(args.device.replace(":", ""), args.device):
+        return 2
     model = resolve_models([args.model])[0]
     methods = {m: PRESETS[m] for m in args.method}
     protocol = {"repeats": args.repeats, "min_repeat_s": args.min_repeat_s}
@@ -147,15 +161,11 @@ def _cmd_idle(args) -> int:
     from joulebench.provenance import device_name, software, utc_now
     from joulebench.tables import IDLE_COLUMNS, write_table
 
+    if _unmeasurable(args.device_label, args.device):
+        return 2
     if args.device.startswith("cuda"):
         import torch
 
-        from joulebench.devices import check_devices
-
-        problems = check_devices({args.device_label: args.device})
-        if problems:
-            print("joulebench: error: " + "\n".join(problems), file=sys.stderr)
-            return 2
         torch.zeros(1, device=args.device)  # the CUDA context, as during profiling
     started = utc_now()
     estimate = {"tdp_w": args.tdp_w} if args.tdp_w else {}
