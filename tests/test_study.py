@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from conftest import REPO
 
-from joulebench.study import ConfigError, check_config, load_schema, load_study, read_yaml
+from joulebench.study import (
+    ConfigError,
+    check_config,
+    job_command,
+    job_shell_prefix,
+    load_schema,
+    load_study,
+    read_yaml,
+)
 
 
 def errors(config, sources=()) -> str:
@@ -60,3 +70,29 @@ def test_unreadable_study_files(tmp_path):
     bad.write_text("- a\n- b\n")
     with pytest.raises(ConfigError, match="a config is a mapping"):
         read_yaml(bad)
+
+
+def test_jobs_run_with_snakemakes_python_or_the_conda_env():
+    assert job_command(False, "/opt/my env/bin/python") == "'/opt/my env/bin/python' -m joulebench"
+    assert job_command(False) == f"{sys.executable} -m joulebench"
+    assert job_command(True) == "python -m joulebench"  # the rule's env, activated by its shell
+
+
+def test_rules_call_joulebench_through_a_shell_function(tmp_path):
+    """The prefix, formatted as Snakemake formats it, defines `joulebench` in bash."""
+    import subprocess
+
+    from snakemake.utils import format as snakemake_format
+
+    fake = tmp_path / "fake python"
+    fake.write_text('#!/bin/sh\necho "ran: $*"\n')
+    fake.chmod(0o755)
+    prefix = snakemake_format(job_shell_prefix(False, str(fake)))
+    out = subprocess.run(
+        ["bash", "-c", prefix + "joulebench catalog --output 'a b' -- m"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "ran: -m joulebench catalog --output a b -- m\n"

@@ -10,6 +10,8 @@ schema itself.
 from __future__ import annotations
 
 import difflib
+import shlex
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -27,6 +29,24 @@ def workflow_root() -> Path:
     """The clone this package runs from (it holds the Snakefile), else the working folder."""
     clone = Path(__file__).resolve().parents[2]
     return clone if (clone / "Snakefile").is_file() else Path.cwd()
+
+
+def job_command(conda: bool, executable: str | None = None) -> str:
+    """How the workflow's jobs run the package: with the Python that runs Snakemake (its
+    absolute path, so never a `python` that happens to be first on PATH), or under
+    `--sdm conda` with the rule's conda environment, whose python its shell activates."""
+    if conda:
+        return "python -m joulebench"
+    return f"{shlex.quote(executable or sys.executable)} -m joulebench"
+
+
+def job_shell_prefix(conda: bool, executable: str | None = None) -> str:
+    """The prefix of every rule's shell command (`shell.prefix`): bash's strict mode, as
+    Snakemake's default prefix, and a `joulebench` function that runs `job_command`, so
+    rules say `joulebench ...` and none can reach a `joulebench` or `python` on PATH.
+    Braces are doubled: Snakemake formats the prefix like a rule's command."""
+    prefix = f'set -euo pipefail; joulebench() {{ {job_command(conda, executable)} "$@"; }}; '
+    return prefix.replace("{", "{{").replace("}", "}}")
 
 
 def load_schema(root: Path | None = None) -> dict:

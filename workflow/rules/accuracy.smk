@@ -16,7 +16,7 @@ rule reference_accuracy:
     params:
         settings=json.dumps(config["reference"], sort_keys=True),
     shell:
-        "{JOULEBENCH} reference --catalog {input.catalog:q} "
+        "joulebench reference --catalog {input.catalog:q} "
         "--settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
 
 
@@ -34,7 +34,7 @@ rule prepare:
         workers=config["dataset"]["workers"],
         out_root=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
     shell:
-        "{JOULEBENCH} prepare --source {params.source:q} "
+        "joulebench prepare --source {params.source:q} "
         "--input-config {params.input_config:q} --out-root {params.out_root:q} "
         "--workers {params.workers:q} > {log:q} 2>&1"
 
@@ -57,7 +57,7 @@ rule measured_accuracy:
         batch_size=config["accuracy"]["batch_size"],
         device=config["accuracy"]["device"],
     shell:
-        "{JOULEBENCH} accuracy --shard-dir {params.shard_dir:q} {params.checkpoints} "
+        "joulebench accuracy --shard-dir {params.shard_dir:q} {params.checkpoints} "
         "--batch-size {params.batch_size:q} --device {params.device:q} "
         "--output {output:q} -- {params.models} > {log:q} 2>&1"
 
@@ -74,5 +74,5 @@ rule accuracy:
     conda:
         ENV
     shell:
-        "{JOULEBENCH} accuracy-table --reference {input.reference:q} "
+        "joulebench accuracy-table --reference {input.reference:q} "
         "--output {output:q} --measured {input.measured:q} > {log:q} 2>&1"

@@ -3,7 +3,6 @@ import json
 import os
 import re
 import shlex
-import sys
 
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
@@ -15,17 +14,26 @@ from joulebench.figures import FIGURE_NAMES as FIGURES
 from joulebench.fits import FIT_TABLE_COLUMNS
 from joulebench.models import ModelSelectionError, chunk, resolve_models
 from joulebench.plan import one_line, plan_study
-from joulebench.study import ConfigError, check_config, load_schema, read_yaml
+from joulebench.study import (
+    ConfigError,
+    check_config,
+    job_shell_prefix,
+    load_schema,
+    read_yaml,
+)
 from joulebench.tables import TableError, read_table
 from joulebench.workloads import named_entry, workload_entries
 
 
 def get_config_sources():
     """Where each key can come from, so an error can name the file that set it."""
-    base = Path(workflow.basedir) / "config.yaml"
-    sources = [(str(base), read_yaml(base))]
-    sources += [(str(f), read_yaml(f)) for f in workflow.config_settings.configfiles]
-    return sources + [("--config", dict(workflow.config_settings.config))]
+    files = [
+        Path(workflow.basedir) / "config.yaml",
+        *workflow.config_settings.configfiles,
+    ]
+    sources = [(str(f), read_yaml(f)) for f in files]
+    sources.append(("--config", dict(workflow.config_settings.config)))
+    return sources
 
 
 # One short message per problem (key, where, which file, closest valid key), then defaults.
@@ -36,15 +44,13 @@ except ConfigError as exc:
 validate(config, schema="../schemas/config.schema.yaml")
 
 
-def get_joulebench_command():
-    """Jobs run the package with the Python that runs Snakemake (never a `python` from
-    PATH), or with the rule's conda environment under `--sdm conda`."""
-    if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
-        return "python -m joulebench"
-    return f"{shlex.quote(sys.executable)} -m joulebench"
-
-
-JOULEBENCH = get_joulebench_command()
+# Every rule's `joulebench ...` runs the package with the Python that runs Snakemake (on
+# every host: cluster jobs re-read this file), or with the rule's env under --sdm conda.
+shell.prefix(
+    job_shell_prefix(
+        DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+    )
+)
 
 # The package runs from this clone, in a venv or a conda env alike.
 SRC_DIR = str(Path(workflow.basedir) / "src")
@@ -57,10 +63,8 @@ ENV = "../../envs/joulebench.yaml"
 # Figures from existing data: a published summary -> scores, fits, figures; nothing measured.
 FROM_SUMMARY = config.get("from_summary")
 if FROM_SUMMARY:
-    try:
-        read_table(
-            FROM_SUMMARY
-        )  # not a table, or not UTF-8: one clear line, before any job
+    try:  # not a table, or not UTF-8: one clear line, before any job
+        read_table(FROM_SUMMARY)
     except TableError as exc:
         raise WorkflowError(f"from_summary: {exc}")
 if not FROM_SUMMARY and not config.get("models"):
@@ -262,7 +266,7 @@ def start_message():
             f"devices: auto looks at this host ({', '.join(DEVICES)}), not at the cluster's "
             "nodes: name the device in the study, e.g. devices: {h200: cuda}"
         )
-    return "joulebench: " + one_line(plan_study(config, MODELS, DEVICES, None))
+    return f"joulebench: {one_line(plan_study(config, MODELS, DEVICES, None))}"
 
 
 def end_message():

@@ -25,7 +25,7 @@ rule figures:
         outdir=lambda wildcards, output: os.path.dirname(output.pdf[0]),
         fits_dir=lambda wildcards, input: os.path.dirname(input.fits[0]),
     shell:
-        "{JOULEBENCH} figures --summary {input.summary:q} --scores {input.scores:q} "
+        "joulebench figures --summary {input.summary:q} --scores {input.scores:q} "
         "--fits-dir {params.fits_dir:q} {params.trace} --settings {params.settings:q} "
         "--outdir {params.outdir:q} > {log:q} 2>&1"
 
@@ -47,5 +47,5 @@ rule webapp:
     params:
         settings=json.dumps(config["score"], sort_keys=True),
     shell:
-        "{JOULEBENCH} webapp --summary {input.summary:q} --scores {input.scores:q} "
+        "joulebench webapp --summary {input.summary:q} --scores {input.scores:q} "
         "--settings {params.settings:q} --output {output:q} > {log:q} 2>&1"

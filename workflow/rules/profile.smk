@@ -18,7 +18,7 @@ rule idle:
         options=get_meter_options,
         duration_s=config["idle"]["duration_s"],
     shell:
-        "{JOULEBENCH} idle --device-label {wildcards.device:q} "
+        "joulebench idle --device-label {wildcards.device:q} "
         "--device {params.torch_device:q} --duration-s {params.duration_s:q} {params.options} "
         "--output {output:q} > {log:q} 2>&1"
 
@@ -42,7 +42,7 @@ rule profile:
     params:
         spec=get_profile_spec,
     shell:
-        "{JOULEBENCH} profile-job --device-label {wildcards.device:q} "
+        "joulebench profile-job --device-label {wildcards.device:q} "
         "--spec {params.spec:q} --idle {input.idle:q} --threads {threads} "
         "--output {output.rows:q} --repeats-output {output.repeats:q} "
         "--trace-output {output.trace:q} -- {wildcards.model:q} > {log:q} 2>&1"
@@ -59,4 +59,4 @@ rule profile_table:
     conda:
         ENV
     shell:
-        "{JOULEBENCH} concat profile --output {output:q} -- {input:q} > {log:q} 2>&1"
+        "joulebench concat profile --output {output:q} -- {input:q} > {log:q} 2>&1"

@@ -14,7 +14,7 @@ rule score:
     params:
         settings=json.dumps(config["score"], sort_keys=True),
     shell:
-        "{JOULEBENCH} score --settings {params.settings:q} --output {output:q} "
+        "joulebench score --settings {params.settings:q} --output {output:q} "
         "-- {input:q} > {log:q} 2>&1"
 
 
@@ -32,5 +32,5 @@ rule fits:
         settings=get_fits_settings(),
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "{JOULEBENCH} fits --settings {params.settings:q} --outdir {params.outdir:q} "
+        "joulebench fits --settings {params.settings:q} --outdir {params.outdir:q} "
         "-- {input:q} > {log:q} 2>&1"
