@@ -79,7 +79,9 @@ def test_flagged_rows_are_shown_only_when_nothing_is_clean_and_say_so():
 def test_no_accuracy_no_table():
     scores = scores_frame([{"model": "a", "energy_per_image_j": 0.5, "top1": None}])
     best, note = best_per_energy_band(scores)
-    assert best.empty and "accuracy missing" in note
+    assert best.empty and note.startswith("no model has a top-1 (accuracy missing")
+    scores = scores_frame([{"model": "a", "energy_per_image_j": None, "top1": 70.0}])
+    assert best_per_energy_band(scores)[1] == "no model has both a measured energy and a top-1"
 
 
 def test_end_of_run_names_the_page_figures_and_best_models(tmp_path):

@@ -47,6 +47,6 @@ def test_concat_names_every_damaged_part_and_how_to_redo_it(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert f"{bad}: truncated or damaged" in err
-    assert "rerunning measures those models again" in err
+    assert "the next run measures those models again" in err
     assert f"rm '{rows}/my model'\"'\"'s.parquet'" in err
     assert not (tmp_path / "p.parquet").exists()

@@ -42,7 +42,9 @@ def best_per_energy_band(scores: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         usable = usable[usable["phase"] == "inference"]
     note = ""
     if usable.empty:
-        return usable, "no model has both an energy and a top-1 (accuracy missing?)"
+        if top1.isna().all():
+            return usable, "no model has a top-1 (accuracy missing; see docs/accuracy.md)"
+        return usable, "no model has both a measured energy and a top-1"
     clean = usable[usable["scored"].fillna(False).astype(bool)]
     if clean.empty:
         notes = usable.get("score_note", pd.Series(dtype=str)).dropna().astype(str)

@@ -118,7 +118,7 @@ def _cmd_profile(args) -> int:
     from joulebench.tables import PROFILE_COLUMNS, write_table
     from joulebench.workloads import is_workload
 
-    if _unmeasurable(args.device.replace(":", ""), args.device):
+    if _unmeasurable(args.device, args.device):
         return 2
     model = resolve_models([args.model])[0]
     methods = {m: PRESETS[m] for m in args.method}
@@ -388,9 +388,9 @@ def _cmd_concat(args) -> int:
     if damaged:
         for _, exc in damaged:
             print(f"joulebench: error: {exc}", file=sys.stderr)
-        redo = "measures those models" if args.table == "profile" else "counts those models"
+        redo = "measures" if args.table == "profile" else "counts"
         print(
-            f"Deleting the damaged file(s) and rerunning {redo} again:\n  rm "
+            f"Delete the damaged file(s), and the next run {redo} those models again:\n  rm "
             + " ".join(shlex.quote(path) for path, _ in damaged),
             file=sys.stderr,
         )
