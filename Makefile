@@ -5,8 +5,7 @@ VENV ?= .venv
 BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= all
-# Jobs call `python -m joulebench`: the venv's python must come first on PATH.
-export PATH := $(BIN):$(PATH)
+# Jobs run with the interpreter that runs snakemake (workflow/rules/common.smk): no PATH needed.
 
 .PHONY: setup run test lint format clean
 
@@ -19,16 +18,17 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: setup
-	snakemake --cores $(CORES)
+	$(BIN)/snakemake --cores $(CORES)
 
 test: setup
-	python -m pytest
+	$(BIN)/python -m pytest
 
 lint: setup
-	ruff check . && ruff format --check . && snakefmt --check . && snakemake --lint
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/snakefmt --check . \
+		&& $(BIN)/snakemake --lint
 
 format: setup
-	ruff format . && ruff check --fix . && snakefmt .
+	$(BIN)/ruff format . && $(BIN)/ruff check --fix . && $(BIN)/snakefmt .
 
 clean:
 	rm -rf results/*/ results/*.parquet results/*.csv logs .snakemake

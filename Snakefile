@@ -30,10 +30,11 @@ include: "workflow/rules/figures.smk"
 
 
 onstart:
-    if FROM_SUMMARY:
-        print(f"joulebench: scores and figures from {FROM_SUMMARY} -> results/")
-    else:
-        print(f"joulebench: {len(MODELS)} model(s) -> results/")
+    print(start_message(), flush=True)
+
+
+onsuccess:
+    print(end_message(), flush=True)
 
 
 onerror:

@@ -33,10 +33,16 @@ def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 600
         path = workdir / "test-config.yaml"
         path.write_text(yaml.safe_dump(config))
         cmd += ["--configfile", str(path)]
-    env = {**os.environ, **(env or {})}
-    # Rules call `python -m joulebench`: the interpreter running the tests comes first.
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env = {**os.environ, **(env or {}), "PATH": path_without_venv()}
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def path_without_venv() -> str:
+    """PATH without the folder of the interpreter running the tests: jobs must run with the
+    interpreter that runs Snakemake, never with a `python` found on PATH."""
+    venv_bin = Path(sys.executable).parent.resolve()
+    folders = os.environ.get("PATH", "").split(os.pathsep)
+    return os.pathsep.join(f for f in folders if f and Path(f).resolve() != venv_bin)
 
 
 @pytest.fixture

@@ -82,3 +82,12 @@ def test_custom_workloads_resolve_to_their_names():
     assert resolve_models(entries) == ["resnet18.a1_in1k", "tiny_net.build", "x"]
     with pytest.raises(ModelSelectionError, match="file not found"):
         resolve_models(["tests/workloads/missing.py:build"])
+
+
+def test_an_entry_that_reads_as_an_option_is_refused():
+    with pytest.raises(ModelSelectionError) as err:
+        resolve_models(["--help=models/m.py:f", "-resnet18", "resnet18"])
+    assert str(err.value).splitlines() == [
+        "models: '--help=models/m.py:f' starts with '-': no model name does",
+        "models: '-resnet18' starts with '-': no model name does",
+    ]

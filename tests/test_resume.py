@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import FAST_PROTOCOL, REPO, snakemake
+from conftest import FAST_PROTOCOL, REPO, path_without_venv, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +68,7 @@ def test_killed_study_resumes_to_whole_results(tmp_path):
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
     cmd += ["--directory", str(tmp_path), "--cores", "2", *TARGETS]
     cmd += ["--configfile", str(config)]  # last: it takes every word after it
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    env = dict(os.environ, PATH=path_without_venv())
 
     # Run in its own process group, and SIGKILL the whole group (snakemake and the running
     # job, like a power cut or scancel) once a profile job is running and one has finished.

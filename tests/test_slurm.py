@@ -149,3 +149,25 @@ def test_tiny_study_through_the_slurm_profile(tmp_path, job_prefix):
     starts = [m.start() for m in re.finditer(r"^localrule profile:", pair, re.MULTILINE)]
     finished = [m.start() for m in re.finditer(r"^Finished jobid: .*profile", pair, re.MULTILINE)]
     assert len(starts) == 2 and finished[0] < starts[1], pair[-3000:]
+
+
+def test_devices_auto_is_refused_on_a_cluster(tmp_path, job_prefix):
+    """auto would look at the submitting host, not at the nodes: the run stops before any
+    job is submitted and says what to write instead."""
+    study = {**STUDY, "devices": "auto"}
+    result = snakemake(
+        tmp_path,
+        study,
+        "results/profile.parquet",
+        "--profile",
+        str(REPO / "profiles" / "slurm"),
+        "--slurm-no-account",
+        "--slurm-jobname-prefix",
+        job_prefix,
+        timeout=300,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "devices: auto looks at this host" in output and "devices: {h200: cuda}" in output
+    assert "submitted with SLURM jobid" not in output
+    assert not (tmp_path / "results").exists()

@@ -3,6 +3,7 @@
 import math
 import re
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.slow
 TINY_STUDY = {
     "models": ["resnet18.a1_in1k", "convnext_atto.d2_in1k", "mobilenetv3_small_100"],
     "catalog": {"models_per_job": 2},
+    "devices": {"cpu": "cpu"},  # the assertions are the CPU's (auto would take a GPU)
     "methods": {"fp32": {"precision": "fp32"}, "bf16": {"precision": "bf16"}},
     "batch_sizes": [1, 2],
     "protocol": FAST_PROTOCOL,
@@ -61,6 +63,17 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
             assert (results / "figures" / f"{name}{suffix}").stat().st_size > 1000, name
     page = (results / "webapp" / "index.html").read_text()
     assert "resnet18.a1_in1k" in page and "estimated" in page
+
+    # Progress in each job's log; the cost first and the outputs and best models last.
+    log = (run_workflow.workdir / "logs/profile/cpu/resnet18.a1_in1k.log").read_text()
+    lines = [line for line in log.splitlines() if line.startswith("config ")]
+    assert re.fullmatch(r"config 1/4 resnet18.a1_in1k \w+ bs1, elapsed 0 s, ETA .+", lines[0])
+    assert re.fullmatch(r"config 4/4 resnet18.a1_in1k \w+ bs2, elapsed .+, ETA .+", lines[3])
+    out = first.stdout + first.stderr
+    assert "joulebench: 12 configurations = 1 device x 3 models x 2 methods x 2 batch" in out
+    assert out.index("12 configurations") < out.index("rule profile")
+    assert f"web page: {results.resolve()}/webapp/index.html" in out
+    assert "Most accurate model per energy band" in out
 
     again = run_workflow(config)
     assert again.returncode == 0
@@ -122,3 +135,27 @@ def test_imagefolder_dataset_prepared_once_per_input_config(run_workflow):
     assert len(accuracy) == 3
     # No pretrained weights on this machine: reference accuracy, never a random-weight one.
     assert set(accuracy["accuracy_source"]) == {"reference"}
+
+
+def test_hostile_paths_reach_no_shell(tmp_path):
+    """A folder named with a space, $(...), a quote and a `;` holds the published summary,
+    the power trace and the working directory: the run succeeds and runs nothing of it."""
+    from test_figures import study_tables
+
+    from joulebench.summary import write_summary
+    from joulebench.tables import TRACE_TABLE_COLUMNS, write_table
+
+    hostile = tmp_path / "My Results $(touch MARKER) it's; touch MARKER2 `touch MARKER3`"
+    summary, _, _, trace = study_tables(n_models=6, estimated=False)
+    write_summary(summary, hostile / "summary $(touch MARKER).parquet")
+    write_table(trace, hostile / "trace;touch MARKER.parquet", TRACE_TABLE_COLUMNS)
+    config = {
+        "from_summary": str(hostile / "summary $(touch MARKER).parquet"),
+        "figures": {"trace_table": str(hostile / "trace;touch MARKER.parquet")},
+    }
+    result = snakemake(hostile, config)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert (hostile / "results" / "webapp" / "index.html").is_file()
+    assert (hostile / "results" / "figures" / "power_trace.png").stat().st_size > 1000
+    markers = [*tmp_path.rglob("MARKER*"), *REPO.glob("MARKER*"), *Path.cwd().glob("MARKER*")]
+    assert markers == []

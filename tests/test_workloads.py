@@ -46,6 +46,12 @@ def test_which_entries_are_workloads_and_their_names():
         workload_name("x.py:")
 
 
+@pytest.mark.parametrize("entry", ["--help=models/m.py:f", "-x.py:build", "-o=pkg.mod:f"])
+def test_a_name_that_reads_as_an_option_is_refused(entry):
+    with pytest.raises(WorkloadError, match="may not start with '-'"):
+        workload_name(entry)
+
+
 def test_load_from_a_file_and_from_a_module(monkeypatch):
     model, spec = load_workload(ENTRY)
     assert isinstance(model, torch.nn.Module)

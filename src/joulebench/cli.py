@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 # Methods the ad-hoc `profile` command knows by name (the workflow reads `methods:`).
@@ -72,6 +73,16 @@ def _job_from_spec(model: str, device_label: str, spec: dict, idle_power_w: floa
     )
 
 
+def _unmeasurable(label: str, device: str) -> bool:
+    """Say what is missing (one line, no traceback) when `device` cannot be measured here."""
+    from joulebench.devices import check_devices
+
+    problems = check_devices({label: device})
+    for problem in problems:
+        print(f"joulebench: error: {problem}", file=sys.stderr)
+    return bool(problems)
+
+
 def _cmd_profile_job(args) -> int:
     """One workflow job: all methods x batch sizes of one model on one device."""
     import json
@@ -86,6 +97,8 @@ def _cmd_profile_job(args) -> int:
     )
 
     spec = json.loads(args.spec)
+    if _unmeasurable(args.device_label, spec["torch_device"]):
+        return 2
     idle_power_w = float("nan")
     if args.idle:
         idle_power_w = float(read_table(args.idle)["idle_power_w"].iloc[0])
@@ -105,6 +118,8 @@ def _cmd_profile(args) -> int:
     from joulebench.tables import PROFILE_COLUMNS, write_table
     from joulebench.workloads import is_workload
 
+    if _unmeasurable(args.device, args.device):
+        return 2
     model = resolve_models([args.model])[0]
     methods = {m: PRESETS[m] for m in args.method}
     protocol = {"repeats": args.repeats, "min_repeat_s": args.min_repeat_s}
@@ -147,6 +162,8 @@ def _cmd_idle(args) -> int:
     from joulebench.provenance import device_name, software, utc_now
     from joulebench.tables import IDLE_COLUMNS, write_table
 
+    if _unmeasurable(args.device_label, args.device):
+        return 2
     if args.device.startswith("cuda"):
         import torch
 
@@ -409,11 +426,67 @@ def _cmd_webapp(args) -> int:
 def _cmd_concat(args) -> int:
     import pandas as pd
 
-    from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS, read_table, write_table
+    from joulebench.tables import (
+        CATALOG_COLUMNS,
+        PROFILE_COLUMNS,
+        TableError,
+        read_table,
+        write_table,
+    )
 
     columns = {"catalog": CATALOG_COLUMNS, "profile": PROFILE_COLUMNS}[args.table]
-    df = pd.concat([read_table(p) for p in args.parts], ignore_index=True)
-    write_table(df, args.output, columns)
+    parts, damaged = [], []
+    for path in args.parts:
+        try:
+            parts.append(read_table(path))
+        except TableError as exc:
+            damaged.append((path, exc))
+    if damaged:
+        for _, exc in damaged:
+            print(f"joulebench: error: {exc}", file=sys.stderr)
+        redo = "measures" if args.table == "profile" else "counts"
+        print(
+            f"Delete the damaged file(s), and the next run {redo} those models again:\n  rm "
+            + " ".join(shlex.quote(path) for path, _ in damaged),
+            file=sys.stderr,
+        )
+        return 2
+    write_table(pd.concat(parts, ignore_index=True), args.output, columns)
+    return 0
+
+
+def _cmd_devices(args) -> int:
+    """What `devices: auto` (or the study's devices) picks, and each device's meter."""
+    from joulebench.devices import describe_devices, format_devices
+    from joulebench.study import load_study
+
+    spec = load_study(args.configfile)["devices"] if args.configfile else "auto"
+    infos, why_no_gpu = describe_devices(spec)
+    print(format_devices(infos, why_no_gpu, spec))
+    return 2 if any(info.problems for info in infos) else 0
+
+
+def _cmd_plan(args) -> int:
+    """The cost of a study before it runs: configurations, measuring and wall time."""
+    from pathlib import Path
+
+    from joulebench.devices import resolve_devices
+    from joulebench.models import resolve_models
+    from joulebench.plan import format_plan, plan_study
+    from joulebench.study import load_study, workflow_root
+
+    config = load_study(args.configfile)
+    if config.get("from_summary"):
+        print("from_summary: nothing is measured (scores, fits, figures and the page only)")
+        return 0
+    models = resolve_models(config["models"])
+    devices = resolve_devices(config["devices"])
+    profile = Path(args.profile or workflow_root() / "profiles" / "slurm")
+    if profile.resolve().is_relative_to(Path.cwd()):
+        profile = profile.resolve().relative_to(Path.cwd())
+    study = args.configfile or "config.yaml (the default study)"
+    print(f"study: {study}")
+    print(format_plan(plan_study(config, models, devices, profile)))
     return 0
 
 
@@ -566,11 +639,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--output", required=True)
     p.set_defaults(func=_cmd_idle)
 
+    p = sub.add_parser("devices", help="the devices a study measures and each one's meter")
+    p.add_argument("--configfile", help="a study file (default: devices: auto)")
+    p.set_defaults(func=_cmd_devices)
+
+    p = sub.add_parser("plan", help="what a study costs: configurations and time, before it runs")
+    p.add_argument("--configfile", help="a study file over config.yaml (default: config.yaml)")
+    p.add_argument("--profile", help="the SLURM profile folder (default: profiles/slurm)")
+    p.set_defaults(func=_cmd_plan)
+
     args = parser.parse_args(argv)
     if args.command == "profile":
         args.method = args.method or ["fp32"]
         args.batch_size = args.batch_size or [1]
-    return args.func(args)
+    from joulebench.models import ModelSelectionError
+    from joulebench.study import ConfigError
+    from joulebench.tables import TableError
+
+    try:
+        return args.func(args)
+    except (ConfigError, ModelSelectionError, TableError) as exc:
+        print(f"joulebench: error: {exc}", file=sys.stderr)  # bad input: no traceback
+        return 2
 
 
 if __name__ == "__main__":

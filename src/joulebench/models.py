@@ -87,6 +87,9 @@ def resolve_models(entries: list[str]) -> list[str]:
     resolved: dict[str, None] = {}
     problems = []
     for entry in entries:
+        if entry.strip().startswith("-"):  # a job's command line would read it as an option
+            problems.append(f"models: '{entry}' starts with '-': no model name does")
+            continue
         if is_workload(entry):
             try:
                 resolved[check_entry(entry).name] = None

@@ -17,12 +17,14 @@ import gc
 import json
 import math
 import sys
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
 from joulebench.methods import Method
+from joulebench.plan import Eta, config_estimate_s
 from joulebench.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.provenance import device_name, software, utc_now
 from joulebench.runtimes import STATUS_SKIPPED, NotMeasured
@@ -371,10 +373,12 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
 
     rows, repeats, traces = [], [], []
     configs = job.configs()
+    eta = Eta(len(configs), config_estimate_s(asdict(job.settings)), time.monotonic)
     for i, (phase, method, requested) in enumerate(configs, 1):
         started = utc_now()
         batch_size = requested
         label = method.name if phase == "inference" else f"{method.name} {phase}"
+        log(f"config {i}/{len(configs)} {job.model} {label} bs{requested}, {eta.line(i - 1)}")
         while True:
             outcome = measure_config(job, method, batch_size, meter_factory, phase=phase)
             if outcome.status == "oom" and job.oom_retry and batch_size > 1:
@@ -418,6 +422,7 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
             detail = outcome.reason
         rows.append(row)
         log(f"[{i}/{len(configs)}] {job.model} {label} bs{batch_size}: {outcome.status} {detail}")
+    log(f"{job.model}: {len(configs)} configurations in {eta.elapsed()}")
 
     from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, TRACE_TABLE_COLUMNS
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shlex
 import tempfile
 import time
 from pathlib import Path
@@ -127,11 +128,44 @@ def write_text(text: str, path: str | os.PathLike) -> None:
     _atomic(Path(path), lambda tmp: Path(tmp).write_text(text))
 
 
+class TableError(ValueError):
+    """A table that cannot be read; the message names the file and what to do."""
+
+
 def read_table(path: str | os.PathLike) -> pd.DataFrame:
+    """A parquet (or .csv) table; TableError naming the file if it is not one, or is damaged."""
     path = Path(path)
+    if path.is_dir() or not path.exists():
+        raise TableError(f"no such file: {path}")
     if path.suffix == ".csv":
-        return pd.read_csv(path)
-    return pd.read_parquet(path)
+        try:
+            return pd.read_csv(path)
+        except UnicodeDecodeError as err:
+            raise TableError(
+                f"{path}: not UTF-8 text (it holds the byte {err.object[err.start]:#04x}). "
+                "Save it as UTF-8, e.g. iconv -f latin1 -t utf-8 "
+                f"{_sh(path)} > utf8.csv"
+            ) from None
+        except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+            raise TableError(f"{path}: not a readable CSV table: {err}") from None
+    import pyarrow as pa
+
+    try:
+        return pd.read_parquet(path)
+    except (pa.ArrowException, OSError) as err:
+        kind = "truncated or damaged" if _looks_parquet(path) else "not a parquet file"
+        hint = "" if path.suffix == ".parquet" else " (a summary may also be a .csv)"
+        raise TableError(f"{path}: {kind}{hint}: {str(err).splitlines()[0]}") from None
+
+
+def _looks_parquet(path: Path) -> bool:
+    """A parquet file starts with the magic bytes PAR1 (and ends with them, when whole)."""
+    with open(path, "rb") as fh:
+        return fh.read(4) == b"PAR1"
+
+
+def _sh(path: Path) -> str:
+    return shlex.quote(str(path))
 
 
 # Profile: one row per (device, model, method, batch size). Energies are per image, in J.

@@ -104,6 +104,8 @@ def parse_entry(entry: str) -> Entry:
     if not name:
         stem = Path(target).stem if target.endswith(".py") else target.rsplit(".", 1)[-1]
         name = f"{stem}.{function}"
+    if name.startswith("-"):  # a job's command line would read it as an option
+        raise WorkloadError(f"workload '{entry}': name '{name}' may not start with '-'")
     if not NAME_PATTERN.fullmatch(name):
         raise WorkloadError(
             f"workload '{entry}': name '{name}' may only use letters, digits, '_', '.', '-' "

@@ -14,7 +14,8 @@ rule catalog_part:
     params:
         models=get_catalog_part_models,
     shell:
-        "python -m joulebench catalog {params.models} --threads {threads} --output {output} > {log} 2>&1"
+        "joulebench catalog --threads {threads} --output {output:q} -- {params.models} "
+        "> {log:q} 2>&1"
 
 
 rule catalog:
@@ -28,4 +29,4 @@ rule catalog:
     conda:
         ENV
     shell:
-        "python -m joulebench concat catalog {input} --output {output} > {log} 2>&1"
+        "joulebench concat catalog --output {output:q} -- {input:q} > {log:q} 2>&1"

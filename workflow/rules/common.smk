@@ -5,38 +5,83 @@ import re
 import shlex
 
 from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
+from joulebench.best_models import end_of_run
+from joulebench.devices import RESOLVED_ENV, check_devices, resolve_devices
 from joulebench.figures import FIGURE_NAMES as FIGURES
 from joulebench.fits import FIT_TABLE_COLUMNS
 from joulebench.models import ModelSelectionError, chunk, resolve_models
+from joulebench.plan import one_line, plan_study
+from joulebench.study import (
+    ConfigError,
+    check_config,
+    job_shell_prefix,
+    load_schema,
+    read_yaml,
+)
+from joulebench.tables import TableError, read_table
 from joulebench.workloads import named_entry, workload_entries
 
+
+def get_config_sources():
+    """Where each key can come from, so an error can name the file that set it."""
+    files = [
+        Path(workflow.basedir) / "config.yaml",
+        *workflow.config_settings.configfiles,
+    ]
+    sources = [(str(f), read_yaml(f)) for f in files]
+    sources.append(("--config", dict(workflow.config_settings.config)))
+    return sources
+
+
+# One short message per problem (key, where, which file, closest valid key), then defaults.
+try:
+    check_config(config, load_schema(Path(workflow.basedir)), get_config_sources())
+except ConfigError as exc:
+    raise WorkflowError(str(exc))
 validate(config, schema="../schemas/config.schema.yaml")
 
 
-# Jobs run `python -m joulebench` from this clone, in a venv or a conda env alike.
+# Every rule's `joulebench ...` runs the package with the Python that runs Snakemake (on
+# every host: cluster jobs re-read this file), or with the rule's env under --sdm conda.
+shell.prefix(
+    job_shell_prefix(
+        DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+    )
+)
+
+# The package runs from this clone, in a venv or a conda env alike.
 SRC_DIR = str(Path(workflow.basedir) / "src")
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in [SRC_DIR, os.environ.get("PYTHONPATH", "")] if p
 )
 
-
-# PYTHONPATH is passed on to jobs on other hosts (cluster executors), too.
-envvars:
-    "PYTHONPATH",
-
-
 ENV = "../../envs/joulebench.yaml"
 
 # Figures from existing data: a published summary -> scores, fits, figures; nothing measured.
 FROM_SUMMARY = config.get("from_summary")
-if FROM_SUMMARY and not Path(FROM_SUMMARY).is_file():
-    raise WorkflowError(f"from_summary: no such file: {FROM_SUMMARY}")
+if FROM_SUMMARY:
+    try:  # not a table, or not UTF-8: one clear line, before any job
+        read_table(FROM_SUMMARY)
+    except TableError as exc:
+        raise WorkflowError(f"from_summary: {exc}")
 if not FROM_SUMMARY and not config.get("models"):
     raise WorkflowError(
         "The config needs `models:` (or `from_summary:` to replot a summary)."
     )
+
+# label -> torch device; `auto` resolved here once, and handed to jobs on other hosts.
+DEVICES = {} if FROM_SUMMARY else resolve_devices(config["devices"])
+os.environ[RESOLVED_ENV] = json.dumps(DEVICES)
+
+
+# Passed on to jobs on other hosts (cluster executors), too.
+envvars:
+    "PYTHONPATH",
+    RESOLVED_ENV,
+
 
 try:
     MODELS = [] if FROM_SUMMARY else resolve_models(config["models"])
@@ -50,14 +95,11 @@ CATALOG_PARTS = chunk(MODELS, config["catalog"]["models_per_job"])
 PART_IDS = [f"{i:04d}" for i in range(len(CATALOG_PARTS))]
 
 
-DEVICES = config["devices"]  # label -> torch device
-
-
 wildcard_constraints:
     part=r"\d{4}",
     shard=r"[A-Za-z0-9_.\-]+",
     device="|".join(map(re.escape, DEVICES)),
-    model=r"[A-Za-z0-9_.\-]+",
+    model=r"[A-Za-z0-9_.][A-Za-z0-9_.\-]*",
 
 
 def get_final_outputs():
@@ -128,8 +170,9 @@ def get_measure_threads(wildcards):
 def get_meter_options(wildcards):
     meter = config["profile"]["meter"]
     tdp_w = config["profile"]["estimate"]["tdp_w"]
-    options = f"--meter {meter}" if meter else ""
-    return options + (f" --tdp-w {tdp_w}" if tdp_w else "")
+    options = ["--meter", meter] if meter else []
+    options += ["--tdp-w", str(tdp_w)] if tdp_w else []
+    return shlex.join(options)
 
 
 def get_profile_spec(wildcards):
@@ -203,3 +246,29 @@ def get_checkpoints_option(wildcards):
 
 def get_measured_accuracy(wildcards):
     return expand("results/accuracy/measured/{shard}.parquet", shard=SHARDS)
+
+
+def get_trace_option(wildcards, input):
+    """`--trace PATH`, shell-quoted, when the figures have a power trace to draw."""
+    return shlex.join(["--trace", input.trace]) if "trace" in input.keys() else ""
+
+
+# The workflow's first and last words.
+def start_message():
+    """Stop before any job when a device cannot be measured here; else say what the run costs."""
+    if FROM_SUMMARY:
+        return f"joulebench: scores and figures from {FROM_SUMMARY} -> results/"
+    if workflow.local_exec:
+        problems = check_devices(DEVICES)
+        if problems:
+            raise WorkflowError("\n".join(problems))
+    elif config["devices"] == "auto":
+        raise WorkflowError(
+            f"devices: auto looks at this host ({', '.join(DEVICES)}), not at the cluster's "
+            "nodes: name the device in the study, e.g. devices: {h200: cuda}"
+        )
+    return f"joulebench: {one_line(plan_study(config, MODELS, DEVICES, None))}"
+
+
+def end_message():
+    return end_of_run("results")

@@ -21,15 +21,13 @@ rule figures:
         ENV
     params:
         settings=json.dumps(config["figures"], sort_keys=True),
-        trace=lambda wildcards, input: (
-            f"--trace {input.trace}" if "trace" in input.keys() else ""
-        ),
+        trace=get_trace_option,
         outdir=lambda wildcards, output: os.path.dirname(output.pdf[0]),
         fits_dir=lambda wildcards, input: os.path.dirname(input.fits[0]),
     shell:
-        "python -m joulebench figures --summary {input.summary} --scores {input.scores} "
-        "--fits-dir {params.fits_dir} {params.trace} --settings {params.settings:q} "
-        "--outdir {params.outdir} > {log} 2>&1"
+        "joulebench figures --summary {input.summary:q} --scores {input.scores:q} "
+        "--fits-dir {params.fits_dir:q} {params.trace} --settings {params.settings:q} "
+        "--outdir {params.outdir:q} > {log:q} 2>&1"
 
 
 # Stage 10: one self-contained HTML page (works from file://, no server, no CDN).
@@ -49,5 +47,5 @@ rule webapp:
     params:
         settings=json.dumps(config["score"], sort_keys=True),
     shell:
-        "python -m joulebench webapp --summary {input.summary} --scores {input.scores} "
-        "--settings {params.settings:q} --output {output} > {log} 2>&1"
+        "joulebench webapp --summary {input.summary:q} --scores {input.scores:q} "
+        "--settings {params.settings:q} --output {output:q} > {log:q} 2>&1"

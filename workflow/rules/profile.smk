@@ -18,9 +18,9 @@ rule idle:
         options=get_meter_options,
         duration_s=config["idle"]["duration_s"],
     shell:
-        "python -m joulebench idle --device-label {wildcards.device} "
-        "--device {params.torch_device} --duration-s {params.duration_s} {params.options} "
-        "--output {output} > {log} 2>&1"
+        "joulebench idle --device-label {wildcards.device:q} "
+        "--device {params.torch_device:q} --duration-s {params.duration_s:q} {params.options} "
+        "--output {output:q} > {log:q} 2>&1"
 
 
 rule profile:
@@ -42,10 +42,10 @@ rule profile:
     params:
         spec=get_profile_spec,
     shell:
-        "python -m joulebench profile-job {wildcards.model:q} --device-label {wildcards.device} "
-        "--spec {params.spec:q} --idle {input.idle} --threads {threads} "
-        "--output {output.rows} --repeats-output {output.repeats} "
-        "--trace-output {output.trace} > {log} 2>&1"
+        "joulebench profile-job --device-label {wildcards.device:q} "
+        "--spec {params.spec:q} --idle {input.idle:q} --threads {threads} "
+        "--output {output.rows:q} --repeats-output {output.repeats:q} "
+        "--trace-output {output.trace:q} -- {wildcards.model:q} > {log:q} 2>&1"
 
 
 rule profile_table:
@@ -59,4 +59,4 @@ rule profile_table:
     conda:
         ENV
     shell:
-        "python -m joulebench concat profile {input} --output {output} > {log} 2>&1"
+        "joulebench concat profile --output {output:q} -- {input:q} > {log:q} 2>&1"

@@ -14,8 +14,8 @@ rule score:
     params:
         settings=json.dumps(config["score"], sort_keys=True),
     shell:
-        "python -m joulebench score {input} --settings {params.settings:q} "
-        "--output {output} > {log} 2>&1"
+        "joulebench score --settings {params.settings:q} --output {output:q} "
+        "-- {input:q} > {log:q} 2>&1"
 
 
 rule fits:
@@ -32,5 +32,5 @@ rule fits:
         settings=get_fits_settings(),
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "python -m joulebench fits {input} --settings {params.settings:q} "
-        "--outdir {params.outdir} > {log} 2>&1"
+        "joulebench fits --settings {params.settings:q} --outdir {params.outdir:q} "
+        "-- {input:q} > {log:q} 2>&1"

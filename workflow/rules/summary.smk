@@ -15,5 +15,6 @@ rule summary:
     conda:
         ENV
     shell:
-        "python -m joulebench summary --profile {input.profile} --catalog {input.catalog} "
-        "--accuracy {input.accuracy} --output {output.parquet} --csv {output.csv} > {log} 2>&1"
+        "joulebench summary --profile {input.profile:q} --catalog {input.catalog:q} "
+        "--accuracy {input.accuracy:q} --output {output.parquet:q} --csv {output.csv:q} "
+        "> {log:q} 2>&1"

@@ -96,11 +96,15 @@ def match_nvml_index(
     )
 
 
-def cuda_identity(cuda_index: int) -> tuple[str | None, str | None]:
-    """(uuid, pci bus id) of torch's CUDA device `cuda_index` (after CUDA_VISIBLE_DEVICES)."""
-    import torch  # lazy: the package must import on machines without torch.cuda
+def cuda_identity(cuda_index: int, cuda=None) -> tuple[str | None, str | None]:
+    """(uuid, pci bus id) of torch's CUDA device `cuda_index` (after CUDA_VISIBLE_DEVICES).
 
-    props = torch.cuda.get_device_properties(cuda_index)
+    `cuda` is torch.cuda (tests pass a fake)."""
+    if cuda is None:
+        import torch  # lazy: the package must import on machines without torch.cuda
+
+        cuda = torch.cuda
+    props = cuda.get_device_properties(cuda_index)
     uuid = str(props.uuid) if getattr(props, "uuid", None) is not None else None
     pci = None
     if getattr(props, "pci_bus_id", None) is not None:

@@ -1,0 +1,123 @@
+"""The end of a run: where its page and figures are, and the study's best models in a table.
+
+"Best" is the most accurate model in each energy band (decades of energy per image: under
+1 mJ, 1-10 mJ, ...), at the configuration where it spends the least: the question a reader
+of the study asks first ("what accuracy can I buy for this much energy?"). Rows the score
+stage kept off the front (flagged, e.g. other-load) are used only when no row is clean, and
+the table then says so. Reads the published tables only; never imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+MAX_ROWS = 8
+
+
+def energy_band(energy_j: float) -> str:
+    """The decade an energy per image falls in, in the unit that reads best."""
+    if not (math.isfinite(energy_j) and energy_j > 0):
+        return "?"
+    low = 10.0 ** math.floor(math.log10(energy_j))
+    return f"{_energy(low)}-{_energy(low * 10)}"
+
+
+def _energy(j: float) -> str:
+    if j >= 1:
+        return f"{j:g} J"
+    if j >= 1e-3:
+        return f"{j * 1e3:g} mJ"
+    return f"{j * 1e6:g} uJ"
+
+
+def best_per_energy_band(scores: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """(one row per energy band: the most accurate model there, a note on what was used)."""
+    energy = pd.to_numeric(scores["energy_per_image_j"], errors="coerce")
+    top1 = pd.to_numeric(scores["top1"], errors="coerce")
+    usable = scores[(energy > 0) & top1.notna() & (scores["status"] == "ok")].copy()
+    if (usable["phase"] == "inference").any():  # energy per image, not per training sample
+        usable = usable[usable["phase"] == "inference"]
+    note = ""
+    if usable.empty:
+        if top1.isna().all():
+            return usable, "no model has a top-1 (accuracy missing; see docs/accuracy.md)"
+        return usable, "no model has both a measured energy and a top-1"
+    clean = usable[usable["scored"].fillna(False).astype(bool)]
+    if clean.empty:
+        notes = usable.get("score_note", pd.Series(dtype=str)).dropna().astype(str)
+        why = notes.iloc[0] if len(notes) else "flagged"
+        note = f"every row is kept off the front ({why}); shown anyway"
+    else:
+        usable = clean
+    usable["energy_per_image_j"] = pd.to_numeric(usable["energy_per_image_j"])
+    usable["top1"] = pd.to_numeric(usable["top1"])
+    # Each model once: its least-energy configuration.
+    usable = usable.sort_values("energy_per_image_j").drop_duplicates("model")
+    usable["band_low_j"] = [10.0 ** math.floor(math.log10(e)) for e in usable["energy_per_image_j"]]
+    best = (
+        usable.sort_values(["top1", "energy_per_image_j"], ascending=[False, True])
+        .drop_duplicates("band_low_j")
+        .sort_values("band_low_j")
+        .head(MAX_ROWS)
+    )
+    if usable["energy_is_estimate"].fillna(False).astype(bool).any():
+        note = "; ".join(n for n in (note, "energy ESTIMATED (no hardware counter)") if n)
+    return best, note
+
+
+def format_best(best: pd.DataFrame) -> str:
+    """A plain-text table: text columns left-aligned, numbers right-aligned."""
+    columns = {
+        "energy band": [energy_band(e) for e in best["energy_per_image_j"]],
+        "model": best["model"].astype(str).tolist(),
+        "top-1 %": [f"{v:.1f}" for v in best["top1"]],
+        "mJ/image": [f"{v * 1e3:.3g}" for v in best["energy_per_image_j"]],
+        "device": best["device_label"].astype(str).tolist(),
+        "method": best["method"].astype(str).tolist(),
+        "batch": best["batch_size"].astype(str).tolist(),
+        "grade": best["grade"].fillna("-").astype(str).tolist(),
+    }
+    numeric = {"top-1 %", "mJ/image", "batch"}
+    widths = {name: max(len(name), *map(len, values)) for name, values in columns.items()}
+
+    def cell(name, text):
+        return text.rjust(widths[name]) if name in numeric else text.ljust(widths[name])
+
+    lines = ["  ".join(cell(name, name) for name in columns)]
+    for i in range(len(best)):
+        lines.append("  ".join(cell(name, values[i]) for name, values in columns.items()))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def end_of_run(results: str | Path = "results") -> str:
+    """What the workflow prints when it succeeds: the outputs and the best models."""
+    results = Path(results)
+    lines = ["joulebench: done."]
+    page = results / "webapp" / "index.html"
+    if page.is_file():
+        lines.append(f"  web page: {page.resolve()}")
+    figures = sorted((results / "figures").glob("*.png"))
+    if figures:
+        lines.append(
+            f"  figures:  {figures[0].parent.resolve()}/ ({len(figures)} figures, PNG and PDF)"
+        )
+    tables = [results / name for name in ("summary.parquet", "scores.parquet")]
+    if any(path.is_file() for path in tables):
+        lines.append("  tables:   " + ", ".join(str(p) for p in tables if p.is_file()))
+    scores_path = results / "scores.parquet"
+    if not scores_path.is_file():
+        return "\n".join(lines)
+    best, note = best_per_energy_band(pd.read_parquet(scores_path))
+    lines.append("")
+    if best.empty:
+        lines.append(f"Best models: none to show: {note}.")
+        return "\n".join(lines)
+    lines.append(
+        "Most accurate model per energy band (energy per image, at its least-energy "
+        "configuration)" + (f"; {note}" if note else "") + ":"
+    )
+    lines += ["  " + line for line in format_best(best).splitlines()]
+    return "\n".join(lines)

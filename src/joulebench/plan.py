@@ -1,0 +1,324 @@
+"""The cost of a study before it runs: configurations, minimum measuring time, wall time.
+
+A configuration is one (device, model, phase, method, batch size) measured under the
+protocol. Its *minimum measuring time* follows from the protocol alone: `repeats` windows
+of at least `min_repeat_s` each. Its *estimated wall time* adds what every configuration
+also costs, measured on the development machine by bench/bench_plan.py (docs/benchmarks.md):
+building the model, warming up, the pauses between windows, and per model job the process
+start-up and the short idle read. Assumptions (docs/plan.md):
+
+- windows are bounded by time (`min_repeat_s`), not by `min_repeat_batches`: true unless a
+  batch takes longer than min_repeat_s / min_repeat_batches (156 ms at the defaults), as
+  large models at large batches on a CPU do; then measuring takes longer;
+- warm-up ends soon after `warmup_min_s` (throughput steadies within a few chunks);
+- with `ci_target`, the fewest repeats (3) are counted; up to `max_repeats` may run;
+- torch.compile methods add COMPILE_S per configuration, exported runtimes (ONNX Runtime,
+  TensorRT) their export and engine build, which is not counted;
+- measuring jobs on one host run one at a time (the `measuring` slot), so devices add up;
+  on a cluster each allocation measures its group of models on its own node.
+
+Nothing here imports torch: `joulebench plan` and the workflow's first line use it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+# Overheads measured by bench/bench_plan.py on the development machine (2-core VM, CPU, no GPU,
+# busy with other work: load average 5), docs/benchmarks.md "Plan", 2026-12-03. Medians.
+JOB_START_S = 6.7  # a profile or idle job's process start: python, torch, timm, the package
+BUILD_S = 0.2  # building a model and its batch, per configuration (default models)
+WARMUP_EXTRA_S = 11.3  # warm-up beyond warmup_min_s until throughput is steady (busy CPU)
+CONFIG_EXTRA_S = 0.3  # a fresh meter and the row's bookkeeping, per configuration
+CATALOG_JOB_S = 6.7  # a catalog job's imports (as a profile job's)
+CATALOG_MODEL_S = 0.26  # counting one model: params, FLOPs, activations (issue 3 benchmark)
+# Concatenations, reference accuracy, summary, scores, fits, figures and page of the default
+# study: 20 s in its `make run` of 2026-12-03 (machine quiet by then; 55 s was assumed before).
+ANALYSIS_S = 20.0
+# Not measured here (no GPU): torch.compile's first call, per configuration, an assumption.
+COMPILE_S = 40.0
+WINDOW_MARGIN = 1.05  # windows are sized a little past min_repeat_s (protocol.py)
+MIN_REPEATS_FOR_CI = 3
+
+
+@dataclass
+class DevicePlan:
+    label: str
+    torch_device: str
+    configurations: int
+    measuring_min_s: float  # the protocol's minimum
+    estimate_s: float  # the estimated wall time of this device's idle and profile jobs
+
+
+@dataclass
+class SlurmPlan:
+    profile_dir: str
+    group_size: int
+    profile_allocations: int
+    idle_allocations: int
+    catalog_allocations: int
+    dataset_jobs: bool  # prepare + measured accuracy jobs, per distinct input configuration
+    group_estimate_s: float  # the longest group's estimated time
+    group_runtime_limit_s: float | None  # what the profile asks SLURM for, first attempt
+
+    @property
+    def allocations(self) -> int:
+        return self.profile_allocations + self.idle_allocations + self.catalog_allocations
+
+
+@dataclass
+class Plan:
+    models: int
+    methods: int
+    batch_sizes: dict[str, int]  # phase -> batch sizes measured in it
+    configurations: int
+    config_min_s: float  # minimum measuring time of one configuration
+    config_estimate_s: float  # estimated wall time of one configuration
+    model_job_s: float  # one model's profile job, estimated
+    devices: list[DevicePlan]
+    catalog_s: float
+    analysis_s: float
+    slurm: SlurmPlan | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def measuring_min_s(self) -> float:
+        return sum(d.measuring_min_s for d in self.devices)
+
+    @property
+    def total_s(self) -> float:
+        return sum(d.estimate_s for d in self.devices) + self.catalog_s + self.analysis_s
+
+
+def repeats_counted(protocol: dict) -> int:
+    """Windows per configuration the estimate counts (the fewest that can run)."""
+    if protocol.get("ci_target") is not None:
+        return MIN_REPEATS_FOR_CI
+    return int(protocol.get("repeats", 4))
+
+
+def config_min_s(protocol: dict) -> float:
+    """The protocol's minimum measuring time of one configuration."""
+    return repeats_counted(protocol) * float(protocol.get("min_repeat_s", 5.0))
+
+
+def config_estimate_s(protocol: dict, compile_: bool = False) -> float:
+    """Estimated wall time of one configuration: build, warm-up, windows, pauses."""
+    repeats = repeats_counted(protocol)
+    pause_lo, pause_hi = protocol.get("pause_s", (0.2, 1.0))
+    windows = repeats * float(protocol.get("min_repeat_s", 5.0)) * WINDOW_MARGIN
+    warmup = float(protocol.get("warmup_min_s", 2.0)) + WARMUP_EXTRA_S
+    pauses = (repeats - 1) * (float(pause_lo) + float(pause_hi)) / 2
+    return BUILD_S + CONFIG_EXTRA_S + warmup + windows + pauses + (COMPILE_S if compile_ else 0)
+
+
+def _phase_configs(config: dict) -> list[tuple[str, dict, int]]:
+    """(phase, method spec, batch size) measured per model; train runs PyTorch only."""
+    out = []
+    train_sizes = (config.get("train") or {}).get("batch_sizes")
+    for phase in config.get("phases", ["inference"]):
+        sizes = train_sizes if phase == "train" and train_sizes else config["batch_sizes"]
+        for method in config["methods"].values():
+            exported = (method or {}).get("runtime", "pytorch") != "pytorch"
+            if phase == "train" and exported:
+                continue  # a skipped row, not a measurement
+            out += [(phase, method or {}, int(b)) for b in sizes]
+    return out
+
+
+def slurm_settings(profile_dir: str | Path) -> tuple[int, float | None]:
+    """(models per profile allocation, the profile job's runtime in s at attempt 1)."""
+    profile = yaml.safe_load((Path(profile_dir) / "config.yaml").read_text()) or {}
+    group = (profile.get("groups") or {}).get("profile")
+    components = profile.get("group-components") or {}
+    if isinstance(components, list):  # the command line's form: ["measure=8"]
+        components = dict(item.split("=", 1) for item in components)
+    size = int(components.get(group, 1)) if group else 1
+    runtime = ((profile.get("set-resources") or {}).get("profile") or {}).get("runtime")
+    return size, _minutes_at_first_attempt(runtime)
+
+
+def _minutes_at_first_attempt(value) -> float | None:
+    """`60 * attempt`, `60` or `"1h"`-less plain minutes -> seconds at attempt 1."""
+    if value is None:
+        return None
+    text = str(value).replace(" ", "")
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(?:\*attempt)?", text) or re.fullmatch(
+        r"attempt\*(\d+(?:\.\d+)?)", text
+    )
+    return float(match[1]) * 60 if match else None
+
+
+def plan_study(
+    config: dict, models: list[str], devices: dict[str, str], slurm_profile: str | Path | None
+) -> Plan:
+    """The plan of a study whose models and devices are resolved (see the module doc)."""
+    protocol = config.get("protocol") or {}
+    configs = _phase_configs(config)
+    per_config = [config_estimate_s(protocol, bool(m.get("compile"))) for _, m, _ in configs]
+    idle_pre_s = float((config.get("profile") or {}).get("idle_pre_s", 2.0))
+    model_job_s = JOB_START_S + idle_pre_s + sum(per_config)
+    idle_job_s = JOB_START_S + float((config.get("idle") or {}).get("duration_s", 10.0))
+    n_models = len(models)
+    device_plans = [
+        DevicePlan(
+            label,
+            torch_device,
+            configurations=n_models * len(configs),
+            measuring_min_s=n_models * len(configs) * config_min_s(protocol),
+            estimate_s=idle_job_s + n_models * model_job_s,
+        )
+        for label, torch_device in devices.items()
+    ]
+    per_job = int((config.get("catalog") or {}).get("models_per_job", 100))
+    catalog_jobs = math.ceil(n_models / per_job)
+    batch_sizes: dict[str, int] = {}
+    for phase, _, batch in configs:
+        batch_sizes.setdefault(phase, set()).add(batch)
+    plan = Plan(
+        models=n_models,
+        methods=len(config["methods"]),
+        batch_sizes={phase: len(sizes) for phase, sizes in batch_sizes.items()},
+        configurations=sum(d.configurations for d in device_plans),
+        config_min_s=config_min_s(protocol),
+        config_estimate_s=sum(per_config) / max(len(per_config), 1),
+        model_job_s=model_job_s,
+        devices=device_plans,
+        catalog_s=catalog_jobs * CATALOG_JOB_S + n_models * CATALOG_MODEL_S,
+        analysis_s=ANALYSIS_S,
+    )
+    if protocol.get("ci_target") is not None:
+        plan.notes.append(
+            f"ci_target: counted {MIN_REPEATS_FOR_CI} windows per configuration; "
+            f"up to {protocol.get('max_repeats', 20)} may run"
+        )
+    if plan.configurations > 1000:
+        plan.notes.append("analysis: measured on a small study; a large summary takes longer")
+    if any(m.get("runtime", "pytorch") != "pytorch" for _, m, _ in configs):
+        plan.notes.append("exported runtimes: ONNX export and TensorRT engine builds not counted")
+    if slurm_profile is not None:
+        size, limit_s = slurm_settings(slurm_profile)
+        plan.slurm = SlurmPlan(
+            profile_dir=str(slurm_profile),
+            group_size=size,
+            profile_allocations=len(devices) * math.ceil(n_models / size),
+            idle_allocations=len(devices),
+            catalog_allocations=catalog_jobs,
+            dataset_jobs=(config.get("dataset") or {}).get("kind", "synthetic") != "synthetic",
+            group_estimate_s=min(size, n_models) * model_job_s,
+            group_runtime_limit_s=None if limit_s is None else limit_s * min(size, n_models),
+        )
+    return plan
+
+
+def format_duration(seconds: float) -> str:
+    """42 s, 11 min, 2 h 05 min, 8 d 11 h: as precise as a plan can be."""
+    if not math.isfinite(seconds):
+        return "?"
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s" if s < 600 else f"{round(s / 60)} min"
+    if s < 86400:
+        return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+    return f"{s // 86400} d {(s % 86400) // 3600} h"
+
+
+def _count_line(plan: Plan) -> str:
+    phases = plan.batch_sizes
+    if len(set(phases.values())) <= 1:
+        batch = f"{_n(next(iter(phases.values()), 0), 'batch size')} x {_n(len(phases), 'phase')}"
+    else:
+        batch = "(" + " + ".join(f"{n} {p}" for p, n in phases.items()) + " batch sizes)"
+    return (
+        f"{plan.configurations:,} configurations = {_n(len(plan.devices), 'device')} x "
+        f"{_n(plan.models, 'model')} x {_n(plan.methods, 'method')} x {batch}"
+    )
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'s' * (count != 1)}"
+
+
+def one_line(plan: Plan) -> str:
+    """The workflow's first line: what this run will cost at most."""
+    return (
+        f"{_count_line(plan)}; measuring >= {format_duration(plan.measuring_min_s)}, "
+        f"estimated {format_duration(plan.total_s)} in all (`joulebench plan` explains)"
+    )
+
+
+def format_plan(plan: Plan) -> str:
+    """The table `joulebench plan` prints."""
+    lines = [
+        _count_line(plan),
+        f"per configuration: >= {format_duration(plan.config_min_s)} measuring (the protocol), "
+        f"~{format_duration(plan.config_estimate_s)} with build, warm-up and pauses",
+        f"per model job: ~{format_duration(plan.model_job_s)} with start-up and idle read",
+        "",
+        f"{'device':<12} {'torch':<8} {'configurations':>14} {'measuring >=':>13} "
+        f"{'estimated':>12}",
+    ]
+    for d in plan.devices:
+        lines.append(
+            f"{d.label:<12} {d.torch_device:<8} {d.configurations:>14,} "
+            f"{format_duration(d.measuring_min_s):>13} {format_duration(d.estimate_s):>12}"
+        )
+    lines.append(f"{'catalog':<12} {'':<8} {'':>14} {'':>13} {format_duration(plan.catalog_s):>12}")
+    lines.append(
+        f"{'analysis':<12} {'':<8} {'':>14} {'':>13} {format_duration(plan.analysis_s):>12}"
+    )
+    lines.append(
+        f"{'total':<12} {'':<8} {plan.configurations:>14,} "
+        f"{format_duration(plan.measuring_min_s):>13} {format_duration(plan.total_s):>12}"
+    )
+    lines.append("(one host: measuring jobs run one at a time, so devices add up)")
+    if plan.slurm:
+        s = plan.slurm
+        dataset = " + dataset jobs (2 per input configuration)" if s.dataset_jobs else ""
+        lines += [
+            "",
+            f"SLURM ({s.profile_dir}): {s.allocations:,} allocations = "
+            f"{_n(s.profile_allocations, 'profile group')} of {s.group_size} models + "
+            f"{s.idle_allocations} idle + {s.catalog_allocations} catalog{dataset}",
+            f"  a group takes ~{format_duration(s.group_estimate_s)}"
+            + (
+                f" of the {format_duration(s.group_runtime_limit_s)} it asks for"
+                if s.group_runtime_limit_s
+                else ""
+            ),
+        ]
+        if s.group_runtime_limit_s and s.group_estimate_s > s.group_runtime_limit_s:
+            lines.append(
+                "  WARNING: longer than its runtime limit: raise set-resources.profile.runtime"
+            )
+    lines += ["", "Estimated from the protocol and overheads measured on a CPU (docs/plan.md)."]
+    lines += [f"Note: {note}" for note in plan.notes]
+    return "\n".join(lines)
+
+
+class Eta:
+    """elapsed and ETA of a job measuring `total` configurations one after another.
+
+    Before the first finishes, the ETA is the plan's estimate; then the average so far.
+    """
+
+    def __init__(self, total: int, estimate_s: float, clock):
+        self.total, self.estimate_s, self.clock = total, estimate_s, clock
+        self.start = clock()
+
+    def elapsed(self) -> str:
+        return format_duration(self.clock() - self.start)
+
+    def line(self, done: int) -> str:
+        """'elapsed 1 min 02 s, ETA 3 min 10 s' with `done` configurations finished."""
+        elapsed = self.clock() - self.start
+        per_config = elapsed / done if done else self.estimate_s
+        eta = per_config * (self.total - done)
+        return f"elapsed {format_duration(elapsed)}, ETA {format_duration(eta)}"

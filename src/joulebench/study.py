@@ -1,0 +1,160 @@
+"""A study's configuration: the default config.yaml, a study file over it, checked by the schema.
+
+The workflow (Snakefile) and the commands that look at a study before it runs (`joulebench
+plan`, `joulebench devices`) read it the same way: a key the study file sets replaces the
+default's whole. A config the schema refuses gives one short message per problem, naming the
+key, where it is, which file set it and, for an unknown key, the closest valid one; never the
+schema itself.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import yaml
+
+SCHEMA = Path("workflow") / "schemas" / "config.schema.yaml"
+MAX_MESSAGE_CHARS = 300
+
+
+class ConfigError(ValueError):
+    """The config breaks the schema; the message says where and what to write instead."""
+
+
+def workflow_root() -> Path:
+    """The clone this package runs from (it holds the Snakefile), else the working folder."""
+    clone = Path(__file__).resolve().parents[2]
+    return clone if (clone / "Snakefile").is_file() else Path.cwd()
+
+
+def job_command(conda: bool, executable: str | None = None) -> str:
+    """How the workflow's jobs run the package: with the Python that runs Snakemake (its
+    absolute path, so never a `python` that happens to be first on PATH), or under
+    `--sdm conda` with the rule's conda environment, whose python its shell activates."""
+    if conda:
+        return "python -m joulebench"
+    return f"{shlex.quote(executable or sys.executable)} -m joulebench"
+
+
+def job_shell_prefix(conda: bool, executable: str | None = None) -> str:
+    """The prefix of every rule's shell command (`shell.prefix`): bash's strict mode, as
+    Snakemake's default prefix, and a `joulebench` function that runs `job_command`, so
+    rules say `joulebench ...` and none can reach a `joulebench` or `python` on PATH.
+    Braces are doubled: Snakemake formats the prefix like a rule's command."""
+    prefix = f'set -euo pipefail; joulebench() {{ {job_command(conda, executable)} "$@"; }}; '
+    return prefix.replace("{", "{{").replace("}", "}}")
+
+
+def load_schema(root: Path | None = None) -> dict:
+    return yaml.safe_load(((root or workflow_root()) / SCHEMA).read_text())
+
+
+def read_yaml(path: str | Path) -> dict:
+    """A config file as a mapping; a clear error for a missing or malformed one."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as err:
+        raise ConfigError(f"cannot read config file {path}: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path} is not valid YAML: {err}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config is a mapping of keys, not {type(data).__name__}")
+    return data
+
+
+def _where(path: Sequence) -> str:
+    return ".".join(str(p) for p in path) if path else "the top level"
+
+
+def _source(path: Sequence, sources: Sequence[tuple[str, Mapping]]) -> str:
+    """The last source (file or --config) that sets the key at `path`."""
+    found = ""
+    for name, data in sources:
+        node = data
+        for part in path:
+            if isinstance(node, Mapping) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+                node = node[part]
+            else:
+                break
+        else:
+            found = name
+    return found
+
+
+def _messages(error, sources) -> list[str]:
+    """Short messages for one jsonschema error."""
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+        allowed = list(error.schema.get("properties", {}))
+        out = []
+        for key in error.instance:
+            if key in allowed:
+                continue
+            close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.5)
+            hint = f"; closest valid key: '{close[0]}'" if close else ""
+            origin = _source([*path, key], sources)
+            origin = f" (set in {origin})" if origin else ""
+            out.append(
+                f"config: unknown key '{key}' at {_where(path)}{origin}{hint}. "
+                f"Valid keys there: {', '.join(allowed)}. ('{key}' was unexpected)"
+            )
+        return out
+    origin = _source(path, sources)
+    origin = f" (set in {origin})" if origin else ""
+    message = error.message
+    if error.context:  # anyOf / oneOf: the alternative of the value's own type says more
+        inner = [e for e in error.context if e.absolute_path != error.absolute_path]
+        if inner:
+            from jsonschema.exceptions import best_match
+
+            return _messages(best_match(inner), sources)
+        message = f"{error.instance!r} is none of: " + "; ".join(
+            dict.fromkeys(e.message for e in error.context)
+        )
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[:MAX_MESSAGE_CHARS] + "..."
+    return [f"config: {_where(path)}{origin}: {message}"]
+
+
+def check_config(
+    config: Mapping, schema: Mapping | None = None, sources: Sequence[tuple[str, Mapping]] = ()
+) -> None:
+    """Raise ConfigError naming every place the config breaks the schema (defaults not set)."""
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(schema if schema is not None else load_schema())
+    errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [m for e in errors for m in _messages(e, sources)]
+        raise ConfigError("\n".join(dict.fromkeys(lines)))
+
+
+def with_defaults(config: dict, schema_path: Path) -> dict:
+    """The config with the schema's defaults filled in (as the workflow sees it)."""
+    from snakemake.utils import validate
+
+    validate(config, str(schema_path))
+    return config
+
+
+def load_study(configfile: str | Path | None = None, root: Path | None = None) -> dict:
+    """config.yaml with the study file's keys over it, checked, with the schema's defaults."""
+    root = root or workflow_root()
+    base_path = root / "config.yaml"
+    base = read_yaml(base_path)
+    sources = [(str(base_path), base)]
+    config = dict(base)
+    if configfile:
+        study = read_yaml(configfile)
+        sources.append((str(configfile), study))
+        config.update(study)  # a key the study sets replaces the default's whole
+    check_config(config, load_schema(root), sources)
+    return with_defaults(config, root / SCHEMA)

@@ -1,0 +1,103 @@
+"""The end of a run: outputs and the most accurate model per energy band."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from test_figures import study_tables
+
+from joulebench.best_models import best_per_energy_band, end_of_run, energy_band, format_best
+from joulebench.tables import write_table
+
+
+@pytest.mark.parametrize(
+    ("energy_j", "band"),
+    [(0.00042, "100 uJ-1 mJ"), (0.0042, "1 mJ-10 mJ"), (0.042, "10 mJ-100 mJ"), (4.2, "1 J-10 J")],
+)
+def test_energy_bands_are_decades(energy_j, band):
+    assert energy_band(energy_j) == band
+
+
+def scores_frame(rows):
+    base = {
+        "phase": "inference",
+        "device_label": "h200",
+        "method": "fp32",
+        "batch_size": 8,
+        "status": "ok",
+        "scored": True,
+        "grade": "A",
+        "energy_is_estimate": False,
+        "score_note": pd.NA,
+    }
+    return pd.DataFrame([{**base, **row} for row in rows])
+
+
+def test_most_accurate_per_band_at_its_least_energy():
+    scores = scores_frame(
+        [
+            {"model": "small", "energy_per_image_j": 0.002, "top1": 70.0},
+            {"model": "small", "energy_per_image_j": 0.004, "top1": 70.0, "method": "bf16"},
+            {"model": "mid", "energy_per_image_j": 0.008, "top1": 75.0},
+            {"model": "big", "energy_per_image_j": 0.03, "top1": 82.0, "grade": "C"},
+            {"model": "failed", "energy_per_image_j": None, "top1": 90.0, "status": "oom"},
+            {"model": "train", "energy_per_image_j": 0.02, "top1": 99.0, "phase": "train"},
+        ]
+    )
+    best, note = best_per_energy_band(scores)
+    assert best["model"].tolist() == ["mid", "big"]  # 1-10 mJ: mid beats small; 10-100 mJ
+    assert note == ""
+    text = format_best(best)
+    header, first, second = text.splitlines()
+    assert header.split() == [
+        "energy", "band", "model", "top-1", "%", "mJ/image", "device", "method", "batch", "grade",
+    ]  # fmt: skip
+    assert first.split()[:5] == ["1", "mJ-10", "mJ", "mid", "75.0"]
+    assert second.split()[-1] == "C"
+
+
+def test_flagged_rows_are_shown_only_when_nothing_is_clean_and_say_so():
+    scores = scores_frame(
+        [
+            {
+                "model": "a",
+                "energy_per_image_j": 0.5,
+                "top1": 70.0,
+                "scored": False,
+                "grade": pd.NA,
+                "score_note": "flagged other-load: not scored",
+                "energy_is_estimate": True,
+            }
+        ]
+    )
+    best, note = best_per_energy_band(scores)
+    assert best["model"].tolist() == ["a"]
+    assert "flagged other-load" in note and "ESTIMATED" in note
+    assert format_best(best).splitlines()[1].split()[-1] == "-"
+
+
+def test_no_accuracy_no_table():
+    scores = scores_frame([{"model": "a", "energy_per_image_j": 0.5, "top1": None}])
+    best, note = best_per_energy_band(scores)
+    assert best.empty and note.startswith("no model has a top-1 (accuracy missing")
+    scores = scores_frame([{"model": "a", "energy_per_image_j": None, "top1": 70.0}])
+    assert best_per_energy_band(scores)[1] == "no model has both a measured energy and a top-1"
+
+
+def test_end_of_run_names_the_page_figures_and_best_models(tmp_path):
+    summary, scores, _, _ = study_tables(n_models=12)
+    results = tmp_path / "results"
+    write_table(scores, results / "scores.parquet")
+    (results / "webapp").mkdir()
+    (results / "webapp" / "index.html").write_text("<html></html>")
+    (results / "figures").mkdir()
+    (results / "figures" / "accuracy_vs_energy.png").write_bytes(b"png")
+    text = end_of_run(results)
+    assert f"web page: {results.resolve()}/webapp/index.html" in text
+    assert f"figures:  {results.resolve()}/figures/ (1 figures" in text
+    assert "Most accurate model per energy band" in text
+    assert "ESTIMATED" in text  # the synthetic study's CPU energies are estimates
+
+
+def test_end_of_run_before_scores_exist(tmp_path):
+    assert end_of_run(tmp_path / "results") == "joulebench: done."

@@ -1,0 +1,158 @@
+"""The cost of a study before it runs (`joulebench plan`, the workflow's first line)."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+import timm
+import yaml
+from conftest import REPO
+
+from joulebench import plan as planning
+from joulebench.plan import (
+    Eta,
+    config_estimate_s,
+    config_min_s,
+    format_duration,
+    format_plan,
+    one_line,
+    plan_study,
+    slurm_settings,
+)
+from joulebench.study import load_study
+
+DEFAULT_PROTOCOL = {"repeats": 4, "min_repeat_s": 5.0, "warmup_min_s": 2.0, "pause_s": [0.2, 1.0]}
+
+
+def study(**overrides) -> dict:
+    config = {
+        "methods": {"fp32": {"precision": "fp32"}, "bf16": {"precision": "bf16"}},
+        "batch_sizes": [1, 8],
+        "phases": ["inference"],
+        "protocol": dict(DEFAULT_PROTOCOL),
+        "profile": {"idle_pre_s": 2.0},
+        "idle": {"duration_s": 10.0},
+        "catalog": {"models_per_job": 100},
+    }
+    config.update(overrides)
+    return config
+
+
+MODELS = [f"m{i}" for i in range(5)]
+
+
+def test_configurations_and_minimum_measuring_time():
+    plan = plan_study(study(), MODELS, {"cpu": "cpu"}, None)
+    assert plan.configurations == 1 * 5 * 2 * 2 * 1  # devices x models x methods x bs x phases
+    assert plan.config_min_s == 4 * 5.0  # repeats x min_repeat_s
+    assert plan.measuring_min_s == 20 * 20.0
+    # The estimate adds build, warm-up, pauses, job start-up, idle, catalog and analysis.
+    assert plan.total_s > plan.measuring_min_s
+    (device,) = plan.devices
+    expected = planning.JOB_START_S + 10.0 + 5 * plan.model_job_s
+    assert device.estimate_s == pytest.approx(expected)
+    assert plan.model_job_s == pytest.approx(
+        planning.JOB_START_S + 2.0 + 4 * config_estimate_s(DEFAULT_PROTOCOL)
+    )
+
+
+def test_each_device_is_planned_and_devices_add_up():
+    plan = plan_study(study(), MODELS, {"h200-0": "cuda:0", "h200-1": "cuda:1"}, None)
+    assert [d.label for d in plan.devices] == ["h200-0", "h200-1"]
+    assert plan.configurations == 2 * 20
+    assert plan.measuring_min_s == 2 * 20 * 20.0
+    assert "40 configurations = 2 devices x 5 models x 2 methods" in format_plan(plan)
+
+
+def test_train_batch_sizes_and_exported_runtimes():
+    config = study(
+        phases=["inference", "train"],
+        train={"batch_sizes": [4, 16, 32]},
+        methods={"fp32": {"precision": "fp32"}, "ort": {"runtime": "onnxruntime"}},
+    )
+    plan = plan_study(config, MODELS, {"cpu": "cpu"}, None)
+    # inference: 2 methods x 2 batch sizes; train: PyTorch methods only, x 3 batch sizes.
+    assert plan.configurations == 5 * (2 * 2 + 1 * 3)
+    assert plan.batch_sizes == {"inference": 2, "train": 3}
+    assert "(2 inference + 3 train batch sizes)" in format_plan(plan)
+    assert any("ONNX export" in note for note in plan.notes)
+
+
+def test_ci_target_counts_the_fewest_windows_and_compile_costs_more():
+    protocol = {**DEFAULT_PROTOCOL, "ci_target": 0.02, "max_repeats": 12}
+    assert config_min_s(protocol) == 3 * 5.0
+    plan = plan_study(study(protocol=protocol), MODELS, {"cpu": "cpu"}, None)
+    assert any("up to 12" in note for note in plan.notes)
+    eager = config_estimate_s(DEFAULT_PROTOCOL)
+    assert config_estimate_s(DEFAULT_PROTOCOL, compile_=True) == eager + planning.COMPILE_S
+
+
+def test_slurm_allocations_from_the_profile(tmp_path):
+    size, runtime_s = slurm_settings(REPO / "profiles" / "slurm")
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    assert size == profile["group-components"]["measure"]
+    assert runtime_s == 60 * 60  # 60 * attempt minutes, first attempt
+    models = [f"m{i}" for i in range(250)]
+    plan = plan_study(study(), models, {"a": "cuda:0", "b": "cuda:1"}, REPO / "profiles/slurm")
+    s = plan.slurm
+    assert s.profile_allocations == 2 * math.ceil(250 / size)
+    assert (s.idle_allocations, s.catalog_allocations) == (2, 3)
+    assert s.allocations == s.profile_allocations + 2 + 3
+    assert s.group_runtime_limit_s == size * 3600
+    assert f"{s.allocations:,} allocations" in format_plan(plan)
+
+    # The command line's form of group-components, and a group longer than its limit.
+    (tmp_path / "config.yaml").write_text(
+        "groups: {profile: measure}\ngroup-components: ['measure=2']\n"
+        "set-resources: {profile: {runtime: 1}}\n"
+    )
+    plan = plan_study(study(), models, {"a": "cuda"}, tmp_path)
+    assert plan.slurm.group_size == 2 and plan.slurm.profile_allocations == 125
+    assert "WARNING: longer than its runtime limit" in format_plan(plan)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (42.4, "42 s"),
+        (95, "1 min 35 s"),
+        (1400, "23 min"),
+        (7500, "2 h 05 min"),
+        (7.3e5, "8 d 10 h"),
+    ],
+)
+def test_durations_read_at_the_precision_a_plan_has(seconds, text):
+    assert format_duration(seconds) == text
+
+
+def test_eta_uses_the_plan_until_configurations_finish():
+    now = [100.0]
+    eta = Eta(total=4, estimate_s=30.0, clock=lambda: now[0])
+    assert eta.line(0) == "elapsed 0 s, ETA 2 min 00 s"
+    now[0] += 50  # two configurations took 25 s each
+    assert eta.line(2) == "elapsed 50 s, ETA 50 s"
+
+
+def test_default_study_plan_and_one_line():
+    config = load_study()
+    plan = plan_study(config, ["a"] * 5, {"cpu": "cpu"}, None)
+    line = one_line(plan)
+    assert line.startswith("20 configurations = 1 device x 5 models x 2 methods x 2 batch sizes")
+    assert "measuring >= 6 min 40 s" in line
+
+
+@pytest.mark.slow
+def test_plan_command_for_the_full_study():
+    result = subprocess.run(
+        [sys.executable, "-m", "joulebench", "plan", "--configfile", "studies/hidden-joules.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert result.returncode == 0, result.stderr
+    n = len(timm.list_pretrained())
+    assert f"{n * 5 * 4:,} configurations = 1 device x {n:,} models x 5 methods" in result.stdout
+    assert f"{1 + math.ceil(n / 100) + math.ceil(n / 8):,} allocations" in result.stdout

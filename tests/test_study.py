@@ -1,0 +1,98 @@
+"""A study's config: the default with a study file over it, and short schema errors."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from conftest import REPO
+
+from joulebench.study import (
+    ConfigError,
+    check_config,
+    job_command,
+    job_shell_prefix,
+    load_schema,
+    load_study,
+    read_yaml,
+)
+
+
+def errors(config, sources=()) -> str:
+    with pytest.raises(ConfigError) as err:
+        check_config(config, load_schema(REPO), sources)
+    return str(err.value)
+
+
+def test_unknown_key_names_the_key_where_it_is_its_file_and_the_closest_key():
+    config = {"models": ["resnet18"], "protocol": {"repeets": 3}}
+    message = errors(config, [("study.yaml", {"protocol": {"repeets": 3}})])
+    assert message.startswith(
+        "config: unknown key 'repeets' at protocol (set in study.yaml); "
+        "closest valid key: 'repeats'"
+    )
+    assert len(message) < 500  # not the schema
+
+
+def test_each_problem_is_one_short_line():
+    config = {"modles": ["x"], "batch_sizes": [0], "devices": {"gpu": "tpu"}}
+    lines = errors(config).splitlines()
+    assert len(lines) == 3
+    assert any("unknown key 'modles' at the top level" in line for line in lines)
+    assert any(line.startswith("config: batch_sizes.0: 0 is less than") for line in lines)
+    assert any("devices.gpu: 'tpu' does not match" in line for line in lines)
+
+
+def test_devices_is_auto_or_a_map():
+    check_config({"models": ["x"], "devices": "auto"}, load_schema(REPO))
+    check_config({"models": ["x"], "devices": {"h200": "cuda:1"}}, load_schema(REPO))
+    assert "'gpu' is none of: 'auto' was expected" in errors({"devices": "gpu"})
+
+
+def test_a_study_replaces_the_defaults_keys_whole(tmp_path):
+    study = tmp_path / "study.yaml"
+    study.write_text("methods: {fp16: {precision: fp16}}\nbatch_sizes: [4]\n")
+    config = load_study(study, REPO)
+    assert list(config["methods"]) == ["fp16"]  # not merged with the default's fp32/bf16
+    assert config["batch_sizes"] == [4]
+    assert len(config["models"]) == 5  # left out: from config.yaml
+    assert config["devices"] == "auto"  # the schema's default, as the workflow sees it
+    assert config["protocol"]["repeats"] == 4
+
+
+def test_unreadable_study_files(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        read_yaml(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: [a\n")
+    with pytest.raises(ConfigError, match="is not valid YAML"):
+        read_yaml(bad)
+    bad.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="a config is a mapping"):
+        read_yaml(bad)
+
+
+def test_jobs_run_with_snakemakes_python_or_the_conda_env():
+    assert job_command(False, "/opt/my env/bin/python") == "'/opt/my env/bin/python' -m joulebench"
+    assert job_command(False) == f"{sys.executable} -m joulebench"
+    assert job_command(True) == "python -m joulebench"  # the rule's env, activated by its shell
+
+
+def test_rules_call_joulebench_through_a_shell_function(tmp_path):
+    """The prefix, formatted as Snakemake formats it, defines `joulebench` in bash."""
+    import subprocess
+
+    from snakemake.utils import format as snakemake_format
+
+    fake = tmp_path / "fake python"
+    fake.write_text('#!/bin/sh\necho "ran: $*"\n')
+    fake.chmod(0o755)
+    prefix = snakemake_format(job_shell_prefix(False, str(fake)))
+    out = subprocess.run(
+        ["bash", "-c", prefix + "joulebench catalog --output 'a b' -- m"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "ran: -m joulebench catalog --output a b -- m\n"
