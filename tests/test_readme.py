@@ -36,6 +36,7 @@ SKIPPED = {
 # Run where an NVIDIA GPU is visible, skipped elsewhere.
 NEEDS_GPU = {
     ".venv/bin/joulebench profile resnet50.a1_in1k --device cuda --method fp16-amp --batch-size 64",
+    ".venv/bin/joulebench check --device cuda:0",  # test_check runs the CPU check via the CLI
 }
 
 
