@@ -1,5 +1,5 @@
 """Measure the overheads `joulebench plan` adds to the protocol's measuring time
-(src/joulebench/plan.py), and compare a finished run with the plan's estimate.
+(src/joulebench/analysis/plan.py), and compare a finished run with the plan's estimate.
 
     .venv/bin/python bench/bench_plan.py overheads [--rounds 3]
         a profile job's start-up (imports), building each default model (fp32 and bf16,
@@ -28,7 +28,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-IMPORTS = "import torch, timm, pandas; import joulebench.cli, joulebench.profile, joulebench.meters"
+IMPORTS = (
+    "import torch, timm, pandas; "
+    "import joulebench.cli, joulebench.measure.profile, joulebench.measure.meters"
+)
 
 
 def machine() -> str:
@@ -48,10 +51,10 @@ def startup_s(rounds: int) -> list[float]:
 def overheads(rounds: int) -> None:
     import torch
 
-    from joulebench.meters import select_meter
-    from joulebench.methods import parse_methods
-    from joulebench.profile import build
-    from joulebench.protocol import ProtocolSettings, warm_up
+    from joulebench.measure.meters import select_meter
+    from joulebench.measure.methods import parse_methods
+    from joulebench.measure.profile import build
+    from joulebench.measure.protocol import ProtocolSettings, warm_up
     from joulebench.study import load_study
 
     config = load_study()
@@ -104,7 +107,7 @@ DONE_LINE = re.compile(r"^(\S+): (\d+) configurations in")
 def run_report(workdir: Path, wall_s: float | None) -> None:
     import pandas as pd
 
-    from joulebench.plan import format_duration, plan_study
+    from joulebench.analysis.plan import format_duration, plan_study
     from joulebench.study import load_study
 
     results = workdir / "results"

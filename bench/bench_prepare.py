@@ -24,9 +24,9 @@ from PIL import Image
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from joulebench import shards  # noqa: E402
-from joulebench.datasets import imagenet_wnids  # noqa: E402
-from joulebench.provenance import cpu_name  # noqa: E402
+from joulebench.accuracy import shards  # noqa: E402
+from joulebench.accuracy.datasets import imagenet_wnids  # noqa: E402
+from joulebench.measure.provenance import cpu_name  # noqa: E402
 
 
 def generate(root: Path, n: int, width: int = 500, height: int = 375) -> None:

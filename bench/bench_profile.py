@@ -31,8 +31,8 @@ def window_vs_bare(model_name: str, batch_size: int, seconds: float, rounds: int
     import timm
     import torch
 
-    from joulebench.meters import select_meter
-    from joulebench.protocol import ProtocolSettings, measure
+    from joulebench.measure.meters import select_meter
+    from joulebench.measure.protocol import ProtocolSettings, measure
 
     model = timm.create_model(model_name).eval()
     x = torch.randn(batch_size, 3, 224, 224)

@@ -1,7 +1,7 @@
 """The protocol against simulated NVIDIA power sensors: error tables and the figure for docs.
 
 1. Protocol vs a naive single 1 s window, against the true energy, for every GPU generation
-   of joulebench.meters.nvidia_sensors and batch periods 10-200 ms, once in phase with the
+   of joulebench.measure.meters.nvidia_sensors and batch periods 10-200 ms, once in phase with the
    sensor and --seeds times at a random phase. Target: the protocol within 5 % of the truth in
    >= 95 % of cases, and never silently wrong (its CI, its repeat CV or a flag shows it).
 2. What the protocol's in-window phase shifts buy and cost: 0 (the protocol before), 8 (the
@@ -29,7 +29,7 @@ WINDOWS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)  # nominal; each stretched by 1
 
 
 def error_table(seeds: int):
-    from joulebench.sim import experiment
+    from joulebench.measure.sim import experiment
 
     protocol, naive = experiment.run_all(random_seeds=seeds)
     table = experiment.protocol_table(protocol, naive)
@@ -65,9 +65,9 @@ def error_table(seeds: int):
 def ablation(seeds: int) -> None:
     import pandas as pd
 
-    from joulebench.protocol import ProtocolSettings
-    from joulebench.sim import experiment
-    from joulebench.sim.workload import Workload
+    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.measure.sim import experiment
+    from joulebench.measure.sim.workload import Workload
 
     print("\n| phase shifts | duty | cases | within 5 % | worst error | silently wrong |"
           " delays per window | protocol time |")  # fmt: skip
@@ -101,8 +101,8 @@ def figure(path: Path, seeds: int, protocol) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from joulebench.meters.nvidia_sensors import GENERATIONS
-    from joulebench.sim import experiment
+    from joulebench.measure.meters.nvidia_sensors import GENERATIONS
+    from joulebench.measure.sim import experiment
 
     sweep = experiment.window_sweep(WINDOWS_S, random_seeds=seeds)
     sweep["abs_error"] = sweep["naive_error"].abs() * 100

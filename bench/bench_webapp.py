@@ -30,8 +30,8 @@ sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 from playwright.sync_api import sync_playwright  # noqa: E402
 from test_webapp import CHROMIUM, CHROMIUM_ARGS, synthetic_summary  # noqa: E402
 
-from joulebench.score import score_summary  # noqa: E402
-from joulebench.webapp import build_page  # noqa: E402
+from joulebench.analysis.score import score_summary  # noqa: E402
+from joulebench.report.webapp import build_page  # noqa: E402
 
 # Untick a device, then wait for the frame that shows it: the update runs in the next
 # animation frame, and a timeout queued from that frame fires after it has been painted.

@@ -10,7 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from joulebench import accuracy, shards
+from joulebench.accuracy import measured as accuracy
+from joulebench.accuracy import shards
 from joulebench.tables import ACCURACY_COLUMNS
 
 MEAN, STD = (0.5, 0.4, 0.3), (0.25, 0.2, 0.3)

@@ -6,7 +6,12 @@ import pandas as pd
 import pytest
 from test_figures import study_tables
 
-from joulebench.best_models import best_per_energy_band, end_of_run, energy_band, format_best
+from joulebench.analysis.best_models import (
+    best_per_energy_band,
+    end_of_run,
+    energy_band,
+    format_best,
+)
 from joulebench.tables import write_table
 
 

@@ -7,7 +7,7 @@ import torch
 from timm.models import register_model
 from torch import nn
 
-from joulebench.catalog import build_catalog, catalog_row
+from joulebench.catalog.build import build_catalog, catalog_row
 from joulebench.tables import CATALOG_COLUMNS, conform, read_table, write_table
 
 
@@ -125,7 +125,7 @@ def test_counting_does_not_touch_real_memory():
 
 
 def test_custom_workload_entries_are_catalogued():
-    from joulebench.catalog import build_catalog
+    from joulebench.catalog.build import build_catalog
 
     df = build_catalog(["jb=tests/workloads/tiny_net.py:build"], log=lambda s: None)
     assert df["model"].tolist() == ["jb"] and df["status"].tolist() == ["ok"]

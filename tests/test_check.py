@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from test_profile import job
 
-from joulebench.check import rapl_rows
-from joulebench.check_report import (
+from joulebench.cli import main as cli_main
+from joulebench.measure.check import rapl_rows
+from joulebench.measure.check_report import (
     FAIL,
     PASS,
     WARN,
@@ -30,10 +31,9 @@ from joulebench.check_report import (
     verdict,
     write_report,
 )
-from joulebench.cli import main as cli_main
-from joulebench.meters import RaplMeter
-from joulebench.profile import run_profile
-from joulebench.sensor_fit import fit_refresh, fit_sensor
+from joulebench.measure.meters import RaplMeter
+from joulebench.measure.profile import run_profile
+from joulebench.measure.sensor_fit import fit_refresh, fit_sensor
 
 
 def small_report(device="cpu", uuid=None, status=WARN, refresh_s=None) -> dict:

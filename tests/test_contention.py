@@ -2,8 +2,8 @@
 
 import pytest
 
-from joulebench.meters.base import Meter, Reading
-from joulebench.meters.contention import ContentionGuard, system_busy_s
+from joulebench.measure.meters.base import Meter, Reading
+from joulebench.measure.meters.contention import ContentionGuard, system_busy_s
 
 
 class _Fixed(Meter):

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from joulebench.counting import count
+from joulebench.catalog.counting import count
 
 
 class TinyConvNet(nn.Module):

@@ -11,8 +11,8 @@ import pytest
 import torch
 from PIL import Image
 
-from joulebench import shards
-from joulebench.datasets import DatasetError, imagenet_wnids, list_source
+from joulebench.accuracy import shards
+from joulebench.accuracy.datasets import DatasetError, imagenet_wnids, list_source
 
 # Three ImageNet classes far apart, so folder order (0, 1, 2) differs from timm's indices.
 WNID_INDEX = (1, 500, 999)

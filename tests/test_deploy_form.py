@@ -12,13 +12,13 @@ from timm.models import register_model
 from timm.utils.model import reparameterize_model
 from torch import nn
 
-from joulebench.catalog import build_catalog, catalog_row
-from joulebench.counting import count
-from joulebench.deploy_form import to_deploy_form
-from joulebench.methods import Method, parse_methods
-from joulebench.profile import ProfileJob, build, run_profile
-from joulebench.protocol import ProtocolSettings
-from joulebench.summary import build_summary
+from joulebench.analysis.summary import build_summary
+from joulebench.catalog.build import build_catalog, catalog_row
+from joulebench.catalog.counting import count
+from joulebench.catalog.deploy_form import to_deploy_form
+from joulebench.measure.methods import Method, parse_methods
+from joulebench.measure.profile import ProfileJob, build, run_profile
+from joulebench.measure.protocol import ProtocolSettings
 from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS, conform
 
 REPVGG = "repvgg_a0.rvgg_in1k"
@@ -275,7 +275,8 @@ def test_measured_accuracy_is_of_the_deploy_form(tmp_path):
     from safetensors.torch import save_file
     from test_datasets import make_image_folder
 
-    from joulebench import accuracy, shards
+    from joulebench.accuracy import measured as accuracy
+    from joulebench.accuracy import shards
 
     make_image_folder(tmp_path / "val")
     torch.manual_seed(0)

@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO
 from fake_nvml import FakeGpu, FakeNvml
 
-from joulebench.devices import (
+from joulebench.measure.devices import (
     AUTO,
     RESOLVED_ENV,
     auto_devices,

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from joulebench import figures
-from joulebench.fits import all_fits
-from joulebench.score import score_summary
-from joulebench.summary import build_summary
+from joulebench.analysis.fits import all_fits
+from joulebench.analysis.score import score_summary
+from joulebench.analysis.summary import build_summary
+from joulebench.report import figures
 from joulebench.tables import PROFILE_COLUMNS, TRACE_TABLE_COLUMNS
 
 FAMILIES = ["resnet", "efficientnet", "vision_transformer", "convnext", "mobilenetv3", "regnet"]
@@ -248,7 +248,8 @@ def test_stem_with_dots_keeps_its_name(tmp_path):
 def test_no_torch_on_the_figures_path():
     code = (
         "import sys\n"
-        "import joulebench.figures, joulebench.score, joulebench.fits, joulebench.summary\n"
+        "import joulebench.report.figures, joulebench.analysis.score\n"
+        "import joulebench.analysis.fits, joulebench.analysis.summary\n"
         "bad = [m for m in ('torch', 'timm') if m in sys.modules]\n"
         "assert not bad, bad\n"
         "assert 'matplotlib.pyplot' not in sys.modules\n"
@@ -268,16 +269,16 @@ def test_dynamic_energy_is_named_on_the_axis(tmp_path, monkeypatch):
 
 def test_figures_from_a_published_summary_without_torch(tmp_path):
     """The figures-from-data path, end to end in a fresh interpreter: torch never loads."""
-    from joulebench.summary import write_summary
+    from joulebench.analysis.summary import write_summary
 
     profile, catalog, accuracy, _ = synthetic_study(n_models=6)
     write_summary(build_summary(profile, catalog, accuracy), tmp_path / "published.parquet")
     code = (
         "import sys\n"
-        "from joulebench.summary import read_summary\n"
-        "from joulebench.score import score_summary\n"
-        "from joulebench.fits import all_fits\n"
-        "from joulebench.figures import render_all\n"
+        "from joulebench.analysis.summary import read_summary\n"
+        "from joulebench.analysis.score import score_summary\n"
+        "from joulebench.analysis.fits import all_fits\n"
+        "from joulebench.report.figures import render_all\n"
         f"s = read_summary({str(tmp_path / 'published.parquet')!r})\n"
         "out = render_all(s, score_summary(s), all_fits(s, baseline_method='fp32'), None,\n"
         f"                 {str(tmp_path / 'figs')!r})\n"
@@ -558,7 +559,7 @@ def test_energy_units_and_plain_tick_numbers():
 
 def test_a_killed_figure_write_leaves_nothing_after_the_next_run(tmp_path):
     """kill -9 during savefig leaves a 0-byte temp file; the next run removes it."""
-    from joulebench.summary import write_summary
+    from joulebench.analysis.summary import write_summary
 
     summary, scores, _, _ = study_tables(n_models=4)
     write_summary(summary, tmp_path / "summary.parquet")
@@ -566,8 +567,8 @@ def test_a_killed_figure_write_leaves_nothing_after_the_next_run(tmp_path):
     out = tmp_path / "figs"
     draw = (
         "import pandas as pd\n"
-        "from joulebench import figures\n"
-        "from joulebench.summary import read_summary\n"
+        "from joulebench.report import figures\n"
+        "from joulebench.analysis.summary import read_summary\n"
         f"scores = pd.read_parquet({str(tmp_path / 'scores.parquet')!r})\n"
         f"figures.accuracy_vs_energy(scores, {str(out / 'accuracy_vs_energy')!r})\n"
     )

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from joulebench.fits import (
+from joulebench.analysis.fits import (
     FIT_TABLE_COLUMNS,
     accuracy_fits,
     all_fits,
@@ -19,7 +19,7 @@ from joulebench.fits import (
     read_fits,
     write_fits,
 )
-from joulebench.summary import build_summary
+from joulebench.analysis.summary import build_summary
 from joulebench.tables import PROFILE_COLUMNS, read_table
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from fake_nvml import FakeGpu, FakeNvml, ManualClock, integrate
 
-from joulebench.meters import (
+from joulebench.measure.meters import (
     TRACE_COLUMNS,
     EstimateMeter,
     MeterUnavailable,
@@ -25,15 +25,15 @@ from joulebench.meters import (
     RaplMeter,
     select_meter,
 )
-from joulebench.meters.estimate import DEFAULT_W_PER_CPU, available_cpus, lookup_tdp
-from joulebench.meters.nvml import (
+from joulebench.measure.meters.estimate import DEFAULT_W_PER_CPU, available_cpus, lookup_tdp
+from joulebench.measure.meters.nvml import (
     match_nvml_index,
     normalize_pci_bus_id,
     normalize_uuid,
     other_pids,
 )
-from joulebench.meters.rapl import wrapped_delta_uj
-from joulebench.meters.sampler import trapezoid_energy_j
+from joulebench.measure.meters.rapl import wrapped_delta_uj
+from joulebench.measure.meters.sampler import trapezoid_energy_j
 
 UUIDS = [
     "GPU-11111111-aaaa-4bbb-8ccc-000000000000",

@@ -3,7 +3,7 @@
 import pytest
 import timm
 
-from joulebench.models import ModelSelectionError, chunk, resolve_models, split_name
+from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models, split_name
 
 
 def test_exact_name_with_tag_is_kept():

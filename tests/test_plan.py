@@ -11,8 +11,8 @@ import timm
 import yaml
 from conftest import REPO
 
-from joulebench import plan as planning
-from joulebench.plan import (
+from joulebench.analysis import plan as planning
+from joulebench.analysis.plan import (
     Eta,
     config_estimate_s,
     config_min_s,

@@ -11,9 +11,9 @@ from timm.models import register_model
 from torch import nn
 
 from joulebench.cli import main as cli_main
-from joulebench.methods import Method, parse_methods
-from joulebench.profile import ProfileJob, run_profile
-from joulebench.protocol import ProtocolSettings
+from joulebench.measure.methods import Method, parse_methods
+from joulebench.measure.profile import ProfileJob, run_profile
+from joulebench.measure.protocol import ProtocolSettings
 from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, conform
 
 FAST = ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0)

@@ -13,8 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from joulebench.meters.base import TRACE_COLUMNS, Meter, Reading
-from joulebench.protocol import (
+from joulebench.analysis.stats import spread, t_cdf, t_quantile
+from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
+from joulebench.measure.protocol import (
     FLAG_CI_TARGET_NOT_MET,
     FLAG_WARMUP_NOT_STEADY,
     PROTOCOL_TRACE_COLUMNS,
@@ -24,7 +25,6 @@ from joulebench.protocol import (
     measure_idle,
     warm_up,
 )
-from joulebench.stats import spread, t_cdf, t_quantile
 
 
 class Clock:

@@ -115,7 +115,7 @@ def fresh_clone(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     # Inputs the commands name: a published summary at results/summary.parquet.
-    from joulebench.summary import write_summary
+    from joulebench.analysis.summary import write_summary
 
     write_summary(study_tables(n_models=8)[0], clone / "results" / "summary.parquet")
     return clone, home

@@ -10,11 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from joulebench import reference
-from joulebench.reference import TABLES, ReferenceWarning
+from joulebench.accuracy import reference
+from joulebench.accuracy.reference import TABLES, ReferenceWarning
 from joulebench.tables import ACCURACY_COLUMNS
 
-REPO_TABLES = Path(__file__).resolve().parents[1] / "src" / "joulebench" / "reference_data"
+REPO_TABLES = (
+    Path(__file__).resolve().parents[1] / "src" / "joulebench" / "accuracy" / "reference_data"
+)
 DEFAULT_MODELS = {  # the default study: reference top-1 at the model's own input size
     "resnet18.a1_in1k": 71.504,
     "mobilenetv3_small_100.lamb_in1k": 67.636,
@@ -77,7 +79,7 @@ def test_shipped_copy_is_the_pinned_files_with_their_origin():
         assert reference.sha256_of(data) == spec.sha256
         assert f"`{spec.sha256}`" in source  # the note states every full hash
     # The installed package finds them too: they are package data, not the ignored data/.
-    assert '"reference_data/*"' in (REPO_TABLES.parents[2] / "pyproject.toml").read_text()
+    assert '"reference_data/*"' in (REPO_TABLES.parents[3] / "pyproject.toml").read_text()
     assert Path(str(reference.shipped_dir())) == REPO_TABLES
 
 
@@ -127,9 +129,9 @@ def test_every_default_study_model_gets_its_top1_through_the_catalog():
     """The real join: config.yaml's models, the catalog's input sizes, the shipped tables."""
     import yaml
 
-    from joulebench.catalog import build_catalog
+    from joulebench.catalog.build import build_catalog
 
-    config = yaml.safe_load((REPO_TABLES.parents[2] / "config.yaml").read_text())
+    config = yaml.safe_load((REPO_TABLES.parents[3] / "config.yaml").read_text())
     assert set(config["models"]) == set(DEFAULT_MODELS)
     catalog = build_catalog(config["models"], log=lambda s: None)
     sizes = reference.img_sizes_from_catalog(catalog)

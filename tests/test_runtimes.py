@@ -12,9 +12,9 @@ import torch
 from test_profile import _Tiny, job
 from timm.models import register_model
 
-from joulebench.methods import Method, parse_methods
-from joulebench.profile import run_profile
-from joulebench.runtimes import relative_error, unavailable_reason
+from joulebench.measure.methods import Method, parse_methods
+from joulebench.measure.profile import run_profile
+from joulebench.measure.runtimes import relative_error, unavailable_reason
 from joulebench.tables import PROFILE_COLUMNS, conform
 
 pytest.importorskip("onnxruntime")

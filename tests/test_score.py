@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from joulebench.score import (
+from joulebench.analysis.score import (
     DEFAULT_GRADE_THRESHOLDS,
     SCORE_COLUMNS,
     front_energy,
@@ -16,7 +16,7 @@ from joulebench.score import (
     parse_grade_thresholds,
     score_summary,
 )
-from joulebench.summary import build_summary
+from joulebench.analysis.summary import build_summary
 from joulebench.tables import PROFILE_COLUMNS
 
 # (model, top1 %, energy per image J) on one device / method / batch size.
@@ -238,7 +238,7 @@ def test_package_defaults_match_the_config_schema():
     import yaml
     from conftest import REPO
 
-    from joulebench.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
+    from joulebench.analysis.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
 
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     for section in ("score", "fits"):

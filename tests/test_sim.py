@@ -1,6 +1,6 @@
 """The sensor simulator, the protocol proven against it, and `joulebench check` on it.
 
-Everything runs on simulated time (joulebench.sim): a 30 s protocol run takes milliseconds
+Everything runs on simulated time (joulebench.measure.sim): a 30 s protocol run takes milliseconds
 and every number is reproducible. The simulated sensor refreshes and averages as the SC24
 paper measured per GPU generation, so a protocol that reads it wrong fails here
 (test_simulated_protocol_without_phase_shifts_misses_the_target shows that it can).
@@ -16,20 +16,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from joulebench.check import (
+from joulebench.measure.check import (
     CheckSettings,
     check_gpu,
     environment_rows,
     instant_power_reader,
     square_wave,
 )
-from joulebench.check_report import FAIL, PASS, WARN, validate_report
-from joulebench.meters.nvidia_sensors import GENERATIONS, expected_sensor
-from joulebench.protocol import ProtocolSettings, measure
-from joulebench.sensor_fit import fit_sensor
-from joulebench.sim import experiment
-from joulebench.sim.rig import SimCheckTarget, simulated_gpu
-from joulebench.sim.workload import PowerSignal, Workload
+from joulebench.measure.check_report import FAIL, PASS, WARN, validate_report
+from joulebench.measure.meters.nvidia_sensors import GENERATIONS, expected_sensor
+from joulebench.measure.protocol import ProtocolSettings, measure
+from joulebench.measure.sensor_fit import fit_sensor
+from joulebench.measure.sim import experiment
+from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
+from joulebench.measure.sim.workload import PowerSignal, Workload
 
 # ---------------------------------------------------------------- the true power signal
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from joulebench.summary import (
+from joulebench.analysis.summary import (
     STATUS_NOT_PROFILED,
     SUMMARY_COLUMNS,
     SUMMARY_KEY,
@@ -298,8 +298,8 @@ def test_negative_ci_lower_bounds_are_clipped_at_zero_and_flagged(tmp_path):
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_the_minimal_documented_summary_is_read_and_scored(fmt, tmp_path):
     """Exactly the essential columns (docs/scoring.md): read, filled, scored and graded."""
-    from joulebench.score import score_summary
-    from joulebench.summary import ESSENTIAL_COLUMNS
+    from joulebench.analysis.score import score_summary
+    from joulebench.analysis.summary import ESSENTIAL_COLUMNS
 
     full = build_summary(_profile(), _catalog(), _accuracy())
     minimal = full[full["status"] != STATUS_NOT_PROFILED][list(ESSENTIAL_COLUMNS)]

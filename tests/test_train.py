@@ -10,10 +10,10 @@ from test_profile import _Tiny, job
 from timm.models import register_model
 from torch import nn
 
-from joulebench.methods import Method
-from joulebench.profile import job_fields_from_spec, run_profile
+from joulebench.measure.methods import Method
+from joulebench.measure.profile import job_fields_from_spec, run_profile
+from joulebench.measure.train import TrainSpec, make_train_step, synthetic_labels
 from joulebench.tables import PROFILE_COLUMNS, conform
-from joulebench.train import TrainSpec, make_train_step, synthetic_labels
 
 
 class _TinyBnHead(_Tiny):

@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from joulebench import webapp
-from joulebench.score import score_summary
-from joulebench.summary import build_summary
+from joulebench.analysis.score import score_summary
+from joulebench.analysis.summary import build_summary
+from joulebench.report import webapp
+from joulebench.report.webapp import PAGE_COLUMNS, build_page, embed_json, page_data, page_table
 from joulebench.tables import ACCURACY_COLUMNS, CATALOG_COLUMNS, PROFILE_COLUMNS
-from joulebench.webapp import PAGE_COLUMNS, build_page, embed_json, page_data, page_table
 
 try:
     from playwright.sync_api import expect, sync_playwright

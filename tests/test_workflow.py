@@ -10,7 +10,7 @@ import pytest
 import timm
 from conftest import FAST_PROTOCOL, REPO, snakemake
 
-from joulebench.figures import FIGURE_NAMES as FIGURES
+from joulebench.report.figures import FIGURE_NAMES as FIGURES
 
 pytestmark = pytest.mark.slow
 
@@ -142,7 +142,7 @@ def test_hostile_paths_reach_no_shell(tmp_path):
     the power trace and the working directory: the run succeeds and runs nothing of it."""
     from test_figures import study_tables
 
-    from joulebench.summary import write_summary
+    from joulebench.analysis.summary import write_summary
     from joulebench.tables import TRACE_TABLE_COLUMNS, write_table
 
     hostile = tmp_path / "My Results $(touch MARKER) it's; touch MARKER2 `touch MARKER3`"

@@ -9,10 +9,7 @@ import torch
 from conftest import REPO
 from test_profile import FAST
 
-from joulebench.methods import parse_methods
-from joulebench.profile import ProfileJob, job_fields_from_spec, run_profile
-from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS, conform
-from joulebench.workloads import (
+from joulebench.catalog.workloads import (
     WorkloadError,
     WorkloadSpec,
     catalog_row,
@@ -23,6 +20,9 @@ from joulebench.workloads import (
     workload_entries,
     workload_name,
 )
+from joulebench.measure.methods import parse_methods
+from joulebench.measure.profile import ProfileJob, job_fields_from_spec, run_profile
+from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS, conform
 
 FILE = "tests/workloads/tiny_net.py"
 ENTRY = f"{REPO / FILE}:build"

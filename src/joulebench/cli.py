@@ -21,7 +21,7 @@ PRESETS = {
 
 
 def _cmd_resolve(args) -> int:
-    from joulebench.models import ModelSelectionError, resolve_models
+    from joulebench.catalog.models import ModelSelectionError, resolve_models
 
     try:
         names = resolve_models(args.entries)
@@ -35,7 +35,7 @@ def _cmd_resolve(args) -> int:
 def _cmd_catalog(args) -> int:
     import torch
 
-    from joulebench.catalog import build_catalog
+    from joulebench.catalog.build import build_catalog
     from joulebench.tables import CATALOG_COLUMNS, write_table
 
     torch.set_num_threads(args.threads)
@@ -51,9 +51,9 @@ def _cmd_catalog(args) -> int:
 
 
 def _job_from_spec(model: str, device_label: str, spec: dict, idle_power_w: float, threads):
-    from joulebench.methods import parse_methods
-    from joulebench.profile import ProfileJob, job_fields_from_spec
-    from joulebench.protocol import ProtocolSettings
+    from joulebench.measure.methods import parse_methods
+    from joulebench.measure.profile import ProfileJob, job_fields_from_spec
+    from joulebench.measure.protocol import ProtocolSettings
 
     estimate = {k: v for k, v in (spec.get("estimate") or {}).items() if v is not None}
     return ProfileJob(
@@ -75,7 +75,7 @@ def _job_from_spec(model: str, device_label: str, spec: dict, idle_power_w: floa
 
 def _unmeasurable(label: str, device: str) -> bool:
     """Say what is missing (one line, no traceback) when `device` cannot be measured here."""
-    from joulebench.devices import check_devices
+    from joulebench.measure.devices import check_devices
 
     problems = check_devices({label: device})
     for problem in problems:
@@ -87,7 +87,7 @@ def _cmd_profile_job(args) -> int:
     """One workflow job: all methods x batch sizes of one model on one device."""
     import json
 
-    from joulebench.profile import run_profile
+    from joulebench.measure.profile import run_profile
     from joulebench.tables import (
         PROFILE_COLUMNS,
         REPEAT_TABLE_COLUMNS,
@@ -113,10 +113,10 @@ def _cmd_profile_job(args) -> int:
 
 def _cmd_profile(args) -> int:
     """Ad hoc: measure one model now and print a short table (no Snakemake)."""
-    from joulebench.models import resolve_models
-    from joulebench.profile import run_profile
+    from joulebench.catalog.models import resolve_models
+    from joulebench.catalog.workloads import is_workload
+    from joulebench.measure.profile import run_profile
     from joulebench.tables import PROFILE_COLUMNS, write_table
-    from joulebench.workloads import is_workload
 
     if _unmeasurable(args.device, args.device):
         return 2
@@ -157,9 +157,9 @@ def _cmd_idle(args) -> int:
     """The idle power baseline of a device."""
     import pandas as pd
 
-    from joulebench.meters import select_meter
-    from joulebench.protocol import measure_idle
-    from joulebench.provenance import device_name, software, utc_now
+    from joulebench.measure.meters import select_meter
+    from joulebench.measure.protocol import measure_idle
+    from joulebench.measure.provenance import device_name, software, utc_now
     from joulebench.tables import IDLE_COLUMNS, write_table
 
     if _unmeasurable(args.device_label, args.device):
@@ -197,8 +197,8 @@ def _cmd_check(args) -> int:
     """Can this machine's energy numbers be trusted? A pass/warn/fail table and a JSON report."""
     import re
 
-    from joulebench.check import CheckSettings, check_cpu, check_gpu
-    from joulebench.check_report import FAIL, format_table, report_path, write_report
+    from joulebench.measure.check import CheckSettings, check_cpu, check_gpu
+    from joulebench.measure.check_report import FAIL, format_table, report_path, write_report
 
     device = "cuda:0" if args.device == "cuda" else args.device
     if not re.fullmatch(r"cpu|cuda:\d+", device):
@@ -218,8 +218,8 @@ def _cmd_check(args) -> int:
         options = {"tdp_w": args.tdp_w} if args.tdp_w else {}
         report = check_cpu(settings, progress, prefer=args.meter, **options)
     else:
-        from joulebench.check_targets import TorchGpuTarget
-        from joulebench.meters import MeterUnavailable
+        from joulebench.measure.check_targets import TorchGpuTarget
+        from joulebench.measure.meters import MeterUnavailable
 
         try:
             import torch
@@ -239,7 +239,7 @@ def _cmd_check(args) -> int:
 
 def _cmd_summary(args) -> int:
     """One tidy table: catalog + profile + accuracy."""
-    from joulebench.summary import build_summary, write_summary
+    from joulebench.analysis.summary import build_summary, write_summary
     from joulebench.tables import read_table
 
     catalog = read_table(args.catalog) if args.catalog else None
@@ -253,13 +253,13 @@ def _cmd_summary(args) -> int:
 def _cmd_score(args) -> int:
     import json
 
-    from joulebench.score import (
+    from joulebench.analysis.score import (
         DEFAULT_INVALID_FLAGS,
         DEFAULT_MAX_ENERGY_CV,
         SCORE_COLUMNS,
         score_summary,
     )
-    from joulebench.summary import read_summary
+    from joulebench.analysis.summary import read_summary
     from joulebench.tables import write_table
 
     settings = json.loads(args.settings)
@@ -280,9 +280,9 @@ def _cmd_score(args) -> int:
 def _cmd_fits(args) -> int:
     import json
 
-    from joulebench.fits import all_fits, write_fits
-    from joulebench.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
-    from joulebench.summary import read_summary
+    from joulebench.analysis.fits import all_fits, write_fits
+    from joulebench.analysis.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
+    from joulebench.analysis.summary import read_summary
 
     settings = json.loads(args.settings)
     summary = read_summary(args.summary)
@@ -308,9 +308,9 @@ def _cmd_fits(args) -> int:
 def _cmd_figures(args) -> int:
     import json
 
-    from joulebench.figures import render_all
-    from joulebench.fits import read_fits
-    from joulebench.summary import read_summary
+    from joulebench.analysis.fits import read_fits
+    from joulebench.analysis.summary import read_summary
+    from joulebench.report.figures import render_all
     from joulebench.tables import read_table
 
     settings = json.loads(args.settings)
@@ -332,7 +332,11 @@ def _cmd_reference(args) -> int:
     """timm's published accuracy for the catalog's models (the shipped copy unless set)."""
     import json
 
-    from joulebench.reference import img_sizes_from_catalog, load_tables, reference_accuracy
+    from joulebench.accuracy.reference import (
+        img_sizes_from_catalog,
+        load_tables,
+        reference_accuracy,
+    )
     from joulebench.tables import ACCURACY_COLUMNS, read_table, write_table
 
     settings = json.loads(args.settings)
@@ -358,7 +362,7 @@ def _cmd_prepare(args) -> int:
     """Preprocess a dataset once for one input configuration into cached shards."""
     import json
 
-    from joulebench.shards import prepare
+    from joulebench.accuracy.shards import prepare
 
     shard = prepare(
         json.loads(args.source),
@@ -373,7 +377,7 @@ def _cmd_prepare(args) -> int:
 
 def _cmd_accuracy(args) -> int:
     """Measured top-1/top-5 of models sharing one shard folder, where weights exist locally."""
-    from joulebench.accuracy import measure_models
+    from joulebench.accuracy.measured import measure_models
     from joulebench.tables import ACCURACY_COLUMNS, write_table
 
     rows = measure_models(
@@ -392,7 +396,7 @@ def _cmd_accuracy_table(args) -> int:
     """Measured accuracy where there is one, else the reference: every value with its source."""
     import pandas as pd
 
-    from joulebench.reference import combine
+    from joulebench.accuracy.reference import combine
     from joulebench.tables import ACCURACY_COLUMNS, read_table, write_table
 
     measured = [read_table(p) for p in args.measured]
@@ -408,9 +412,9 @@ def _cmd_webapp(args) -> int:
     """The study as one self-contained HTML page (works from file://, no network)."""
     import json
 
-    from joulebench.summary import read_summary
+    from joulebench.analysis.summary import read_summary
+    from joulebench.report.webapp import build_page
     from joulebench.tables import read_table
-    from joulebench.webapp import build_page
 
     settings = json.loads(args.settings)
     path = build_page(
@@ -457,7 +461,7 @@ def _cmd_concat(args) -> int:
 
 def _cmd_devices(args) -> int:
     """What `devices: auto` (or the study's devices) picks, and each device's meter."""
-    from joulebench.devices import describe_devices, format_devices
+    from joulebench.measure.devices import describe_devices, format_devices
     from joulebench.study import load_study
 
     spec = load_study(args.configfile)["devices"] if args.configfile else "auto"
@@ -470,9 +474,9 @@ def _cmd_plan(args) -> int:
     """The cost of a study before it runs: configurations, measuring and wall time."""
     from pathlib import Path
 
-    from joulebench.devices import resolve_devices
-    from joulebench.models import resolve_models
-    from joulebench.plan import format_plan, plan_study
+    from joulebench.analysis.plan import format_plan, plan_study
+    from joulebench.catalog.models import resolve_models
+    from joulebench.measure.devices import resolve_devices
     from joulebench.study import load_study, workflow_root
 
     config = load_study(args.configfile)
@@ -652,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "profile":
         args.method = args.method or ["fp32"]
         args.batch_size = args.batch_size or [1]
-    from joulebench.models import ModelSelectionError
+    from joulebench.catalog.models import ModelSelectionError
     from joulebench.study import ConfigError
     from joulebench.tables import TableError
 

@@ -256,7 +256,7 @@ def _with_identity(columns: list[str], dtype: str = "float64") -> dict[str, str]
 
 
 def _repeat_columns() -> dict[str, str]:
-    from joulebench.protocol import REPEAT_COLUMNS
+    from joulebench.measure.protocol import REPEAT_COLUMNS
 
     cols = _with_identity(REPEAT_COLUMNS)
     cols.update(repeat="Int64", batches="Int64", images="Int64", flags="string")
@@ -264,7 +264,7 @@ def _repeat_columns() -> dict[str, str]:
 
 
 def _trace_columns() -> dict[str, str]:
-    from joulebench.protocol import PROTOCOL_TRACE_COLUMNS
+    from joulebench.measure.protocol import PROTOCOL_TRACE_COLUMNS
 
     cols = _with_identity(PROTOCOL_TRACE_COLUMNS)
     cols["repeat"] = "Int64"

@@ -8,12 +8,12 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
-from joulebench.best_models import end_of_run
-from joulebench.devices import RESOLVED_ENV, check_devices, resolve_devices
-from joulebench.figures import FIGURE_NAMES as FIGURES
-from joulebench.fits import FIT_TABLE_COLUMNS
-from joulebench.models import ModelSelectionError, chunk, resolve_models
-from joulebench.plan import one_line, plan_study
+from joulebench.analysis.best_models import end_of_run
+from joulebench.measure.devices import RESOLVED_ENV, check_devices, resolve_devices
+from joulebench.report.figures import FIGURE_NAMES as FIGURES
+from joulebench.analysis.fits import FIT_TABLE_COLUMNS
+from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
+from joulebench.analysis.plan import one_line, plan_study
 from joulebench.study import (
     ConfigError,
     check_config,
@@ -22,7 +22,7 @@ from joulebench.study import (
     read_yaml,
 )
 from joulebench.tables import TableError, read_table
-from joulebench.workloads import named_entry, workload_entries
+from joulebench.catalog.workloads import named_entry, workload_entries
 
 
 def get_config_sources():
@@ -216,7 +216,7 @@ def _shards():
         return {}
     import timm
 
-    from joulebench.shards import input_config_key, shard_key
+    from joulebench.accuracy.shards import input_config_key, shard_key
 
     shards = {}
     for model in [m for m in MODELS if m not in WORKLOADS]:  # no preprocessing known

@@ -1,0 +1,304 @@
+"""The score stage: Pareto front, efficiency index, letter grade and energy index.
+
+Within each comparison group (same phase, device, method, requested batch size and kind of
+meter, so measured and estimated energies never share a front) a model is on the front when
+no other model is at least as accurate for at most the same energy, and better in one.
+The efficiency index says how far above the front a model's energy lies:
+
+    front_energy(a) = min { E_j : model j in the group with top1_j >= a }   (a staircase)
+    efficiency_index = front_energy(top1_i) / E_i                          in (0, 1]
+
+It is 1 exactly on the front. docs/scoring.md works an example by hand. Rows that cannot
+be scored (failed, no energy, no accuracy, flagged as invalid) stay in the table with an
+empty index and a note saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from joulebench.analysis.summary import add_flag
+
+GRADES = ("A", "B", "C", "D", "E", "F", "G")
+# Lower bounds of the efficiency index for A..F; below F's bound is G. In energy terms a
+# model graded A spends at most 1.25x the front's energy at its accuracy, B 1.67x, C 2.2x,
+# D 3.3x, E 5x, F 10x; G more than 10x. See docs/scoring.md for why.
+DEFAULT_GRADE_THRESHOLDS: dict[str, float] = {
+    "A": 0.8,
+    "B": 0.6,
+    "C": 0.45,
+    "D": 0.3,
+    "E": 0.2,
+    "F": 0.1,
+}
+DEFAULT_REFERENCE_MODEL = "resnet50.a1_in1k"
+# A row whose energy varies more than this between repeats (CV = std / mean) is flagged
+# `high-spread`: at CV 0.25 and the default 4 repeats the 95% CI is the mean +-40 %, wider
+# than two grade bands, so its grade would say nothing. See docs/scoring.md.
+DEFAULT_MAX_ENERGY_CV = 0.25
+FLAG_HIGH_SPREAD = "high-spread"
+# Flags that make a measurement unusable for comparison (set by the meters, and high-spread).
+DEFAULT_INVALID_FLAGS = ("other-process", "mig", "other-load", FLAG_HIGH_SPREAD)
+ENERGY_COLUMNS = {"total": "energy_per_image_j", "dynamic": "dynamic_energy_per_image_j"}
+SCORE_GROUP = ("phase", "device_label", "method", "batch_size_requested", "energy_is_estimate")
+
+SCORE_COLUMNS: dict[str, str] = {
+    "phase": "string",
+    "device_label": "string",
+    "method": "string",
+    "batch_size_requested": "Int64",
+    "batch_size": "Int64",
+    "model": "string",
+    "family": "string",
+    "status": "string",
+    "flags": "string",  # the summary's flags, plus high-spread where the energy CV is too high
+    "meter": "string",
+    "energy_is_estimate": "boolean",
+    "energy_kind": "string",  # total or dynamic (above idle): which energy was scored
+    "energy_per_image_j": "float64",  # the scored energy
+    "top1": "float64",  # percent
+    "accuracy_source": "string",
+    "scored": "boolean",  # took part in the front
+    "on_front": "boolean",
+    "front_energy_per_image_j": "float64",  # least energy in the group reaching this top1
+    "efficiency_index": "float64",  # front_energy / energy, in (0, 1]
+    "grade": "string",  # A..G, empty (NA) where there is no index
+    "top1_gap_pct": "float64",  # best top1 in the group for at most this energy, minus top1
+    "group_models": "Int64",  # scored models in the group
+    "front_models": "Int64",
+    "reference_model": "string",
+    "reference_energy_per_image_j": "float64",
+    "energy_index": "float64",  # energy / reference model's energy (reference = 1.0)
+    "score_note": "string",  # why something is empty
+}
+
+
+def parse_grade_thresholds(value: Mapping[str, float] | Sequence[float] | None) -> dict:
+    """Thresholds from the config: {"A": 0.8, ..., "F": 0.1} or six numbers for A..F.
+
+    They must strictly decrease and lie in (0, 1]: every index then gets exactly one grade.
+    """
+    if value is None:
+        return dict(DEFAULT_GRADE_THRESHOLDS)
+    if isinstance(value, Mapping):
+        if set(value) != set(GRADES[:-1]):
+            raise ValueError(f"grade thresholds need exactly the keys {GRADES[:-1]}: {value}")
+        bounds = [float(value[g]) for g in GRADES[:-1]]
+    else:
+        bounds = [float(v) for v in value]
+        if len(bounds) != len(GRADES) - 1:
+            raise ValueError(f"grade thresholds need {len(GRADES) - 1} numbers (A..F): {value}")
+    if not all(0.0 < b <= 1.0 for b in bounds):
+        raise ValueError(f"grade thresholds must lie in (0, 1]: {bounds}")
+    if any(a <= b for a, b in zip(bounds, bounds[1:], strict=False)):
+        raise ValueError(f"grade thresholds must strictly decrease from A to F: {bounds}")
+    return dict(zip(GRADES, bounds, strict=False))
+
+
+def grade_of(index: float, thresholds: Mapping[str, float] = DEFAULT_GRADE_THRESHOLDS):
+    """The letter for one efficiency index; None for NaN (no index, no grade)."""
+    if index is None or not np.isfinite(index):
+        return None
+    for letter in GRADES[:-1]:
+        if index >= thresholds[letter]:
+            return letter
+    return GRADES[-1]
+
+
+def pareto_front(top1: np.ndarray, energy: np.ndarray) -> np.ndarray:
+    """True where no other point has top1 >= and energy <=, with at least one strict.
+
+    Ties (same top1 and energy) are all on the front. O(n^2) memory-light enough for the
+    few thousand models of one group.
+    """
+    a, e = np.asarray(top1, float), np.asarray(energy, float)
+    on = np.ones(len(a), bool)
+    for i in range(len(a)):
+        better = (a >= a[i]) & (e <= e[i]) & ((a > a[i]) | (e < e[i]))
+        on[i] = not better.any()
+    return on
+
+
+def front_energy(top1: np.ndarray, energy: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The staircase: least energy among points with top1 >= each value of `at` (NaN: none).
+
+    Taking the minimum over all points equals taking it over the front alone, since any
+    point off the front is dominated by a front point that is at least as accurate and
+    spends no more energy.
+    """
+    a, e = np.asarray(top1, float), np.asarray(energy, float)
+    order = np.argsort(-a, kind="stable")
+    a_desc, running_min = a[order], np.minimum.accumulate(e[order])
+    # points with top1 >= x are the first k of a_desc, k = count of a_desc >= x
+    k = np.searchsorted(-a_desc, -np.asarray(at, float), side="right")
+    out = np.full(len(k), np.nan)
+    out[k > 0] = running_min[k[k > 0] - 1]
+    return out
+
+
+def _best_top1_within(top1: np.ndarray, energy: np.ndarray) -> np.ndarray:
+    """For each point, the best top1 of any point with energy <= its own."""
+    a, e = np.asarray(top1, float), np.asarray(energy, float)
+    order = np.argsort(e, kind="stable")
+    e_asc, running_max = e[order], np.maximum.accumulate(a[order])
+    k = np.searchsorted(e_asc, e, side="right")
+    return running_max[k - 1]
+
+
+def _flagged(flags: pd.Series, invalid: Sequence[str]) -> pd.Series:
+    parts = flags.fillna("").astype(str).str.split(";")
+    return parts.map(lambda fs: next((f.strip() for f in fs if f.strip() in invalid), ""))
+
+
+def energy_cv(df: pd.DataFrame, energy: str = "total") -> pd.Series:
+    """The CV over repeats of the energy compared (NaN where unknown)."""
+    col = ENERGY_COLUMNS[energy].removesuffix("_j") + "_cv"
+    if col not in df.columns:
+        return pd.Series(np.nan, index=df.index)
+    return pd.to_numeric(df[col], errors="coerce").astype(float)
+
+
+def check_max_cv(max_energy_cv) -> float | None:
+    """The configured spread threshold: a positive number, or None for no spread check."""
+    if max_energy_cv is None:
+        return None
+    value = float(max_energy_cv)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"max_energy_cv must be a positive number or null, got {max_energy_cv!r}")
+    return value
+
+
+def row_flags(
+    df: pd.DataFrame, energy: str = "total", max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV
+) -> pd.Series:
+    """Each row's flags: those it carries, plus `high-spread` where the CV of the compared
+    energy exceeds `max_energy_cv` (None: no spread check)."""
+    flags = df["flags"] if "flags" in df.columns else pd.Series(pd.NA, index=df.index)
+    flags = flags.astype("string")
+    limit = check_max_cv(max_energy_cv)
+    if limit is None:
+        return flags
+    return add_flag(flags, (energy_cv(df, energy) > limit).fillna(False), FLAG_HIGH_SPREAD)
+
+
+def measured_mask(
+    df: pd.DataFrame,
+    energy: str = "total",
+    invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+) -> pd.Series:
+    """Rows whose energy can be compared: status ok, energy > 0, no invalidating flag
+    (high-spread included, where the energy CV exceeds `max_energy_cv`)."""
+    e = pd.to_numeric(df[ENERGY_COLUMNS[energy]], errors="coerce").astype(float)
+    ok = (df["status"] == "ok").fillna(False).astype(bool)
+    flag = _flagged(row_flags(df, energy, max_energy_cv), tuple(invalid_flags))
+    return ok & np.isfinite(e) & (e > 0) & (flag == "")
+
+
+def _notes(
+    df: pd.DataFrame, energy_ok: pd.Series, flag: pd.Series, cv: pd.Series, max_cv
+) -> list[list[str]]:
+    notes = [[] for _ in range(len(df))]
+    for i, (status, e_ok, f, src, acc, c) in enumerate(
+        zip(df["status"], energy_ok, flag, df["accuracy_source"], df["top1"], cv, strict=True)
+    ):
+        if status != "ok":
+            notes[i].append(f"status {status}: not scored")
+        elif f == FLAG_HIGH_SPREAD:
+            notes[i].append(f"flagged {f} (energy CV {c:.0%} > {max_cv:.0%}): not scored")
+        elif f:
+            notes[i].append(f"flagged {f}: not scored")
+        elif not e_ok:
+            notes[i].append("no energy: not scored")
+        elif not np.isfinite(acc):
+            notes[i].append(f"no top1 (accuracy_source {src}): no efficiency index or grade")
+    return notes
+
+
+def score_summary(
+    summary: pd.DataFrame,
+    *,
+    grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
+    reference_model: str | None = DEFAULT_REFERENCE_MODEL,
+    energy: str = "total",
+    invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+) -> pd.DataFrame:
+    """Score every row of a summary (SUMMARY_COLUMNS) -> SCORE_COLUMNS, one row per row.
+
+    energy: "total" (energy_per_image_j) or "dynamic" (above idle). The energy index needs
+    no accuracy, so it is given for every measured row whose group holds the reference.
+    Rows whose energy CV exceeds `max_energy_cv` get the flag `high-spread` (in `flags`),
+    which keeps them off the front while it is one of `invalid_flags` (the default).
+    """
+    thresholds = parse_grade_thresholds(grade_thresholds)
+    if energy not in ENERGY_COLUMNS:
+        raise ValueError(f"energy must be one of {tuple(ENERGY_COLUMNS)}, got {energy!r}")
+    max_energy_cv = check_max_cv(max_energy_cv)
+    df = summary.reset_index(drop=True).copy()
+    e = pd.to_numeric(df[ENERGY_COLUMNS[energy]], errors="coerce").astype(float)
+    a = pd.to_numeric(df["top1"], errors="coerce").astype(float)
+    df["flags"] = row_flags(df, energy, max_energy_cv)
+    flag = _flagged(df["flags"], tuple(invalid_flags))
+    measured = measured_mask(df, energy, invalid_flags, max_energy_cv=None)  # flags already set
+    scored = measured & np.isfinite(a)
+    cv = energy_cv(df, energy)
+    notes = _notes(df.assign(top1=a), np.isfinite(e) & (e > 0), flag, cv, max_energy_cv)
+
+    out = pd.DataFrame({c: df[c] for c in SCORE_COLUMNS if c in df.columns})
+    out["energy_kind"] = energy
+    out["energy_per_image_j"] = e
+    out["top1"] = a
+    out["scored"] = scored
+    for c in ("front_energy_per_image_j", "efficiency_index", "top1_gap_pct"):
+        out[c] = np.nan
+    for c in ("reference_energy_per_image_j", "energy_index"):
+        out[c] = np.nan
+    out["on_front"] = pd.array([pd.NA] * len(df), dtype="boolean")
+    out["group_models"] = out["front_models"] = pd.array([pd.NA] * len(df), dtype="Int64")
+    out["reference_model"] = reference_model or ""
+
+    keys = list(SCORE_GROUP)
+    for _, idx in df[measured].groupby(keys, dropna=False, sort=False).groups.items():
+        idx = np.asarray(idx)
+        _reference(out, idx, df, e, reference_model, notes)
+        s = idx[scored[idx].to_numpy()]
+        if not len(s):
+            continue
+        on = pareto_front(a[s], e[s])
+        fe = front_energy(a[s], e[s], a[s])
+        out.loc[s, "on_front"] = on
+        out.loc[s, "front_energy_per_image_j"] = fe
+        out.loc[s, "efficiency_index"] = np.where(on, 1.0, fe / e[s])
+        out.loc[s, "top1_gap_pct"] = _best_top1_within(a[s], e[s]) - a[s].to_numpy()
+        out.loc[s, "group_models"] = len(s)
+        out.loc[s, "front_models"] = int(on.sum())
+
+    out["grade"] = [grade_of(v, thresholds) for v in out["efficiency_index"]]
+    out["score_note"] = ["; ".join(n) for n in notes]
+    from joulebench.tables import conform
+
+    return conform(out.reindex(columns=list(SCORE_COLUMNS)), SCORE_COLUMNS)
+
+
+def _reference(out, idx, df, e, reference_model, notes) -> None:
+    """Energy index of one group's measured rows relative to the reference model's energy."""
+    if not reference_model:
+        return
+    is_ref = (df.loc[idx, "model"] == reference_model).to_numpy()
+    if not is_ref.any():
+        for i in idx:
+            notes[i].append(f"reference {reference_model} not measured in this group")
+        return
+    e_ref = float(e[idx[is_ref][0]])
+    out.loc[idx, "reference_energy_per_image_j"] = e_ref
+    out.loc[idx, "energy_index"] = e[idx] / e_ref
+
+
+def group_label(row: Mapping) -> str:
+    """A short human label for a score group, for figure titles and logs."""
+    est = " (estimated)" if bool(row.get("energy_is_estimate")) else ""
+    return f"{row['device_label']} · {row['method']} · batch {row['batch_size_requested']}{est}"

@@ -1,0 +1,289 @@
+"""Which devices a study measures, and whether they can be measured here.
+
+`devices: auto` (the default) picks every NVIDIA GPU that both torch (CUDA) and NVML see,
+each under its own label (the GPU's short name and CUDA index, `h200-0`), matched to its
+NVML device by UUID as the meter does; without one it picks the CPU. An explicit map
+(`{gpu: cuda:1}`) is used as written. `check_devices` says, per device, what is missing
+before any job starts, and `describe_devices` which meter each device would get and why a
+better one is not used (the `joulebench devices` command).
+
+torch is imported only when NVML sees a GPU or a device names CUDA, so a CPU-only machine
+resolves `auto` in milliseconds. `torch` and `nvml` can be passed in (tests: a fake
+torch.cuda and tests/fake_nvml.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+AUTO = "auto"
+# The devices `auto` resolved to in the process that planned the run, passed to its jobs:
+# a cluster job re-reads the workflow on a GPU node, which must not resolve `auto` anew.
+RESOLVED_ENV = "JOULEBENCH_AUTO_DEVICES"
+CUDA_PATTERN = re.compile(r"cuda(?::(\d+))?")
+# Words of NVIDIA's product names that say nothing about the GPU.
+_VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro"}
+
+
+class DeviceError(ValueError):
+    """A device of the study cannot be measured here; the message names it and the fix."""
+
+
+@dataclass
+class Gpu:
+    """One GPU as `auto` sees it."""
+
+    cuda_index: int
+    name: str
+    uuid: str | None
+    nvml_index: int
+
+    @property
+    def label(self) -> str:
+        return f"{short_gpu_name(self.name)}-{self.cuda_index}"
+
+
+@dataclass
+class DeviceInfo:
+    """What `joulebench devices` prints for one device."""
+
+    label: str
+    torch_device: str
+    name: str = ""
+    meter: str = ""  # the meter a job would use; empty when none can read this device
+    not_better: list[str] = field(default_factory=list)  # why a better meter is not used
+    problems: list[str] = field(default_factory=list)  # why it cannot be measured at all
+
+
+def short_gpu_name(name: str) -> str:
+    """'NVIDIA H200' -> 'h200', 'NVIDIA GeForce RTX 4090' -> 'rtx4090',
+    'NVIDIA A100-SXM4-80GB' -> 'a100': the words up to the first with a digit."""
+    words = [w for w in re.split(r"[\s\-_]+", name.lower()) if w and w not in _VENDOR_WORDS]
+    kept = []
+    for word in words:
+        kept.append(word)
+        if any(c.isdigit() for c in word):
+            break
+    short = re.sub(r"[^a-z0-9]", "", "".join(kept))
+    return short or "gpu"
+
+
+def _load_torch():
+    import torch
+
+    return torch
+
+
+def _load_nvml():
+    from joulebench.measure.meters.nvml import load_pynvml
+
+    return load_pynvml()
+
+
+def _nvml_devices(nvml) -> tuple[list[tuple[str | None, str | None, str]], str]:
+    """[(uuid, pci bus id, name)] of every GPU NVML sees, and why there are none."""
+    from joulebench.measure.meters.nvml import _bus_id
+
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as err:
+        return [], f"NVML: {err} (no NVIDIA driver)"
+    try:
+        out = []
+        for index in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            name = nvml.nvmlDeviceGetName(handle)
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            bus_id = _bus_id(nvml.nvmlDeviceGetPciInfo(handle))
+            out.append((nvml.nvmlDeviceGetUUID(handle), bus_id, name))
+        return out, "" if out else "NVML sees no GPU"
+    finally:
+        nvml.nvmlShutdown()
+
+
+def _torch_label(torch) -> str:
+    cuda = getattr(getattr(torch, "version", None), "cuda", None)
+    return f"torch {torch.__version__}" + (f", CUDA {cuda}" if cuda else ", built without CUDA")
+
+
+def find_gpus(*, torch=None, nvml=None) -> tuple[list[Gpu], str]:
+    """The NVIDIA GPUs that can be measured here, and, when there are none, why."""
+    if nvml is None:
+        try:
+            nvml = _load_nvml()
+        except Exception as err:  # MeterUnavailable: nvidia-ml-py not installed
+            return [], f"NVML: {err}"
+    nvml_gpus, why = _nvml_devices(nvml)
+    if not nvml_gpus:
+        return [], why
+    torch = torch or _load_torch()
+    names = ", ".join(name for _, _, name in nvml_gpus)
+    if not getattr(torch.version, "cuda", None):
+        return [], f"NVML sees {names}, but {_torch_label(torch)}: install a CUDA build of torch"
+    if not torch.cuda.is_available():
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        hint = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
+        return [], f"NVML sees {names}, but torch sees no CUDA device{hint}"
+    from joulebench.measure.meters.nvml import cuda_identity, match_nvml_index
+
+    pairs = [(uuid, bus) for uuid, bus, _ in nvml_gpus]
+    gpus, unmatched = [], []
+    for index in range(torch.cuda.device_count()):
+        uuid, bus = cuda_identity(index, cuda=torch.cuda)
+        try:
+            nvml_index, _ = match_nvml_index(uuid, bus, pairs)
+        except LookupError:
+            unmatched.append(f"cuda:{index}")
+            continue
+        gpus.append(Gpu(index, nvml_gpus[nvml_index][2], uuid, nvml_index))
+    why = ""
+    if unmatched:
+        why = f"no NVML device matches {', '.join(unmatched)} by UUID or PCI bus id"
+    return gpus, why
+
+
+def auto_devices(*, torch=None, nvml=None) -> tuple[dict[str, str], str]:
+    """label -> torch device that `auto` picks, and why a GPU was not picked (or "")."""
+    gpus, why = find_gpus(torch=torch, nvml=nvml)
+    if gpus:
+        return {gpu.label: f"cuda:{gpu.cuda_index}" for gpu in gpus}, why
+    return {"cpu": "cpu"}, why
+
+
+def resolve_devices(spec, *, env=None, torch=None, nvml=None) -> dict[str, str]:
+    """The config's `devices:` as label -> torch device (`auto` resolved, see the module doc)."""
+    if spec != AUTO:
+        return dict(spec)
+    env = os.environ if env is None else env
+    if env.get(RESOLVED_ENV):
+        return json.loads(env[RESOLVED_ENV])
+    return auto_devices(torch=torch, nvml=nvml)[0]
+
+
+def _cuda_problem(label: str, device: str, torch) -> str:
+    """Why `device` (cuda or cuda:N) cannot run here, or "" when it can."""
+    index = int(CUDA_PATTERN.fullmatch(device)[1] or 0)
+    prefix = f"devices: '{label}' is {device}, but"
+    if not getattr(torch.version, "cuda", None):
+        return (
+            f"{prefix} this torch has no CUDA ({_torch_label(torch)}). Install a CUDA build "
+            "of torch, or measure the CPU (devices: {cpu: cpu}, or devices: auto)."
+        )
+    if not torch.cuda.is_available():
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        hint = f"; CUDA_VISIBLE_DEVICES={visible!r}" if visible is not None else ""
+        return (
+            f"{prefix} no CUDA device is visible (torch.cuda.is_available() is False{hint}). "
+            "Check the driver with `nvidia-smi`, or use devices: auto."
+        )
+    count = torch.cuda.device_count()
+    if index >= count:
+        return f"{prefix} only {count} CUDA device(s) are visible (cuda:0..cuda:{count - 1})."
+    return ""
+
+
+def _meter_info(
+    label: str, device: str, *, torch=None, nvml=None, meter_options=None
+) -> DeviceInfo:
+    """The meter a job would use for this device, and why a better one is not used."""
+    from joulebench.measure.meters import MeterUnavailable, select_meter
+
+    info = DeviceInfo(label, device)
+    if device == "cpu":
+        from joulebench.measure.provenance import cpu_name
+
+        info.name = cpu_name()
+        meter, reasons = select_meter("cpu", **(meter_options or {}))
+        with meter:
+            info.meter = meter.name
+        info.not_better = [_short_reason(r) for r in reasons]
+        return info
+    torch = torch or _load_torch()
+    problem = _cuda_problem(label, device, torch)
+    if problem:
+        info.problems.append(problem)
+        return info
+    from joulebench.measure.meters.nvml import cuda_identity
+
+    index = int(CUDA_PATTERN.fullmatch(device)[1] or 0)
+    uuid, bus = cuda_identity(index, cuda=torch.cuda)
+    info.name = str(torch.cuda.get_device_properties(index).name)
+    options = {"uuid": uuid, "pci_bus_id": bus, "sample_interval_s": None}
+    try:
+        meter, _ = select_meter(device, nvml=nvml, **options)
+    except MeterUnavailable as err:
+        info.problems.append(f"devices: '{label}' is {device}, but NVML cannot read it: {err}")
+        return info
+    with meter:
+        info.meter = meter.name
+        if not meter.has_energy_counter:
+            info.not_better.append(
+                "nvml: no total-energy counter on this GPU (older than Volta): energy is "
+                "the sampled power integrated"
+            )
+    return info
+
+
+def _short_reason(reason: str) -> str:
+    """'rapl: missing: /sys/class/powercap does not exist: ...' -> one readable line."""
+    name, _, rest = reason.partition(": ")
+    code, _, text = rest.partition(": ")
+    if code == "missing":
+        return f"{name.upper()}: {text.split(':')[0]}"
+    return f"{name.upper()}: {text or rest}"
+
+
+def describe_devices(
+    spec, *, torch=None, nvml=None, meter_options=None
+) -> tuple[list[DeviceInfo], str]:
+    """Per device of `spec` (a map or `auto`): meter and reasons; and why `auto` took no GPU."""
+    why_not = ""
+    if spec == AUTO:
+        devices, why_not = auto_devices(torch=torch, nvml=nvml)
+    else:
+        devices = dict(spec)
+    infos = [
+        _meter_info(label, device, torch=torch, nvml=nvml, meter_options=meter_options)
+        for label, device in devices.items()
+    ]
+    return infos, why_not
+
+
+def check_devices(devices: dict[str, str], *, torch=None, nvml=None) -> list[str]:
+    """What makes a study's devices unmeasurable here (one line per device); [] when fine."""
+    if all(device == "cpu" for device in devices.values()):
+        return []  # a CPU is always measurable (with RAPL or the labelled estimate)
+    infos = [
+        _meter_info(label, device, torch=torch, nvml=nvml)
+        for label, device in devices.items()
+        if device != "cpu"
+    ]
+    return [problem for info in infos for problem in info.problems]
+
+
+def format_devices(infos: list[DeviceInfo], why_not: str = "", spec=AUTO) -> str:
+    """The table `joulebench devices` prints."""
+    lines = []
+    if spec == AUTO:
+        picked = ", ".join(f"{i.label} ({i.torch_device})" for i in infos)
+        lines.append(f"devices: auto picks {picked}")
+        if why_not:
+            gpus = any(i.torch_device != "cpu" for i in infos)
+            lines.append(f"  {'skipped' if gpus else 'no GPU'}: {why_not}")
+    else:
+        lines.append("devices: as the study names them")
+    for info in infos:
+        lines.append("")
+        lines.append(f"{info.label}: {info.torch_device}, {info.name or 'unknown device'}")
+        if info.problems:
+            lines += [f"  cannot measure: {p}" for p in info.problems]
+            continue
+        lines.append(f"  meter: {info.meter}")
+        for reason in info.not_better:
+            first, *rest = reason.splitlines()
+            lines.append(f"  not better: {first}")
+            lines += [f"    {line.strip()}" for line in rest if line.strip()]
+    return "\n".join(lines)

@@ -1,0 +1,82 @@
+"""The meter interface: what every energy source (NVML, RAPL, estimate) provides.
+
+A meter knows *where* energy is read; the measurement protocol (joulebench.measure.protocol)
+decides *when* windows open and close and knows nothing of NVML or RAPL.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+# Columns of a power trace (one row per sample). Missing fields are NaN.
+TRACE_COLUMNS = [
+    "t_s",  # seconds since the window began (monotonic clock)
+    "power_w",  # instantaneous power
+    "power_avg_w",  # the device's own averaged power field, where it exists
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "temperature_c",
+    "utilization_pct",
+]
+
+
+@dataclass
+class Reading:
+    """What one measurement window produced."""
+
+    energy_j: float  # from the meter's counter (or its estimate / integration)
+    duration_s: float
+    energy_trace_j: float = math.nan  # the trace integrated over the window, a cross-check
+    trace: pd.DataFrame | None = None  # TRACE_COLUMNS
+    flags: list[str] = field(default_factory=list)  # e.g. "other-process", "mig"
+    start_state: dict = field(default_factory=dict)  # temperature_c, sm_clock_mhz... at begin
+    end_state: dict = field(default_factory=dict)  # the same at end
+    # energy_j per part the meter reads separately, e.g. RAPL {"package-0": 41.2, "dram-0": 6.3};
+    # energy_j above is the documented sum of some of them (RAPL: the package zones only).
+    components: dict[str, float] = field(default_factory=dict)
+
+
+class MeterUnavailable(RuntimeError):
+    """A meter cannot read on this machine; the message says why and, where there is one, the fix.
+
+    `reason` is a short code ("missing", "permission-denied", "no-driver", "no-device", ...) so
+    a selector can record it in every row instead of silently using another meter.
+    """
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class Meter:
+    """Begin a window, end it, get a Reading. Subclasses read one kind of source."""
+
+    #: "nvml", "nvml:power-integration", "rapl", or "estimate:<power model>"
+    name: str = "abstract"
+    #: True when the energy is modelled, not read from a hardware counter.
+    is_estimate: bool = False
+    #: Seconds between updates of the reading, where that is slow enough to bias a window
+    #: (NVIDIA's power sensors: 20-100 ms); None: updates fast enough not to matter (RAPL).
+    refresh_s: float | None = None
+
+    def begin(self) -> None:
+        raise NotImplementedError
+
+    def end(self) -> Reading:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        """Provenance of this meter: device name, driver version, zones, power model..."""
+        return {"meter": self.name}
+
+    def close(self) -> None:
+        """Stop background samplers; safe to call twice."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

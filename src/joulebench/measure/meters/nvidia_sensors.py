@@ -1,0 +1,92 @@
+"""What NVIDIA's on-board power sensors do, per GPU generation: the published numbers.
+
+The protocol, the sensor simulator (joulebench.measure.sim) and `joulebench check` all need the same
+table: how often a GPU's power reading refreshes, how much of each refresh period it averages,
+and which NVML calls answer what.
+
+Sources
+- Refresh period and averaging window: Yang, Adamek, Armour, "Accurate and Convenient Energy
+  Measurements for GPUs: A Detailed Study of NVIDIA GPU's Built-in Power Sensor", SC24
+  (arXiv:2312.02741, "Part-time power measurements: nvidia-smi's lack of attention"): on A100
+  and H100 the reading is a 25 ms average refreshed every 100 ms (75 % of the time is never
+  seen); Pascal and Volta refresh every 20 ms averaging 10 ms; Turing 100 ms over 100 ms;
+  GH200 100 ms over 20 ms.
+- NVML API reference: nvmlDeviceGetPowerUsage returns instantaneous power up to GA100 and "power
+  averaged over 1 sec interval" on Ampere (except GA100) and newer; NVML_FI_DEV_POWER_AVERAGE
+  (field 185) is that 1 s average, on Ampere (except GA100) and newer;
+  NVML_FI_DEV_POWER_INSTANT (field 186) is the current reading; nvmlDeviceGetTotalEnergyConsumption
+  (mJ since the driver loaded) exists on Volta and newer.
+
+Assumptions (not stated by the sources; the simulator makes them and `check` measures what it can)
+- The energy counter advances at the sensor's refresh instants by the reported power times the
+  refresh period, so it shares the sensor's blind spots. ml.energy reports NVML's energy
+  counter updating about every 100 ms; Zeus found counter and polled power within 1 % of each
+  other. An exact-integral counter is simulated too (`counter="exact"`) for comparison.
+- The 1 s average is the mean of the refreshes of the last second.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# pynvml's NVML_DEVICE_ARCH_* values
+ARCH_PASCAL, ARCH_VOLTA, ARCH_TURING, ARCH_AMPERE, ARCH_ADA, ARCH_HOPPER = 4, 5, 6, 7, 8, 9
+
+SC24 = "Yang, Adamek, Armour, SC24 (arXiv:2312.02741)"
+
+#: The refresh period the protocol assumes when nothing better is known (A100/H100/Turing/GH200).
+DEFAULT_REFRESH_S = 0.1
+
+
+@dataclass(frozen=True)
+class SensorSpec:
+    """How one GPU generation's power sensor reports, as published."""
+
+    generation: str  # our key: pascal, volta, turing, a100, hopper, gh200
+    example: str  # a GPU of that generation, for tables
+    arch: int  # NVML_DEVICE_ARCH_*
+    refresh_s: float  # the reading changes once per refresh period
+    window_s: float  # and is the mean power over the last window_s of it (boxcar)
+    power_usage: str  # nvmlDeviceGetPowerUsage: "instant" or "average-1s"
+    average_field: bool  # NVML_FI_DEV_POWER_AVERAGE answered
+    energy_counter: bool  # nvmlDeviceGetTotalEnergyConsumption answered
+    name_pattern: str  # regex on nvmlDeviceGetName
+    source: str = SC24
+
+    @property
+    def coverage(self) -> float:
+        """Share of the time the reading sees."""
+        return min(1.0, self.window_s / self.refresh_s)
+
+
+GENERATIONS: dict[str, SensorSpec] = {
+    s.generation: s
+    for s in (
+        SensorSpec("pascal", "P100", ARCH_PASCAL, 0.020, 0.010, "instant", False, False,
+                   r"P100|P40|P4\b|GTX 10|TITAN X"),
+        SensorSpec("volta", "V100", ARCH_VOLTA, 0.020, 0.010, "instant", False, True,
+                   r"V100|TITAN V"),
+        SensorSpec("turing", "T4", ARCH_TURING, 0.100, 0.100, "instant", False, True,
+                   r"\bT4\b|RTX 20|Quadro RTX|TITAN RTX"),
+        SensorSpec("a100", "A100", ARCH_AMPERE, 0.100, 0.025, "instant", False, True,
+                   r"A100|A800|A30\b"),
+        SensorSpec("hopper", "H100", ARCH_HOPPER, 0.100, 0.025, "average-1s", True, True,
+                   r"H100|H200|H800|H20\b"),
+        SensorSpec("gh200", "GH200", ARCH_HOPPER, 0.100, 0.020, "average-1s", True, True,
+                   r"GH200"),
+    )
+}  # fmt: skip
+
+
+def expected_sensor(name: str | None, arch: int | None = None) -> SensorSpec | None:
+    """The published sensor of a GPU by its NVML name (then architecture); None if unknown.
+
+    GH200 is matched before H100 (its name contains "H100" on some drivers' strings).
+    """
+    text = name or ""
+    for key in ("gh200", *[k for k in GENERATIONS if k != "gh200"]):
+        if re.search(GENERATIONS[key].name_pattern, text, re.IGNORECASE):
+            return GENERATIONS[key]
+    by_arch = [s for s in GENERATIONS.values() if s.arch == arch and s.generation != "gh200"]
+    return by_arch[0] if len(by_arch) == 1 else None

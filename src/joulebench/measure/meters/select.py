@@ -1,0 +1,59 @@
+"""Pick the meter for a device, and say why the better ones were not used.
+
+cuda / cuda:N -> NVML, or MeterUnavailable (there is no GPU estimate to fall back to).
+cpu           -> RAPL where its counters are readable, else the labelled estimate, with the
+                 reason RAPL was not used (missing, permission denied + the fix) in `reasons`.
+`prefer` forces one meter ("nvml", "rapl", "estimate") and then never falls back.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+from joulebench.measure.meters.base import Meter, MeterUnavailable
+from joulebench.measure.meters.estimate import EstimateMeter
+from joulebench.measure.meters.nvml import NvmlMeter
+from joulebench.measure.meters.rapl import RaplMeter
+
+METERS = {"nvml": NvmlMeter, "rapl": RaplMeter, "estimate": EstimateMeter}
+CPU_ORDER = ("rapl", "estimate")  # best first
+
+
+def select_meter(device: str, *, prefer: str | None = None, **kw) -> tuple[Meter, list[str]]:
+    """Return (meter, reasons). Keyword options go to the meters that accept them
+    (e.g. nvml=, uuid=, sample_interval_s=, root= for RAPL, tdp_w= / idle_w= for the estimate).
+    """
+    if prefer is not None and prefer not in METERS:
+        raise ValueError(f"prefer must be one of {sorted(METERS)}, not {prefer!r}")
+    unknown = set(kw) - {key for cls in METERS.values() for key in _options(cls)}
+    if unknown:
+        raise TypeError(f"no meter takes the option(s) {sorted(unknown)}")
+    match = re.fullmatch(r"cuda(?::(\d+))?", device)
+    if match:
+        if prefer not in (None, "nvml"):
+            raise ValueError(f"device {device!r} can only be measured with NVML, not {prefer!r}")
+        return _make("nvml", cuda_index=int(match[1] or 0), **kw), []
+    if device != "cpu":
+        raise ValueError(f"no meter for device {device!r}; expected 'cpu', 'cuda' or 'cuda:N'")
+    if prefer == "nvml":
+        raise ValueError("NVML measures GPUs; device 'cpu' needs 'rapl' or 'estimate'")
+    if prefer is not None:
+        skipped = [f"{name}: not tried, prefer={prefer!r}" for name in CPU_ORDER if name != prefer]
+        return _make(prefer, **kw), skipped
+    try:
+        return _make("rapl", **kw), []
+    except MeterUnavailable as err:
+        reason = f"rapl: {err.reason}: {err}"
+    return _make("estimate", **kw), [reason]
+
+
+def _options(cls) -> list[str]:
+    return [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
+
+
+def _make(name: str, **kw) -> Meter:
+    """Build meter `name` from the options its constructor accepts (others are for other meters)."""
+    cls = METERS[name]
+    accepted = _options(cls)
+    return cls(**{key: value for key, value in kw.items() if key in accepted})

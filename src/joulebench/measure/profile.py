@@ -1,0 +1,503 @@
+"""The profile stage: energy and time per image of one model, for each phase x method x batch size.
+
+One process measures all configurations of a model (imports cost seconds; measuring a
+configuration costs tens of seconds), each under the measurement protocol, with a fresh
+model and a fresh meter per configuration. A failing configuration (out of memory, build
+or compile error, a runtime that is not installed or disagrees with PyTorch) becomes a row
+with a status and a reason; it never ends the job.
+
+Phases: "inference" (a forward pass; energy per image) and "train" (forward, cross-entropy
+backward and an optimizer step, joulebench.measure.train; energy per training sample). The model is
+a timm model, or a custom workload (joulebench.catalog.workloads) when the job names one.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import pandas as pd
+
+from joulebench.analysis.plan import Eta, config_estimate_s
+from joulebench.measure.methods import Method
+from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
+from joulebench.measure.provenance import device_name, software, utc_now
+from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured
+from joulebench.measure.train import TrainSpec
+
+REASON_MAX_CHARS = 500
+PHASES = ("inference", "train")
+INPUT_KINDS = ("random", "zeros")  # GPUs spend less energy on zeros: random is the default
+DEFAULT_ONNX_CACHE = "data/onnx"
+FLAG_LOSS_NOT_FINITE = "train_loss_not_finite"
+SEED = 0  # random weights and batches: every method and runtime of a model sees the same
+# How out-of-memory errors read (the last one is ONNX Runtime's allocator).
+OOM_PHRASES = ("out of memory", "can't allocate memory", "not enough memory", "failed to allocate")
+
+
+@dataclass
+class ProfileJob:
+    """Everything one profile process needs; built from the config by the CLI."""
+
+    model: str
+    device_label: str
+    torch_device: str
+    methods: list[Method]
+    batch_sizes: list[int]
+    settings: ProtocolSettings = field(default_factory=ProtocolSettings)
+    idle_power_w: float = math.nan  # the device's idle baseline (results/idle)
+    idle_pre_s: float = 2.0  # a short idle read before the model, recorded beside it
+    threads: int | None = None  # torch CPU threads; None leaves torch's default
+    oom_retry: bool = True  # out of memory -> retry at half the batch (as timm's benchmark)
+    meter: str | None = None  # force "nvml", "rapl" or "estimate"
+    meter_options: dict = field(default_factory=dict)  # e.g. tdp_w for the estimate
+    phases: list[str] = field(default_factory=lambda: ["inference"])  # and/or "train"
+    train: TrainSpec = field(default_factory=TrainSpec)  # optimizer etc. of the train phase
+    workload: str | None = (
+        None  # a custom workload entry (joulebench.catalog.workloads); None: timm
+    )
+    onnx_cache_dir: str = DEFAULT_ONNX_CACHE  # exported models of non-PyTorch runtimes
+    input_kind: str = "random"  # the synthetic batch: random (default) or zeros
+    check_dir: str = "results/check"  # where `joulebench check` left its reports
+
+    def __post_init__(self):
+        if self.input_kind not in INPUT_KINDS:
+            raise ValueError(f"input_kind must be one of {INPUT_KINDS}, got {self.input_kind!r}")
+        unknown = [p for p in self.phases if p not in PHASES]
+        if unknown or not self.phases:
+            raise ValueError(f"phases must be a non-empty list of {PHASES}, got {self.phases}")
+
+    def configs(self) -> list[tuple[str, Method, int]]:
+        """(phase, method, batch size) in the order they are measured."""
+        out = []
+        for phase in self.phases:
+            sizes = self.batch_sizes
+            if phase == "train" and self.train.batch_sizes is not None:
+                sizes = list(self.train.batch_sizes)
+            out += [(phase, m, b) for m in self.methods for b in sizes]
+        return out
+
+
+def job_fields_from_spec(spec: dict) -> dict:
+    """ProfileJob fields from the profile spec's `phases`, `train`, `workload`, `onnx_cache`."""
+    fields_ = {"train": TrainSpec.from_dict(spec.get("train"))}
+    if spec.get("phases"):
+        fields_["phases"] = list(spec["phases"])
+    if spec.get("workload"):
+        fields_["workload"] = spec["workload"]
+    if spec.get("onnx_cache"):
+        fields_["onnx_cache_dir"] = spec["onnx_cache"]
+    if spec.get("input_kind"):
+        fields_["input_kind"] = spec["input_kind"]
+    return fields_
+
+
+@dataclass
+class ProfileOutput:
+    rows: pd.DataFrame  # PROFILE_COLUMNS: one per (phase, method, batch size)
+    repeats: pd.DataFrame  # one per repeat
+    trace: pd.DataFrame  # the power trace of every repeat
+
+
+def is_oom(exc: BaseException) -> bool:
+    import torch
+
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    text = str(exc).lower()
+    return any(phrase in text for phrase in OOM_PHRASES)
+
+
+def _short(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".replace("\n", " ")[:REASON_MAX_CHARS]
+
+
+def _sync_for(torch_device: str) -> Callable[[], None]:
+    import torch
+
+    if torch_device.startswith("cuda"):
+        device = torch.device(torch_device)
+        return lambda: torch.cuda.synchronize(device)
+    return lambda: None
+
+
+def _free_memory(torch_device: str) -> None:
+    import torch
+
+    gc.collect()
+    if torch_device.startswith("cuda"):
+        torch.cuda.empty_cache()
+
+
+@dataclass
+class Built:
+    """A model on the device with its synthetic batch, and what rows need to know of it."""
+
+    model: object
+    x: object
+    num_classes: int
+    weights: str  # "random" or "pretrained"
+    reparameterized: bool = False  # in timm's fused deploy form (joulebench.catalog.deploy_form)
+
+
+def create_model(model_name: str, workload: str | None = None, seed: int = SEED):
+    """(model, input size (C, H, W), classes, weights) from timm or the custom workload.
+
+    Seeded, so every configuration (and every runtime) of a model gets the same weights.
+    """
+    import timm
+    import torch
+
+    torch.manual_seed(seed)
+    if workload:
+        from joulebench.catalog.workloads import load_workload
+
+        model, spec = load_workload(workload)
+        weights = "pretrained" if spec.pretrained else "random"
+        return model, spec.input_size, spec.num_classes, weights
+    model = timm.create_model(model_name, pretrained=False)
+    cfg = timm.data.resolve_model_data_config(model)
+    return model, tuple(cfg["input_size"]), int(getattr(model, "num_classes", 0)), "random"
+
+
+def build(
+    model_name: str,
+    method: Method,
+    batch_size: int,
+    torch_device: str,
+    *,
+    workload: str | None = None,
+    train: bool = False,
+    seed: int = SEED,
+    input_kind: str = "random",
+) -> Built:
+    """A model and a synthetic batch on the device, prepared for `method`.
+
+    Inference runs a timm model in its deploy form (fused branches, as deployed) unless the
+    method says `reparameterize: false`; training runs the model as built (the branches are
+    what training trains), and a custom workload runs as its function returns it.
+    Exported runtimes get the fp32 model in eval mode: they export it and check against it.
+    """
+    import torch
+
+    model, input_size, num_classes, weights = create_model(model_name, workload, seed)
+    model = model.train() if train else model.eval()
+    reparameterized = False
+    if method.reparameterize and not train and not workload:
+        from joulebench.catalog.deploy_form import to_deploy_form
+
+        try:
+            model, reparameterized = to_deploy_form(model)
+        except Exception as exc:
+            raise RuntimeError(
+                f"timm's reparameterize_model failed ({_short(exc)}); set reparameterize: "
+                f"false on method {method.name} to measure the model as built"
+            ) from exc
+    model = model.to(torch_device)
+    shape = (batch_size, *input_size)
+    if input_kind == "zeros":
+        x = torch.zeros(shape, device=torch_device)
+    else:
+        x = torch.randn(shape, device=torch_device)
+    if not method.exported:
+        model, x = method.prepare(model, x)
+    return Built(model, x, num_classes, weights, reparameterized)
+
+
+@dataclass
+class Runner:
+    """What the protocol measures for one configuration."""
+
+    step: Callable[[], object]
+    grad: bool  # train: autograd on; inference: under torch.inference_mode
+    fields: dict = field(default_factory=dict)  # row fields known before measuring
+    finish: Callable[[], dict] = dict  # row fields read after measuring (train losses)
+
+
+def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Runner:
+    """Build the configuration; raise NotMeasured for one that is reported, not measured."""
+    import torch
+
+    if method.exported:
+        if phase == "train":
+            raise NotMeasured(
+                STATUS_SKIPPED, f"training runs in PyTorch only, not {method.runtime}"
+            )
+        from joulebench.measure.runtimes import unavailable_reason
+
+        reason = unavailable_reason(method.runtime, job.torch_device)
+        if reason:
+            raise NotMeasured(STATUS_SKIPPED, reason)
+    train = phase == "train"
+    built = build(
+        job.model,
+        method,
+        batch_size,
+        job.torch_device,
+        workload=job.workload,
+        train=train,
+        input_kind=job.input_kind,
+    )
+    if train:
+        from joulebench.measure.train import make_train_step
+
+        step = make_train_step(
+            built.model, built.x, built.num_classes, method, job.train, job.torch_device
+        )
+        fields_ = {"weights": built.weights, "reparameterized": False}
+        return Runner(step, grad=True, fields=fields_, finish=step.losses)
+    if method.exported:
+        from joulebench.measure.runtimes import prepare_exported
+
+        step, fields_ = prepare_exported(
+            built.model,
+            built.x,
+            method,
+            model_name=job.model,
+            torch_device=job.torch_device,
+            threads=torch.get_num_threads(),
+            cache_dir=job.onnx_cache_dir,
+        )
+        fields_.update(weights=built.weights, reparameterized=built.reparameterized)
+        return Runner(step, grad=False, fields=fields_)  # the PyTorch model is freed here
+    model, x, context = built.model, built.x, method.context(torch.device(job.torch_device).type)
+
+    def step():
+        with context:
+            model(x)
+
+    fields_ = {"weights": built.weights, "reparameterized": built.reparameterized}
+    return Runner(step, grad=False, fields=fields_)
+
+
+@dataclass
+class Outcome:
+    """One configuration's result: a measurement, or a status and reason."""
+
+    status: str
+    reason: str = ""
+    result: object = None  # a ProtocolResult when status is "ok"
+    meter_info: dict = field(default_factory=dict)
+    fields: dict = field(default_factory=dict)  # extra row fields (runtime check, losses)
+
+
+def measure_config(
+    job: ProfileJob, method: Method, batch_size: int, meter_factory, phase: str = "inference"
+) -> Outcome:
+    """Measure one configuration; failures become an Outcome with status and reason."""
+    import torch
+
+    try:
+        runner = prepare(job, phase, method, batch_size)
+    except NotMeasured as exc:
+        return Outcome(exc.status, exc.reason, fields=exc.fields)
+    except Exception as exc:
+        return Outcome("oom" if is_oom(exc) else "build-error", _short(exc))
+    finally:
+        _free_memory(job.torch_device)  # a freed PyTorch model (exported runtimes) leaves
+
+    meter, reasons = meter_factory()
+    try:
+        with torch.enable_grad() if runner.grad else torch.inference_mode():
+            result = measure(
+                runner.step,
+                _sync_for(job.torch_device),
+                meter,
+                images_per_step=batch_size,
+                settings=job.settings,
+                idle_power_w=job.idle_power_w,
+            )
+        meter_info = {**meter.describe(), "meter_reasons": reasons}
+        return Outcome("ok", "", result, meter_info, {**runner.fields, **runner.finish()})
+    except Exception as exc:
+        return Outcome("oom" if is_oom(exc) else "error", _short(exc))
+    finally:
+        meter.close()
+        runner = None  # free before the next configuration
+        _free_memory(job.torch_device)
+
+
+def _config_fields(job: ProfileJob, phase: str, method: Method) -> dict:
+    """Row fields that describe a configuration, whatever its outcome."""
+    train = phase == "train"
+    return {
+        "phase": phase,
+        "runtime": method.runtime,
+        "optimizer": job.train.optimizer if train else "",
+        "optimizer_lr": job.train.learning_rate if train else math.nan,
+        "workload": job.workload or "timm",
+    }
+
+
+def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> ProfileOutput:
+    """Measure every (phase, method, batch size) of one model on one device."""
+    import torch
+
+    from joulebench.measure.check_report import check_meter_options, checked_fields, device_check
+    from joulebench.measure.meters import select_meter
+    from joulebench.measure.meters.contention import ContentionGuard
+
+    log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    if job.threads:
+        torch.set_num_threads(job.threads)
+
+    meter_options = dict(job.meter_options)
+
+    def meter_factory():
+        meter, reasons = select_meter(job.torch_device, prefer=job.meter, **meter_options)
+        if job.torch_device == "cpu":  # other busy processes share what a CPU meter reads
+            meter = ContentionGuard(meter)
+        return meter, reasons
+
+    base = {
+        "device_label": job.device_label,
+        "torch_device": job.torch_device,
+        "device_name": device_name(job.torch_device),
+        "model": job.model,
+        "threads": torch.get_num_threads(),
+        "weights": "" if job.workload else "random",  # a workload's spec says, once built
+        "input_kind": job.input_kind,
+        **software(),
+    }
+    meter, reasons = meter_factory()
+    with meter:
+        idle = measure_idle(meter, job.idle_pre_s)
+        uuid = meter.describe().get("uuid")
+    log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
+    check = device_check(job.torch_device, job.check_dir, uuid)
+    base.update(checked_fields(check))
+    meter_options.update(check_meter_options(check, job.torch_device))
+
+    rows, repeats, traces = [], [], []
+    configs = job.configs()
+    eta = Eta(len(configs), config_estimate_s(asdict(job.settings)), time.monotonic)
+    for i, (phase, method, requested) in enumerate(configs, 1):
+        started = utc_now()
+        batch_size = requested
+        label = method.name if phase == "inference" else f"{method.name} {phase}"
+        log(f"config {i}/{len(configs)} {job.model} {label} bs{requested}, {eta.line(i - 1)}")
+        while True:
+            outcome = measure_config(job, method, batch_size, meter_factory, phase=phase)
+            if outcome.status == "oom" and job.oom_retry and batch_size > 1:
+                log(f"  {label} bs{batch_size}: out of memory, retrying at half the batch")
+                batch_size //= 2
+                continue
+            break
+        key = {
+            "method": method.name,
+            "batch_size_requested": requested,
+            "batch_size": batch_size,
+        }
+        row = {
+            **base,
+            **key,
+            **_config_fields(job, phase, method),
+            "precision": method.precision,
+            "autocast": method.autocast,
+            "channels_last": method.channels_last,
+            "compile": method.compile or "",
+            "status": outcome.status,
+            "reason": outcome.reason,
+            "idle_power_pre_w": idle.power_w,
+            "start_time_utc": started,
+            **outcome.fields,
+        }
+        result = outcome.result
+        if result is not None:
+            row.update(_summary_fields(result, outcome.meter_info))
+            if not math.isfinite(row.get("train_loss_last", 0.0)):
+                row["flags"] = ";".join(f for f in (row["flags"], FLAG_LOSS_NOT_FINITE) if f)
+            repeats.append(result.repeats.assign(**base_key(job, key, phase)))
+            traces.append(result.trace.assign(**base_key(job, key, phase)))
+            detail = (
+                f"{result.summary['energy_per_image_j'] * 1e3:.2f} mJ/image "
+                f"(CV {result.summary['energy_per_image_cv']:.1%}), "
+                f"{result.summary['throughput_img_s']:.1f} img/s"
+            )
+        else:
+            row.update(meter=outcome.meter_info.get("meter", ""), is_estimate=None)
+            detail = outcome.reason
+        rows.append(row)
+        log(f"[{i}/{len(configs)}] {job.model} {label} bs{batch_size}: {outcome.status} {detail}")
+    log(f"{job.model}: {len(configs)} configurations in {eta.elapsed()}")
+
+    from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, TRACE_TABLE_COLUMNS
+
+    frame = pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS))
+    return ProfileOutput(
+        rows=frame,
+        repeats=_concat(repeats, REPEAT_TABLE_COLUMNS),
+        trace=_concat(traces, TRACE_TABLE_COLUMNS),
+    )
+
+
+def base_key(job: ProfileJob, key: dict, phase: str = "inference") -> dict:
+    """Identity of a configuration in the repeats and trace tables.
+
+    `phase` is kept only where those tables declare it (tables.py), so repeats of the
+    train and inference phases of one configuration stay apart once they do.
+    """
+    return {"device_label": job.device_label, "model": job.model, **key, "phase": phase}
+
+
+def _concat(frames: list[pd.DataFrame], columns: dict) -> pd.DataFrame:
+    from joulebench.tables import conform, empty_frame
+
+    if not frames:
+        return empty_frame(columns)
+    return conform(pd.concat(frames, ignore_index=True).reindex(columns=list(columns)), columns)
+
+
+def _summary_fields(result, meter_info: dict) -> dict:
+    s = result.summary
+    first, last = result.repeats.iloc[0], result.repeats.iloc[-1]
+    fields_ = {k: s[k] for k in SUMMARY_KEYS}
+    fields_.update(
+        start_temperature_c=first["start_temperature_c"],
+        end_temperature_c=last["end_temperature_c"],
+        start_sm_clock_mhz=first["start_sm_clock_mhz"],
+        end_sm_clock_mhz=last["end_sm_clock_mhz"],
+        driver_version=str(meter_info.get("driver_version", "")),
+        meter_reasons="; ".join(meter_info.get("meter_reasons", [])),
+        meter_detail=json.dumps(
+            {k: v for k, v in meter_info.items() if k != "meter_reasons"}, default=str
+        ),
+    )
+    return fields_
+
+
+SUMMARY_KEYS = [
+    "meter",
+    "is_estimate",
+    "repeats",
+    "images",
+    "measured_s",
+    "warmup_iters",
+    "warmup_s",
+    "warmup_steady",
+    "idle_power_w",
+    "energy_per_image_j",
+    "energy_per_image_std_j",
+    "energy_per_image_cv",
+    "energy_per_image_ci95_low_j",
+    "energy_per_image_ci95_high_j",
+    "dynamic_energy_per_image_j",
+    "dynamic_energy_per_image_std_j",
+    "dynamic_energy_per_image_cv",
+    "dynamic_energy_per_image_ci95_low_j",
+    "dynamic_energy_per_image_ci95_high_j",
+    "throughput_img_s",
+    "throughput_img_s_cv",
+    "latency_ms_mean",
+    "latency_ms_p50",
+    "latency_ms_p95",
+    "power_mean_w",
+    "power_max_w",
+    "trace_disagreement_max",
+    "flags",
+]

@@ -1,0 +1,572 @@
+"""The measurement protocol: when windows open and close, and what a measurement reports.
+
+It knows nothing of torch, NVML or RAPL. The caller hands it:
+- `step()`: run one batch of work (may return before the device finishes, as on a GPU),
+- `sync()`: wait until the device has finished all queued work (a no-op on CPU),
+- a `Meter` (joulebench.measure.meters.base) that reads energy over a begin/end window.
+
+The protocol then
+1. warms up in chunks of steps until throughput is steady (cudnn autotune, compilation,
+   clocks ramping up), or gives up at `warmup_max_s` and flags `warmup_not_steady`;
+2. runs several repeats, each a window of at least `min_repeat_s` and `min_repeat_batches`,
+   because NVML's power updates about every 100 ms and samples only part of that: short
+   windows are wrong. Windows open and close right after a sync, so the energy read covers
+   exactly the work counted, and nothing else (no logging, no allocation) happens inside;
+3. pauses a random short time between repeats so periodic effects do not line up;
+4. where the meter's reading refreshes slowly (`meter.refresh_s`, NVIDIA's sensors: a 25 ms
+   average every 100 ms on A100/H100), makes each window span at least
+   `min_window_refreshes` refreshes and inserts `phase_shifts` short idle delays inside it,
+   evenly spaced, each about refresh_s / (phase_shifts + 1) long: a workload whose batch period
+   locks to the refresh would otherwise be seen at one phase for the whole window (Yang,
+   Adamek, Armour, SC24). The delays' time is left out of throughput and latency, and their
+   energy (idle power x delay) out of the energy per image, where idle power is known.
+   Before each such window, steps run for one refresh period (`lead_in`): the counter moves
+   only at refreshes, so a window opened straight after an idle pause would be credited with
+   idle energy at its start while missing work at its end, a bias of about
+   (busy - idle power) x refresh / 2 per window;
+5. reports per-repeat rows, a summary (mean, std, CV, Student-t 95% CI) and the power trace.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+import pandas as pd
+
+from joulebench.analysis.stats import spread
+from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
+
+#: Columns of `ProtocolResult.repeats`, one row per repeat (units in the names).
+REPEAT_COLUMNS = [
+    "repeat",  # 0-based index
+    "batches",
+    "images",
+    "duration_s",  # protocol clock, from the sync before the first step to the last sync
+    # (phase_shift_s included); throughput and latency use duration_s - phase_shift_s
+    "meter_duration_s",  # the meter's own window, which the energy covers
+    "energy_j",  # the meter's counter (or estimate)
+    "energy_trace_j",  # the power trace integrated, a cross-check
+    "idle_power_w",
+    "energy_per_image_j",  # (energy - idle power * phase_shift_s) / images
+    "dynamic_energy_per_image_j",  # (energy - idle power * duration) / images
+    "throughput_img_s",
+    "latency_ms_mean",  # duration / batches
+    "latency_ms_p50",  # only with per_step_timing, else NaN
+    "latency_ms_p95",
+    "power_mean_w",
+    "power_max_w",
+    "trace_disagreement",  # |energy_j - energy_trace_j| / energy_j
+    "start_temperature_c",
+    "end_temperature_c",
+    "start_sm_clock_mhz",
+    "end_sm_clock_mhz",
+    "pause_before_s",
+    "phase_shift_s",  # idle delays inside the window (sensor phase shifts), in duration_s
+    "flags",  # ";"-joined
+]
+
+#: Columns of `ProtocolResult.trace`: the meter's trace of every repeat, stacked.
+PROTOCOL_TRACE_COLUMNS = ["repeat", *TRACE_COLUMNS]
+
+FLAG_WARMUP_NOT_STEADY = "warmup_not_steady"
+FLAG_CI_TARGET_NOT_MET = "ci_target_not_met"
+
+_MIN_REPEATS_FOR_CI = 3  # fewer repeats give a CI too wide and too unstable to stop on
+_WINDOW_MARGIN = 1.05  # size windows a little long so the top-up loop is rarely needed
+_MAX_CHUNK_STEPS = 1_000_000
+
+
+@dataclass
+class ProtocolSettings:
+    """How long to warm up and how to repeat windows. Defaults follow DESIGN.md."""
+
+    warmup_min_iters: int = 10
+    warmup_min_s: float = 2.0
+    warmup_max_s: float = 60.0
+    warmup_chunk_s: float = 0.5  # target length of one warm-up chunk (synced at its edges)
+    steady_tolerance: float = 0.03  # relative throughput change between chunks counted as steady
+    repeats: int = 4  # windows per measurement when ci_target is not set
+    min_repeat_s: float = 5.0
+    min_repeat_batches: int = 32
+    pause_s: tuple[float, float] = (0.2, 1.0)  # random pause between repeats, (min, max)
+    ci_target: float | None = None  # stop once the 95% CI half-width / mean is below this
+    max_repeats: int = 20  # cap on repeats when ci_target is set
+    per_step_timing: bool = False  # time every step: valid only where steps are synchronous
+    # Only where the meter's reading refreshes slowly (meter.refresh_s, NVML):
+    phase_shifts: int = 32  # idle delays inside a window that shift the workload's phase
+    lead_in: bool = True  # run one refresh period of steps right before each window opens
+    min_window_refreshes: int = 50  # a window spans at least this many sensor refreshes
+
+    def __post_init__(self):
+        self.pause_s = tuple(float(v) for v in self.pause_s)
+        problems = []
+        if len(self.pause_s) != 2 or not 0 <= self.pause_s[0] <= self.pause_s[1]:
+            problems.append(f"pause_s must be (min, max) with 0 <= min <= max, got {self.pause_s}")
+        for name in ("warmup_min_iters", "repeats", "min_repeat_batches", "max_repeats"):
+            if int(getattr(self, name)) < 1:
+                problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("phase_shifts", "min_window_refreshes"):
+            if int(getattr(self, name)) < 0:
+                problems.append(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("warmup_min_s", "warmup_max_s", "min_repeat_s", "steady_tolerance"):
+            if not float(getattr(self, name)) >= 0:
+                problems.append(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not self.warmup_chunk_s > 0:
+            problems.append(f"warmup_chunk_s must be > 0, got {self.warmup_chunk_s}")
+        if self.warmup_max_s < self.warmup_min_s:
+            problems.append("warmup_max_s must be >= warmup_min_s")
+        if self.ci_target is not None:
+            if not self.ci_target > 0:
+                problems.append(f"ci_target must be > 0 or None, got {self.ci_target}")
+            if self.max_repeats < _MIN_REPEATS_FOR_CI:
+                problems.append(f"max_repeats must be >= {_MIN_REPEATS_FOR_CI} with ci_target")
+        if problems:
+            raise ValueError("invalid protocol settings: " + "; ".join(problems))
+
+    @classmethod
+    def from_dict(cls, config: Mapping | None) -> ProtocolSettings:
+        """Build from a config mapping; unknown keys are an error, not silently ignored."""
+        config = dict(config or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(config) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown protocol setting(s) {unknown}; known settings: {sorted(known)}"
+            )
+        return cls(**config)
+
+    @property
+    def min_repeats(self) -> int:
+        return _MIN_REPEATS_FOR_CI if self.ci_target is not None else self.repeats
+
+    @property
+    def cap_repeats(self) -> int:
+        return self.max_repeats if self.ci_target is not None else self.repeats
+
+
+@dataclass
+class WarmupResult:
+    """How warm-up went; `step_s` (synced time per step) sizes the first window."""
+
+    iters: int
+    duration_s: float
+    steady: bool
+    step_s: float
+    chunk_throughputs_steps_s: list[float] = field(default_factory=list)
+
+
+@dataclass
+class IdleResult:
+    """Idle power of a device over a window in which nothing runs."""
+
+    power_w: float
+    duration_s: float
+    energy_j: float
+    meter: str
+    is_estimate: bool
+    flags: list[str]
+    trace: pd.DataFrame | None
+
+
+@dataclass
+class ProtocolResult:
+    """A finished measurement: per-repeat rows, a summary and the stacked power trace."""
+
+    repeats: pd.DataFrame  # REPEAT_COLUMNS
+    summary: dict
+    trace: pd.DataFrame  # PROTOCOL_TRACE_COLUMNS
+    warmup: WarmupResult
+
+    def summary_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([self.summary])
+
+
+def _run_steps(step: Callable[[], object], n: int) -> None:
+    for _ in range(n):
+        step()
+
+
+def warm_up(
+    step: Callable[[], object],
+    sync: Callable[[], object],
+    settings: ProtocolSettings,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+) -> WarmupResult:
+    """Run synced chunks of steps until throughput is steady (or warmup_max_s passes).
+
+    The first chunk is a single step (it may include compilation or autotuning that takes
+    far longer than a normal step); later chunks are sized to last about warmup_chunk_s.
+    Steady means two consecutive chunks' throughputs within steady_tolerance of each other.
+    """
+    sync()
+    start = clock()
+    iters = 0
+    throughputs: list[float] = []
+    steady = False
+    chunk = 1
+    step_s = math.nan
+    while True:
+        t0 = clock()
+        _run_steps(step, chunk)
+        sync()
+        t1 = clock()
+        iters += chunk
+        step_s = max(t1 - t0, 1e-12) / chunk
+        throughputs.append(1.0 / step_s)
+        if len(throughputs) >= 2:
+            previous, last = throughputs[-2], throughputs[-1]
+            steady = abs(last - previous) / previous <= settings.steady_tolerance
+        elapsed = t1 - start
+        if steady and iters >= settings.warmup_min_iters and elapsed >= settings.warmup_min_s:
+            break
+        if elapsed >= settings.warmup_max_s:
+            break
+        chunk = int(min(max(1, round(settings.warmup_chunk_s / step_s)), _MAX_CHUNK_STEPS))
+    return WarmupResult(iters, clock() - start, steady, step_s, throughputs)
+
+
+@dataclass
+class _Plan:
+    """One window, decided before it opens: batches, minimum work time, phase shifts."""
+
+    batches: int
+    min_s: float  # seconds of work (phase shifts not counted)
+    shifts: dict[int, float]  # after this many batches: sync, then idle this long
+
+
+def _window_batches(step_s: float, min_s: float, min_batches: int) -> int:
+    """Batches for one window: long enough in time and in count."""
+    by_time = math.ceil(min_s * _WINDOW_MARGIN / max(step_s, 1e-12))
+    return int(min(max(min_batches, by_time), _MAX_CHUNK_STEPS))
+
+
+def plan_window(step_s: float, settings: ProtocolSettings, refresh_s: float | None, rng) -> _Plan:
+    """Size a window; with a slowly refreshing meter, span enough refreshes and shift phase.
+
+    The delays are evenly spaced by batch count and last refresh_s / (phase_shifts + 1) on
+    average (each drawn from 0.5-1.5 times that), so the workload is seen at phases spread
+    over a whole refresh period, whatever its own period.
+    """
+    min_s = settings.min_repeat_s
+    if refresh_s:
+        min_s = max(min_s, settings.min_window_refreshes * refresh_s)
+    n = _window_batches(step_s, min_s, settings.min_repeat_batches)
+    shifts: dict[int, float] = {}
+    k = settings.phase_shifts if refresh_s else 0
+    for j in range(1, k + 1):
+        at = round(j * n / (k + 1))
+        if 0 < at < n:
+            delay = refresh_s / (k + 1) * float(rng.uniform(0.5, 1.5))
+            shifts[at] = shifts.get(at, 0.0) + delay
+    return _Plan(n, min_s, shifts)
+
+
+def _window(step, sync, meter: Meter, plan: _Plan, settings, clock, sleep):
+    """One measurement window. Returns (reading, batches, duration_s, phase_shift_s, step_ms).
+
+    Between meter.begin() and meter.end() only steps, syncs, clock reads and the planned
+    phase-shift delays happen. With per_step_timing, stamps go into lists allocated before
+    the window opens; step_ms (else None) leaves the delays out.
+    """
+    per_step = settings.per_step_timing
+    n_batches = plan.batches
+    stamps = [0.0] * (2 * n_batches + 2) if per_step else None
+    delayed = [0.0] * (2 * n_batches + 2) if per_step else None  # delay before step i
+    cuts = [*sorted(plan.shifts), n_batches]
+    shift_s = 0.0
+    done = 0
+    sync()
+    meter.begin()
+    t0 = clock()
+    if per_step:
+        stamps[0] = t0
+    for cut in cuts:
+        if per_step:
+            for i in range(done + 1, cut + 1):
+                step()
+                stamps[i] = clock()
+        else:
+            _run_steps(step, cut - done)
+        done = cut
+        if cut in plan.shifts:
+            sync()
+            ta = clock()
+            sleep(plan.shifts[cut])
+            waited = clock() - ta
+            shift_s += waited
+            if per_step:
+                delayed[cut + 1] += waited
+    sync()
+    t1 = clock()
+    batches = n_batches
+    while t1 - t0 - shift_s < plan.min_s:  # the estimate was short: top up, synced per chunk
+        step_s = max(t1 - t0 - shift_s, 1e-12) / batches
+        extra = min(
+            max(1, math.ceil((plan.min_s - (t1 - t0 - shift_s)) * _WINDOW_MARGIN / step_s)),
+            _MAX_CHUNK_STEPS,
+        )
+        if per_step:
+            for _ in range(extra):
+                step()
+                batches += 1
+                if batches < len(stamps):
+                    stamps[batches] = clock()
+                else:
+                    stamps.append(clock())
+                    delayed.append(0.0)
+        else:
+            _run_steps(step, extra)
+            batches += extra
+        sync()
+        t1 = clock()
+    reading = meter.end()
+    step_ms = None
+    if per_step:
+        diffs = np.diff(np.asarray(stamps[: batches + 1], dtype=float))
+        step_ms = (diffs - np.asarray(delayed[1 : batches + 1], dtype=float)) * 1e3
+    return reading, batches, t1 - t0, shift_s, step_ms
+
+
+def _state(reading: Reading, which: str, key: str) -> float:
+    state = reading.start_state if which == "start" else reading.end_state
+    value = (state or {}).get(key)
+    return float(value) if value is not None else math.nan
+
+
+def _trace_power(trace: pd.DataFrame | None) -> np.ndarray:
+    """Finite power samples of a trace: instantaneous power, else the averaged field."""
+    if trace is None or len(trace) == 0:
+        return np.array([])
+    for column in ("power_w", "power_avg_w"):
+        if column in trace:
+            values = pd.to_numeric(trace[column], errors="coerce").to_numpy(dtype=float)
+            values = values[np.isfinite(values)]
+            if values.size:
+                return values
+    return np.array([])
+
+
+def _unique(items) -> list[str]:
+    return list(dict.fromkeys(i for i in items if i))
+
+
+def _repeat_row(
+    index,
+    reading: Reading,
+    batches,
+    duration_s,
+    step_ms,
+    images_per_step,
+    idle_power_w,
+    pause_s,
+    shift_s=0.0,
+) -> dict:
+    images = batches * images_per_step
+    meter_s = reading.duration_s
+    energy_s = meter_s if math.isfinite(meter_s) and meter_s > 0 else duration_s
+    work_s = duration_s - shift_s
+    energy_j = float(reading.energy_j)
+    # the phase-shift delays ran no work: their (idle) energy is not the images'
+    shift_j = idle_power_w * shift_s if shift_s and math.isfinite(idle_power_w) else 0.0
+    trace_j = float(reading.energy_trace_j)
+    power = _trace_power(reading.trace)
+    if step_ms is not None:
+        p50, p95 = (float(v) for v in np.percentile(step_ms, [50, 95]))
+    else:
+        p50 = p95 = math.nan
+    return {
+        "repeat": index,
+        "batches": batches,
+        "images": images,
+        "duration_s": duration_s,
+        "meter_duration_s": float(meter_s),
+        "energy_j": energy_j,
+        "energy_trace_j": trace_j,
+        "idle_power_w": float(idle_power_w),
+        "energy_per_image_j": (energy_j - shift_j) / images,
+        "dynamic_energy_per_image_j": (energy_j - idle_power_w * energy_s) / images,
+        "throughput_img_s": images / work_s,
+        "latency_ms_mean": work_s / batches * 1e3,
+        "latency_ms_p50": p50,
+        "latency_ms_p95": p95,
+        "power_mean_w": float(power.mean()) if power.size else energy_j / energy_s,
+        "power_max_w": float(power.max()) if power.size else math.nan,
+        "trace_disagreement": abs(energy_j - trace_j) / energy_j if energy_j else math.nan,
+        "start_temperature_c": _state(reading, "start", "temperature_c"),
+        "end_temperature_c": _state(reading, "end", "temperature_c"),
+        "start_sm_clock_mhz": _state(reading, "start", "sm_clock_mhz"),
+        "end_sm_clock_mhz": _state(reading, "end", "sm_clock_mhz"),
+        "pause_before_s": pause_s,
+        "phase_shift_s": shift_s,
+        "flags": ";".join(_unique(reading.flags)),
+    }
+
+
+def _nanmax(values) -> float:
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    return float(x.max()) if x.size else math.nan
+
+
+def _summary(repeats: pd.DataFrame, step_ms, warmup, meter, images_per_step, idle_power_w, flags):
+    summary = {
+        "meter": meter.name,
+        "is_estimate": bool(meter.is_estimate),
+        "images_per_step": images_per_step,
+        "repeats": len(repeats),
+        "batches": int(repeats["batches"].sum()),
+        "images": int(repeats["images"].sum()),
+        "measured_s": float(repeats["duration_s"].sum()),
+        "warmup_iters": warmup.iters,
+        "warmup_s": warmup.duration_s,
+        "warmup_steady": warmup.steady,
+        "idle_power_w": float(idle_power_w),
+    }
+    for column in ("energy_per_image_j", "dynamic_energy_per_image_j"):
+        s = spread(repeats[column])
+        stem = column.removesuffix("_j")
+        summary[column] = s.mean
+        summary[f"{stem}_std_j"] = s.std
+        summary[f"{stem}_cv"] = s.cv
+        summary[f"{stem}_ci95_low_j"] = s.ci95_low
+        summary[f"{stem}_ci95_high_j"] = s.ci95_high
+        summary[f"{stem}_ci95_rel"] = s.ci95_rel
+    summary["throughput_img_s"] = float(repeats["throughput_img_s"].mean())
+    summary["throughput_img_s_cv"] = spread(repeats["throughput_img_s"]).cv
+    summary["latency_ms_mean"] = float(repeats["latency_ms_mean"].mean())
+    if step_ms:
+        p50, p95 = np.percentile(np.concatenate(step_ms), [50, 95])
+        summary["latency_ms_p50"], summary["latency_ms_p95"] = float(p50), float(p95)
+    else:
+        summary["latency_ms_p50"] = summary["latency_ms_p95"] = math.nan
+    summary["power_mean_w"] = float(repeats["power_mean_w"].mean())
+    summary["power_max_w"] = _nanmax(repeats["power_max_w"])
+    summary["trace_disagreement_max"] = _nanmax(repeats["trace_disagreement"])
+    summary["flags"] = ";".join(flags)
+    return summary
+
+
+def _stack_traces(traces: list[tuple[int, pd.DataFrame | None]]) -> pd.DataFrame:
+    frames = []
+    for index, trace in traces:
+        if trace is None or len(trace) == 0:
+            continue
+        frame = trace.reindex(columns=TRACE_COLUMNS).astype(float)
+        frame.insert(0, "repeat", index)
+        frames.append(frame)
+    if not frames:
+        empty = {c: pd.Series(dtype=float) for c in TRACE_COLUMNS}
+        return pd.DataFrame({"repeat": pd.Series(dtype="int64"), **empty})
+    return pd.concat(frames, ignore_index=True)
+
+
+def measure(
+    step: Callable[[], object],
+    sync: Callable[[], object],
+    meter: Meter,
+    *,
+    images_per_step: int,
+    settings: ProtocolSettings | None = None,
+    idle_power_w: float = math.nan,
+    rng: random.Random | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], object] = time.sleep,
+    progress: Callable[[str, dict], object] | None = None,
+) -> ProtocolResult:
+    """Warm up, then measure energy and time over repeated windows (see the module doc).
+
+    `progress(phase, info)` is called after warm-up ("warmup") and after each repeat
+    ("repeat", with that repeat's row), never inside a window. `rng` draws the pauses
+    (anything with .uniform(a, b)); `clock` and `sleep` are injectable for tests.
+    """
+    settings = settings or ProtocolSettings()
+    rng = rng or random.Random()
+    if images_per_step < 1:
+        raise ValueError(f"images_per_step must be >= 1, got {images_per_step}")
+
+    warmup = warm_up(step, sync, settings, clock=clock)
+    flags = [] if warmup.steady else [FLAG_WARMUP_NOT_STEADY]
+    if progress:
+        progress("warmup", {"iters": warmup.iters, "s": warmup.duration_s, "steady": warmup.steady})
+
+    step_s = warmup.step_s
+    refresh_s = getattr(meter, "refresh_s", None)
+    rows, traces, step_ms = [], [], []
+    ci_met = False
+    for index in range(settings.cap_repeats):
+        pause = 0.0
+        if index > 0:
+            pause = float(rng.uniform(*settings.pause_s))
+            sleep(pause)
+        plan = plan_window(step_s, settings, refresh_s, rng)
+        if refresh_s and settings.lead_in:
+            # work through one refresh period first, so the sensor's last reading before
+            # the window opens (which the counter extends up to it) is of the same work
+            _run_steps(step, max(1, math.ceil(refresh_s / max(step_s, 1e-12))))
+        reading, batches, duration_s, shift_s, window_ms = _window(
+            step, sync, meter, plan, settings, clock, sleep
+        )
+        # the latest window is the best estimate of the step time for the next
+        step_s = max(duration_s - shift_s, 1e-12) / batches
+        row = _repeat_row(
+            index,
+            reading,
+            batches,
+            duration_s,
+            window_ms,
+            images_per_step,
+            idle_power_w,
+            pause,
+            shift_s,
+        )
+        rows.append(row)
+        traces.append((index, reading.trace))
+        if window_ms is not None:
+            step_ms.append(window_ms)
+        flags.extend(reading.flags)
+        if progress:
+            progress("repeat", dict(row))
+        if settings.ci_target is not None and len(rows) >= settings.min_repeats:
+            rel = spread([r["energy_per_image_j"] for r in rows]).ci95_rel
+            if rel < settings.ci_target:
+                ci_met = True
+                break
+    if settings.ci_target is not None and not ci_met:
+        flags.append(FLAG_CI_TARGET_NOT_MET)
+
+    repeats = pd.DataFrame(rows, columns=REPEAT_COLUMNS)
+    summary = _summary(
+        repeats, step_ms, warmup, meter, images_per_step, idle_power_w, _unique(flags)
+    )
+    return ProtocolResult(repeats, summary, _stack_traces(traces), warmup)
+
+
+def measure_idle(
+    meter: Meter, duration_s: float, sleep: Callable[[float], object] = time.sleep
+) -> IdleResult:
+    """Idle power: open a window, run nothing for duration_s, divide energy by time.
+
+    It is subtracted to give dynamic energy, so it should be read on the same meter, with
+    the device in the same state (model unloaded, nothing else running) as the windows.
+    """
+    meter.begin()
+    sleep(duration_s)
+    reading = meter.end()
+    seconds = reading.duration_s
+    if not (math.isfinite(seconds) and seconds > 0):
+        seconds = duration_s
+    return IdleResult(
+        power_w=float(reading.energy_j) / seconds,
+        duration_s=float(seconds),
+        energy_j=float(reading.energy_j),
+        meter=meter.name,
+        is_estimate=bool(meter.is_estimate),
+        flags=_unique(reading.flags),
+        trace=reading.trace,
+    )

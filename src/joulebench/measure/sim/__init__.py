@@ -1,0 +1,15 @@
+"""A simulator of NVIDIA's power sensors, to prove the measurement protocol without a GPU.
+
+clock.py      simulated time shared by the workload, the sensor, the meter and the protocol
+workload.py   the true board power of a workload (batches, busy/idle, throttling)
+sensor.py     the sensor per GPU generation: refresh, boxcar window, 1 s average, counter
+fake_pynvml.py  a pynvml stand-in over simulated boards, for the real NVML meter
+rig.py        one simulated GPU wired up (simulated_gpu)
+experiment.py the protocol and a naive reading against the truth (tests, bench, docs)
+"""
+
+from joulebench.measure.sim.clock import SimClock
+from joulebench.measure.sim.rig import SimRig, simulated_gpu
+from joulebench.measure.sim.workload import PowerSignal, SimGpu, Workload
+
+__all__ = ["PowerSignal", "SimClock", "SimGpu", "SimRig", "Workload", "simulated_gpu"]

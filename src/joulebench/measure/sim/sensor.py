@@ -1,0 +1,116 @@
+"""NVIDIA's on-board power sensor, simulated per GPU generation over a true power signal.
+
+Published behaviour (joulebench.measure.meters.nvidia_sensors has the table and the sources): the
+reading refreshes every `refresh_s` and is the mean power over the last `window_s` of the
+refresh period (a boxcar), so between refreshes it is constant and what happens outside
+the window is never seen. On Ampere-and-later (not GA100) nvmlDeviceGetPowerUsage and
+NVML_FI_DEV_POWER_AVERAGE are a 1 s average.
+
+Modelled here:
+- refresh instants t_k = phase_s + k * refresh_s; reading r_k = exact mean of the true power
+  over [t_k - window_s, t_k] plus Gaussian noise (`noise_w`), rounded to whole mW as NVML
+  reports it; between refreshes every query returns r_k (piecewise constant);
+- the 1 s average: the mean of the readings of the refreshes within the last second;
+- the energy counter (mJ, from an arbitrary offset as NVML counts since the driver loaded):
+  `counter="sensor"` (default; an assumption, see nvidia_sensors) adds r_k * refresh_s at each
+  refresh, so it is blind where the reading is; `counter="exact"` is the exact integral up to
+  the last refresh, a sensor that sees everything and updates just as often.
+
+State advances lazily: each query processes the refreshes up to the clock's now, in order
+(queries never go back in time), so nothing runs while nobody reads.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import numpy as np
+
+from joulebench.measure.meters.nvidia_sensors import SensorSpec
+from joulebench.measure.sim.clock import SimClock
+from joulebench.measure.sim.workload import PowerSignal
+
+AVERAGE_S = 1.0  # the averaged field's span
+
+
+class SimSensor:
+    """One GPU's power sensor and energy counter, read at the clock's current time."""
+
+    def __init__(
+        self,
+        signal: PowerSignal,
+        spec: SensorSpec,
+        clock: SimClock,
+        *,
+        phase_s: float = 0.0,
+        noise_w: float = 0.3,
+        counter: str = "sensor",
+        energy_offset_mj: int = 987_654_321,
+        seed: int = 0,
+        refresh_s: float | None = None,
+        window_s: float | None = None,
+    ):
+        if counter not in ("sensor", "exact"):
+            raise ValueError(f"counter must be 'sensor' or 'exact', not {counter!r}")
+        self.signal, self.spec, self.clock = signal, spec, clock
+        self.refresh_s = float(refresh_s or spec.refresh_s)
+        self.window_s = float(window_s or spec.window_s)
+        if not 0 < self.window_s <= self.refresh_s:
+            raise ValueError(
+                f"need 0 < window_s <= refresh_s, got {self.window_s}, {self.refresh_s}"
+            )
+        self.counter = counter
+        self.noise_w = float(noise_w)
+        self.energy_offset_mj = int(energy_offset_mj)
+        self._rng = np.random.default_rng(seed)
+        start = signal.start_s
+        # the first refresh whose whole window lies on the signal
+        self._k = math.ceil((start + self.window_s - phase_s) / self.refresh_s - 1e-9)
+        self.phase_s = float(phase_s)
+        self.reading_w = signal.power_w(start)  # before the first refresh: the start power
+        self.refreshes = 0
+        self._recent: collections.deque[float] = collections.deque(
+            maxlen=max(1, round(AVERAGE_S / self.refresh_s))
+        )
+        self._sensor_j = 0.0  # what the counter has added so far (counter="sensor")
+        self._counted_to_s = start  # the counter covers the true energy up to here ("exact")
+
+    def _next_refresh_s(self) -> float:
+        return self.phase_s + self._k * self.refresh_s
+
+    def _catch_up(self) -> None:
+        now = self.clock()
+        while (t := self._next_refresh_s()) <= now + 1e-12:
+            mean_w = self.signal.energy_j(t - self.window_s, t) / self.window_s
+            noisy = mean_w + (self._rng.normal(0.0, self.noise_w) if self.noise_w else 0.0)
+            self.reading_w = round(max(noisy, 0.0) * 1000.0) / 1000.0  # whole mW
+            self._recent.append(self.reading_w)
+            self._sensor_j += self.reading_w * self.refresh_s
+            self._counted_to_s = t
+            self.refreshes += 1
+            self._k += 1
+
+    # -- what NVML answers --
+
+    def instant_mw(self) -> int:
+        self._catch_up()
+        return int(round(self.reading_w * 1000))
+
+    def average_mw(self) -> int:
+        self._catch_up()
+        if not self._recent:
+            return int(round(self.reading_w * 1000))
+        return int(round(sum(self._recent) / len(self._recent) * 1000))
+
+    def power_usage_mw(self) -> int:
+        """nvmlDeviceGetPowerUsage: the instant reading, or the 1 s average (spec.power_usage)."""
+        return self.average_mw() if self.spec.power_usage == "average-1s" else self.instant_mw()
+
+    def energy_mj(self) -> int:
+        self._catch_up()
+        if self.counter == "exact":
+            joules = self.signal.energy_j(self.signal.start_s, self._counted_to_s)
+        else:
+            joules = self._sensor_j
+        return self.energy_offset_mj + int(joules * 1000)

@@ -1,0 +1,257 @@
+"""The webapp stage: one self-contained HTML page to compare models by accuracy and energy.
+
+`results/webapp/index.html` is meant to be mailed around and opened from disk: the data is
+embedded as JSON, the script and styles are inlined (hand-written canvas, no plotting
+library, nothing from a CDN), and a Content-Security-Policy allows no network access at all.
+The page's own code lives in `webapp_assets/` as package data; this module only joins the
+summary with its scores, encodes the rows and fills the template.
+
+Model names come from anywhere (a study config, a published summary), so the JSON is escaped
+to stay inert inside its <script> tag, and the page shows every string via textContent.
+Like the figures, this needs only pandas: pages can be built from a published summary.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+
+from joulebench import __version__
+from joulebench.analysis.score import GRADES, parse_grade_thresholds, score_summary
+from joulebench.analysis.summary import SUMMARY_KEY
+from joulebench.tables import _atomic
+
+DEFAULT_TITLE = "joulebench: energy and accuracy of image classifiers"
+# Relative to results/webapp/index.html: the repository's docs folder.
+DEFAULT_DOCS_HREF = "../../docs/"
+
+# Summary columns embedded in the page (and written by its CSV download), in this order.
+PAGE_SUMMARY_COLUMNS: tuple[str, ...] = (
+    *SUMMARY_KEY,
+    "batch_size",
+    "family",
+    "architecture",
+    "pretrained_tag",
+    "status",
+    "reason",
+    "flags",
+    "energy_per_image_j",
+    "energy_per_image_std_j",
+    "energy_per_image_cv",
+    "energy_per_image_ci95_low_j",
+    "energy_per_image_ci95_high_j",
+    "dynamic_energy_per_image_j",
+    "dynamic_energy_per_image_cv",
+    "dynamic_energy_per_image_ci95_low_j",
+    "dynamic_energy_per_image_ci95_high_j",
+    "throughput_img_s",
+    "latency_ms_mean",
+    "power_mean_w",
+    "idle_power_w",
+    "top1",
+    "top5",
+    "accuracy_source",
+    "accuracy_dataset",
+    "params",
+    "flops_per_image",
+    "macs_per_image",
+    "activations_per_image",
+    "input_height",
+    "input_width",
+    "repeats",
+    "images",
+    "meter",
+    "energy_is_estimate",
+    "meter_reasons",
+    "device_name",
+    "torch_device",
+    "host",
+    "weights",
+    "driver_version",
+    "cuda_version",
+    "torch_version",
+    "timm_version",
+    "start_time_utc",
+)
+# Score columns embedded beside them; the scored energy is renamed so it cannot be mistaken
+# for the summary's total energy (with energy="dynamic" it is the energy above idle).
+PAGE_SCORE_COLUMNS: dict[str, str] = {
+    "energy_kind": "energy_kind",
+    "energy_per_image_j": "scored_energy_per_image_j",
+    "scored": "scored",
+    "on_front": "on_front",
+    "front_energy_per_image_j": "front_energy_per_image_j",
+    "efficiency_index": "efficiency_index",
+    "grade": "grade",
+    "top1_gap_pct": "top1_gap_pct",
+    "group_models": "group_models",
+    "reference_model": "reference_model",
+    "energy_index": "energy_index",
+    "score_note": "score_note",
+}
+PAGE_COLUMNS: tuple[str, ...] = (*PAGE_SUMMARY_COLUMNS, *PAGE_SCORE_COLUMNS.values())
+
+_ASSETS = ("page.html", "app.css", "app.js")
+# Inside <script type="application/json"> the HTML parser only looks for `</script` and
+# `<!--`; escaping every <, > and & (valid JSON escapes, only ever inside strings) makes both
+# impossible. U+2028/9 are escaped too so the text is also a valid JavaScript literal.
+_JSON_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+_PLACEHOLDER = re.compile(r"\{\{([A-Z_]+)\}\}")
+
+
+def page_table(summary: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per summary row, PAGE_COLUMNS: the summary joined with its scores by key.
+
+    Rows without a score row (scores computed from another summary) keep empty scores;
+    `energy_is_estimate` is filled from the meter's name where unknown, so the page can
+    badge every estimate. `flags` are the score stage's where it gave them (they add
+    high-spread to the summary's own).
+    """
+    key = list(SUMMARY_KEY)
+    missing = [c for c in PAGE_SUMMARY_COLUMNS if c not in summary.columns]
+    if missing:
+        raise ValueError(f"summary lacks columns {missing} (see SUMMARY_COLUMNS)")
+    left = summary[list(PAGE_SUMMARY_COLUMNS)].reset_index(drop=True)
+    right = scores.reindex(columns=[*key, *PAGE_SCORE_COLUMNS, "flags"]).drop_duplicates(key)
+    right = right.rename(columns={**PAGE_SCORE_COLUMNS, "flags": "_score_flags"})
+    out = left.merge(right, on=key, how="left", validate="many_to_one")
+    score_flags = out.pop("_score_flags").astype("string")
+    out["flags"] = score_flags.where(score_flags.notna(), out["flags"].astype("string"))
+    by_meter = out["meter"].fillna("").astype(str).str.startswith("estimate:")
+    out["energy_is_estimate"] = out["energy_is_estimate"].astype("boolean").fillna(by_meter)
+    return out[list(PAGE_COLUMNS)]
+
+
+def _json_values(column: pd.Series) -> list:
+    """A column as JSON-ready Python values: NaN, inf and NA become null."""
+    values = []
+    for v in column.astype(object).tolist():
+        if v is None or v is pd.NA or (isinstance(v, float) and not math.isfinite(v)):
+            values.append(None)
+        elif hasattr(v, "item"):  # numpy scalar
+            item = v.item()
+            finite = not isinstance(item, float) or math.isfinite(item)
+            values.append(item if finite else None)
+        else:
+            values.append(v)
+    return values
+
+
+def page_data(
+    summary: pd.DataFrame,
+    scores: pd.DataFrame,
+    *,
+    title: str = DEFAULT_TITLE,
+    generated_by: str | None = None,
+    grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
+) -> dict:
+    """What the page embeds: meta plus the rows column by column (compact for 2,000+ rows)."""
+    table = page_table(summary, scores)
+    kinds = table["energy_kind"].dropna().unique().tolist()
+    thresholds = parse_grade_thresholds(grade_thresholds)
+    meta = {
+        "title": title,
+        "generated_by": generated_by or f"joulebench {__version__}",
+        "rows": len(table),
+        "energy_kind": kinds[0] if len(kinds) == 1 else ("mixed" if kinds else "total"),
+        "grades": list(GRADES),
+        "grade_thresholds": thresholds,
+        "reference_model": next(iter(table["reference_model"].dropna()), None),
+    }
+    columns = list(PAGE_COLUMNS)
+    return {"meta": meta, "columns": columns, "data": {c: _json_values(table[c]) for c in columns}}
+
+
+def embed_json(data) -> str:
+    """JSON that is inert inside <script type="application/json">: no `</script`, no `<!--`."""
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return text.translate(_JSON_ESCAPES)
+
+
+def _asset(name: str) -> str:
+    return resources.files("joulebench.report").joinpath("webapp_assets", name).read_text("utf-8")
+
+
+def _csp_hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+def render_page(data: dict, *, docs_href: str = DEFAULT_DOCS_HREF) -> str:
+    """The page's HTML: template + inlined styles and script + the embedded data.
+
+    The Content-Security-Policy names the inline script and style by hash and allows no
+    fetch, image, font or frame source, so the page cannot reach the network and injected
+    markup could not run script even if some string ever reached innerHTML.
+    """
+    template, css, js = (_asset(n) for n in _ASSETS)
+    for name, text, tag in (("app.css", css, "</style"), ("app.js", js, "</script")):
+        if tag in text.lower():
+            raise ValueError(f"webapp_assets/{name} must not contain {tag!r}")
+    csp = (
+        "default-src 'none'; "
+        f"script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; "
+        "img-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'"
+    )
+    values = {
+        "CSP": html.escape(csp),
+        "TITLE": html.escape(data["meta"]["title"]),
+        "GENERATED_BY": html.escape(data["meta"]["generated_by"]),
+        "DOCS": html.escape(docs_href),
+        "STYLE": css,
+        "SCRIPT": js,
+        "DATA": embed_json(data),
+    }
+    # One pass, so a value that happens to contain "{{...}}" is never substituted again.
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+
+def build_page(
+    summary: pd.DataFrame,
+    scores: pd.DataFrame | None,
+    out_path: str | os.PathLike,
+    *,
+    title: str = DEFAULT_TITLE,
+    generated_by: str | None = None,
+    grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
+    docs_href: str = DEFAULT_DOCS_HREF,
+) -> Path:
+    """Write the page for a summary (SUMMARY_COLUMNS) and its scores (SCORE_COLUMNS).
+
+    scores None: scored here with the defaults. Written atomically (temp file, rename).
+    `grade_thresholds` should be the ones the scores were made with; the page prints them.
+    """
+    if scores is None:
+        scores = score_summary(summary, grade_thresholds=grade_thresholds)
+    missing = [c for c in SUMMARY_KEY if c not in scores.columns]
+    if missing:
+        raise ValueError(f"scores lack key columns {missing} (see SCORE_COLUMNS)")
+    data = page_data(
+        summary, scores, title=title, generated_by=generated_by, grade_thresholds=grade_thresholds
+    )
+    text = render_page(data, docs_href=docs_href)
+    path = Path(out_path)
+    _atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    return path
+
+
+__all__ = [
+    "DEFAULT_TITLE",
+    "PAGE_COLUMNS",
+    "build_page",
+    "embed_json",
+    "page_data",
+    "page_table",
+    "render_page",
+]
