@@ -9,10 +9,10 @@ import torch
 from conftest import REPO
 from test_profile import FAST
 
+from joulebench.catalog.build import workload_row as catalog_row
 from joulebench.catalog.workloads import (
     WorkloadError,
     WorkloadSpec,
-    catalog_row,
     check_entry,
     is_workload,
     load_workload,

@@ -137,6 +137,21 @@ def check_config(
         raise ConfigError("\n".join(dict.fromkeys(lines)))
 
 
+def settings_for(section: str, settings: Mapping | None, accepted: Sequence[str]) -> dict:
+    """A config section as a stage function's keyword arguments.
+
+    Rules pass the section whole (JSON, with the schema's defaults); a user of the command
+    may pass part of it. A key left out is left out, so the function's default applies, and
+    every such default equals the schema's (tests/test_config.py checks it). An unknown key
+    is a ConfigError naming it, never silently ignored.
+    """
+    settings = dict(settings or {})
+    unknown = sorted(set(settings) - set(accepted))
+    if unknown:
+        raise ConfigError(f"{section}: unknown setting(s) {unknown}; known: {', '.join(accepted)}")
+    return settings
+
+
 def with_defaults(config: dict, schema_path: Path) -> dict:
     """The config with the schema's defaults filled in (as the workflow sees it)."""
     from snakemake.utils import validate

@@ -1,54 +1,1090 @@
-"""The data contract: column names (units in the name), dtypes, and atomic read/write.
+"""The data contract: every output table's columns, declared once, and atomic read/write.
 
-Every stage writes its tables through `write_table`, so a killed run never leaves a
-half-written parquet behind and Snakemake can resume from what exists.
+Each table (catalog, profile rows, repeats, trace, idle, accuracy, summary, scores, fits, the
+page, the check report) is a `Table` of `Column`s: name (unit in the name), pandas dtype,
+unit, one-line meaning and producer, the function that computes the value, so grep finds
+where a number comes from. A later table that carries an earlier one's column reuses its
+declaration; a column that carries another's value under a new name says so
+(`renamed_from`). docs/columns.md is generated from here (`joulebench columns --markdown`).
+Adding a column is one entry in a table below.
+
+Every stage writes through `write_table` / `atomic_write`: a temp file in the same folder,
+then a rename, so a killed run never leaves a half-written file and Snakemake resumes from
+what exists. This module imports no measuring code (and no torch). The map of the package:
+docs/design.md.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import re
 import shlex
 import tempfile
+import textwrap
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
-# Catalog: static properties of each model (one row per model).
-CATALOG_COLUMNS: dict[str, str] = {
-    "model": "string",  # timm name as resolved, `arch.tag` (tag empty for untagged archs)
-    "architecture": "string",
-    "pretrained_tag": "string",
-    "family": "string",  # the timm module that defines the architecture
-    "status": "string",  # "ok" or "failed"
-    "reason": "string",  # why a row failed; empty when ok
-    "count_device": "string",  # "meta" or "cpu": where FLOPs/activations were counted
-    "num_classes": "Int64",
-    "params": "Int64",
-    "input_channels": "Int64",
-    "input_height": "Int64",
-    "input_width": "Int64",
-    "crop_pct": "float64",
-    "crop_mode": "string",
-    "interpolation": "string",
-    "mean": "object",  # list of 3 floats
-    "std": "object",
-    "flops_per_image": "float64",
-    "macs_per_image": "float64",
-    "activations_per_image": "float64",
-    # True: params and counts above are of timm's fused inference (deploy) form, which
-    # differs from the model as built; the *_unfused columns hold those of the model as built
-    # (equal to the above when False).
-    "reparameterized": "boolean",
-    "params_unfused": "Int64",
-    "flops_per_image_unfused": "float64",
-    "macs_per_image_unfused": "float64",
-    "activations_per_image_unfused": "float64",
-    "count_duration_s": "float64",
-    "timm_version": "string",
-    "torch_version": "string",
+# Values that several stages check or write, kept here once.
+PHASES = ("inference", "train")  # `phase`: inference (per image) or train (per sample)
+INPUT_KINDS = ("random", "zeros")  # `input_kind`: what the synthetic batches hold
+REASON_MAX_CHARS = 500  # `reason` and `note` columns: one readable line, never a traceback
+ESTIMATE_METER_PREFIX = "estimate:"  # meters that model energy rather than read a counter
+
+# The catalog counts the deploy form; these columns keep the counts of the model as built.
+UNFUSED = {
+    "params": "params_unfused",
+    "flops_per_image": "flops_per_image_unfused",
+    "macs_per_image": "macs_per_image_unfused",
+    "activations_per_image": "activations_per_image_unfused",
 }
+
+DTYPES = ("string", "Int64", "float64", "boolean", "object")
+
+
+# --- the registry's building blocks -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: pandas dtype, unit ("" for text and flags), meaning, producer."""
+
+    name: str
+    dtype: str
+    unit: str
+    meaning: str
+    producer: str  # dotted path of the function (or method) that computes the value
+    origin: str = ""  # the table that declares it first (set by Table)
+    renamed_from: str = ""  # "table.column": that column's value under this name
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ValueError(f"column {self.name}: dtype {self.dtype!r} is none of {DTYPES}")
+
+
+@dataclass(frozen=True)
+class Table:
+    """An output table: where the workflow writes it, what one row is, and its columns."""
+
+    name: str
+    path: str
+    row: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...] = ()  # columns that identify a row, where there is such a key
+
+    def __post_init__(self):
+        names = [c.name for c in self.columns]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"table {self.name}: columns declared twice: {twice}")
+        unknown = [k for k in self.key if k not in names]
+        if unknown:
+            raise ValueError(f"table {self.name}: key columns {unknown} are not columns")
+        own = tuple(c if c.origin else replace(c, origin=self.name) for c in self.columns)
+        object.__setattr__(self, "columns", own)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def dtypes(self) -> dict[str, str]:
+        """name -> pandas dtype, in order: what `conform` and `write_table` take."""
+        return {c.name: c.dtype for c in self.columns}
+
+    def __getitem__(self, name: str) -> Column:
+        for column in self.columns:
+            if column.name == name:
+                return column
+        raise KeyError(f"table {self.name} has no column {name!r}")
+
+    def renamed(self, origin: str) -> dict[str, str]:
+        """{old: new} for the columns this table takes from `origin` under a new name."""
+        out = {}
+        for c in self.columns:
+            table, _, old = c.renamed_from.partition(".")
+            if table == origin:
+                out[old] = c.name
+        return out
+
+
+def _declare(block: str) -> tuple[Column, ...]:
+    """Columns from a text block: a line `name dtype unit producer` (unit `-`: none;
+    producer relative to the joulebench package), then its meaning on indented lines."""
+    columns: list[Column] = []
+    head: list[str] = []
+    meaning: list[str] = []
+
+    def flush():
+        if head:
+            name, dtype, unit, producer = head
+            unit = "" if unit == "-" else unit
+            text = " ".join(meaning)
+            columns.append(Column(name, dtype, unit, text, f"joulebench.{producer}"))
+
+    for line in textwrap.dedent(block).splitlines():
+        if not line.strip():
+            continue
+        if line[0].isspace():
+            meaning.append(line.strip())
+            continue
+        flush()
+        head, meaning = line.split(), []
+        if len(head) != 4:
+            raise ValueError(f"column line needs name, dtype, unit, producer: {line!r}")
+    flush()
+    return tuple(columns)
+
+
+def _same(table: Table, *names: str) -> tuple[Column, ...]:
+    """Columns of an earlier table, carried with the same value, meaning and producer."""
+    return tuple(table[name] for name in names)
+
+
+def _renamed(table: Table, old: str, new: str, producer: str, meaning: str = "") -> Column:
+    """`table.old`'s value under the name `new`: a declared rename, so grep finds both."""
+    src = table[old]
+    return Column(
+        new,
+        src.dtype,
+        src.unit,
+        meaning or src.meaning,
+        f"joulebench.{producer}",
+        renamed_from=f"{table.name}.{old}",
+    )
+
+
+# --- stage 1: the catalog ------------------------------------------------------------------
+
+CATALOG = Table(
+    "catalog",
+    "results/catalog.parquet",
+    "one model: static properties at its input size (random weights, nothing downloaded)",
+    _declare(
+        """
+        model                 string   -      catalog.build.blank_row
+            timm name as resolved (arch.tag), or a custom workload's name
+        architecture          string   -      catalog.build.blank_row
+            timm architecture (the name before the tag)
+        pretrained_tag        string   -      catalog.build.blank_row
+            timm pretrained tag (empty for an untagged architecture)
+        family                string   -      catalog.build.catalog_row
+            the timm module that defines the architecture; custom for a workload
+        status                string   -      catalog.build.catalog_row
+            ok or failed
+        reason                string   -      catalog.build.catalog_row
+            why a row failed (or a note on an ok row); empty when none
+        count_device          string   -      catalog.build.catalog_row
+            meta or cpu: where FLOPs and activations were counted
+        num_classes           Int64    count  catalog.build.catalog_row
+            logits per image
+        params                Int64    count  catalog.build.counted
+            parameters (of the deploy form where reparameterized; in the summary, of the
+            form the row measured)
+        input_channels        Int64    count  catalog.build.catalog_row
+            channels of one input image
+        input_height          Int64    px     catalog.build.catalog_row
+            input height (timm's data config)
+        input_width           Int64    px     catalog.build.catalog_row
+            input width (timm's data config)
+        crop_pct              float64  ratio  catalog.build.catalog_row
+            centre-crop fraction of timm's eval transform
+        crop_mode             string   -      catalog.build.catalog_row
+            timm's crop mode (center, squash, border)
+        interpolation         string   -      catalog.build.catalog_row
+            resize interpolation of timm's eval transform
+        mean                  object   -      catalog.build.catalog_row
+            per-channel normalisation mean (a list of 3 floats)
+        std                   object   -      catalog.build.catalog_row
+            per-channel normalisation std (a list of 3 floats)
+        flops_per_image       float64  FLOP   catalog.build.counted
+            FLOPs of one forward pass of one image (a multiply-add is 2), as params
+        macs_per_image        float64  MAC    catalog.build.counted
+            multiply-adds of one forward pass of one image (FLOPs / 2), as params
+        activations_per_image float64  count  catalog.build.counted
+            output elements of convolutions and matrix products for one image, as params
+        reparameterized       boolean  -      catalog.build.catalog_row
+            True: the counts above are of timm's fused deploy form, which differs from the
+            model as built
+        params_unfused        Int64    count  catalog.build.catalog_row
+            params of the model as built (equal to params when not reparameterized)
+        flops_per_image_unfused float64 FLOP  catalog.build.catalog_row
+            flops_per_image of the model as built
+        macs_per_image_unfused float64 MAC    catalog.build.catalog_row
+            macs_per_image of the model as built
+        activations_per_image_unfused float64 count catalog.build.catalog_row
+            activations_per_image of the model as built
+        count_duration_s      float64  s      catalog.build.catalog_row
+            time to build and count the model
+        timm_version          string   -      catalog.build.blank_row
+            timm that built the model
+        torch_version         string   -      catalog.build.blank_row
+            torch that counted the model
+        """
+    ),
+    key=("model",),
+)
+
+# --- stages 3-5: idle, profile rows, their repeats and power traces ---------------------------
+
+IDLE = Table(
+    "idle",
+    "results/idle/<device>.parquet",
+    "one device: its idle power baseline (nothing running)",
+    _declare(
+        """
+        device_label          string   -      measure.idle.idle_row
+            the config's name for the device (cpu, h200-0)
+        torch_device          string   -      measure.idle.idle_row
+            cpu, cuda or cuda:N
+        device_name           string   -      measure.provenance.device_name
+            the GPU's or CPU's product name
+        meter                 string   -      measure.protocol.measure_idle
+            what read the energy: nvml, rapl, estimate:<model>
+        is_estimate           boolean  -      measure.protocol.measure_idle
+            True: the power is modelled (an estimate), not read from a counter
+        meter_reasons         string   -      measure.idle.idle_row
+            why a better meter was not used
+        idle_power_w          float64  W      measure.protocol.measure_idle
+            mean power over the idle window
+        duration_s            float64  s      measure.protocol.measure_idle
+            length of the idle window (the meter's own where it has one)
+        energy_j              float64  J      measure.protocol.measure_idle
+            energy read over the idle window
+        flags                 string   -      measure.protocol.measure_idle
+            ;-joined flags of the window (other-process, other-load, ...); empty when none
+        host                  string   -      measure.provenance.software
+            the machine's host name
+        start_time_utc        string   -      measure.idle.idle_row
+            when the idle read started, ISO 8601 UTC
+        """
+    ),
+    key=("device_label",),
+)
+
+_ROW = "measure.profile.run_profile"
+_SUMMARY = "measure.protocol.summarize"
+
+PROFILE = Table(
+    "profile",
+    "results/profile.parquet (and results/profile/<device>/rows/<model>.parquet)",
+    "one configuration: (device, model, phase, method, batch size) under the protocol",
+    _declare(
+        f"""
+        device_label          string   -      {_ROW}
+            the config's name for the device (cpu, h200-0): in every row and in paths
+        model                 string   -      {_ROW}
+            timm name (arch.tag) or custom workload name
+        method                string   -      {_ROW}
+            the config's name for the method (methods:)
+        batch_size_requested  Int64    images {_ROW}
+            the batch size the study asked for
+        batch_size            Int64    images {_ROW}
+            the batch size run: smaller than requested after an out-of-memory retry
+        torch_device          string   -      {_ROW}
+            cpu, cuda or cuda:N
+        device_name           string   -      measure.provenance.device_name
+            the GPU's or CPU's product name
+        precision             string   -      {_ROW}
+            fp32, fp16 or bf16
+        autocast              boolean  -      {_ROW}
+            True: fp16/bf16 by autocast (mixed precision); False: weights and inputs cast
+        channels_last         boolean  -      {_ROW}
+            True: channels-last memory format
+        compile               string   -      {_ROW}
+            the torch.compile mode; empty for eager
+        reparameterized       boolean  -      measure.profile.prepare
+            True: measured in timm's fused deploy form; empty when nothing was built
+        threads               Int64    count  {_ROW}
+            torch CPU threads
+        status                string   -      {_ROW}
+            ok, oom, build-error, error, skipped or mismatch
+        reason                string   -      {_ROW}
+            why a configuration was not measured; empty when ok
+        meter                 string   -      {_SUMMARY}
+            what read the energy: nvml, nvml:power-integration, rapl, estimate:<model>
+        is_estimate           boolean  -      {_SUMMARY}
+            True: the energy is modelled (an estimate), not read from a counter
+        meter_reasons         string   -      measure.profile.result_fields
+            why a better meter was not used
+        meter_detail          string   -      measure.profile.result_fields
+            JSON: the meter's own description (zones, TDP, uuid, ...)
+        energy_per_image_j    float64  J      {_SUMMARY}
+            energy per image (per training sample in phase train), mean of the repeats:
+            each window's energy, less idle power during its phase shifts, over its images
+        energy_per_image_std_j float64 J      {_SUMMARY}
+            sample standard deviation of energy_per_image_j over the repeats
+        energy_per_image_cv   float64  ratio  {_SUMMARY}
+            coefficient of variation (std / mean) of energy_per_image_j over the repeats
+        energy_per_image_ci95_low_j float64 J {_SUMMARY}
+            lower end of the Student-t 95% CI of the mean (the summary raises it to 0 where
+            below, flagged ci-clipped)
+        energy_per_image_ci95_high_j float64 J {_SUMMARY}
+            upper end of the Student-t 95% CI of the mean
+        dynamic_energy_per_image_j float64 J  {_SUMMARY}
+            energy per image above the idle baseline (idle_power_w x window time
+            subtracted), mean of the repeats
+        dynamic_energy_per_image_std_j float64 J {_SUMMARY}
+            sample standard deviation of dynamic_energy_per_image_j over the repeats
+        dynamic_energy_per_image_cv float64 ratio {_SUMMARY}
+            coefficient of variation of dynamic_energy_per_image_j over the repeats
+        dynamic_energy_per_image_ci95_low_j float64 J {_SUMMARY}
+            lower end of its Student-t 95% CI (raised to 0 in the summary, as above)
+        dynamic_energy_per_image_ci95_high_j float64 J {_SUMMARY}
+            upper end of its Student-t 95% CI
+        throughput_img_s      float64  img/s  {_SUMMARY}
+            images per second of work (phase-shift delays left out), mean of the repeats
+        throughput_img_s_cv   float64  ratio  {_SUMMARY}
+            coefficient of variation of the throughput over the repeats
+        latency_ms_mean       float64  ms     {_SUMMARY}
+            time per batch, mean
+        latency_ms_p50        float64  ms     {_SUMMARY}
+            median time per batch (with protocol.per_step_timing only, else empty)
+        latency_ms_p95        float64  ms     {_SUMMARY}
+            95th percentile of the time per batch (per_step_timing only)
+        power_mean_w          float64  W      {_SUMMARY}
+            mean power in the windows (from the trace, else energy / time)
+        power_max_w           float64  W      {_SUMMARY}
+            highest power sample in any window
+        idle_power_w          float64  W      {_SUMMARY}
+            the device's idle baseline (results/idle), which dynamic energy subtracts
+        idle_power_pre_w      float64  W      {_ROW}
+            a short idle read just before this model
+        trace_disagreement_max float64 ratio  {_SUMMARY}
+            |counter - integrated trace| / counter, worst repeat
+        repeats               Int64    count  {_SUMMARY}
+            measurement windows
+        images                Int64    count  {_SUMMARY}
+            images in all windows
+        measured_s            float64  s      {_SUMMARY}
+            time inside measurement windows
+        warmup_iters          Int64    count  {_SUMMARY}
+            batches run in warm-up
+        warmup_s              float64  s      {_SUMMARY}
+            warm-up time
+        warmup_steady         boolean  -      {_SUMMARY}
+            True: throughput was steady when warm-up ended (else flag warmup_not_steady)
+        start_temperature_c   float64  °C     measure.profile.result_fields
+            device temperature when the first window opened (NVML; empty elsewhere)
+        end_temperature_c     float64  °C     measure.profile.result_fields
+            device temperature when the last window closed
+        start_sm_clock_mhz    float64  MHz    measure.profile.result_fields
+            SM clock when the first window opened
+        end_sm_clock_mhz      float64  MHz    measure.profile.result_fields
+            SM clock when the last window closed
+        flags                 string   -      {_SUMMARY}
+            ;-joined: other-process, mig, other-load, warmup_not_steady,
+            train_loss_not_finite, ...; empty when none
+        weights               string   -      {_ROW}
+            random or pretrained
+        input_kind            string   -      {_ROW}
+            random (default) or zeros: what the measured batches held
+        check_id              string   -      measure.check_report.checked_fields
+            the latest `joulebench check` of the device; empty when none
+        check_verdict         string   -      measure.check_report.checked_fields
+            that check's verdict: pass, warn or fail; empty when none
+        driver_version        string   -      measure.profile.result_fields
+            the NVIDIA driver (empty off NVML)
+        cuda_version          string   -      measure.provenance.software
+            the CUDA torch was built with (empty without CUDA)
+        torch_version         string   -      measure.provenance.software
+            torch that ran the model
+        timm_version          string   -      measure.provenance.software
+            timm that built the model
+        host                  string   -      measure.provenance.software
+            the machine's host name
+        start_time_utc        string   -      {_ROW}
+            when the configuration started, ISO 8601 UTC
+        phase                 string   -      measure.profile.config_fields
+            inference, or train: energy_per_image_j is then per training sample
+        runtime               string   -      measure.profile.config_fields
+            pytorch, onnxruntime or tensorrt
+        runtime_provider      string   -      measure.runtimes.prepare_exported
+            the ONNX Runtime execution provider that ran it
+        runtime_check_rel_err float64  ratio  measure.runtimes.prepare_exported
+            max |runtime - PyTorch| / max |PyTorch| on the same batch
+        runtime_detail        string   -      measure.runtimes.prepare_exported
+            JSON: onnx path, opset, exporter, cache hit, tolerance
+        optimizer             string   -      measure.profile.config_fields
+            train: sgd or adamw
+        optimizer_lr          float64  -      measure.profile.config_fields
+            train: the learning rate
+        train_loss_first      float64  -      measure.train.TrainStep.losses
+            cross-entropy of the first step measured (train)
+        train_loss_last       float64  -      measure.train.TrainStep.losses
+            cross-entropy of the last step measured (train)
+        workload              string   -      measure.profile.config_fields
+            timm, or the custom workload entry (module:function)
+        """
+    ),
+    key=("device_label", "model", "phase", "method", "batch_size_requested"),
+)
+
+# A configuration's identity in the repeats and trace tables.
+_CONFIG = _same(
+    PROFILE, "device_label", "model", "method", "batch_size_requested", "batch_size", "phase"
+)
+_WINDOW = "measure.protocol.repeat_row"
+
+# One measurement window's columns, as the protocol reports them (protocol.REPEAT_COLUMNS).
+WINDOW = _declare(
+    f"""
+    repeat                Int64    count  {_WINDOW}
+        0-based index of the window
+    batches               Int64    count  {_WINDOW}
+        batches run in the window
+    images                Int64    count  {_WINDOW}
+        images run in the window
+    duration_s            float64  s      {_WINDOW}
+        protocol clock from the sync before the first batch to the last sync (phase shifts
+        included)
+    meter_duration_s      float64  s      {_WINDOW}
+        the meter's own window, which the energy covers
+    energy_j              float64  J      {_WINDOW}
+        the meter's reading over the window (counter or estimate)
+    energy_trace_j        float64  J      {_WINDOW}
+        the power trace integrated over the window: a cross-check
+    idle_power_w          float64  W      {_WINDOW}
+        the device's idle baseline used for this window
+    energy_per_image_j    float64  J      {_WINDOW}
+        (energy_j - idle_power_w x phase_shift_s) / images
+    dynamic_energy_per_image_j float64 J  {_WINDOW}
+        (energy_j - idle_power_w x window time) / images
+    throughput_img_s      float64  img/s  {_WINDOW}
+        images / (duration_s - phase_shift_s)
+    latency_ms_mean       float64  ms     {_WINDOW}
+        (duration_s - phase_shift_s) / batches
+    latency_ms_p50        float64  ms     {_WINDOW}
+        median time per batch (per_step_timing only)
+    latency_ms_p95        float64  ms     {_WINDOW}
+        95th percentile of the time per batch (per_step_timing only)
+    power_mean_w          float64  W      {_WINDOW}
+        mean power in the window (from the trace, else energy / time)
+    power_max_w           float64  W      {_WINDOW}
+        highest power sample in the window
+    trace_disagreement    float64  ratio  {_WINDOW}
+        |energy_j - energy_trace_j| / energy_j
+    start_temperature_c   float64  °C     {_WINDOW}
+        device temperature when the window opened
+    end_temperature_c     float64  °C     {_WINDOW}
+        device temperature when the window closed
+    start_sm_clock_mhz    float64  MHz    {_WINDOW}
+        SM clock when the window opened
+    end_sm_clock_mhz      float64  MHz    {_WINDOW}
+        SM clock when the window closed
+    pause_before_s        float64  s      {_WINDOW}
+        random pause before this window
+    phase_shift_s         float64  s      {_WINDOW}
+        idle delays inside the window that shift the workload's phase against the sensor
+    flags                 string   -      {_WINDOW}
+        ;-joined flags the meter raised in this window
+    """
+)
+
+REPEATS = Table(
+    "repeats",
+    "results/profile/<device>/repeats/<model>.parquet",
+    "one measurement window (repeat) of a configuration",
+    (*_CONFIG, *WINDOW),
+)
+
+# A power trace's columns, as a meter samples them (meters.base.TRACE_COLUMNS); missing: NaN.
+TRACE_SAMPLE = _declare(
+    """
+    t_s                   float64  s      measure.meters.sampler.Sampler.sample
+        seconds since the window began (monotonic clock)
+    power_w               float64  W      measure.meters.nvml.NvmlMeter._read_sample
+        instantaneous power (RAPL: over the last sampling interval)
+    power_avg_w           float64  W      measure.meters.nvml.NvmlMeter._read_sample
+        the device's own averaged power field, where it has one
+    sm_clock_mhz          float64  MHz    measure.meters.nvml.NvmlMeter._read_sample
+        SM clock
+    mem_clock_mhz         float64  MHz    measure.meters.nvml.NvmlMeter._read_sample
+        memory clock
+    temperature_c         float64  °C     measure.meters.nvml.NvmlMeter._read_sample
+        device temperature
+    utilization_pct       float64  %      measure.meters.nvml.NvmlMeter._read_sample
+        device utilisation as NVML reports it
+    """
+)
+
+TRACE = Table(
+    "trace",
+    "results/profile/<device>/trace/<model>.parquet",
+    "one power sample inside a measurement window",
+    (
+        *_CONFIG,
+        *_declare(
+            """
+            repeat                Int64    count  measure.protocol.stack_traces
+                0-based index of the window the sample belongs to
+            """
+        ),
+        *TRACE_SAMPLE,
+    ),
+)
+
+# --- stages 2 and 6: accuracy -----------------------------------------------------------------
+
+_REFERENCE = "accuracy.reference.reference_row"
+
+ACCURACY = Table(
+    "accuracy",
+    "results/accuracy.parquet",
+    "one model: its accuracy and where it comes from",
+    _declare(
+        f"""
+        model                 string   -      {_REFERENCE}
+            timm name (arch.tag)
+        img_size              Int64    px     {_REFERENCE}
+            the resolution the accuracy belongs to (the model's input size)
+        top1                  float64  %      {_REFERENCE}
+            top-1 accuracy on ImageNet-1k val
+        top5                  float64  %      {_REFERENCE}
+            top-5 accuracy on ImageNet-1k val
+        accuracy_source       string   -      {_REFERENCE}
+            measured, reference or none (in a summary from elsewhere also unknown)
+        accuracy_dataset      string   -      {_REFERENCE}
+            e.g. imagenet-val (50000 images), or timm results-imagenet.csv at its commit
+        accuracy_images       Int64    count  accuracy.measured.measure_one
+            images evaluated (measured only)
+        top1_real             float64  %      {_REFERENCE}
+            timm's reference top-1 on ImageNet-ReaL labels, where published
+        top1_v2               float64  %      {_REFERENCE}
+            timm's reference top-1 on ImageNetV2 matched-frequency, where published
+        accuracy_note         string   -      {_REFERENCE}
+            why a value is missing (no weights, offline, not published), or its origin
+        """
+    ),
+    key=("model",),
+)
+
+# --- stage 7: the summary ---------------------------------------------------------------------
+
+_PROFILE_NOT_SUMMARISED = ("phase", "meter_detail", "runtime_detail")  # phase goes first
+_BUILD = "analysis.summary.build_summary"
+
+SUMMARY = Table(
+    "summary",
+    "results/summary.parquet (+ .csv)",
+    "one configuration with its catalog and accuracy columns; a catalogued model without a "
+    "profile row is a row with status not-profiled",
+    (
+        *_same(PROFILE, "phase"),
+        *(
+            _renamed(
+                PROFILE,
+                "is_estimate",
+                "energy_is_estimate",
+                "tables.energy_is_estimate",
+                "True: the energy is modelled (an estimate), not read from a counter; from "
+                "the meter's name where the profile does not say",
+            )
+            if c.name == "is_estimate"
+            else c
+            for c in PROFILE.columns
+            if c.name not in _PROFILE_NOT_SUMMARISED
+        ),
+        *_same(
+            CATALOG,
+            "architecture",
+            "pretrained_tag",
+            "family",
+            "params",
+            "num_classes",
+            "input_height",
+            "input_width",
+            "flops_per_image",
+            "macs_per_image",
+            "activations_per_image",
+        ),
+        _renamed(
+            CATALOG,
+            "status",
+            "catalog_status",
+            _BUILD,
+            "the catalog row's status: ok, failed, or missing (no catalog row)",
+        ),
+        _renamed(CATALOG, "reason", "catalog_reason", _BUILD, "the catalog row's reason"),
+        *(
+            _renamed(ACCURACY, "img_size", "accuracy_img_size", _BUILD)
+            if c.name == "img_size"
+            else c
+            for c in ACCURACY.columns
+            if c.name != "model"
+        ),
+    ),
+    key=("phase", "device_label", "method", "model", "batch_size_requested"),
+)
+
+# --- stage 8: scores and fits -----------------------------------------------------------------
+
+_SCORE = "analysis.score.score_summary"
+
+SCORES = Table(
+    "scores",
+    "results/scores.parquet",
+    "one summary row, scored within its group (phase, device, method, batch, estimate or not)",
+    (
+        *_same(
+            SUMMARY,
+            "phase",
+            "device_label",
+            "method",
+            "batch_size_requested",
+            "batch_size",
+            "model",
+            "family",
+            "status",
+        ),
+        *_declare(
+            """
+            flags                 string   -      analysis.score.row_flags
+                the summary's flags, plus high-spread where the energy CV is too high
+            """
+        ),
+        *_same(SUMMARY, "meter", "energy_is_estimate"),
+        *_declare(
+            f"""
+            energy_kind           string   -      {_SCORE}
+                total or dynamic (above idle): which energy was scored
+            energy_per_image_j    float64  J      {_SCORE}
+                the scored energy: the summary's energy_per_image_j, or
+                dynamic_energy_per_image_j when energy_kind is dynamic
+            """
+        ),
+        *_same(SUMMARY, "top1", "accuracy_source"),
+        *_declare(
+            f"""
+            scored                boolean  -      {_SCORE}
+                True: took part in the front (ok, energy and top-1, no invalidating flag)
+            on_front              boolean  -      analysis.score.pareto_front
+                True: no model in the group is as accurate for less energy
+            front_energy_per_image_j float64 J    analysis.score.front_energy
+                least energy in the group reaching this top-1
+            efficiency_index      float64  ratio  {_SCORE}
+                front_energy_per_image_j / energy_per_image_j, in (0, 1]
+            grade                 string   -      analysis.score.grade_of
+                A..G from the efficiency index; empty where there is no index
+            top1_gap_pct          float64  %      {_SCORE}
+                best top-1 in the group for at most this energy, minus this top-1
+            group_models          Int64    count  {_SCORE}
+                scored models in the group
+            front_models          Int64    count  {_SCORE}
+                models on the group's front
+            reference_model       string   -      {_SCORE}
+                the model whose energy index is 1.0 (score.reference_model)
+            reference_energy_per_image_j float64 J analysis.score.energy_index
+                the reference model's energy in the group
+            energy_index          float64  ratio  analysis.score.energy_index
+                energy_per_image_j / the reference model's, in the group
+            score_note            string   -      analysis.score.score_notes
+                why something is empty (not scored, no top-1, no reference)
+            """
+        ),
+    ),
+    key=SUMMARY.key,
+)
+
+_FIT_GROUP = (*_same(SUMMARY, "phase", "device_label", "method", "batch_size_requested"),)
+_FIT_GROUP += (*_same(SUMMARY, "energy_is_estimate"), *_same(SCORES, "energy_kind"))
+_FACTOR = "analysis.fits.factor_fits"
+_ACC = "analysis.fits.accuracy_fits"
+
+FACTOR_FITS = Table(
+    "factor_fits",
+    "results/fits/factor_fits.parquet",
+    "one fit log10(E) = intercept + slope x log10(factor), per group, factor and family",
+    (
+        *_FIT_GROUP,
+        *_declare(
+            f"""
+            factor                string   -      {_FACTOR}
+                flops_per_image, params or activations_per_image
+            family                string   -      {_FACTOR}
+                the family fitted, or all for the overall fit
+            n                     Int64    count  analysis.fits.linear_fit
+                models in the fit
+            slope                 float64  ratio  analysis.fits.linear_fit
+                d log10(E) / d log10(factor)
+            slope_se              float64  ratio  analysis.fits.linear_fit
+                standard error of the slope (empty for n < 3)
+            intercept_log10       float64  -      {_FACTOR}
+                intercept in log10 space
+            prefactor_j           float64  J      {_FACTOR}
+                10 ** intercept_log10: E = prefactor_j x factor ** slope
+            r2                    float64  ratio  analysis.fits.linear_fit
+                coefficient of determination, in log space
+            """
+        ),
+    ),
+)
+
+ACCURACY_FITS = Table(
+    "accuracy_fits",
+    "results/fits/accuracy_fits.parquet",
+    "one fit of top-1 against energy per image, per group, subset and form",
+    (
+        *_FIT_GROUP,
+        *_declare(
+            f"""
+            subset                string   -      {_ACC}
+                all (every scored model) or front (the Pareto front only)
+            form                  string   -      {_ACC}
+                log-linear or saturating
+            n                     Int64    count  {_ACC}
+                models in the fit
+            intercept_pct         float64  %      analysis.fits.fit_log_linear
+                log-linear: top1 = intercept_pct + slope_pct_per_decade x log10(E)
+            slope_pct_per_decade  float64  %      analysis.fits.fit_log_linear
+                log-linear: points of top-1 per decade of energy
+            ceiling_pct           float64  %      analysis.fits.fit_saturating
+                saturating: top1 = ceiling_pct - amplitude_pct x (E / energy_scale_j) **
+                (-exponent); the accuracy ceiling
+            amplitude_pct         float64  %      analysis.fits.fit_saturating
+                saturating: the amplitude
+            exponent              float64  ratio  analysis.fits.fit_saturating
+                saturating: how fast returns diminish
+            energy_scale_j        float64  J      analysis.fits.fit_saturating
+                saturating: the geometric mean energy of the fit
+            r2                    float64  ratio  {_ACC}
+                coefficient of determination
+            rmse_pct              float64  %      {_ACC}
+                root mean square error of top-1
+            note                  string   -      {_ACC}
+                why a fit is empty or doubtful
+            """
+        ),
+    ),
+)
+
+_SAVE = "analysis.fits.method_savings"
+
+METHOD_SAVINGS = Table(
+    "method_savings",
+    "results/fits/method_savings.parquet",
+    "one (model, batch size, method other than the baseline): its saving against the baseline",
+    (
+        *_same(SUMMARY, "phase", "device_label", "model", "family", "batch_size_requested"),
+        *_same(SUMMARY, "method"),
+        *_declare(
+            f"""
+            baseline_method       string   -      {_SAVE}
+                the method savings are computed against (fits.baseline_method)
+            """
+        ),
+        *_same(SUMMARY, "batch_size"),
+        *_declare(
+            f"""
+            baseline_batch_size   Int64    images {_SAVE}
+                the batch size the baseline ran
+            """
+        ),
+        *_same(SCORES, "energy_kind"),
+        *_declare(
+            f"""
+            energy_per_image_j    float64  J      {_SAVE}
+                the method's compared energy (total or dynamic, per energy_kind)
+            baseline_energy_per_image_j float64 J {_SAVE}
+                the baseline's compared energy
+            saving                float64  ratio  {_SAVE}
+                1 - energy_per_image_j / baseline_energy_per_image_j (0.3: 30 % less)
+            """
+        ),
+        *_same(SUMMARY, "energy_is_estimate"),
+        *_declare(
+            """
+            note                  string   -      analysis.fits.saving_note
+                why a saving is empty
+            """
+        ),
+    ),
+)
+
+_BATCH = "analysis.fits.batch_scaling"
+
+BATCH_SCALING = Table(
+    "batch_scaling",
+    "results/fits/batch_scaling.parquet",
+    "one comparable configuration: its energy against its model's smallest batch",
+    (
+        *_same(SUMMARY, "phase", "device_label", "method", "model", "family"),
+        *_same(SUMMARY, "batch_size_requested", "batch_size"),
+        *_same(SCORES, "energy_kind"),
+        *_declare(
+            f"""
+            energy_per_image_j    float64  J      {_BATCH}
+                the compared energy (total or dynamic, per energy_kind)
+            """
+        ),
+        *_same(SUMMARY, "throughput_img_s", "energy_is_estimate"),
+        *_declare(
+            f"""
+            energy_vs_smallest_batch float64 ratio {_BATCH}
+                energy_per_image_j / the same at this model's smallest batch size run
+            """
+        ),
+    ),
+)
+
+FIT_TABLES = (FACTOR_FITS, ACCURACY_FITS, METHOD_SAVINGS, BATCH_SCALING)
+
+# --- stage 10: the web page's rows (embedded JSON and its CSV download) -----------------------
+
+PAGE = Table(
+    "page",
+    "results/webapp/index.html (embedded; also the page's CSV download)",
+    "one summary row with its score",
+    (
+        *_same(SUMMARY, *SUMMARY.key),
+        *_same(
+            SUMMARY,
+            "batch_size",
+            "family",
+            "architecture",
+            "pretrained_tag",
+            "status",
+            "reason",
+        ),
+        *_same(SCORES, "flags"),
+        *_same(
+            SUMMARY,
+            "energy_per_image_j",
+            "energy_per_image_std_j",
+            "energy_per_image_cv",
+            "energy_per_image_ci95_low_j",
+            "energy_per_image_ci95_high_j",
+            "dynamic_energy_per_image_j",
+            "dynamic_energy_per_image_cv",
+            "dynamic_energy_per_image_ci95_low_j",
+            "dynamic_energy_per_image_ci95_high_j",
+            "throughput_img_s",
+            "latency_ms_mean",
+            "power_mean_w",
+            "idle_power_w",
+            "top1",
+            "top5",
+            "accuracy_source",
+            "accuracy_dataset",
+            "params",
+            "flops_per_image",
+            "macs_per_image",
+            "activations_per_image",
+            "input_height",
+            "input_width",
+            "repeats",
+            "images",
+            "meter",
+            "energy_is_estimate",
+            "meter_reasons",
+            "device_name",
+            "torch_device",
+            "host",
+            "weights",
+            "driver_version",
+            "cuda_version",
+            "torch_version",
+            "timm_version",
+            "start_time_utc",
+        ),
+        *_same(SCORES, "energy_kind"),
+        _renamed(
+            SCORES,
+            "energy_per_image_j",
+            "scored_energy_per_image_j",
+            "report.webapp.page_table",
+            "the scored energy (the scores' energy_per_image_j): with energy_kind dynamic, "
+            "the energy above idle, so it is never mistaken for the summary's total",
+        ),
+        *_same(
+            SCORES,
+            "scored",
+            "on_front",
+            "front_energy_per_image_j",
+            "efficiency_index",
+            "grade",
+            "top1_gap_pct",
+            "group_models",
+            "reference_model",
+            "energy_index",
+            "score_note",
+        ),
+    ),
+    key=SUMMARY.key,
+)
+
+# --- the check report (results/check/<device>.json) -------------------------------------------
+
+_REPORT = "measure.check_report.CheckReport.as_dict"
+
+CHECK = Table(
+    "check",
+    "results/check/<device>.json (JSON, validated against check_report.REPORT_SCHEMA)",
+    "one `joulebench check` of a device",
+    _declare(
+        f"""
+        schema_version        Int64    -      {_REPORT}
+            the report layout's version
+        check_id              string   -      measure.check_report.new_check_id
+            <device>-<UTC time>-<random>: what profile rows record in check_id
+        device                string   -      {_REPORT}
+            cpu or cuda:N
+        device_name           string   -      {_REPORT}
+            the GPU's or CPU's product name
+        uuid                  string   -      {_REPORT}
+            the GPU's UUID (null on a CPU): a report counts only for this very GPU
+        verdict               string   -      measure.check_report.verdict
+            pass, warn or fail: the worst status of the results
+        start_time_utc        string   -      {_REPORT}
+            when the check started, ISO 8601 UTC
+        duration_s            float64  s      {_REPORT}
+            how long the check ran
+        meter                 string   -      {_REPORT}
+            the meter the check read
+        is_estimate           boolean  -      {_REPORT}
+            True: the meter models energy (an estimate)
+        meter_detail          object   -      {_REPORT}
+            the meter's own description
+        sensor                object   -      measure.check.check_gpu
+            fitted refresh period and averaging window, and the published values (GPU)
+        protocol              object   -      measure.check.check_gpu
+            what the profile will use: sensor_refresh_s, min_window_s
+        software              object   -      measure.check_report.software_versions
+            versions of joulebench, python, numpy (and torch, CUDA where loaded), host
+        results               object   -      {_REPORT}
+            the check's rows (check_results)
+        """
+    ),
+)
+
+CHECK_RESULTS = Table(
+    "check_results",
+    "results/check/<device>.json, under results",
+    "one check: what, how it came out, and what that means for the numbers",
+    _declare(
+        """
+        group                 string   -      measure.check_report.Row
+            environment, idle, sensor, counter, repeat, input, cross-check or rapl
+        name                  string   -      measure.check_report.Row
+            what was checked
+        status                string   -      measure.check_report.Row
+            pass, warn, fail or skip
+        value                 object   -      measure.check_report.Row
+            the measured value (number, text, yes/no; null when none)
+        unit                  string   -      measure.check_report.Row
+            the value's unit ("" for ratios)
+        target                string   -      measure.check_report.Row
+            what passes
+        detail                string   -      measure.check_report.Row
+            a sentence on what the value means for the numbers
+        """
+    ),
+)
+
+# Every output table, by name, in the order the workflow makes them.
+TABLES: dict[str, Table] = {
+    t.name: t
+    for t in (
+        CATALOG,
+        IDLE,
+        PROFILE,
+        REPEATS,
+        TRACE,
+        ACCURACY,
+        SUMMARY,
+        SCORES,
+        *FIT_TABLES,
+        PAGE,
+        CHECK,
+        CHECK_RESULTS,
+    )
+}
+
+# The dtype maps every stage conforms to (name -> pandas dtype).
+CATALOG_COLUMNS = CATALOG.dtypes
+IDLE_COLUMNS = IDLE.dtypes
+PROFILE_COLUMNS = PROFILE.dtypes
+REPEAT_TABLE_COLUMNS = REPEATS.dtypes
+TRACE_TABLE_COLUMNS = TRACE.dtypes
+ACCURACY_COLUMNS = ACCURACY.dtypes
+SUMMARY_COLUMNS = SUMMARY.dtypes
+SCORE_COLUMNS = SCORES.dtypes
+FIT_TABLE_COLUMNS = {t.name: t.dtypes for t in FIT_TABLES}
+
+
+def columns_markdown() -> str:
+    """docs/columns.md: every table with its columns, units, meanings and producers."""
+    lines = [
+        "# Columns",
+        "",
+        "Every column of every table joulebench writes, with its dtype, unit, meaning and the",
+        "function that computes it. Generated from `joulebench.tables` (the registry) by",
+        "`joulebench columns --markdown > docs/columns.md`; a test fails when this file is",
+        "stale. Units are also in the names (`_j` joules, `_w` watts, `_s` seconds, `_ms`,",
+        "`_pct` percent, `_img_s` images per second); *ratio* is dimensionless.",
+        "",
+        "Tables: " + ", ".join(f"[{t.name}](#{t.name.replace('_', '-')})" for t in TABLES.values()),
+        "",
+    ]
+    for table in TABLES.values():
+        lines += [f"## {table.name}", "", f"`{table.path}`: one row per {table.row}."]
+        if table.key:
+            lines[-1] += " Key: " + ", ".join(f"`{k}`" for k in table.key) + "."
+        lines += ["", "| column | dtype | unit | meaning | producer |", "|---|---|---|---|---|"]
+        for c in table.columns:
+            producer = f"`{c.producer.removeprefix('joulebench.')}`"
+            if c.renamed_from:
+                producer += f" (renamed from `{c.renamed_from}`)"
+            elif c.origin != table.name:
+                producer += f" (as in {c.origin})"
+            meaning = c.meaning.replace("|", "\\|")
+            lines.append(f"| `{c.name}` | {c.dtype} | {c.unit} | {meaning} | {producer} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+# --- values that several stages decide the same way --------------------------------------------
+
+
+def is_estimate_meter(meter) -> bool:
+    """True for a meter that models energy (`estimate:<model>`) rather than reads a counter."""
+    return isinstance(meter, str) and meter.startswith(ESTIMATE_METER_PREFIX)
+
+
+def energy_is_estimate(df: pd.DataFrame) -> pd.Series:
+    """Per row: is the energy an estimate? The one rule the summary, figures and page use.
+
+    True where the row says so (`energy_is_estimate`, or a profile's `is_estimate`) or its
+    meter is an estimating one; False where it says not and the meter agrees; NA where
+    neither is known (e.g. a failed row without a meter).
+    """
+    said = pd.Series(pd.NA, index=df.index, dtype="boolean")
+    for column in ("energy_is_estimate", "is_estimate"):
+        if column in df.columns:
+            said = df[column].astype("boolean")
+            break
+    if "meter" not in df.columns:
+        return said
+    meter = df["meter"].astype("string")
+    by_meter = meter.str.startswith(ESTIMATE_METER_PREFIX).astype("boolean")
+    by_meter = by_meter.where(meter.fillna("") != "", pd.NA)
+    return (said.fillna(by_meter) | by_meter.fillna(False)).astype("boolean")
+
+
+def short_reason(reason: BaseException | str, max_chars: int = REASON_MAX_CHARS) -> str:
+    """A reason column's text: one line (an exception as `Type: message`), no terminal
+    colours, at most `max_chars` characters."""
+    if isinstance(reason, BaseException):
+        reason = f"{type(reason).__name__}: {reason}"
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(reason)).replace("\n", " ").strip()
+    return text[:max_chars]
+
+
+# --- reading and writing ---------------------------------------------------------------------
 
 
 def empty_frame(columns: dict[str, str]) -> pd.DataFrame:
@@ -97,7 +1133,10 @@ def remove_stale_temps(path: str | os.PathLike) -> list[Path]:
     return removed
 
 
-def _atomic(path: Path, write) -> None:
+def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Path:
+    """Write a file atomically: `write(tmp)` fills a temp file in the same folder, which then
+    replaces `path` (so readers see the old file or the new one, never half of one)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -110,6 +1149,7 @@ def _atomic(path: Path, write) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return path
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike, columns: dict[str, str] | None = None):
@@ -118,14 +1158,9 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike, columns: dict[str, st
     if columns is not None:
         df = conform(df, columns)
     if path.suffix == ".csv":
-        _atomic(path, lambda tmp: df.to_csv(tmp, index=False))
+        atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))
     else:
-        _atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
-
-
-def write_text(text: str, path: str | os.PathLike) -> None:
-    """Write a text file atomically."""
-    _atomic(Path(path), lambda tmp: Path(tmp).write_text(text))
+        atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
 
 
 class TableError(ValueError):
@@ -168,138 +1203,26 @@ def _sh(path: Path) -> str:
     return shlex.quote(str(path))
 
 
-# Profile: one row per (device, model, method, batch size). Energies are per image, in J.
-_IDENTITY = {
-    "device_label": "string",  # the config's name for the device (`cpu`, `h200`)
-    "model": "string",
-    "method": "string",
-    "batch_size_requested": "Int64",
-    "batch_size": "Int64",  # smaller than requested after an out-of-memory retry
-}
-_SPREAD = ("", "_std", "_cv", "_ci95_low", "_ci95_high")
+def concat_tables(table: str, parts: Sequence[str | os.PathLike], output) -> pd.DataFrame:
+    """The per-job tables of `table` (catalog or profile) as one, written to `output`.
 
-
-def _spread_columns(stem: str) -> dict[str, str]:
-    return {f"{stem}{s}{'' if s == '_cv' else '_j'}": "float64" for s in _SPREAD}
-
-
-PROFILE_COLUMNS: dict[str, str] = {
-    **_IDENTITY,
-    "torch_device": "string",
-    "device_name": "string",
-    "precision": "string",
-    "autocast": "boolean",
-    "channels_last": "boolean",
-    "compile": "string",
-    "reparameterized": "boolean",  # True: measured in timm's fused inference (deploy) form
-    "threads": "Int64",
-    "status": "string",  # ok, oom, build-error, error
-    "reason": "string",
-    "meter": "string",  # nvml, nvml:power-integration, rapl, estimate:<model>
-    "is_estimate": "boolean",  # True: the energy is modelled, not read from a counter
-    "meter_reasons": "string",  # why a better meter was not used
-    "meter_detail": "string",  # JSON: the meter's own description (zones, TDP, uuid...)
-    # mean, std, CV and 95% CI of the repeats; the summary raises a CI lower bound below 0 J
-    # to 0 and flags the row ci-clipped (docs/scoring.md)
-    **_spread_columns("energy_per_image"),
-    **_spread_columns("dynamic_energy_per_image"),  # above idle_power_w
-    "throughput_img_s": "float64",
-    "throughput_img_s_cv": "float64",
-    "latency_ms_mean": "float64",
-    "latency_ms_p50": "float64",
-    "latency_ms_p95": "float64",
-    "power_mean_w": "float64",
-    "power_max_w": "float64",
-    "idle_power_w": "float64",  # the device's idle baseline (results/idle)
-    "idle_power_pre_w": "float64",  # a short idle read just before this model
-    "trace_disagreement_max": "float64",  # |counter - trace| / counter, worst repeat
-    "repeats": "Int64",
-    "images": "Int64",
-    "measured_s": "float64",  # time inside measurement windows
-    "warmup_iters": "Int64",
-    "warmup_s": "float64",
-    "warmup_steady": "boolean",
-    "start_temperature_c": "float64",
-    "end_temperature_c": "float64",
-    "start_sm_clock_mhz": "float64",
-    "end_sm_clock_mhz": "float64",
-    "flags": "string",  # ;-joined: other-process, mig, warmup_not_steady, ...
-    "weights": "string",  # random or pretrained
-    "input_kind": "string",  # random (default) or zeros: what the measured batches held
-    "check_id": "string",  # the latest `joulebench check` of the device; empty when none
-    "check_verdict": "string",  # its verdict: pass, warn or fail; empty when none
-    "driver_version": "string",
-    "cuda_version": "string",
-    "torch_version": "string",
-    "timm_version": "string",
-    "host": "string",
-    "start_time_utc": "string",
-    # Phases, runtimes and workloads (docs/training.md, docs/runtimes.md, docs/workloads.md).
-    "phase": "string",  # inference, or train: energy_per_image_j is then per training sample
-    "runtime": "string",  # pytorch, onnxruntime or tensorrt
-    "runtime_provider": "string",  # the ONNX Runtime execution provider that ran it
-    "runtime_check_rel_err": "float64",  # max |runtime - PyTorch| / max |PyTorch|, same batch
-    "runtime_detail": "string",  # JSON: onnx path, opset, exporter, cache hit, tolerance
-    "optimizer": "string",  # train: sgd or adamw
-    "optimizer_lr": "float64",
-    "train_loss_first": "float64",  # cross-entropy of the first and the last step measured
-    "train_loss_last": "float64",
-    "workload": "string",  # timm, or the custom workload entry (module:function)
-}
-
-
-def _with_identity(columns: list[str], dtype: str = "float64") -> dict[str, str]:
-    out = {**_IDENTITY, "phase": "string"}  # train and inference rows of one configuration
-    for c in columns:
-        out.setdefault(c, dtype)
-    return out
-
-
-def _repeat_columns() -> dict[str, str]:
-    from joulebench.measure.protocol import REPEAT_COLUMNS
-
-    cols = _with_identity(REPEAT_COLUMNS)
-    cols.update(repeat="Int64", batches="Int64", images="Int64", flags="string")
-    return cols
-
-
-def _trace_columns() -> dict[str, str]:
-    from joulebench.measure.protocol import PROTOCOL_TRACE_COLUMNS
-
-    cols = _with_identity(PROTOCOL_TRACE_COLUMNS)
-    cols["repeat"] = "Int64"
-    return cols
-
-
-REPEAT_TABLE_COLUMNS = _repeat_columns()
-TRACE_TABLE_COLUMNS = _trace_columns()
-
-# Idle baseline: one row per device.
-IDLE_COLUMNS: dict[str, str] = {
-    "device_label": "string",
-    "torch_device": "string",
-    "device_name": "string",
-    "meter": "string",
-    "is_estimate": "boolean",
-    "meter_reasons": "string",
-    "idle_power_w": "float64",
-    "duration_s": "float64",
-    "energy_j": "float64",
-    "flags": "string",
-    "host": "string",
-    "start_time_utc": "string",
-}
-
-# Accuracy: one row per model; every value carries its source.
-ACCURACY_COLUMNS: dict[str, str] = {
-    "model": "string",
-    "img_size": "Int64",  # the resolution the accuracy belongs to (the model's input size)
-    "top1": "float64",  # percent
-    "top5": "float64",  # percent
-    "accuracy_source": "string",  # measured, reference or none
-    "accuracy_dataset": "string",  # e.g. imagenet-val (50000 images), timm results-imagenet.csv
-    "accuracy_images": "Int64",  # images evaluated (measured only)
-    "top1_real": "float64",  # timm's reference on ImageNet-ReaL labels, where published
-    "top1_v2": "float64",  # timm's reference on ImageNetV2 matched-frequency
-    "accuracy_note": "string",  # why a value is missing (no weights, offline, not published)
-}
+    Every damaged part is named at once, with the command that removes them so the next
+    run redoes those models (TableError); nothing is written then.
+    """
+    frames, damaged = [], []
+    for path in parts:
+        try:
+            frames.append(read_table(path))
+        except TableError as exc:
+            damaged.append((path, exc))
+    if damaged:
+        redo = "measures" if table == "profile" else "counts"
+        lines = [str(exc) for _, exc in damaged]
+        lines.append(
+            f"Delete the damaged file(s), and the next run {redo} those models again:\n  rm "
+            + " ".join(shlex.quote(str(path)) for path, _ in damaged)
+        )
+        raise TableError("\n".join(lines))
+    df = pd.concat(frames, ignore_index=True)
+    write_table(df, output, TABLES[table].dtypes)
+    return df

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import pandas as pd
 
 from joulebench.accuracy.shards import input_config, read_manifest, shard_batches
-from joulebench.tables import ACCURACY_COLUMNS
+from joulebench.tables import ACCURACY_COLUMNS, short_reason, write_table
 
 CHECKPOINT_SUFFIXES = (".safetensors", ".pth", ".pth.tar", ".pt", ".bin")
 HF_FILENAMES = ("model.safetensors", "pytorch_model.bin")  # timm's order on the Hub
@@ -142,7 +142,7 @@ def _row(name: str, img_size, **values) -> dict:
     row.update(top1_real=math.nan, top1_v2=math.nan, accuracy_source="none")
     row.update(accuracy_dataset="", accuracy_note="")
     row.update(values)
-    row["accuracy_note"] = str(row["accuracy_note"])[:NOTE_MAX_CHARS]
+    row["accuracy_note"] = short_reason(str(row["accuracy_note"]), NOTE_MAX_CHARS)
     return row
 
 
@@ -264,3 +264,11 @@ def measure_models(
     return pd.DataFrame(rows, columns=list(ACCURACY_COLUMNS)).astype(
         {c: d for c, d in ACCURACY_COLUMNS.items() if d != "object"}
     )
+
+
+def run_accuracy(models: Iterable[str], shard_dir, output, **options) -> pd.DataFrame:
+    """`joulebench accuracy`: measured top-1/top-5 of models sharing one shard folder, where
+    their weights are on this machine (measure_models' options), written to `output`."""
+    rows = measure_models(models, shard_dir, **options)
+    write_table(rows, output, ACCURACY_COLUMNS)
+    return rows

@@ -18,6 +18,7 @@ import hashlib
 import io
 import math
 import re
+import sys
 import urllib.request
 import warnings
 from dataclasses import dataclass, field
@@ -26,7 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from joulebench.tables import ACCURACY_COLUMNS, _atomic
+from joulebench.tables import ACCURACY_COLUMNS, atomic_write, write_table
+from joulebench.tables import read_table as read_any_table
 
 TIMM_REPO = "huggingface/pytorch-image-models"
 # The snapshot the shipped files were copied from (reference_data/SOURCE.md); the three files
@@ -161,7 +163,7 @@ def fetch_tables(
                 f"{spec.sha256[:12]}...; not used, reference accuracy missing"
             )
             continue
-        _atomic(path, lambda tmp, data=data: Path(tmp).write_bytes(data))
+        atomic_write(path, lambda tmp, data=data: Path(tmp).write_bytes(data))
         paths[name] = path
     return paths, notes
 
@@ -268,7 +270,7 @@ def _lookup(frame: pd.DataFrame | None, model: str, img_size) -> pd.Series | Non
     return None if hit.empty else hit.iloc[0]
 
 
-def _reference_row(model: str, img_size, tables: ReferenceTables) -> dict:
+def reference_row(model: str, img_size, tables: ReferenceTables) -> dict:
     row = {c: None for c in ACCURACY_COLUMNS}
     row.update(model=model, img_size=img_size, accuracy_source="none", accuracy_dataset="")
     row.update(top1=math.nan, top5=math.nan, top1_real=math.nan, top1_v2=math.nan)
@@ -327,7 +329,7 @@ def reference_accuracy(
     for model in models:
         size = img_sizes.get(model)
         size = None if size is None or pd.isna(size) else int(size)
-        rows.append(_reference_row(model, size, tables))
+        rows.append(reference_row(model, size, tables))
     return _frame(rows)
 
 
@@ -367,3 +369,30 @@ def combine(measured: pd.DataFrame | None, reference: pd.DataFrame) -> pd.DataFr
         rows.append(row)
     rows += list(by_model.values())  # measured models the reference frame did not list
     return _frame(rows)
+
+
+def run_reference(catalog, output, **settings) -> pd.DataFrame:
+    """`joulebench reference`: timm's published accuracy for the catalog's models (path),
+    from the config's reference section (load_tables' keys; the shipped copy unless set)."""
+    catalog = read_any_table(catalog)
+    tables = load_tables(**settings)
+    rows = reference_accuracy(list(catalog["model"]), img_sizes_from_catalog(catalog), tables)
+    write_table(rows, output, ACCURACY_COLUMNS)
+    found = int(rows["top1"].notna().sum())
+    print(
+        f"reference accuracy ({tables.origin}): {found} of {len(rows)} models -> {output}",
+        file=sys.stderr,
+    )
+    return rows
+
+
+def run_accuracy_table(reference, measured, output) -> pd.DataFrame:
+    """`joulebench accuracy-table`: measured accuracy where there is one, else the reference
+    (paths): every value with its source."""
+    parts = [read_any_table(p) for p in measured]
+    reference = read_any_table(reference)
+    rows = combine(pd.concat(parts, ignore_index=True) if parts else None, reference)
+    write_table(rows, output, ACCURACY_COLUMNS)
+    counts = rows["accuracy_source"].value_counts().to_dict()
+    print(f"accuracy: {counts} -> {output}", file=sys.stderr)
+    return rows

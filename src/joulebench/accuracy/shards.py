@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from joulebench.accuracy.datasets import Listing, list_source, normalize_source
-from joulebench.tables import _atomic
+from joulebench.tables import atomic_write
 
 SHARD_FORMAT = 1  # bump when the stored bytes change meaning: it is part of every key
 MANIFEST = "manifest.json"
@@ -115,11 +115,11 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
         with open(tmp, "wb") as fh:  # a file object: np.save would append .npy to a name
             np.save(fh, array)
 
-    _atomic(path, write)
+    atomic_write(path, write)
 
 
 def _write_json(path: Path, obj) -> None:
-    _atomic(path, lambda tmp: Path(tmp).write_text(json.dumps(obj, indent=1) + "\n"))
+    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(obj, indent=1) + "\n"))
 
 
 def encode(path: Path, transform) -> np.ndarray:
@@ -363,10 +363,6 @@ def normalize(images_u8, mean, std):
     mean_t = torch.as_tensor(mean, dtype=torch.float32, device=x.device).view(-1, 1, 1)
     std_t = torch.as_tensor(std, dtype=torch.float32, device=x.device).view(-1, 1, 1)
     return x.sub(mean_t).div(std_t)
-
-
-def count_images(shard_dir: str | Path) -> int:
-    return int(read_manifest(shard_dir).get("counts", {}).get("images", 0))
 
 
 def shard_batches(shard_dir, batch_size: int, mean, std, device: str = "cpu"):

@@ -18,7 +18,9 @@ never fitted together.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,79 +33,25 @@ from joulebench.analysis.score import (
     measured_mask,
     pareto_front,
 )
-from joulebench.tables import conform, write_table
+from joulebench.analysis.summary import read_summary
+from joulebench.tables import (
+    ACCURACY_FITS,
+    BATCH_SCALING,
+    FACTOR_FITS,
+    FIT_TABLE_COLUMNS,
+    METHOD_SAVINGS,
+    conform,
+    read_table,
+    write_table,
+)
 
 FACTORS = ("flops_per_image", "params", "activations_per_image")
 ACCURACY_FORMS = ("log-linear", "saturating")
-_GROUP_COLS = {
-    "phase": "string",
-    "device_label": "string",
-    "method": "string",
-    "batch_size_requested": "Int64",
-    "energy_is_estimate": "boolean",
-    "energy_kind": "string",
-}
-
-FACTOR_FIT_COLUMNS: dict[str, str] = {
-    **_GROUP_COLS,
-    "factor": "string",  # flops_per_image, params or activations_per_image
-    "family": "string",  # "all" for the overall fit
-    "n": "Int64",
-    "slope": "float64",  # d log10(E) / d log10(x)
-    "slope_se": "float64",  # standard error of the slope (NaN for n < 3)
-    "intercept_log10": "float64",
-    "prefactor_j": "float64",  # 10**intercept: E = prefactor_j * x**slope
-    "r2": "float64",  # in log space
-}
-
-ACCURACY_FIT_COLUMNS: dict[str, str] = {
-    **_GROUP_COLS,
-    "subset": "string",  # all (every scored model) or front (the Pareto front only)
-    "form": "string",  # log-linear or saturating
-    "n": "Int64",
-    "intercept_pct": "float64",  # log-linear a
-    "slope_pct_per_decade": "float64",  # log-linear b
-    "ceiling_pct": "float64",  # saturating A
-    "amplitude_pct": "float64",  # saturating B
-    "exponent": "float64",  # saturating c
-    "energy_scale_j": "float64",  # saturating E0
-    "r2": "float64",
-    "rmse_pct": "float64",
-    "note": "string",
-}
-
-SAVINGS_COLUMNS: dict[str, str] = {
-    "phase": "string",
-    "device_label": "string",
-    "model": "string",
-    "family": "string",
-    "batch_size_requested": "Int64",
-    "method": "string",
-    "baseline_method": "string",
-    "batch_size": "Int64",
-    "baseline_batch_size": "Int64",
-    "energy_kind": "string",
-    "energy_per_image_j": "float64",
-    "baseline_energy_per_image_j": "float64",
-    "saving": "float64",  # 1 - E / E_baseline: 0.3 = 30 % less energy than the baseline
-    "energy_is_estimate": "boolean",
-    "note": "string",
-}
-
-BATCH_COLUMNS: dict[str, str] = {
-    "phase": "string",
-    "device_label": "string",
-    "method": "string",
-    "model": "string",
-    "family": "string",
-    "batch_size_requested": "Int64",
-    "batch_size": "Int64",
-    "energy_kind": "string",
-    "energy_per_image_j": "float64",
-    "throughput_img_s": "float64",
-    "energy_is_estimate": "boolean",
-    "energy_vs_smallest_batch": "float64",  # E / E at this model's smallest batch size run
-}
+# The tables' columns (declared in tables.py).
+FACTOR_FIT_COLUMNS = FACTOR_FITS.dtypes
+ACCURACY_FIT_COLUMNS = ACCURACY_FITS.dtypes
+SAVINGS_COLUMNS = METHOD_SAVINGS.dtypes
+BATCH_COLUMNS = BATCH_SCALING.dtypes
 
 
 # --- the regressions themselves ------------------------------------------------------------
@@ -216,7 +164,7 @@ def factor_fits(
     *,
     energy: str = "total",
     factors: Sequence[str] = FACTORS,
-    min_n: int = 3,
+    min_models: int = 3,
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> pd.DataFrame:
@@ -231,7 +179,7 @@ def factor_fits(
             fam = g["family"].astype("string").fillna("")
             parts += [(f, ok & (fam == f)) for f in sorted(set(fam[ok])) if f]
             for family, sel in parts:
-                if int(sel.sum()) < min_n:
+                if int(sel.sum()) < min_models:
                     continue
                 f = fit_loglog(x[sel], e_all[g.index][sel])
                 rows.append(
@@ -316,13 +264,13 @@ def method_savings(
     mixed = mixed.fillna(False).astype(bool)
     m.loc[mixed, "saving"] = np.nan
     m["note"] = [
-        _saving_note(r, baseline_method, mx)
+        saving_note(r, baseline_method, mx)
         for r, mx in zip(m.to_dict("records"), mixed, strict=True)
     ]
     return conform(m.reindex(columns=list(SAVINGS_COLUMNS)), SAVINGS_COLUMNS)
 
 
-def _saving_note(r: dict, baseline: str, mixed: bool) -> str:
+def saving_note(r: dict, baseline: str, mixed: bool) -> str:
     if pd.isna(r["_status_b"]):
         return f"no {baseline} row for this model and batch size"
     if mixed:
@@ -359,32 +307,22 @@ def all_fits(
     *,
     baseline_method: str,
     energy: str = "total",
-    min_n: int = 3,
+    min_models: int = 3,
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> dict[str, pd.DataFrame]:
     """Every table of this module, by the name `write_fits` gives its file."""
     kw = {"energy": energy, "invalid_flags": invalid_flags, "max_energy_cv": max_energy_cv}
     return {
-        "factor_fits": factor_fits(summary, min_n=min_n, **kw),
+        "factor_fits": factor_fits(summary, min_models=min_models, **kw),
         "accuracy_fits": accuracy_fits(summary, **kw),
         "method_savings": method_savings(summary, baseline_method, **kw),
         "batch_scaling": batch_scaling(summary, **kw),
     }
 
 
-FIT_TABLE_COLUMNS = {
-    "factor_fits": FACTOR_FIT_COLUMNS,
-    "accuracy_fits": ACCURACY_FIT_COLUMNS,
-    "method_savings": SAVINGS_COLUMNS,
-    "batch_scaling": BATCH_COLUMNS,
-}
-
-
 def write_fits(tables: dict[str, pd.DataFrame], outdir) -> list:
     """Write each table as <outdir>/<name>.parquet atomically; returns the paths."""
-    from pathlib import Path
-
     paths = []
     for name, df in tables.items():
         path = Path(outdir) / f"{name}.parquet"
@@ -395,8 +333,39 @@ def write_fits(tables: dict[str, pd.DataFrame], outdir) -> list:
 
 def read_fits(outdir) -> dict[str, pd.DataFrame]:
     """The tables `write_fits` wrote, by name (for the figures)."""
-    from pathlib import Path
-
-    from joulebench.tables import read_table
-
     return {name: read_table(Path(outdir) / f"{name}.parquet") for name in FIT_TABLE_COLUMNS}
+
+
+def run_fits(
+    summary,
+    outdir,
+    *,
+    baseline_method: str | None = None,
+    energy: str = "total",
+    min_models: int = 3,
+    invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+) -> list:
+    """`joulebench fits`: every fit of a summary (path), written to `outdir`.
+
+    The baseline of method savings is `baseline_method` where the summary has it, else (unset,
+    or a published summary without it) the summary's first method, said on stderr.
+    """
+    summary = read_summary(summary)
+    methods = list(summary["method"].dropna().unique())
+    if baseline_method not in methods:
+        if baseline_method:
+            print(f"fits: baseline method {baseline_method!r} not in the summary", file=sys.stderr)
+        baseline_method = methods[0] if methods else None
+    tables = all_fits(
+        summary,
+        baseline_method=baseline_method,
+        energy=energy,
+        min_models=int(min_models),
+        invalid_flags=invalid_flags,
+        max_energy_cv=max_energy_cv,
+    )
+    paths = write_fits(tables, outdir)
+    for path in paths:
+        print(f"fits -> {path}", file=sys.stderr)
+    return paths

@@ -322,3 +322,22 @@ class Eta:
         per_config = elapsed / done if done else self.estimate_s
         eta = per_config * (self.total - done)
         return f"elapsed {format_duration(elapsed)}, ETA {format_duration(eta)}"
+
+
+def plan_for(configfile: str | None = None, profile: str | None = None) -> str:
+    """`joulebench plan`: what the study (config.yaml, or a study file over it) costs, with
+    its SLURM allocations from `profile` (default profiles/slurm)."""
+    from joulebench.catalog.models import resolve_models
+    from joulebench.measure.devices import resolve_devices
+    from joulebench.study import load_study, workflow_root
+
+    config = load_study(configfile)
+    if config.get("from_summary"):
+        return "from_summary: nothing is measured (scores, fits, figures and the page only)"
+    models = resolve_models(config["models"])
+    devices = resolve_devices(config["devices"])
+    slurm = Path(profile or workflow_root() / "profiles" / "slurm")
+    if slurm.resolve().is_relative_to(Path.cwd()):
+        slurm = slurm.resolve().relative_to(Path.cwd())
+    study = configfile or "config.yaml (the default study)"
+    return f"study: {study}\n" + format_plan(plan_study(config, models, devices, slurm))

@@ -15,12 +15,14 @@ empty index and a note saying why.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from joulebench.analysis.summary import add_flag
+from joulebench.analysis.summary import add_flag, read_summary
+from joulebench.tables import SCORE_COLUMNS, conform, write_table
 
 GRADES = ("A", "B", "C", "D", "E", "F", "G")
 # Lower bounds of the efficiency index for A..F; below F's bound is G. In energy terms a
@@ -43,37 +45,8 @@ FLAG_HIGH_SPREAD = "high-spread"
 # Flags that make a measurement unusable for comparison (set by the meters, and high-spread).
 DEFAULT_INVALID_FLAGS = ("other-process", "mig", "other-load", FLAG_HIGH_SPREAD)
 ENERGY_COLUMNS = {"total": "energy_per_image_j", "dynamic": "dynamic_energy_per_image_j"}
+ENERGY_CV_COLUMNS = {"total": "energy_per_image_cv", "dynamic": "dynamic_energy_per_image_cv"}
 SCORE_GROUP = ("phase", "device_label", "method", "batch_size_requested", "energy_is_estimate")
-
-SCORE_COLUMNS: dict[str, str] = {
-    "phase": "string",
-    "device_label": "string",
-    "method": "string",
-    "batch_size_requested": "Int64",
-    "batch_size": "Int64",
-    "model": "string",
-    "family": "string",
-    "status": "string",
-    "flags": "string",  # the summary's flags, plus high-spread where the energy CV is too high
-    "meter": "string",
-    "energy_is_estimate": "boolean",
-    "energy_kind": "string",  # total or dynamic (above idle): which energy was scored
-    "energy_per_image_j": "float64",  # the scored energy
-    "top1": "float64",  # percent
-    "accuracy_source": "string",
-    "scored": "boolean",  # took part in the front
-    "on_front": "boolean",
-    "front_energy_per_image_j": "float64",  # least energy in the group reaching this top1
-    "efficiency_index": "float64",  # front_energy / energy, in (0, 1]
-    "grade": "string",  # A..G, empty (NA) where there is no index
-    "top1_gap_pct": "float64",  # best top1 in the group for at most this energy, minus top1
-    "group_models": "Int64",  # scored models in the group
-    "front_models": "Int64",
-    "reference_model": "string",
-    "reference_energy_per_image_j": "float64",
-    "energy_index": "float64",  # energy / reference model's energy (reference = 1.0)
-    "score_note": "string",  # why something is empty
-}
 
 
 def parse_grade_thresholds(value: Mapping[str, float] | Sequence[float] | None) -> dict:
@@ -155,7 +128,7 @@ def _flagged(flags: pd.Series, invalid: Sequence[str]) -> pd.Series:
 
 def energy_cv(df: pd.DataFrame, energy: str = "total") -> pd.Series:
     """The CV over repeats of the energy compared (NaN where unknown)."""
-    col = ENERGY_COLUMNS[energy].removesuffix("_j") + "_cv"
+    col = ENERGY_CV_COLUMNS[energy]
     if col not in df.columns:
         return pd.Series(np.nan, index=df.index)
     return pd.to_numeric(df[col], errors="coerce").astype(float)
@@ -198,7 +171,7 @@ def measured_mask(
     return ok & np.isfinite(e) & (e > 0) & (flag == "")
 
 
-def _notes(
+def score_notes(
     df: pd.DataFrame, energy_ok: pd.Series, flag: pd.Series, cv: pd.Series, max_cv
 ) -> list[list[str]]:
     notes = [[] for _ in range(len(df))]
@@ -246,7 +219,7 @@ def score_summary(
     measured = measured_mask(df, energy, invalid_flags, max_energy_cv=None)  # flags already set
     scored = measured & np.isfinite(a)
     cv = energy_cv(df, energy)
-    notes = _notes(df.assign(top1=a), np.isfinite(e) & (e > 0), flag, cv, max_energy_cv)
+    notes = score_notes(df.assign(top1=a), np.isfinite(e) & (e > 0), flag, cv, max_energy_cv)
 
     out = pd.DataFrame({c: df[c] for c in SCORE_COLUMNS if c in df.columns})
     out["energy_kind"] = energy
@@ -264,7 +237,7 @@ def score_summary(
     keys = list(SCORE_GROUP)
     for _, idx in df[measured].groupby(keys, dropna=False, sort=False).groups.items():
         idx = np.asarray(idx)
-        _reference(out, idx, df, e, reference_model, notes)
+        energy_index(out, idx, df, e, reference_model, notes)
         s = idx[scored[idx].to_numpy()]
         if not len(s):
             continue
@@ -279,12 +252,10 @@ def score_summary(
 
     out["grade"] = [grade_of(v, thresholds) for v in out["efficiency_index"]]
     out["score_note"] = ["; ".join(n) for n in notes]
-    from joulebench.tables import conform
-
     return conform(out.reindex(columns=list(SCORE_COLUMNS)), SCORE_COLUMNS)
 
 
-def _reference(out, idx, df, e, reference_model, notes) -> None:
+def energy_index(out, idx, df, e, reference_model, notes) -> None:
     """Energy index of one group's measured rows relative to the reference model's energy."""
     if not reference_model:
         return
@@ -302,3 +273,13 @@ def group_label(row: Mapping) -> str:
     """A short human label for a score group, for figure titles and logs."""
     est = " (estimated)" if bool(row.get("energy_is_estimate")) else ""
     return f"{row['device_label']} · {row['method']} · batch {row['batch_size_requested']}{est}"
+
+
+def run_score(summary, output, **settings) -> pd.DataFrame:
+    """`joulebench score`: score a summary (path: ours or a published one) with the config's
+    score section (keys as score_summary's; one left out takes its default) and write it."""
+    scores = score_summary(read_summary(summary), **settings)
+    write_table(scores, output, SCORE_COLUMNS)
+    graded = int(scores["grade"].notna().sum())
+    print(f"scores: {len(scores)} rows, {graded} graded -> {output}", file=sys.stderr)
+    return scores

@@ -14,6 +14,7 @@ checked (`read_summary`, `validate_summary`) on machines without either.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -22,13 +23,17 @@ import pandas as pd
 from joulebench.tables import (
     ACCURACY_COLUMNS,
     CATALOG_COLUMNS,
+    PHASES,
     PROFILE_COLUMNS,
+    SUMMARY,
+    SUMMARY_COLUMNS,
+    UNFUSED,
     conform,
+    energy_is_estimate,
     read_table,
     write_table,
 )
 
-PHASES = ("inference", "train")
 # "unknown": a summary from elsewhere gave top-1 without saying where it came from.
 ACCURACY_SOURCES = ("measured", "reference", "none", "unknown")
 STATUS_NOT_PROFILED = "not-profiled"
@@ -36,66 +41,30 @@ STATUS_NOT_PROFILED = "not-profiled"
 STATUS_INVALID = "invalid"
 # Added to `flags` where a 95% CI lower bound below 0 J was raised to 0 (energies are > 0).
 FLAG_CI_CLIPPED = "ci-clipped"
-ENERGY_STEMS = ("energy_per_image", "dynamic_energy_per_image")
+CI_LOW_COLUMNS = ("energy_per_image_ci95_low_j", "dynamic_energy_per_image_ci95_low_j")
+SPREAD_COLUMNS = (
+    "energy_per_image_std_j",
+    "energy_per_image_cv",
+    "dynamic_energy_per_image_std_j",
+    "dynamic_energy_per_image_cv",
+)
 # Percentages that must lie in [0, 100] wherever they are given.
 PERCENT_COLUMNS = ("top1", "top5", "top1_real", "top1_v2")
 # A configuration is identified by these; batch_size (the batch run) may differ after OOM.
-SUMMARY_KEY = ("phase", "device_label", "method", "model", "batch_size_requested")
+SUMMARY_KEY = SUMMARY.key
 
-_CATALOG_KEEP = [
-    "architecture",
-    "pretrained_tag",
-    "family",
-    "params",
-    "num_classes",
-    "input_height",
-    "input_width",
-    "flops_per_image",
-    "macs_per_image",
-    "activations_per_image",
+# How the summary takes its columns from the tables it joins: the registry says (tables.py).
+_PROFILE_RENAME = SUMMARY.renamed("profile")  # is_estimate -> energy_is_estimate
+_PROFILE_DROP = [
+    c for c in PROFILE_COLUMNS if c not in SUMMARY_COLUMNS and c not in _PROFILE_RENAME
 ]
-# The catalog counts the deploy form (tables.CATALOG_COLUMNS); a row measured as built
-# (`reparameterized` False: a method with reparameterize: false, or training) takes these.
-_CATALOG_UNFUSED = {
-    c: f"{c}_unfused"
-    for c in ("params", "flops_per_image", "macs_per_image", "activations_per_image")
-}
-_CATALOG_RENAME = {"status": "catalog_status", "reason": "catalog_reason"}
-_PROFILE_DROP = ("meter_detail", "runtime_detail")  # JSON blobs: kept in the profile tables
-_ACCURACY_RENAME = {"img_size": "accuracy_img_size"}
-
-
-def _summary_columns() -> dict[str, str]:
-    cols: dict[str, str] = {"phase": "string"}
-    for c, d in PROFILE_COLUMNS.items():
-        if c in _PROFILE_DROP:
-            continue
-        cols["energy_is_estimate" if c == "is_estimate" else c] = d
-    for c in _CATALOG_KEEP:
-        cols[c] = CATALOG_COLUMNS[c]
-    for c in ("status", "reason"):
-        cols[_CATALOG_RENAME[c]] = CATALOG_COLUMNS[c]
-    for c, d in ACCURACY_COLUMNS.items():
-        if c != "model":
-            cols[_ACCURACY_RENAME.get(c, c)] = d
-    return cols
-
-
-# Declared schema: column -> pandas dtype. Units are in the names (_j, _w, _s, _img_s, _pct).
-# Energies are per image in joules; top1/top5 in percent; flops/macs/activations per image.
-SUMMARY_COLUMNS: dict[str, str] = _summary_columns()
+_CATALOG_KEEP = [c.name for c in SUMMARY.columns if c.origin == "catalog" and not c.renamed_from]
+_CATALOG_RENAME = SUMMARY.renamed("catalog")  # status, reason -> catalog_status, _reason
+_ACCURACY_RENAME = SUMMARY.renamed("accuracy")  # img_size -> accuracy_img_size
 
 
 class SummaryError(ValueError):
     """A summary table does not match the declared schema; the message lists every problem."""
-
-
-def _energy_is_estimate(profile: pd.DataFrame) -> pd.Series:
-    """is_estimate where the profile knows it, else what the meter's name says (NA: unknown)."""
-    meter = profile["meter"].astype("string")
-    by_meter = meter.str.startswith("estimate:").where(meter.fillna("") != "", pd.NA)
-    known = profile["is_estimate"].astype("boolean")
-    return known.fillna(by_meter.astype("boolean")).astype("boolean")
 
 
 def _empty(index: pd.Index, dtype: str) -> pd.Series:
@@ -123,9 +92,9 @@ def _counts_of_measured_form(out: pd.DataFrame) -> pd.DataFrame:
     the catalog's. A catalog from before the deploy form existed has no unfused counts.
     """
     as_built = (out["reparameterized"] == False).fillna(False).astype(bool)  # noqa: E712
-    for column, unfused in _CATALOG_UNFUSED.items():
+    for column, unfused in UNFUSED.items():
         out[column] = out[column].mask(as_built & out[unfused].notna(), out[unfused])
-    return out.drop(columns=list(_CATALOG_UNFUSED.values()))
+    return out.drop(columns=list(UNFUSED.values()))
 
 
 def build_summary(
@@ -150,13 +119,13 @@ def build_summary(
         raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
     prof = conform(profile.reindex(columns=list(PROFILE_COLUMNS)), PROFILE_COLUMNS)
     prof = prof.drop(columns=list(_PROFILE_DROP))
-    prof["is_estimate"] = _energy_is_estimate(prof)
-    prof = prof.rename(columns={"is_estimate": "energy_is_estimate"})
+    prof["is_estimate"] = energy_is_estimate(prof)
+    prof = prof.rename(columns=_PROFILE_RENAME)
     prof["phase"] = prof["phase"].fillna(phase)
 
     if catalog is not None and len(catalog):
         cat = conform(catalog.reindex(columns=list(CATALOG_COLUMNS)), CATALOG_COLUMNS)
-        keep = ["model", *_CATALOG_KEEP, *_CATALOG_UNFUSED.values(), "status", "reason"]
+        keep = ["model", *_CATALOG_KEEP, *UNFUSED.values(), *_CATALOG_RENAME]
         cat = cat.drop_duplicates("model")[keep]
         cat = cat.rename(columns=_CATALOG_RENAME)
         unprofiled = cat.loc[~cat["model"].isin(prof["model"]), ["model", "catalog_reason"]]
@@ -209,6 +178,19 @@ def write_summary(df: pd.DataFrame, path: str | os.PathLike, csv_path=None) -> N
         write_table(df, csv_path, SUMMARY_COLUMNS)
 
 
+def run_summary(profile, output, *, catalog=None, accuracy=None, csv=None) -> pd.DataFrame:
+    """`joulebench summary`: join the profile, catalog and accuracy tables (paths; catalog and
+    accuracy optional), write the summary (and its CSV twin)."""
+    summary = build_summary(
+        read_table(profile),
+        read_table(catalog) if catalog else None,
+        read_table(accuracy) if accuracy else None,
+    )
+    write_summary(summary, output, csv)
+    print(f"summary: {len(summary)} rows -> {output}", file=sys.stderr)
+    return summary
+
+
 # --- values no measurement can have, and intervals that cannot go below zero -----------
 
 
@@ -230,8 +212,7 @@ def clip_ci_low(df: pd.DataFrame) -> pd.DataFrame:
     """
     out = df.copy()
     clipped = pd.Series(False, index=out.index)
-    for stem in ENERGY_STEMS:
-        col = f"{stem}_ci95_low_j"
+    for col in CI_LOW_COLUMNS:
         if col not in out.columns:
             continue
         low = pd.to_numeric(out[col], errors="coerce")
@@ -258,11 +239,10 @@ def _rule_problems(df: pd.DataFrame):
             v = values(col)
             rule = "must be > 0 (negative, zero and infinite values are impossible)"
             yield col, rule, v.notna() & ~(np.isfinite(v) & (v > 0))
-    for stem in ENERGY_STEMS:
-        for col in (f"{stem}_std_j", f"{stem}_cv"):
-            if col in df.columns:
-                v = values(col)
-                yield col, "must not be negative", v.notna() & ~(v >= 0)
+    for col in SPREAD_COLUMNS:
+        if col in df.columns:
+            v = values(col)
+            yield col, "must not be negative", v.notna() & ~(v >= 0)
     for col in ("power_mean_w", "idle_power_w"):
         if col in df.columns:
             v = values(col)

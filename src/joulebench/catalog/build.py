@@ -2,8 +2,8 @@
 
 Models are built with random weights (nothing is downloaded). Many models run in one
 process, because a process per model would pay seconds of imports each. Counts are of the
-deploy form (timm's re-parameterisation, joulebench.catalog.deploy_form) where it differs from the
-model as built, whose counts are kept in the `*_unfused` columns.
+deploy form (timm's re-parameterisation, joulebench.catalog.deploy_form) where it differs
+from the model as built, whose counts are kept in the `*_unfused` columns (tables.UNFUSED).
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterable
 import pandas as pd
 
 from joulebench.catalog.models import split_name
-from joulebench.tables import CATALOG_COLUMNS
-
-REASON_MAX_CHARS = 500
+from joulebench.catalog.workloads import FAMILY, is_workload, load_workload, workload_name
+from joulebench.tables import CATALOG_COLUMNS, UNFUSED, short_reason, write_table
 
 
 def _family(arch: str) -> str:
@@ -27,20 +26,7 @@ def _family(arch: str) -> str:
     return model_entrypoint(arch).__module__.rsplit(".", 1)[-1]
 
 
-def _short_reason(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip().replace("\n", " ")
-    return text[:REASON_MAX_CHARS]
-
-
-# Counts of the model as built; the main columns hold the deploy form's
-# (joulebench.catalog.deploy_form).
-UNFUSED_COLUMNS = {
-    c: f"{c}_unfused"
-    for c in ("params", "flops_per_image", "macs_per_image", "activations_per_image")
-}
-
-
-def _counted(model, input_size, device) -> dict:
+def counted(model, input_size, device) -> dict:
     from joulebench.catalog.counting import count
 
     counts = count(model, input_size, device=device)
@@ -67,15 +53,15 @@ def _build_and_count(name: str, device: str):
     model.eval()
     data_cfg = timm.data.resolve_model_data_config(model)
     input_size = tuple(data_cfg["input_size"])
-    unfused = _counted(model, input_size, device)
+    unfused = counted(model, input_size, device)
     try:
         model, changed = to_deploy_form(model)
     except Exception as exc:
         if device == "meta":
             raise  # a real CPU tensor may fuse where meta cannot
         # the counts as built stand; the row says why
-        return model, data_cfg, unfused, None, f"reparameterize failed: {_short_reason(exc)}"
-    return model, data_cfg, unfused, _counted(model, input_size, device) if changed else None, ""
+        return model, data_cfg, unfused, None, f"reparameterize failed: {short_reason(exc)}"
+    return model, data_cfg, unfused, counted(model, input_size, device) if changed else None, ""
 
 
 def blank_row(model: str, architecture: str, pretrained_tag: str) -> dict:
@@ -105,7 +91,7 @@ def catalog_row(name: str) -> dict:
     try:
         row["family"] = _family(arch)
     except Exception as exc:  # an architecture timm does not know
-        row.update(status="failed", reason=_short_reason(exc), family="")
+        row.update(status="failed", reason=short_reason(exc), family="")
         return row
 
     errors = []
@@ -114,9 +100,9 @@ def catalog_row(name: str) -> dict:
             model, data_cfg, unfused, fused, why_unfused = _build_and_count(name, device)
             break
         except Exception as exc:
-            errors.append(f"{device}: {_short_reason(exc)}")
+            errors.append(f"{device}: {short_reason(exc)}")
     else:
-        row.update(status="failed", reason=" | ".join(errors)[:REASON_MAX_CHARS])
+        row.update(status="failed", reason=short_reason(" | ".join(errors)))
         row["count_duration_s"] = time.perf_counter() - start
         return row
 
@@ -134,12 +120,50 @@ def catalog_row(name: str) -> dict:
         std=[float(v) for v in data_cfg["std"]],
         reparameterized=fused is not None,
         **(fused or unfused),
-        **{UNFUSED_COLUMNS[c]: v for c, v in unfused.items()},
+        **{UNFUSED[c]: v for c, v in unfused.items()},
         count_duration_s=time.perf_counter() - start,
     )
     reasons = [f"meta failed, counted on cpu ({errors[0]})"] if errors else []
     reasons += [why_unfused] if why_unfused else []
-    row["reason"] = "; ".join(reasons)[:REASON_MAX_CHARS]  # the row is ok all the same
+    row["reason"] = short_reason("; ".join(reasons))  # the row is ok all the same
+    return row
+
+
+def workload_row(name: str, entry: str) -> dict:
+    """A catalog row (CATALOG_COLUMNS) for a custom workload, counted on the CPU.
+
+    Nothing is known of its preprocessing, so crop, interpolation, mean and std stay empty.
+    A failure (file, function, counting) becomes a row with status "failed" and the reason.
+    """
+    from joulebench.catalog.counting import count
+
+    row = {**blank_row(name, name, ""), "family": FAMILY}
+    start = time.perf_counter()
+    try:
+        model, spec = load_workload(entry)
+        model.eval()
+        params = sum(p.numel() for p in model.parameters())
+        counts = count(model, spec.input_size, device="cpu")
+    except Exception as exc:
+        row.update(
+            status="failed",
+            reason=short_reason(exc),
+            count_duration_s=time.perf_counter() - start,
+        )
+        return row
+    channels, height, width = spec.input_size
+    row.update(
+        count_device="cpu",
+        num_classes=spec.num_classes,
+        params=params,
+        input_channels=channels,
+        input_height=height,
+        input_width=width,
+        flops_per_image=float(counts.flops),
+        macs_per_image=float(counts.macs),
+        activations_per_image=float(counts.activations),
+        count_duration_s=time.perf_counter() - start,
+    )
     return row
 
 
@@ -151,9 +175,6 @@ def build_catalog(
     A custom workload comes as its entry (`name=path.py:function`, docs/workloads.md).
     """
     import warnings
-
-    from joulebench.catalog.workloads import catalog_row as workload_row
-    from joulebench.catalog.workloads import is_workload, workload_name
 
     models = list(models)
     rows = []
@@ -167,9 +188,9 @@ def build_catalog(
                 row = {c: None for c in CATALOG_COLUMNS}
                 arch, tag = split_name(name)
                 row.update(model=name, architecture=arch, pretrained_tag=tag, status="failed")
-                row["reason"] = _short_reason(exc)
+                row["reason"] = short_reason(exc)
                 traceback.print_exc()
-        for column, unfused in UNFUSED_COLUMNS.items():  # custom workloads: as given
+        for column, unfused in UNFUSED.items():  # custom workloads: as given
             if row.get(unfused) is None:
                 row[unfused] = row.get(column)
         rows.append(row)
@@ -181,3 +202,22 @@ def build_catalog(
             detail = row["reason"]
         log(f"[{i}/{len(models)}] {name}: {row['status']} {detail}")
     return pd.DataFrame(rows, columns=list(CATALOG_COLUMNS))
+
+
+def run_catalog(
+    models: Iterable[str], output, *, models_file: str | None = None, threads: int = 1
+) -> pd.DataFrame:
+    """`joulebench catalog`: the rows of `models` (and of a file with one name per line),
+    counted with `threads` torch CPU threads, written to `output`."""
+    import torch
+
+    torch.set_num_threads(threads)
+    models = list(models)
+    if models_file:
+        with open(models_file) as fh:
+            models += [line.strip() for line in fh if line.strip()]
+    df = build_catalog(models)
+    write_table(df, output, CATALOG_COLUMNS)
+    failed = int((df["status"] != "ok").sum())
+    print(f"catalog: {len(df)} models, {failed} failed -> {output}", file=sys.stderr)
+    return df

@@ -18,7 +18,6 @@ import importlib
 import importlib.util
 import re
 import sys
-import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -26,7 +25,6 @@ from pathlib import Path
 TIMM_PREFIXES = ("hf-hub", "hf_hub", "local-dir", "timm")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.\-]+")
 FAMILY = "custom"  # the catalog's `family` of every custom workload
-REASON_MAX_CHARS = 500
 
 
 class WorkloadError(ValueError):
@@ -206,39 +204,3 @@ def load_workload(entry: str):
     except WorkloadError as exc:
         raise WorkloadError(f"workload '{entry}': {exc}") from None
     return model, spec
-
-
-def catalog_row(name: str, entry: str) -> dict:
-    """A catalog row (CATALOG_COLUMNS) for a custom workload, counted on the CPU.
-
-    Nothing is known of its preprocessing, so crop, interpolation, mean and std stay empty.
-    A failure (file, function, counting) becomes a row with status "failed" and the reason.
-    """
-    from joulebench.catalog.build import blank_row
-    from joulebench.catalog.counting import count
-
-    row = {**blank_row(name, name, ""), "family": FAMILY}
-    start = time.perf_counter()
-    try:
-        model, spec = load_workload(entry)
-        model.eval()
-        params = sum(p.numel() for p in model.parameters())
-        counts = count(model, spec.input_size, device="cpu")
-    except Exception as exc:
-        reason = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:REASON_MAX_CHARS]
-        row.update(status="failed", reason=reason, count_duration_s=time.perf_counter() - start)
-        return row
-    channels, height, width = spec.input_size
-    row.update(
-        count_device="cpu",
-        num_classes=spec.num_classes,
-        params=params,
-        input_channels=channels,
-        input_height=height,
-        input_width=width,
-        flops_per_image=float(counts.flops),
-        macs_per_image=float(counts.macs),
-        activations_per_image=float(counts.activations),
-        count_duration_s=time.perf_counter() - start,
-    )
-    return row

@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -716,3 +718,46 @@ def rapl_rows(meter, probe_s: float = 0.3) -> list[Row]:
             f"max_energy_range {zone.max_energy_range_uj / 1e6:.0f} J at {power_w:.1f} W",
         ),
     ]
+
+
+# ------------------------------------------------------------------ the command
+
+
+def run_check(
+    device: str = "cpu",
+    *,
+    quick: bool = False,
+    idle_s: float | None = None,
+    meter: str | None = None,
+    tdp_w: float | None = None,
+    output=None,
+    progress=None,
+) -> tuple[dict, Path]:
+    """`joulebench check`: check `device` (cpu, cuda or cuda:N), write the report (default
+    results/check/<device>.json); returns the report and where it went. A device that
+    cannot be measured raises MeterUnavailable; a bad option, ConfigError."""
+    from joulebench.measure.check_report import report_path, write_report
+    from joulebench.study import ConfigError
+
+    device = "cuda:0" if device == "cuda" else device
+    if not re.fullmatch(r"cpu|cuda:\d+", device):
+        raise ConfigError(f"check: --device must be cpu, cuda or cuda:N, not {device!r}")
+    settings = CheckSettings.quick() if quick else CheckSettings()
+    if idle_s is not None:
+        if not 0 < idle_s <= 3600:
+            raise ConfigError("check: --idle-s must be in (0, 3600]")
+        settings.idle_s = idle_s
+    if device == "cpu":
+        options = {"tdp_w": tdp_w} if tdp_w else {}
+        report = check_cpu(settings, progress, prefer=meter, **options)
+    else:
+        import torch
+
+        from joulebench.measure.check_targets import TorchGpuTarget
+        from joulebench.measure.meters import MeterUnavailable
+
+        if not torch.cuda.is_available():
+            raise MeterUnavailable("no-device", "torch sees no CUDA device")
+        report = check_gpu(TorchGpuTarget(device), settings, progress)
+    data = report.as_dict()
+    return data, write_report(data, output or report_path(device))

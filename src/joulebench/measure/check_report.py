@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from joulebench.measure.provenance import utc_now
+from joulebench.tables import CHECK, CHECK_RESULTS, atomic_write, is_estimate_meter
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 STATUSES = (PASS, WARN, FAIL, SKIP)
@@ -78,16 +79,16 @@ class CheckReport:
             "start_time_utc": self.start_time_utc,
             "duration_s": self.duration_s,
             "meter": self.meter.get("meter", ""),
-            "is_estimate": bool(str(self.meter.get("meter", "")).startswith("estimate")),
+            "is_estimate": is_estimate_meter(self.meter.get("meter", "")),
             "meter_detail": _jsonable(self.meter),
             "sensor": _jsonable(self.sensor),
             "protocol": _jsonable(self.protocol),
-            "software": _software(),
+            "software": software_versions(),
             "results": [asdict(r) for r in self.rows],
         }
 
 
-def _software() -> dict:
+def software_versions() -> dict:
     """Versions that matter to a check, without importing torch or timm for a CPU check."""
     import platform
     import socket
@@ -136,21 +137,8 @@ REPORT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "joulebench check report",
     "type": "object",
-    "required": [
-        "schema_version",
-        "check_id",
-        "device",
-        "device_name",
-        "verdict",
-        "start_time_utc",
-        "duration_s",
-        "meter",
-        "is_estimate",
-        "sensor",
-        "protocol",
-        "software",
-        "results",
-    ],
+    # every field of the registry's check table, but the two a CPU report may lack
+    "required": [c for c in CHECK.names if c not in ("uuid", "meter_detail")],
     "properties": {
         "schema_version": {"const": SCHEMA_VERSION},
         "check_id": {"type": "string", "pattern": r"^[A-Za-z0-9_.-]+$"},
@@ -190,7 +178,7 @@ REPORT_SCHEMA = {
             "minItems": 1,
             "items": {
                 "type": "object",
-                "required": ["group", "name", "status", "value", "unit", "target", "detail"],
+                "required": CHECK_RESULTS.names,
                 "additionalProperties": False,
                 "properties": {
                     "group": {"type": "string"},
@@ -225,11 +213,9 @@ def report_path(device: str, check_dir: str | Path = CHECK_DIR) -> Path:
 
 def write_report(report: dict, path: str | Path) -> Path:
     """Validate, then write atomically (temp file + rename)."""
-    from joulebench.tables import write_text
-
     validate_report(report)
-    write_text(json.dumps(report, indent=2, allow_nan=False) + "\n", path)
-    return Path(path)
+    text = json.dumps(report, indent=2, allow_nan=False) + "\n"
+    return atomic_write(path, lambda tmp: Path(tmp).write_text(text))
 
 
 def latest_check(device: str, check_dir: str | Path = CHECK_DIR) -> dict | None:

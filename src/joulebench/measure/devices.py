@@ -199,7 +199,7 @@ def _meter_info(
         meter, reasons = select_meter("cpu", **(meter_options or {}))
         with meter:
             info.meter = meter.name
-        info.not_better = [_short_reason(r) for r in reasons]
+        info.not_better = [_readable_reason(r) for r in reasons]
         return info
     torch = torch or _load_torch()
     problem = _cuda_problem(label, device, torch)
@@ -227,7 +227,7 @@ def _meter_info(
     return info
 
 
-def _short_reason(reason: str) -> str:
+def _readable_reason(reason: str) -> str:
     """'rapl: missing: /sys/class/powercap does not exist: ...' -> one readable line."""
     name, _, rest = reason.partition(": ")
     code, _, text = rest.partition(": ")
@@ -264,6 +264,14 @@ def check_devices(devices: dict[str, str], *, torch=None, nvml=None) -> list[str
     return [problem for info in infos for problem in info.problems]
 
 
+def require_measurable(label: str, device: str, *, torch=None, nvml=None) -> None:
+    """Raise DeviceError saying what is missing when `device` cannot be measured here (one
+    line, no traceback): what measuring commands check first."""
+    problems = check_devices({label: device}, torch=torch, nvml=nvml)
+    if problems:
+        raise DeviceError("\n".join(problems))
+
+
 def format_devices(infos: list[DeviceInfo], why_not: str = "", spec=AUTO) -> str:
     """The table `joulebench devices` prints."""
     lines = []
@@ -287,3 +295,13 @@ def format_devices(infos: list[DeviceInfo], why_not: str = "", spec=AUTO) -> str
             lines.append(f"  not better: {first}")
             lines += [f"    {line.strip()}" for line in rest if line.strip()]
     return "\n".join(lines)
+
+
+def devices_for(configfile: str | None = None) -> tuple[str, bool]:
+    """`joulebench devices`: (the table, whether every device can be measured) for the
+    study's devices, or for `auto` without a study file."""
+    from joulebench.study import load_study
+
+    spec = load_study(configfile)["devices"] if configfile else AUTO
+    infos, why_no_gpu = describe_devices(spec)
+    return format_devices(infos, why_no_gpu, spec), not any(info.problems for info in infos)

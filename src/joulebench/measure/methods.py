@@ -20,6 +20,18 @@ RUNTIMES = ("pytorch", "onnxruntime", "tensorrt")
 # builds fp16 kernels from that same graph when asked (its trt_fp16_enable option).
 RUNTIME_PRECISIONS = {"onnxruntime": ("fp32",), "tensorrt": ("fp32", "fp16")}
 DEFAULT_OPSET = 18
+# Methods known by name: `joulebench profile --method` (a study names its own in `methods:`).
+PRESETS: dict[str, dict] = {
+    "fp32": {"precision": "fp32"},
+    "fp16-amp": {"precision": "fp16"},
+    "bf16": {"precision": "bf16"},
+    "fp32-channels-last": {"precision": "fp32", "channels_last": True},
+    "fp16-amp-channels-last": {"precision": "fp16", "channels_last": True},
+    "fp32-compile": {"precision": "fp32", "compile": "default"},
+    "ort": {"runtime": "onnxruntime"},
+    "trt": {"runtime": "tensorrt"},
+    "trt-fp16": {"runtime": "tensorrt", "precision": "fp16"},
+}
 
 
 @dataclass(frozen=True)

@@ -18,21 +18,30 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
 from joulebench.analysis.plan import Eta, config_estimate_s
-from joulebench.measure.methods import Method
+from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
 from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured
 from joulebench.measure.train import TrainSpec
+from joulebench.tables import (
+    INPUT_KINDS,
+    PHASES,
+    PROFILE_COLUMNS,
+    REPEAT_TABLE_COLUMNS,
+    TRACE_TABLE_COLUMNS,
+    conform,
+    empty_frame,
+    read_table,
+    short_reason,
+    write_table,
+)
 
-REASON_MAX_CHARS = 500
-PHASES = ("inference", "train")
-INPUT_KINDS = ("random", "zeros")  # GPUs spend less energy on zeros: random is the default
 DEFAULT_ONNX_CACHE = "data/onnx"
 FLAG_LOSS_NOT_FINITE = "train_loss_not_finite"
 SEED = 0  # random weights and batches: every method and runtime of a model sees the same
@@ -42,7 +51,11 @@ OOM_PHRASES = ("out of memory", "can't allocate memory", "not enough memory", "f
 
 @dataclass
 class ProfileJob:
-    """Everything one profile process needs; built from the config by the CLI."""
+    """Everything one profile process needs; `from_spec` builds it from the config.
+
+    Defaults equal the schema's (workflow/schemas/config.schema.yaml; tests/test_config.py
+    checks it): a spec that leaves a key out gets the same job as the workflow would.
+    """
 
     model: str
     device_label: str
@@ -71,6 +84,41 @@ class ProfileJob:
         unknown = [p for p in self.phases if p not in PHASES]
         if unknown or not self.phases:
             raise ValueError(f"phases must be a non-empty list of {PHASES}, got {self.phases}")
+
+    @classmethod
+    def from_spec(
+        cls,
+        model: str,
+        device_label: str,
+        spec: Mapping,
+        *,
+        idle_power_w: float = math.nan,
+        threads: int | None = None,
+    ) -> ProfileJob:
+        """A job from a profile spec: the config's keys (common.smk's get_profile_spec, or
+        `joulebench profile`'s options): torch_device, methods, batch_sizes, protocol,
+        idle_pre_s, oom_retry, meter, estimate, phases, train, workload, onnx_cache,
+        input_kind. A key left out (or null) takes the field's default."""
+        estimate = {k: v for k, v in (spec.get("estimate") or {}).items() if v is not None}
+        given = {k: spec.get(k) for k in ("idle_pre_s", "oom_retry", "meter")}
+        given = {k: v for k, v in given.items() if v is not None}
+        if "idle_pre_s" in given:
+            given["idle_pre_s"] = float(given["idle_pre_s"])
+        if "oom_retry" in given:
+            given["oom_retry"] = bool(given["oom_retry"])
+        return cls(
+            model=model,
+            device_label=device_label,
+            torch_device=spec["torch_device"],
+            methods=list(parse_methods(spec["methods"]).values()),
+            batch_sizes=[int(b) for b in spec["batch_sizes"]],
+            settings=ProtocolSettings.from_dict(spec.get("protocol")),
+            idle_power_w=idle_power_w,
+            threads=threads,
+            meter_options=estimate,
+            **given,
+            **job_fields_from_spec(spec),  # phases, train, workload, onnx_cache, input_kind
+        )
 
     def configs(self) -> list[tuple[str, Method, int]]:
         """(phase, method, batch size) in the order they are measured."""
@@ -111,10 +159,6 @@ def is_oom(exc: BaseException) -> bool:
         return True
     text = str(exc).lower()
     return any(phrase in text for phrase in OOM_PHRASES)
-
-
-def _short(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}".replace("\n", " ")[:REASON_MAX_CHARS]
 
 
 def _sync_for(torch_device: str) -> Callable[[], None]:
@@ -195,7 +239,7 @@ def build(
             model, reparameterized = to_deploy_form(model)
         except Exception as exc:
             raise RuntimeError(
-                f"timm's reparameterize_model failed ({_short(exc)}); set reparameterize: "
+                f"timm's reparameterize_model failed ({short_reason(exc)}); set reparameterize: "
                 f"false on method {method.name} to measure the model as built"
             ) from exc
     model = model.to(torch_device)
@@ -297,7 +341,7 @@ def measure_config(
     except NotMeasured as exc:
         return Outcome(exc.status, exc.reason, fields=exc.fields)
     except Exception as exc:
-        return Outcome("oom" if is_oom(exc) else "build-error", _short(exc))
+        return Outcome("oom" if is_oom(exc) else "build-error", short_reason(exc))
     finally:
         _free_memory(job.torch_device)  # a freed PyTorch model (exported runtimes) leaves
 
@@ -315,14 +359,14 @@ def measure_config(
         meter_info = {**meter.describe(), "meter_reasons": reasons}
         return Outcome("ok", "", result, meter_info, {**runner.fields, **runner.finish()})
     except Exception as exc:
-        return Outcome("oom" if is_oom(exc) else "error", _short(exc))
+        return Outcome("oom" if is_oom(exc) else "error", short_reason(exc))
     finally:
         meter.close()
         runner = None  # free before the next configuration
         _free_memory(job.torch_device)
 
 
-def _config_fields(job: ProfileJob, phase: str, method: Method) -> dict:
+def config_fields(job: ProfileJob, phase: str, method: Method) -> dict:
     """Row fields that describe a configuration, whatever its outcome."""
     train = phase == "train"
     return {
@@ -396,7 +440,7 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
         row = {
             **base,
             **key,
-            **_config_fields(job, phase, method),
+            **config_fields(job, phase, method),
             "precision": method.precision,
             "autocast": method.autocast,
             "channels_last": method.channels_last,
@@ -409,7 +453,7 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
         }
         result = outcome.result
         if result is not None:
-            row.update(_summary_fields(result, outcome.meter_info))
+            row.update(result_fields(result, outcome.meter_info))
             if not math.isfinite(row.get("train_loss_last", 0.0)):
                 row["flags"] = ";".join(f for f in (row["flags"], FLAG_LOSS_NOT_FINITE) if f)
             repeats.append(result.repeats.assign(**base_key(job, key, phase)))
@@ -425,8 +469,6 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
         rows.append(row)
         log(f"[{i}/{len(configs)}] {job.model} {label} bs{batch_size}: {outcome.status} {detail}")
     log(f"{job.model}: {len(configs)} configurations in {eta.elapsed()}")
-
-    from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, TRACE_TABLE_COLUMNS
 
     frame = pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS))
     return ProfileOutput(
@@ -446,17 +488,17 @@ def base_key(job: ProfileJob, key: dict, phase: str = "inference") -> dict:
 
 
 def _concat(frames: list[pd.DataFrame], columns: dict) -> pd.DataFrame:
-    from joulebench.tables import conform, empty_frame
-
     if not frames:
         return empty_frame(columns)
     return conform(pd.concat(frames, ignore_index=True).reindex(columns=list(columns)), columns)
 
 
-def _summary_fields(result, meter_info: dict) -> dict:
+def result_fields(result, meter_info: dict) -> dict:
+    """Row fields of a finished measurement: the protocol's summary (every key of it that is a
+    profile column), the first and last window's device state, and the meter's provenance."""
     s = result.summary
     first, last = result.repeats.iloc[0], result.repeats.iloc[-1]
-    fields_ = {k: s[k] for k in SUMMARY_KEYS}
+    fields_ = {k: v for k, v in s.items() if k in PROFILE_COLUMNS}
     fields_.update(
         start_temperature_c=first["start_temperature_c"],
         end_temperature_c=last["end_temperature_c"],
@@ -471,33 +513,89 @@ def _summary_fields(result, meter_info: dict) -> dict:
     return fields_
 
 
-SUMMARY_KEYS = [
-    "meter",
-    "is_estimate",
-    "repeats",
-    "images",
-    "measured_s",
-    "warmup_iters",
-    "warmup_s",
-    "warmup_steady",
-    "idle_power_w",
-    "energy_per_image_j",
-    "energy_per_image_std_j",
-    "energy_per_image_cv",
-    "energy_per_image_ci95_low_j",
-    "energy_per_image_ci95_high_j",
-    "dynamic_energy_per_image_j",
-    "dynamic_energy_per_image_std_j",
-    "dynamic_energy_per_image_cv",
-    "dynamic_energy_per_image_ci95_low_j",
-    "dynamic_energy_per_image_ci95_high_j",
-    "throughput_img_s",
-    "throughput_img_s_cv",
-    "latency_ms_mean",
-    "latency_ms_p50",
-    "latency_ms_p95",
-    "power_mean_w",
-    "power_max_w",
-    "trace_disagreement_max",
-    "flags",
-]
+# --- the commands: one workflow job, and one model measured now ------------------------------
+
+
+def run_job(
+    model: str,
+    device_label: str,
+    spec: Mapping,
+    *,
+    idle: str | None,
+    threads: int | None,
+    output,
+    repeats_output,
+    trace_output,
+) -> ProfileOutput:
+    """One workflow job (`joulebench profile-job`): every configuration of one model on one
+    device, written as its rows, repeats and trace tables. The rows file is written last:
+    it is the job's "done" marker."""
+    from joulebench.measure.devices import require_measurable
+
+    require_measurable(device_label, spec["torch_device"])
+    idle_power_w = math.nan
+    if idle:
+        idle_power_w = float(read_table(idle)["idle_power_w"].iloc[0])
+    job = ProfileJob.from_spec(
+        model, device_label, spec, idle_power_w=idle_power_w, threads=threads
+    )
+    out = run_profile(job)
+    write_table(out.trace, trace_output, TRACE_TABLE_COLUMNS)
+    write_table(out.repeats, repeats_output, REPEAT_TABLE_COLUMNS)
+    write_table(out.rows, output, PROFILE_COLUMNS)
+    return out
+
+
+def profile_now(
+    entry: str,
+    *,
+    device: str = "cpu",
+    methods: list[str] = ("fp32",),
+    batch_sizes: list[int] = (1,),
+    repeats: int = ProtocolSettings.repeats,
+    min_repeat_s: float = ProtocolSettings.min_repeat_s,
+    meter: str | None = None,
+    tdp_w: float | None = None,
+    threads: int | None = None,
+    phases: list[str] = ("inference",),
+    optimizer: str = TrainSpec.optimizer,
+    onnx_cache: str = DEFAULT_ONNX_CACHE,
+    input_kind: str = INPUT_KINDS[0],
+) -> pd.DataFrame:
+    """`joulebench profile`: measure one model (a timm name or a workload entry) now, with the
+    method presets (methods.PRESETS) and a protocol of `repeats` windows of `min_repeat_s`."""
+    from joulebench.catalog.models import resolve_models
+    from joulebench.catalog.workloads import is_workload
+    from joulebench.measure.devices import require_measurable
+
+    require_measurable(device, device)
+    model = resolve_models([entry])[0]
+    spec = {
+        "torch_device": device,
+        "methods": {m: PRESETS[m] for m in methods},
+        "batch_sizes": list(batch_sizes),
+        "protocol": {"repeats": repeats, "min_repeat_s": min_repeat_s},
+        "meter": meter,
+        "estimate": {"tdp_w": tdp_w},
+        "phases": list(phases),
+        "train": {"optimizer": optimizer},
+        "workload": entry if is_workload(entry) else None,
+        "onnx_cache": onnx_cache,
+        "input_kind": input_kind,
+    }
+    job = ProfileJob.from_spec(model, device.replace(":", ""), spec, threads=threads)
+    return run_profile(job).rows
+
+
+def format_rows(rows: pd.DataFrame) -> str:
+    """The short table `joulebench profile` prints, with a line when energy is estimated."""
+    table = rows[["model", "phase", "method", "batch_size", "status", "meter"]].copy()
+    table["mJ/image"] = rows["energy_per_image_j"] * 1e3
+    table["CI95 mJ"] = (rows["energy_per_image_ci95_high_j"] - rows["energy_per_image_j"]) * 1e3
+    table["CV %"] = rows["energy_per_image_cv"] * 100
+    table["img/s"] = rows["throughput_img_s"]
+    table["W"] = rows["power_mean_w"]
+    text = table.to_string(index=False, float_format=lambda v: f"{v:.3g}")
+    if rows["is_estimate"].fillna(False).any():
+        text += "\nenergy is ESTIMATED (no hardware counter readable); see meter_reasons."
+    return text

@@ -40,35 +40,10 @@ import pandas as pd
 
 from joulebench.analysis.stats import spread
 from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
+from joulebench.tables import WINDOW
 
-#: Columns of `ProtocolResult.repeats`, one row per repeat (units in the names).
-REPEAT_COLUMNS = [
-    "repeat",  # 0-based index
-    "batches",
-    "images",
-    "duration_s",  # protocol clock, from the sync before the first step to the last sync
-    # (phase_shift_s included); throughput and latency use duration_s - phase_shift_s
-    "meter_duration_s",  # the meter's own window, which the energy covers
-    "energy_j",  # the meter's counter (or estimate)
-    "energy_trace_j",  # the power trace integrated, a cross-check
-    "idle_power_w",
-    "energy_per_image_j",  # (energy - idle power * phase_shift_s) / images
-    "dynamic_energy_per_image_j",  # (energy - idle power * duration) / images
-    "throughput_img_s",
-    "latency_ms_mean",  # duration / batches
-    "latency_ms_p50",  # only with per_step_timing, else NaN
-    "latency_ms_p95",
-    "power_mean_w",
-    "power_max_w",
-    "trace_disagreement",  # |energy_j - energy_trace_j| / energy_j
-    "start_temperature_c",
-    "end_temperature_c",
-    "start_sm_clock_mhz",
-    "end_sm_clock_mhz",
-    "pause_before_s",
-    "phase_shift_s",  # idle delays inside the window (sensor phase shifts), in duration_s
-    "flags",  # ";"-joined
-]
+#: Columns of `ProtocolResult.repeats`, one row per repeat (declared in tables.WINDOW).
+REPEAT_COLUMNS = [c.name for c in WINDOW]
 
 #: Columns of `ProtocolResult.trace`: the meter's trace of every repeat, stacked.
 PROTOCOL_TRACE_COLUMNS = ["repeat", *TRACE_COLUMNS]
@@ -181,9 +156,6 @@ class ProtocolResult:
     summary: dict
     trace: pd.DataFrame  # PROTOCOL_TRACE_COLUMNS
     warmup: WarmupResult
-
-    def summary_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([self.summary])
 
 
 def _run_steps(step: Callable[[], object], n: int) -> None:
@@ -356,7 +328,7 @@ def _unique(items) -> list[str]:
     return list(dict.fromkeys(i for i in items if i))
 
 
-def _repeat_row(
+def repeat_row(
     index,
     reading: Reading,
     batches,
@@ -414,7 +386,7 @@ def _nanmax(values) -> float:
     return float(x.max()) if x.size else math.nan
 
 
-def _summary(repeats: pd.DataFrame, step_ms, warmup, meter, images_per_step, idle_power_w, flags):
+def summarize(repeats: pd.DataFrame, step_ms, warmup, meter, images_per_step, idle_power_w, flags):
     summary = {
         "meter": meter.name,
         "is_estimate": bool(meter.is_estimate),
@@ -428,15 +400,24 @@ def _summary(repeats: pd.DataFrame, step_ms, warmup, meter, images_per_step, idl
         "warmup_steady": warmup.steady,
         "idle_power_w": float(idle_power_w),
     }
-    for column in ("energy_per_image_j", "dynamic_energy_per_image_j"):
-        s = spread(repeats[column])
-        stem = column.removesuffix("_j")
-        summary[column] = s.mean
-        summary[f"{stem}_std_j"] = s.std
-        summary[f"{stem}_cv"] = s.cv
-        summary[f"{stem}_ci95_low_j"] = s.ci95_low
-        summary[f"{stem}_ci95_high_j"] = s.ci95_high
-        summary[f"{stem}_ci95_rel"] = s.ci95_rel
+    total = spread(repeats["energy_per_image_j"])
+    summary.update(
+        energy_per_image_j=total.mean,
+        energy_per_image_std_j=total.std,
+        energy_per_image_cv=total.cv,
+        energy_per_image_ci95_low_j=total.ci95_low,
+        energy_per_image_ci95_high_j=total.ci95_high,
+        energy_per_image_ci95_rel=total.ci95_rel,
+    )
+    dynamic = spread(repeats["dynamic_energy_per_image_j"])
+    summary.update(
+        dynamic_energy_per_image_j=dynamic.mean,
+        dynamic_energy_per_image_std_j=dynamic.std,
+        dynamic_energy_per_image_cv=dynamic.cv,
+        dynamic_energy_per_image_ci95_low_j=dynamic.ci95_low,
+        dynamic_energy_per_image_ci95_high_j=dynamic.ci95_high,
+        dynamic_energy_per_image_ci95_rel=dynamic.ci95_rel,
+    )
     summary["throughput_img_s"] = float(repeats["throughput_img_s"].mean())
     summary["throughput_img_s_cv"] = spread(repeats["throughput_img_s"]).cv
     summary["latency_ms_mean"] = float(repeats["latency_ms_mean"].mean())
@@ -452,7 +433,7 @@ def _summary(repeats: pd.DataFrame, step_ms, warmup, meter, images_per_step, idl
     return summary
 
 
-def _stack_traces(traces: list[tuple[int, pd.DataFrame | None]]) -> pd.DataFrame:
+def stack_traces(traces: list[tuple[int, pd.DataFrame | None]]) -> pd.DataFrame:
     frames = []
     for index, trace in traces:
         if trace is None or len(trace) == 0:
@@ -514,7 +495,7 @@ def measure(
         )
         # the latest window is the best estimate of the step time for the next
         step_s = max(duration_s - shift_s, 1e-12) / batches
-        row = _repeat_row(
+        row = repeat_row(
             index,
             reading,
             batches,
@@ -541,10 +522,10 @@ def measure(
         flags.append(FLAG_CI_TARGET_NOT_MET)
 
     repeats = pd.DataFrame(rows, columns=REPEAT_COLUMNS)
-    summary = _summary(
+    summary = summarize(
         repeats, step_ms, warmup, meter, images_per_step, idle_power_w, _unique(flags)
     )
-    return ProtocolResult(repeats, summary, _stack_traces(traces), warmup)
+    return ProtocolResult(repeats, summary, stack_traces(traces), warmup)
 
 
 def measure_idle(

@@ -15,7 +15,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from joulebench.tables import REASON_MAX_CHARS, short_reason
+
 STATUS_SKIPPED = "skipped"
 STATUS_MISMATCH = "mismatch"
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
@@ -31,7 +32,6 @@ TENSORRT = "TensorrtExecutionProvider"
 # Largest |runtime - PyTorch| / max |PyTorch| accepted on the same batch. On CUDA both sides
 # may use TF32 for fp32 matrix products; TensorRT fp16 is compared with PyTorch's fp32.
 DEFAULT_TOLERANCE = {("fp32", "cpu"): 1e-3, ("fp32", "cuda"): 1e-2, ("fp16", "cuda"): 5e-2}
-REASON_MAX_CHARS = 500
 
 
 class NotMeasured(Exception):
@@ -39,12 +39,7 @@ class NotMeasured(Exception):
 
     def __init__(self, status: str, reason: str, fields: dict | None = None):
         super().__init__(reason)
-        self.status, self.reason, self.fields = status, reason[:REASON_MAX_CHARS], fields or {}
-
-
-def _short(exc: BaseException, max_chars: int = REASON_MAX_CHARS) -> str:
-    text = re.sub(r"\x1b\[[0-9;]*m", "", f"{type(exc).__name__}: {exc}")  # no terminal colours
-    return text.replace("\n", " ")[:max_chars]
+        self.status, self.reason, self.fields = status, short_reason(reason), fields or {}
 
 
 def _root_cause(exc: BaseException) -> BaseException:
@@ -145,7 +140,9 @@ def _export(model, x, path: Path, opset: int) -> str:
                 )
             return exporter
         except Exception as exc:
-            errors.append(f"{exporter}: {_short(_root_cause(exc), REASON_MAX_CHARS // 2 - 40)}")
+            errors.append(
+                f"{exporter}: {short_reason(_root_cause(exc), REASON_MAX_CHARS // 2 - 40)}"
+            )
             shutil.rmtree(path.parent)  # a failed export's partial files
             path.parent.mkdir()
     raise RuntimeError("ONNX export failed: " + " | ".join(errors))

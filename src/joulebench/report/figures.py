@@ -17,6 +17,7 @@ import functools
 import math
 import os
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,7 +39,7 @@ from joulebench.analysis.score import (
     row_flags,
 )
 from joulebench.analysis.summary import SUMMARY_KEY
-from joulebench.tables import _atomic
+from joulebench.tables import atomic_write, energy_is_estimate, read_table
 
 COLUMN_WIDTH_IN = 3.5
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000"]
@@ -107,7 +108,7 @@ def _save(fig: Figure, stem) -> list[Path]:
     for fmt in ("pdf", "png"):
         path = Path(f"{os.fspath(stem)}.{fmt}")  # stems may contain dots (model names)
         meta = {"CreationDate": None} if fmt == "pdf" else {"Software": "joulebench"}
-        _atomic(path, lambda tmp, f=fmt, m=meta: fig.savefig(tmp, format=f, metadata=m))
+        atomic_write(path, lambda tmp, f=fmt, m=meta: fig.savefig(tmp, format=f, metadata=m))
         paths.append(path)
     return paths
 
@@ -191,17 +192,8 @@ def group_title(row) -> str:
 
 
 def is_estimated(df: pd.DataFrame) -> pd.Series:
-    """Per row: energy from an estimate (energy_is_estimate / is_estimate, or the meter name)."""
-    for col in ("energy_is_estimate", "is_estimate"):
-        if col in df.columns:
-            flag = df[col].astype("boolean")
-            break
-    else:
-        flag = pd.Series(pd.NA, index=df.index, dtype="boolean")
-    if "meter" in df.columns:
-        by_meter = df["meter"].astype("string").fillna("").str.startswith("estimate:")
-        flag = flag.fillna(by_meter.astype("boolean")) | by_meter.astype("boolean")
-    return flag.fillna(False).astype(bool)
+    """Per row: is the energy an estimate (tables.energy_is_estimate; unknown: no)."""
+    return energy_is_estimate(df).fillna(False).astype(bool)
 
 
 def energy_base(df: pd.DataFrame) -> str:
@@ -1010,3 +1002,34 @@ def _trace_context(summary: pd.DataFrame, tc: dict) -> tuple[float | None, bool]
         return None, False
     idle = pd.to_numeric(rows["idle_power_w"], errors="coerce").iloc[0]
     return (float(idle) if pd.notna(idle) else None), bool(is_estimated(rows).iloc[0])
+
+
+def run_figures(
+    summary,
+    scores,
+    fits_dir,
+    outdir,
+    *,
+    trace_path=None,
+    group: dict | None = None,
+    trace: dict | None = None,
+    trace_table=None,
+) -> dict[str, list[Path]]:
+    """`joulebench figures`: every figure from the tables' paths (summary, scores, the fits'
+    folder, optionally a power trace) and the config's figures section: `group` and `trace`
+    pick what figures show (null keys: chosen automatically); `trace_table` is the workflow's
+    trace with from_summary, given here as `trace_path`."""
+    from joulebench.analysis.fits import read_fits
+    from joulebench.analysis.summary import read_summary
+
+    paths = render_all(
+        read_summary(summary),
+        read_table(scores),
+        read_fits(fits_dir),
+        read_table(trace_path) if trace_path else None,
+        outdir,
+        group={k: v for k, v in (group or {}).items() if v is not None},
+        trace_config={k: v for k, v in (trace or {}).items() if v is not None},
+    )
+    print(f"figures: {len(paths)} -> {outdir}", file=sys.stderr)
+    return paths

@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -29,77 +30,30 @@ import pandas as pd
 from joulebench import __version__
 from joulebench.analysis.score import GRADES, parse_grade_thresholds, score_summary
 from joulebench.analysis.summary import SUMMARY_KEY
-from joulebench.tables import _atomic
+from joulebench.tables import (
+    PAGE,
+    SUMMARY_COLUMNS,
+    atomic_write,
+    energy_is_estimate,
+    read_table,
+)
 
 DEFAULT_TITLE = "joulebench: energy and accuracy of image classifiers"
 # Relative to results/webapp/index.html: the repository's docs folder.
 DEFAULT_DOCS_HREF = "../../docs/"
 
-# Summary columns embedded in the page (and written by its CSV download), in this order.
-PAGE_SUMMARY_COLUMNS: tuple[str, ...] = (
-    *SUMMARY_KEY,
-    "batch_size",
-    "family",
-    "architecture",
-    "pretrained_tag",
-    "status",
-    "reason",
-    "flags",
-    "energy_per_image_j",
-    "energy_per_image_std_j",
-    "energy_per_image_cv",
-    "energy_per_image_ci95_low_j",
-    "energy_per_image_ci95_high_j",
-    "dynamic_energy_per_image_j",
-    "dynamic_energy_per_image_cv",
-    "dynamic_energy_per_image_ci95_low_j",
-    "dynamic_energy_per_image_ci95_high_j",
-    "throughput_img_s",
-    "latency_ms_mean",
-    "power_mean_w",
-    "idle_power_w",
-    "top1",
-    "top5",
-    "accuracy_source",
-    "accuracy_dataset",
-    "params",
-    "flops_per_image",
-    "macs_per_image",
-    "activations_per_image",
-    "input_height",
-    "input_width",
-    "repeats",
-    "images",
-    "meter",
-    "energy_is_estimate",
-    "meter_reasons",
-    "device_name",
-    "torch_device",
-    "host",
-    "weights",
-    "driver_version",
-    "cuda_version",
-    "torch_version",
-    "timm_version",
-    "start_time_utc",
+# The page's columns (tables.PAGE, which its CSV download writes too): the summary's, then
+# the scores' under their page names (the scored energy is renamed so it cannot be mistaken
+# for the summary's total energy: with energy="dynamic" it is the energy above idle).
+PAGE_COLUMNS: tuple[str, ...] = tuple(PAGE.names)
+PAGE_SUMMARY_COLUMNS: tuple[str, ...] = tuple(
+    c.name for c in PAGE.columns if c.name in SUMMARY_COLUMNS and not c.renamed_from
 )
-# Score columns embedded beside them; the scored energy is renamed so it cannot be mistaken
-# for the summary's total energy (with energy="dynamic" it is the energy above idle).
 PAGE_SCORE_COLUMNS: dict[str, str] = {
-    "energy_kind": "energy_kind",
-    "energy_per_image_j": "scored_energy_per_image_j",
-    "scored": "scored",
-    "on_front": "on_front",
-    "front_energy_per_image_j": "front_energy_per_image_j",
-    "efficiency_index": "efficiency_index",
-    "grade": "grade",
-    "top1_gap_pct": "top1_gap_pct",
-    "group_models": "group_models",
-    "reference_model": "reference_model",
-    "energy_index": "energy_index",
-    "score_note": "score_note",
+    (c.renamed_from.partition(".")[2] or c.name): c.name
+    for c in PAGE.columns
+    if c.name not in PAGE_SUMMARY_COLUMNS
 }
-PAGE_COLUMNS: tuple[str, ...] = (*PAGE_SUMMARY_COLUMNS, *PAGE_SCORE_COLUMNS.values())
 
 _ASSETS = ("page.html", "app.css", "app.js")
 # Inside <script type="application/json"> the HTML parser only looks for `</script` and
@@ -115,9 +69,9 @@ def page_table(summary: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     """One row per summary row, PAGE_COLUMNS: the summary joined with its scores by key.
 
     Rows without a score row (scores computed from another summary) keep empty scores;
-    `energy_is_estimate` is filled from the meter's name where unknown, so the page can
-    badge every estimate. `flags` are the score stage's where it gave them (they add
-    high-spread to the summary's own).
+    `energy_is_estimate` follows tables.energy_is_estimate (the meter's name where the row
+    does not say), so the page can badge every estimate. `flags` are the score stage's
+    where it gave them (they add high-spread to the summary's own).
     """
     key = list(SUMMARY_KEY)
     missing = [c for c in PAGE_SUMMARY_COLUMNS if c not in summary.columns]
@@ -129,8 +83,7 @@ def page_table(summary: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     out = left.merge(right, on=key, how="left", validate="many_to_one")
     score_flags = out.pop("_score_flags").astype("string")
     out["flags"] = score_flags.where(score_flags.notna(), out["flags"].astype("string"))
-    by_meter = out["meter"].fillna("").astype(str).str.startswith("estimate:")
-    out["energy_is_estimate"] = out["energy_is_estimate"].astype("boolean").fillna(by_meter)
+    out["energy_is_estimate"] = energy_is_estimate(out)
     return out[list(PAGE_COLUMNS)]
 
 
@@ -242,7 +195,19 @@ def build_page(
     )
     text = render_page(data, docs_href=docs_href)
     path = Path(out_path)
-    _atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    return path
+
+
+def run_webapp(summary, scores, output, *, grade_thresholds=None, **_score) -> Path:
+    """`joulebench webapp`: the page for a summary and its scores (paths), with the config's
+    score section (its grade thresholds are printed on the page; other keys do not matter)."""
+    from joulebench.analysis.summary import read_summary
+
+    path = build_page(
+        read_summary(summary), read_table(scores), output, grade_thresholds=grade_thresholds
+    )
+    print(f"web page -> {path}", file=sys.stderr)
     return path
 
 

@@ -11,16 +11,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-# Columns of a power trace (one row per sample). Missing fields are NaN.
-TRACE_COLUMNS = [
-    "t_s",  # seconds since the window began (monotonic clock)
-    "power_w",  # instantaneous power
-    "power_avg_w",  # the device's own averaged power field, where it exists
-    "sm_clock_mhz",
-    "mem_clock_mhz",
-    "temperature_c",
-    "utilization_pct",
-]
+from joulebench.tables import TRACE_SAMPLE
+
+# Columns of a power trace (one row per sample; declared in tables.TRACE_SAMPLE). Missing: NaN.
+TRACE_COLUMNS = [c.name for c in TRACE_SAMPLE]
 
 
 @dataclass

@@ -1,0 +1,72 @@
+"""The idle stage: a device's idle power baseline, which dynamic energy subtracts.
+
+One row per device (tables.IDLE), read on the same meter, with the device in the same state
+(CUDA context made, no model loaded, nothing else running) as the profile's windows
+(docs/profiling.md).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from joulebench.measure.protocol import IdleResult, measure_idle
+from joulebench.measure.provenance import device_name, software, utc_now
+from joulebench.tables import IDLE_COLUMNS, write_table
+
+DEFAULT_DURATION_S = 10.0  # idle.duration_s
+
+
+def idle_row(
+    device_label: str, torch_device: str, idle: IdleResult, reasons: list[str], started: str
+) -> dict:
+    """The idle table's row (tables.IDLE) for one idle measurement."""
+    return {
+        "device_label": device_label,
+        "torch_device": torch_device,
+        "device_name": device_name(torch_device),
+        "meter": idle.meter,
+        "is_estimate": idle.is_estimate,
+        "meter_reasons": "; ".join(reasons),
+        "idle_power_w": idle.power_w,
+        "duration_s": idle.duration_s,
+        "energy_j": idle.energy_j,
+        "flags": ";".join(idle.flags),
+        "host": software()["host"],
+        "start_time_utc": started,
+    }
+
+
+def run_idle(
+    device_label: str,
+    torch_device: str,
+    output,
+    *,
+    duration_s: float = DEFAULT_DURATION_S,
+    meter: str | None = None,
+    tdp_w: float | None = None,
+) -> dict:
+    """`joulebench idle`: measure the baseline and write it; returns the row."""
+    from joulebench.measure.devices import require_measurable
+    from joulebench.measure.meters import select_meter
+
+    if not duration_s > 0:
+        raise ValueError(f"idle: duration_s must be > 0, got {duration_s}")
+    require_measurable(device_label, torch_device)
+    if torch_device.startswith("cuda"):
+        import torch
+
+        torch.zeros(1, device=torch_device)  # the CUDA context, as during profiling
+    started = utc_now()
+    options = {"tdp_w": tdp_w} if tdp_w else {}
+    chosen, reasons = select_meter(torch_device, prefer=meter, **options)
+    with chosen:
+        idle = measure_idle(chosen, duration_s)
+    row = idle_row(device_label, torch_device, idle, reasons, started)
+    write_table(pd.DataFrame([row]), output, IDLE_COLUMNS)
+    return row
+
+
+def idle_line(row: dict) -> str:
+    """What `joulebench idle` prints: the baseline, labelled when it is an estimate."""
+    label = "estimated " if row["is_estimate"] else ""
+    return f"{row['device_label']}: {label}idle power {row['idle_power_w']:.2f} W ({row['meter']})"
