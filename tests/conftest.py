@@ -25,6 +25,20 @@ FAST_PROTOCOL = {
 }
 
 
+def cpu_study(models: list[str]) -> dict:
+    """A study of `models` on this CPU with the fast protocol: one catalog job, fp32, batch 1."""
+    return {
+        "models": models,
+        "catalog": {"models_per_job": len(models)},
+        "devices": {"cpu": "cpu"},
+        "methods": {"fp32": {"precision": "fp32"}},
+        "batch_sizes": [1],
+        "protocol": FAST_PROTOCOL,
+        "profile": {"idle_pre_s": 0.1},
+        "idle": {"duration_s": 0.5},
+    }
+
+
 def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 600, env=None):
     """Run the repository's workflow with `workdir` as working directory; return the result."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]

@@ -107,3 +107,140 @@ def test_from_summary_must_exist(run_workflow):
     result = run_workflow({"from_summary": "/nonexistent/summary.parquet"}, "-n")
     assert result.returncode != 0
     assert "no such file: /nonexistent/summary.parquet" in result.stdout + result.stderr
+
+
+# --- one path from config to objects: the schema's defaults are the code's ---------------------
+
+
+def _schema_defaults(section: str | None = None) -> dict:
+    """key -> default of the schema's top level, or of one section."""
+    schema = yaml.safe_load(Path(SCHEMA).read_text())
+    props = schema["properties"]
+    if section is not None:
+        props = props[section]["properties"]
+    return {k: v["default"] for k, v in props.items() if "default" in v}
+
+
+def _plain(value):
+    """Tuples as lists and mappings as dicts, for comparing with YAML."""
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _keyword_defaults(func) -> dict:
+    import inspect
+
+    params = inspect.signature(func).parameters.values()
+    return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+
+def test_objects_built_from_the_schema_equal_the_code_defaults():
+    from joulebench.measure.methods import Method, parse_methods
+    from joulebench.measure.profile import ProfileJob
+    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.measure.train import TrainSpec
+
+    assert ProtocolSettings.from_dict(_schema_defaults("protocol")) == ProtocolSettings()
+    assert TrainSpec.from_dict(_schema_defaults("train")) == TrainSpec()
+    schema = yaml.safe_load(Path(SCHEMA).read_text())
+    method = schema["properties"]["methods"]["additionalProperties"]["properties"]
+    method = {k: v["default"] for k, v in method.items()}
+    assert parse_methods({"m": method})["m"] == Method("m")
+    top = _schema_defaults()
+    full = {
+        "torch_device": "cpu",
+        "methods": top["methods"],
+        "batch_sizes": top["batch_sizes"],
+        "protocol": _schema_defaults("protocol"),
+        "phases": top["phases"],
+        "train": _schema_defaults("train"),
+        **_schema_defaults("profile"),
+        "onnx_cache": _schema_defaults("profile")["onnx_cache"],
+        "estimate": {"tdp_w": None},
+    }
+    minimal = {"torch_device": "cpu", "methods": top["methods"], "batch_sizes": [1]}
+    assert ProfileJob.from_spec("m", "cpu", full) == ProfileJob.from_spec("m", "cpu", minimal)
+
+
+@pytest.mark.parametrize(
+    ("section", "func_path", "also"),
+    [
+        ("score", "joulebench.analysis.score.score_summary", ()),
+        ("fits", "joulebench.analysis.fits.run_fits", ()),
+        ("figures", "joulebench.report.figures.run_figures", ()),
+        ("reference", "joulebench.accuracy.reference.load_tables", ("cache_dir",)),
+        ("accuracy", "joulebench.accuracy.measured.measure_models", ()),
+    ],
+)
+def test_stage_function_defaults_equal_the_schema(section, func_path, also):
+    """Every key of the section is a keyword of the function its command calls (so the rule's
+    JSON is accepted whole), and each default is the schema's (None: chosen the same way)."""
+    import importlib
+    import inspect
+
+    module, _, name = func_path.rpartition(".")
+    func = getattr(importlib.import_module(module), name)
+    params = inspect.signature(func).parameters
+    keywords = [p for p in params.values() if p.kind is p.KEYWORD_ONLY or p.name in also]
+    schema = _schema_defaults(section)
+    assert set(schema) <= {p.name for p in keywords}, set(schema) - set(params)
+    code = _keyword_defaults(func)
+    for key, default in schema.items():
+        if key == "grade_thresholds":  # None means the default thresholds
+            from joulebench.analysis.score import parse_grade_thresholds
+
+            assert list(parse_grade_thresholds(code[key]).values()) == default
+        elif code[key] is None and isinstance(default, dict):
+            assert all(v is None for v in default.values()), (key, default)  # nothing chosen
+        else:
+            assert _plain(code[key]) == default, (section, key, code[key], default)
+
+
+def test_command_option_defaults_equal_the_schema():
+    from joulebench.cli import build_parser
+
+    parser = build_parser()
+
+    def defaults(command: str) -> dict:
+        sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+        return {a.dest: a.default for a in sub._actions}
+
+    protocol, train, profile = (_schema_defaults(s) for s in ("protocol", "train", "profile"))
+    got = defaults("profile")
+    assert got["repeats"] == protocol["repeats"]
+    assert got["min_repeat_s"] == protocol["min_repeat_s"]
+    assert got["optimizer"] == train["optimizer"]
+    assert got["onnx_cache"] == profile["onnx_cache"]
+    assert got["input_kind"] == profile["input_kind"]
+    assert defaults("idle")["duration_s"] == _schema_defaults("idle")["duration_s"]
+    accuracy = defaults("accuracy")
+    assert accuracy["batch_size"] == _schema_defaults("accuracy")["batch_size"]
+    assert accuracy["device"] == _schema_defaults("accuracy")["device"]
+    assert defaults("prepare")["workers"] == _schema_defaults("dataset")["workers"]
+
+
+def test_score_command_without_settings_uses_the_schema_reference(tmp_path):
+    """`joulebench score` with no --settings scores as the workflow would by default: against
+    the schema's reference model (it once scored against none)."""
+    import pandas as pd
+    from test_summary import _catalog, _profile
+
+    from joulebench.analysis.summary import build_summary, write_summary
+    from joulebench.cli import main
+
+    summary = tmp_path / "summary.parquet"
+    write_summary(build_summary(_profile(), _catalog()), summary)
+    out = tmp_path / "scores.parquet"
+    assert main(["score", str(summary), "--output", str(out)]) == 0
+    scores = pd.read_parquet(out)
+    assert (scores["reference_model"] == _schema_defaults("score")["reference_model"]).all()
+
+
+def test_a_setting_the_stage_does_not_know_is_an_error():
+    from joulebench.study import ConfigError, settings_for
+
+    with pytest.raises(ConfigError, match=r"score: unknown setting\(s\) \['energi'\]"):
+        settings_for("score", {"energi": "total"}, ["energy"])

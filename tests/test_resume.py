@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import FAST_PROTOCOL, REPO, path_without_venv, snakemake
+from conftest import REPO, cpu_study, path_without_venv, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -27,16 +27,7 @@ MODELS = [
     "convnext_atto.d2_in1k",
     "efficientnet_b0.ra_in1k",
 ]
-STUDY = {
-    "models": MODELS,
-    "catalog": {"models_per_job": len(MODELS)},
-    "devices": {"cpu": "cpu"},
-    "methods": {"fp32": {"precision": "fp32"}},
-    "batch_sizes": [1],
-    "protocol": FAST_PROTOCOL,
-    "profile": {"idle_pre_s": 0.1},
-    "idle": {"duration_s": 0.5},
-}
+STUDY = cpu_study(MODELS)
 TARGETS = ["results/catalog.parquet", "results/profile.parquet"]
 OUTPUTS = ("rows", "repeats", "trace")  # results/profile/cpu/<output>/<model>.parquet
 

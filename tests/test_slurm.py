@@ -14,21 +14,12 @@ import uuid
 
 import pandas as pd
 import pytest
-from conftest import FAST_PROTOCOL, REPO, snakemake
+from conftest import REPO, cpu_study, snakemake
 
 pytestmark = pytest.mark.slow
 
 MODELS = ["resnet18.a1_in1k", "mobilenetv3_small_100.lamb_in1k", "convnext_atto.d2_in1k"]
-STUDY = {
-    "models": MODELS,
-    "catalog": {"models_per_job": len(MODELS)},
-    "devices": {"cpu": "cpu"},
-    "methods": {"fp32": {"precision": "fp32"}},
-    "batch_sizes": [1],
-    "protocol": FAST_PROTOCOL,
-    "profile": {"idle_pre_s": 0.1},
-    "idle": {"duration_s": 0.5},
-}
+STUDY = cpu_study(MODELS)
 
 
 def slurm_unavailable() -> str | None:

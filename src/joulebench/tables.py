@@ -72,7 +72,7 @@ class Table:
 
     name: str
     path: str
-    row: str
+    row: str  # what one row is: "model: its static properties ..."
     columns: tuple[Column, ...]
     key: tuple[str, ...] = ()  # columns that identify a row, where there is such a key
 
@@ -163,7 +163,7 @@ def _renamed(table: Table, old: str, new: str, producer: str, meaning: str = "")
 CATALOG = Table(
     "catalog",
     "results/catalog.parquet",
-    "one model: static properties at its input size (random weights, nothing downloaded)",
+    "model: its static properties at its input size (random weights, nothing downloaded)",
     _declare(
         """
         model                 string   -      catalog.build.blank_row
@@ -234,7 +234,7 @@ CATALOG = Table(
 IDLE = Table(
     "idle",
     "results/idle/<device>.parquet",
-    "one device: its idle power baseline (nothing running)",
+    "device: its idle power baseline (nothing running)",
     _declare(
         """
         device_label          string   -      measure.idle.idle_row
@@ -243,19 +243,19 @@ IDLE = Table(
             cpu, cuda or cuda:N
         device_name           string   -      measure.provenance.device_name
             the GPU's or CPU's product name
-        meter                 string   -      measure.protocol.measure_idle
+        meter                 string   -      measure.idle.idle_row
             what read the energy: nvml, rapl, estimate:<model>
-        is_estimate           boolean  -      measure.protocol.measure_idle
+        is_estimate           boolean  -      measure.idle.idle_row
             True: the power is modelled (an estimate), not read from a counter
         meter_reasons         string   -      measure.idle.idle_row
             why a better meter was not used
-        idle_power_w          float64  W      measure.protocol.measure_idle
+        idle_power_w          float64  W      measure.idle.idle_row
             mean power over the idle window
-        duration_s            float64  s      measure.protocol.measure_idle
+        duration_s            float64  s      measure.idle.idle_row
             length of the idle window (the meter's own where it has one)
-        energy_j              float64  J      measure.protocol.measure_idle
+        energy_j              float64  J      measure.idle.idle_row
             energy read over the idle window
-        flags                 string   -      measure.protocol.measure_idle
+        flags                 string   -      measure.idle.idle_row
             ;-joined flags of the window (other-process, other-load, ...); empty when none
         host                  string   -      measure.provenance.software
             the machine's host name
@@ -272,7 +272,7 @@ _SUMMARY = "measure.protocol.summarize"
 PROFILE = Table(
     "profile",
     "results/profile.parquet (and results/profile/<device>/rows/<model>.parquet)",
-    "one configuration: (device, model, phase, method, batch size) under the protocol",
+    "configuration (device, model, phase, method, batch size), measured under the protocol",
     _declare(
         f"""
         device_label          string   -      {_ROW}
@@ -459,13 +459,13 @@ WINDOW = _declare(
     latency_ms_mean       float64  ms     {_WINDOW}
         (duration_s - phase_shift_s) / batches
     latency_ms_p50        float64  ms     {_WINDOW}
-        median time per batch (per_step_timing only)
+        this window's median time per batch (with per_step_timing; else empty)
     latency_ms_p95        float64  ms     {_WINDOW}
-        95th percentile of the time per batch (per_step_timing only)
+        this window's 95th-percentile time per batch (with per_step_timing)
     power_mean_w          float64  W      {_WINDOW}
-        mean power in the window (from the trace, else energy / time)
+        the window's mean power: its trace's mean, or energy_j / meter_duration_s
     power_max_w           float64  W      {_WINDOW}
-        highest power sample in the window
+        the window's highest power sample
     trace_disagreement    float64  ratio  {_WINDOW}
         |energy_j - energy_trace_j| / energy_j
     start_temperature_c   float64  °C     {_WINDOW}
@@ -488,7 +488,7 @@ WINDOW = _declare(
 REPEATS = Table(
     "repeats",
     "results/profile/<device>/repeats/<model>.parquet",
-    "one measurement window (repeat) of a configuration",
+    "measurement window (repeat) of a configuration",
     (*_CONFIG, *WINDOW),
 )
 
@@ -515,7 +515,7 @@ TRACE_SAMPLE = _declare(
 TRACE = Table(
     "trace",
     "results/profile/<device>/trace/<model>.parquet",
-    "one power sample inside a measurement window",
+    "power sample inside a measurement window",
     (
         *_CONFIG,
         *_declare(
@@ -535,7 +535,7 @@ _REFERENCE = "accuracy.reference.reference_row"
 ACCURACY = Table(
     "accuracy",
     "results/accuracy.parquet",
-    "one model: its accuracy and where it comes from",
+    "model: its accuracy and where it comes from",
     _declare(
         f"""
         model                 string   -      {_REFERENCE}
@@ -571,8 +571,8 @@ _BUILD = "analysis.summary.build_summary"
 SUMMARY = Table(
     "summary",
     "results/summary.parquet (+ .csv)",
-    "one configuration with its catalog and accuracy columns; a catalogued model without a "
-    "profile row is a row with status not-profiled",
+    "configuration, with its catalog and accuracy columns (a catalogued model without a "
+    "profile row is a row with status not-profiled)",
     (
         *_same(PROFILE, "phase"),
         *(
@@ -628,7 +628,7 @@ _SCORE = "analysis.score.score_summary"
 SCORES = Table(
     "scores",
     "results/scores.parquet",
-    "one summary row, scored within its group (phase, device, method, batch, estimate or not)",
+    "summary row, scored within its group (phase, device, method, batch, estimated or not)",
     (
         *_same(
             SUMMARY,
@@ -662,13 +662,13 @@ SCORES = Table(
             f"""
             scored                boolean  -      {_SCORE}
                 True: took part in the front (ok, energy and top-1, no invalidating flag)
-            on_front              boolean  -      analysis.score.pareto_front
+            on_front              boolean  -      {_SCORE}
                 True: no model in the group is as accurate for less energy
-            front_energy_per_image_j float64 J    analysis.score.front_energy
+            front_energy_per_image_j float64 J    {_SCORE}
                 least energy in the group reaching this top-1
             efficiency_index      float64  ratio  {_SCORE}
                 front_energy_per_image_j / energy_per_image_j, in (0, 1]
-            grade                 string   -      analysis.score.grade_of
+            grade                 string   -      {_SCORE}
                 A..G from the efficiency index; empty where there is no index
             top1_gap_pct          float64  %      {_SCORE}
                 best top-1 in the group for at most this energy, minus this top-1
@@ -682,7 +682,7 @@ SCORES = Table(
                 the reference model's energy in the group
             energy_index          float64  ratio  analysis.score.energy_index
                 energy_per_image_j / the reference model's, in the group
-            score_note            string   -      analysis.score.score_notes
+            score_note            string   -      {_SCORE}
                 why something is empty (not scored, no top-1, no reference)
             """
         ),
@@ -698,7 +698,7 @@ _ACC = "analysis.fits.accuracy_fits"
 FACTOR_FITS = Table(
     "factor_fits",
     "results/fits/factor_fits.parquet",
-    "one fit log10(E) = intercept + slope x log10(factor), per group, factor and family",
+    "fit log10(E) = intercept + slope x log10(factor), per group, factor and family",
     (
         *_FIT_GROUP,
         *_declare(
@@ -727,7 +727,7 @@ FACTOR_FITS = Table(
 ACCURACY_FITS = Table(
     "accuracy_fits",
     "results/fits/accuracy_fits.parquet",
-    "one fit of top-1 against energy per image, per group, subset and form",
+    "fit of top-1 against energy per image, per group, subset and form",
     (
         *_FIT_GROUP,
         *_declare(
@@ -738,18 +738,18 @@ ACCURACY_FITS = Table(
                 log-linear or saturating
             n                     Int64    count  {_ACC}
                 models in the fit
-            intercept_pct         float64  %      analysis.fits.fit_log_linear
+            intercept_pct         float64  %      {_ACC}
                 log-linear: top1 = intercept_pct + slope_pct_per_decade x log10(E)
-            slope_pct_per_decade  float64  %      analysis.fits.fit_log_linear
+            slope_pct_per_decade  float64  %      {_ACC}
                 log-linear: points of top-1 per decade of energy
-            ceiling_pct           float64  %      analysis.fits.fit_saturating
+            ceiling_pct           float64  %      {_ACC}
                 saturating: top1 = ceiling_pct - amplitude_pct x (E / energy_scale_j) **
                 (-exponent); the accuracy ceiling
-            amplitude_pct         float64  %      analysis.fits.fit_saturating
+            amplitude_pct         float64  %      {_ACC}
                 saturating: the amplitude
-            exponent              float64  ratio  analysis.fits.fit_saturating
+            exponent              float64  ratio  {_ACC}
                 saturating: how fast returns diminish
-            energy_scale_j        float64  J      analysis.fits.fit_saturating
+            energy_scale_j        float64  J      {_ACC}
                 saturating: the geometric mean energy of the fit
             r2                    float64  ratio  {_ACC}
                 coefficient of determination
@@ -767,7 +767,7 @@ _SAVE = "analysis.fits.method_savings"
 METHOD_SAVINGS = Table(
     "method_savings",
     "results/fits/method_savings.parquet",
-    "one (model, batch size, method other than the baseline): its saving against the baseline",
+    "(model, batch size, method other than the baseline): its saving against the baseline",
     (
         *_same(SUMMARY, "phase", "device_label", "model", "family", "batch_size_requested"),
         *_same(SUMMARY, "method"),
@@ -797,8 +797,8 @@ METHOD_SAVINGS = Table(
         ),
         *_same(SUMMARY, "energy_is_estimate"),
         *_declare(
-            """
-            note                  string   -      analysis.fits.saving_note
+            f"""
+            note                  string   -      {_SAVE}
                 why a saving is empty
             """
         ),
@@ -810,7 +810,7 @@ _BATCH = "analysis.fits.batch_scaling"
 BATCH_SCALING = Table(
     "batch_scaling",
     "results/fits/batch_scaling.parquet",
-    "one comparable configuration: its energy against its model's smallest batch",
+    "comparable configuration: its energy against its model's smallest batch",
     (
         *_same(SUMMARY, "phase", "device_label", "method", "model", "family"),
         *_same(SUMMARY, "batch_size_requested", "batch_size"),
@@ -838,7 +838,7 @@ FIT_TABLES = (FACTOR_FITS, ACCURACY_FITS, METHOD_SAVINGS, BATCH_SCALING)
 PAGE = Table(
     "page",
     "results/webapp/index.html (embedded; also the page's CSV download)",
-    "one summary row with its score",
+    "summary row, with its score",
     (
         *_same(SUMMARY, *SUMMARY.key),
         *_same(
@@ -924,12 +924,12 @@ _REPORT = "measure.check_report.CheckReport.as_dict"
 CHECK = Table(
     "check",
     "results/check/<device>.json (JSON, validated against check_report.REPORT_SCHEMA)",
-    "one `joulebench check` of a device",
+    "`joulebench check` of a device",
     _declare(
         f"""
         schema_version        Int64    -      {_REPORT}
             the report layout's version
-        check_id              string   -      measure.check_report.new_check_id
+        check_id              string   -      {_REPORT}
             <device>-<UTC time>-<random>: what profile rows record in check_id
         device                string   -      {_REPORT}
             cpu or cuda:N
@@ -937,7 +937,7 @@ CHECK = Table(
             the GPU's or CPU's product name
         uuid                  string   -      {_REPORT}
             the GPU's UUID (null on a CPU): a report counts only for this very GPU
-        verdict               string   -      measure.check_report.verdict
+        verdict               string   -      {_REPORT}
             pass, warn or fail: the worst status of the results
         start_time_utc        string   -      {_REPORT}
             when the check started, ISO 8601 UTC
@@ -949,11 +949,11 @@ CHECK = Table(
             True: the meter models energy (an estimate)
         meter_detail          object   -      {_REPORT}
             the meter's own description
-        sensor                object   -      measure.check.check_gpu
+        sensor                object   -      {_REPORT}
             fitted refresh period and averaging window, and the published values (GPU)
-        protocol              object   -      measure.check.check_gpu
+        protocol              object   -      {_REPORT}
             what the profile will use: sensor_refresh_s, min_window_s
-        software              object   -      measure.check_report.software_versions
+        software              object   -      {_REPORT}
             versions of joulebench, python, numpy (and torch, CUDA where loaded), host
         results               object   -      {_REPORT}
             the check's rows (check_results)
@@ -964,7 +964,7 @@ CHECK = Table(
 CHECK_RESULTS = Table(
     "check_results",
     "results/check/<device>.json, under results",
-    "one check: what, how it came out, and what that means for the numbers",
+    "check: what, how it came out, and what that means for the numbers",
     _declare(
         """
         group                 string   -      measure.check_report.Row
@@ -1037,7 +1037,7 @@ def columns_markdown() -> str:
         lines += ["", "| column | dtype | unit | meaning | producer |", "|---|---|---|---|---|"]
         for c in table.columns:
             producer = f"`{c.producer.removeprefix('joulebench.')}`"
-            if c.renamed_from:
+            if c.renamed_from and c.origin == table.name:
                 producer += f" (renamed from `{c.renamed_from}`)"
             elif c.origin != table.name:
                 producer += f" (as in {c.origin})"

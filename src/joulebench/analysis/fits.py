@@ -220,8 +220,22 @@ def accuracy_fits(
                 res = fit(e[sel], a[sel]) if sel.sum() >= 2 else {"n": int(sel.sum())}
                 note = res.pop("note", "") or ("" if sel.sum() >= 2 else "fewer than 2 models")
                 rows.append(
-                    {**key, "energy_kind": energy, "subset": subset, "form": form, **res}
-                    | {"note": note}
+                    {
+                        **key,
+                        "energy_kind": energy,
+                        "subset": subset,
+                        "form": form,
+                        "n": res["n"],
+                        "intercept_pct": res.get("intercept_pct", np.nan),
+                        "slope_pct_per_decade": res.get("slope_pct_per_decade", np.nan),
+                        "ceiling_pct": res.get("ceiling_pct", np.nan),
+                        "amplitude_pct": res.get("amplitude_pct", np.nan),
+                        "exponent": res.get("exponent", np.nan),
+                        "energy_scale_j": res.get("energy_scale_j", np.nan),
+                        "r2": res.get("r2", np.nan),
+                        "rmse_pct": res.get("rmse_pct", np.nan),
+                        "note": note,
+                    }
                 )
     frame = pd.DataFrame(rows).reindex(columns=list(ACCURACY_FIT_COLUMNS))
     return conform(frame, ACCURACY_FIT_COLUMNS)

@@ -269,12 +269,6 @@ def energy_index(out, idx, df, e, reference_model, notes) -> None:
     out.loc[idx, "energy_index"] = e[idx] / e_ref
 
 
-def group_label(row: Mapping) -> str:
-    """A short human label for a score group, for figure titles and logs."""
-    est = " (estimated)" if bool(row.get("energy_is_estimate")) else ""
-    return f"{row['device_label']} · {row['method']} · batch {row['batch_size_requested']}{est}"
-
-
 def run_score(summary, output, **settings) -> pd.DataFrame:
     """`joulebench score`: score a summary (path: ours or a published one) with the config's
     score section (keys as score_summary's; one left out takes its default) and write it."""

@@ -120,7 +120,10 @@ def catalog_row(name: str) -> dict:
         std=[float(v) for v in data_cfg["std"]],
         reparameterized=fused is not None,
         **(fused or unfused),
-        **{UNFUSED[c]: v for c, v in unfused.items()},
+        params_unfused=unfused["params"],
+        flops_per_image_unfused=unfused["flops_per_image"],
+        macs_per_image_unfused=unfused["macs_per_image"],
+        activations_per_image_unfused=unfused["activations_per_image"],
         count_duration_s=time.perf_counter() - start,
     )
     reasons = [f"meta failed, counted on cpu ({errors[0]})"] if errors else []
@@ -135,35 +138,19 @@ def workload_row(name: str, entry: str) -> dict:
     Nothing is known of its preprocessing, so crop, interpolation, mean and std stay empty.
     A failure (file, function, counting) becomes a row with status "failed" and the reason.
     """
-    from joulebench.catalog.counting import count
-
     row = {**blank_row(name, name, ""), "family": FAMILY}
     start = time.perf_counter()
     try:
         model, spec = load_workload(entry)
-        model.eval()
-        params = sum(p.numel() for p in model.parameters())
-        counts = count(model, spec.input_size, device="cpu")
+        counts = counted(model.eval(), spec.input_size, "cpu")
     except Exception as exc:
-        row.update(
-            status="failed",
-            reason=short_reason(exc),
-            count_duration_s=time.perf_counter() - start,
-        )
+        duration_s = time.perf_counter() - start
+        row.update(status="failed", reason=short_reason(exc), count_duration_s=duration_s)
         return row
     channels, height, width = spec.input_size
-    row.update(
-        count_device="cpu",
-        num_classes=spec.num_classes,
-        params=params,
-        input_channels=channels,
-        input_height=height,
-        input_width=width,
-        flops_per_image=float(counts.flops),
-        macs_per_image=float(counts.macs),
-        activations_per_image=float(counts.activations),
-        count_duration_s=time.perf_counter() - start,
-    )
+    row.update(count_device="cpu", num_classes=spec.num_classes, **counts)
+    row.update(input_channels=channels, input_height=height, input_width=width)
+    row["count_duration_s"] = time.perf_counter() - start
     return row
 
 

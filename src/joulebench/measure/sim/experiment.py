@@ -24,7 +24,6 @@ from joulebench.measure.sim.rig import simulated_gpu
 from joulebench.measure.sim.workload import Workload
 
 PERIODS_S = (0.010, 0.025, 0.050, 0.100, 0.200)
-PHASES = ("in-phase", "random")
 TARGET_ERROR = 0.05  # the protocol within 5 % of the truth...
 TARGET_SHARE = 0.95  # ...in at least 95 % of cases
 WIDE_CV = 0.02  # a repeat CV above this says "do not trust the mean to 5 %"
