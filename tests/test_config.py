@@ -222,6 +222,14 @@ def test_command_option_defaults_equal_the_schema():
     assert defaults("prepare")["workers"] == _schema_defaults("dataset")["workers"]
 
 
+def test_defaults_no_dataclass_holds_equal_the_schema():
+    from joulebench import study
+
+    assert study.IDLE_DURATION_S == _schema_defaults("idle")["duration_s"]
+    assert study.IDLE_PRE_S == _schema_defaults("profile")["idle_pre_s"]
+    assert study.MODELS_PER_JOB == _schema_defaults("catalog")["models_per_job"]
+
+
 def test_score_command_without_settings_uses_the_schema_reference(tmp_path):
     """`joulebench score` with no --settings scores as the workflow would by default: against
     the schema's reference model (it once scored against none)."""

@@ -281,10 +281,10 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line; defaults come from the stage functions (equal to the schema's)."""
     from joulebench.accuracy.measured import measure_models
     from joulebench.accuracy.shards import prepare
-    from joulebench.measure.idle import DEFAULT_DURATION_S
     from joulebench.measure.methods import PRESETS
     from joulebench.measure.profile import DEFAULT_ONNX_CACHE, ProtocolSettings
     from joulebench.measure.train import OPTIMIZERS, TrainSpec
+    from joulebench.study import IDLE_DURATION_S
     from joulebench.tables import INPUT_KINDS, PHASES, TABLES
 
     parser = argparse.ArgumentParser(
@@ -434,7 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("idle", help="measure the idle power baseline of a device")
     p.add_argument("--device-label", required=True)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--duration-s", type=_positive_float, default=DEFAULT_DURATION_S)
+    p.add_argument("--duration-s", type=_positive_float, default=IDLE_DURATION_S)
     p.add_argument("--meter", choices=["nvml", "rapl", "estimate"])
     p.add_argument("--tdp-w", type=_positive_float)
     p.add_argument("--output", required=True)

@@ -18,6 +18,10 @@ from pathlib import Path
 import yaml
 
 SCHEMA = Path("workflow") / "schemas" / "config.schema.yaml"
+# Defaults of config keys no dataclass holds; each equals the schema's (tests/test_config.py).
+IDLE_DURATION_S = 10.0  # idle.duration_s
+IDLE_PRE_S = 2.0  # profile.idle_pre_s
+MODELS_PER_JOB = 100  # catalog.models_per_job
 MAX_MESSAGE_CHARS = 300
 
 

@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml
+
+from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB
+from joulebench.tables import PHASES
 
 # Overheads measured by bench/bench_plan.py on the development machine (2-core VM, CPU, no GPU,
 # busy with other work: load average 5), docs/benchmarks.md "Plan", 2026-12-03. Medians.
@@ -95,24 +98,33 @@ class Plan:
         return sum(d.estimate_s for d in self.devices) + self.catalog_s + self.analysis_s
 
 
+def _protocol(protocol: dict | None) -> dict:
+    """The protocol section with the settings it leaves out at their defaults (the schema's)."""
+    from joulebench.measure.protocol import ProtocolSettings
+
+    return asdict(ProtocolSettings.from_dict(protocol))
+
+
 def repeats_counted(protocol: dict) -> int:
     """Windows per configuration the estimate counts (the fewest that can run)."""
-    if protocol.get("ci_target") is not None:
+    protocol = _protocol(protocol)
+    if protocol["ci_target"] is not None:
         return MIN_REPEATS_FOR_CI
-    return int(protocol.get("repeats", 4))
+    return int(protocol["repeats"])
 
 
 def config_min_s(protocol: dict) -> float:
     """The protocol's minimum measuring time of one configuration."""
-    return repeats_counted(protocol) * float(protocol.get("min_repeat_s", 5.0))
+    return repeats_counted(protocol) * float(_protocol(protocol)["min_repeat_s"])
 
 
 def config_estimate_s(protocol: dict, compile_: bool = False) -> float:
     """Estimated wall time of one configuration: build, warm-up, windows, pauses."""
     repeats = repeats_counted(protocol)
-    pause_lo, pause_hi = protocol.get("pause_s", (0.2, 1.0))
-    windows = repeats * float(protocol.get("min_repeat_s", 5.0)) * WINDOW_MARGIN
-    warmup = float(protocol.get("warmup_min_s", 2.0)) + WARMUP_EXTRA_S
+    protocol = _protocol(protocol)
+    pause_lo, pause_hi = protocol["pause_s"]
+    windows = repeats * float(protocol["min_repeat_s"]) * WINDOW_MARGIN
+    warmup = float(protocol["warmup_min_s"]) + WARMUP_EXTRA_S
     pauses = (repeats - 1) * (float(pause_lo) + float(pause_hi)) / 2
     return BUILD_S + CONFIG_EXTRA_S + warmup + windows + pauses + (COMPILE_S if compile_ else 0)
 
@@ -121,10 +133,10 @@ def _phase_configs(config: dict) -> list[tuple[str, dict, int]]:
     """(phase, method spec, batch size) measured per model; train runs PyTorch only."""
     out = []
     train_sizes = (config.get("train") or {}).get("batch_sizes")
-    for phase in config.get("phases", ["inference"]):
+    for phase in config.get("phases") or PHASES[:1]:
         sizes = train_sizes if phase == "train" and train_sizes else config["batch_sizes"]
         for method in config["methods"].values():
-            exported = (method or {}).get("runtime", "pytorch") != "pytorch"
+            exported = (method or {}).get("runtime") not in (None, "pytorch")
             if phase == "train" and exported:
                 continue  # a skipped row, not a measurement
             out += [(phase, method or {}, int(b)) for b in sizes]
@@ -158,12 +170,13 @@ def plan_study(
     config: dict, models: list[str], devices: dict[str, str], slurm_profile: str | Path | None
 ) -> Plan:
     """The plan of a study whose models and devices are resolved (see the module doc)."""
-    protocol = config.get("protocol") or {}
+    protocol = _protocol(config.get("protocol"))
     configs = _phase_configs(config)
     per_config = [config_estimate_s(protocol, bool(m.get("compile"))) for _, m, _ in configs]
-    idle_pre_s = float((config.get("profile") or {}).get("idle_pre_s", 2.0))
+    idle_pre_s = float((config.get("profile") or {}).get("idle_pre_s", IDLE_PRE_S))
     model_job_s = JOB_START_S + idle_pre_s + sum(per_config)
-    idle_job_s = JOB_START_S + float((config.get("idle") or {}).get("duration_s", 10.0))
+    idle_s = float((config.get("idle") or {}).get("duration_s", IDLE_DURATION_S))
+    idle_job_s = JOB_START_S + idle_s
     n_models = len(models)
     device_plans = [
         DevicePlan(
@@ -175,7 +188,7 @@ def plan_study(
         )
         for label, torch_device in devices.items()
     ]
-    per_job = int((config.get("catalog") or {}).get("models_per_job", 100))
+    per_job = int((config.get("catalog") or {}).get("models_per_job", MODELS_PER_JOB))
     catalog_jobs = math.ceil(n_models / per_job)
     batch_sizes: dict[str, int] = {}
     for phase, _, batch in configs:
@@ -192,14 +205,14 @@ def plan_study(
         catalog_s=catalog_jobs * CATALOG_JOB_S + n_models * CATALOG_MODEL_S,
         analysis_s=ANALYSIS_S,
     )
-    if protocol.get("ci_target") is not None:
+    if protocol["ci_target"] is not None:
         plan.notes.append(
             f"ci_target: counted {MIN_REPEATS_FOR_CI} windows per configuration; "
-            f"up to {protocol.get('max_repeats', 20)} may run"
+            f"up to {protocol['max_repeats']} may run"
         )
     if plan.configurations > 1000:
         plan.notes.append("analysis: measured on a small study; a large summary takes longer")
-    if any(m.get("runtime", "pytorch") != "pytorch" for _, m, _ in configs):
+    if any(m.get("runtime") not in (None, "pytorch") for _, m, _ in configs):
         plan.notes.append("exported runtimes: ONNX export and TensorRT engine builds not counted")
     if slurm_profile is not None:
         size, limit_s = slurm_settings(slurm_profile)
@@ -209,7 +222,7 @@ def plan_study(
             profile_allocations=len(devices) * math.ceil(n_models / size),
             idle_allocations=len(devices),
             catalog_allocations=catalog_jobs,
-            dataset_jobs=(config.get("dataset") or {}).get("kind", "synthetic") != "synthetic",
+            dataset_jobs=(config.get("dataset") or {}).get("kind") not in (None, "synthetic"),
             group_estimate_s=min(size, n_models) * model_job_s,
             group_runtime_limit_s=None if limit_s is None else limit_s * min(size, n_models),
         )

@@ -11,9 +11,8 @@ import pandas as pd
 
 from joulebench.measure.protocol import IdleResult, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
+from joulebench.study import IDLE_DURATION_S
 from joulebench.tables import IDLE_COLUMNS, write_table
-
-DEFAULT_DURATION_S = 10.0  # idle.duration_s
 
 
 def idle_row(
@@ -41,7 +40,7 @@ def run_idle(
     torch_device: str,
     output,
     *,
-    duration_s: float = DEFAULT_DURATION_S,
+    duration_s: float = IDLE_DURATION_S,
     meter: str | None = None,
     tdp_w: float | None = None,
 ) -> dict:

@@ -29,6 +29,7 @@ from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
 from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured
 from joulebench.measure.train import TrainSpec
+from joulebench.study import IDLE_PRE_S
 from joulebench.tables import (
     INPUT_KINDS,
     PHASES,
@@ -64,7 +65,7 @@ class ProfileJob:
     batch_sizes: list[int]
     settings: ProtocolSettings = field(default_factory=ProtocolSettings)
     idle_power_w: float = math.nan  # the device's idle baseline (results/idle)
-    idle_pre_s: float = 2.0  # a short idle read before the model, recorded beside it
+    idle_pre_s: float = IDLE_PRE_S  # a short idle read before the model, recorded beside it
     threads: int | None = None  # torch CPU threads; None leaves torch's default
     oom_retry: bool = True  # out of memory -> retry at half the batch (as timm's benchmark)
     meter: str | None = None  # force "nvml", "rapl" or "estimate"
