@@ -5,6 +5,11 @@ plan`, `joulebench devices`) read it the same way: a key the study file sets rep
 default's whole. A config the schema refuses gives one short message per problem, naming the
 key, where it is, which file set it and, for an unknown key, the closest valid one; never the
 schema itself.
+
+The schema is where a default is decided. Stage functions take a config section's keys as
+keyword arguments (`settings_for`), with defaults equal to the schema's; the few defaults no
+dataclass or function holds are below. tests/test_config.py checks them all. The map of the
+package: docs/design.md.
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ _MAX_CHUNK_STEPS = 1_000_000
 
 @dataclass
 class ProtocolSettings:
-    """How long to warm up and how to repeat windows. Defaults follow DESIGN.md."""
+    """How long to warm up and how to repeat windows. Defaults equal the schema's protocol
+    section (docs/protocol.md; tests/test_config.py checks it)."""
 
     warmup_min_iters: int = 10
     warmup_min_s: float = 2.0
