@@ -85,7 +85,6 @@ def _cmd_profile_job(args) -> int:
 def _cmd_profile(args) -> int:
     """Ad hoc: measure one model now and print a short table (no Snakemake)."""
     from joulebench.measure.profile import format_rows, profile_now
-    from joulebench.tables import PROFILE_COLUMNS, write_table
 
     rows = profile_now(
         args.model,
@@ -101,10 +100,9 @@ def _cmd_profile(args) -> int:
         optimizer=args.optimizer,
         onnx_cache=args.onnx_cache,
         input_kind=args.input_kind,
+        output=args.output,
     )
     print(format_rows(rows))
-    if args.output:
-        write_table(rows, args.output, PROFILE_COLUMNS)
     return 0
 
 
@@ -262,18 +260,9 @@ def _cmd_plan(args) -> int:
 
 def _cmd_columns(args) -> int:
     """Every output table's columns (the registry in joulebench.tables)."""
-    from joulebench.tables import TABLES, columns_markdown
+    from joulebench.tables import columns_markdown, columns_text
 
-    if args.markdown:
-        print(columns_markdown(), end="")
-        return 0
-    for table in TABLES.values():
-        if args.table and table.name != args.table:
-            continue
-        print(f"{table.name}: {table.path}")
-        for c in table.columns:
-            unit = f" [{c.unit}]" if c.unit else ""
-            print(f"  {c.name} ({c.dtype}){unit}: {c.meaning}")
+    print(columns_markdown() if args.markdown else columns_text(args.table), end="")
     return 0
 
 

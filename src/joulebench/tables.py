@@ -1047,6 +1047,19 @@ def columns_markdown() -> str:
     return "\n".join(lines)
 
 
+def columns_text(table: str | None = None) -> str:
+    """What `joulebench columns` prints: each table's path, then its columns, one a line."""
+    lines = []
+    for t in TABLES.values():
+        if table and t.name != table:
+            continue
+        lines.append(f"{t.name}: {t.path}")
+        for c in t.columns:
+            unit = f" [{c.unit}]" if c.unit else ""
+            lines.append(f"  {c.name} ({c.dtype}){unit}: {c.meaning}")
+    return "\n".join(lines) + "\n"
+
+
 # --- values that several stages decide the same way --------------------------------------------
 
 

@@ -30,6 +30,7 @@ from joulebench.tables import (
     UNFUSED,
     conform,
     energy_is_estimate,
+    is_estimate_meter,
     read_table,
     write_table,
 )
@@ -349,7 +350,7 @@ def _value_problems(df: pd.DataFrame) -> list[str]:
     ok = df["status"] == "ok"
     if df.loc[ok, "energy_is_estimate"].isna().any():
         problems.append("energy_is_estimate is missing on rows with status ok")
-    says_estimate = df["meter"].fillna("").astype(str).str.startswith("estimate:")
+    says_estimate = df["meter"].map(is_estimate_meter).astype(bool)
     mixed = says_estimate & (df["energy_is_estimate"].fillna(True) == False)  # noqa: E712
     if mixed.any():
         problems.append(

@@ -51,6 +51,7 @@ from joulebench.measure.meters.sampler import Sampler
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.provenance import utc_now
 from joulebench.measure.sensor_fit import SensorFit, fit_sensor
+from joulebench.tables import INPUT_KINDS
 
 COUNTER_TRACE_TARGET = 0.03
 REPEAT_CV_TARGET = 0.01
@@ -502,7 +503,7 @@ def repeat_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[R
 def input_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[Row]:
     """Energy per matmul on all-zero vs random inputs (GPUs spend less on zeros)."""
     per = {}
-    for kind in ("random", "zeros"):
+    for kind in INPUT_KINDS:
         result = _protocol_run(target, meter, settings.input_protocol, idle_w, kind)
         per[kind] = result.summary["energy_per_image_j"]
     ratio = per["zeros"] / per["random"] if per["random"] else math.nan

@@ -562,9 +562,11 @@ def profile_now(
     optimizer: str = TrainSpec.optimizer,
     onnx_cache: str = DEFAULT_ONNX_CACHE,
     input_kind: str = INPUT_KINDS[0],
+    output=None,
 ) -> pd.DataFrame:
     """`joulebench profile`: measure one model (a timm name or a workload entry) now, with the
-    method presets (methods.PRESETS) and a protocol of `repeats` windows of `min_repeat_s`."""
+    method presets (methods.PRESETS) and a protocol of `repeats` windows of `min_repeat_s`;
+    the rows are also written to `output` when given."""
     from joulebench.catalog.models import resolve_models
     from joulebench.catalog.workloads import is_workload
     from joulebench.measure.devices import require_measurable
@@ -585,7 +587,10 @@ def profile_now(
         "input_kind": input_kind,
     }
     job = ProfileJob.from_spec(model, device.replace(":", ""), spec, threads=threads)
-    return run_profile(job).rows
+    rows = run_profile(job).rows
+    if output:
+        write_table(rows, output, PROFILE_COLUMNS)
+    return rows
 
 
 def format_rows(rows: pd.DataFrame) -> str:

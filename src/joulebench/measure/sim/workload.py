@@ -26,6 +26,7 @@ import random
 from dataclasses import dataclass
 
 from joulebench.measure.sim.clock import SimClock
+from joulebench.tables import INPUT_KINDS
 
 
 class PowerSignal:
@@ -111,7 +112,7 @@ class Workload:
     def __post_init__(self):
         if not self.period_s > 0 or not 0 < self.duty <= 1:
             raise ValueError(f"need period_s > 0 and 0 < duty <= 1, got {self}")
-        if self.input_kind not in ("random", "zeros"):
+        if self.input_kind not in INPUT_KINDS:
             raise ValueError(f"input_kind must be random or zeros, not {self.input_kind!r}")
 
     @property
