@@ -624,3 +624,19 @@ def test_figures_emptied_by_flags_say_so(tmp_path, monkeypatch):
         assert "No data" in said[name] and "20 flagged other-load" in said[name], said[name]
     assert "20 flagged other-load" in said["throughput_vs_energy"]
     assert "no measured energy" not in "\n".join(said.values())
+
+
+def test_grade_colours_are_viridis_and_shared_with_the_page():
+    """One palette for figures and page (palettes.py): grades are matplotlib's viridis from
+    0.92 (A) to 0 (G), and the page's metadata carries the same colours."""
+    import matplotlib
+    from matplotlib.colors import to_hex
+
+    from joulebench import palettes
+
+    cmap = matplotlib.colormaps["viridis"]
+    want = {g: to_hex(cmap(v)) for g, v in zip("ABCDEFG", np.linspace(0.92, 0.0, 7), strict=True)}
+    assert palettes.GRADE_COLORS == want
+    assert figures.GRADE_COLORS is palettes.GRADE_COLORS
+    assert palettes.page_palettes()["grade"] == want
+    assert palettes.page_palettes()["series"][:6] == list(figures.OKABE_ITO[:6])
