@@ -237,11 +237,16 @@ needs_browser = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(tmp_path_factory):
     if BROWSER_MISSING:
         pytest.fail(f"JOULEBENCH_REQUIRE_BROWSER is set but there is no {BROWSER_MISSING}")
+    home = tmp_path_factory.mktemp("browser-home")  # chromium writes settings under $HOME
+    env = {**os.environ, "HOME": str(home)}
+    env.update({k: str(home / k.lower()) for k in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME")})
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        b = p.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True, env=env
+        )
         yield b
         b.close()
 

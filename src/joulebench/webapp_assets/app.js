@@ -443,7 +443,12 @@
     if (state.colorBy === "family") {
       const color = FAMILY_COLOR.get(r.family);
       const bucket = color ? "family:" + r.family : "family:other";
-      return { key: bucket + (hollow ? "|h" : "|f"), color: color || PALETTE.other, hollow, rank: color ? 0 : 99 };
+      return {
+        key: bucket + (hollow ? "|h" : "|f"),
+        color: color || PALETTE.other,
+        hollow,
+        rank: color ? 0 : 99,
+      };
     }
     const graded = Object.prototype.hasOwnProperty.call(GRADE_COLORS, r.grade);
     return {
@@ -475,6 +480,7 @@
     const f = plotFrame();
     ctx.clearRect(0, 0, f.W, f.H);
     drawAxes(ctx, f);
+    drawAxisTitles(ctx, f);
     ctx.save();
     ctx.beginPath();
     ctx.rect(M.l, M.t, f.pw, f.ph);
@@ -486,9 +492,8 @@
     if (!points.length) drawEmptyNote(ctx, f);
   }
 
-  // Grid, tick labels and axis titles; the energy axis says when energies are estimates.
-  function drawAxes(ctx, f) {
-    const { W, H, pw, ph, d, sy } = f;
+  // Grid lines and tick labels: log energy (x), linear top-1 (y).
+  function drawAxes(ctx, { pw, ph, d, sy }) {
     ctx.font = "12px system-ui, sans-serif";
     ctx.lineWidth = 1;
     ctx.strokeStyle = "#eceff3";
@@ -515,6 +520,11 @@
     }
     ctx.strokeStyle = "#9aa3af";
     ctx.strokeRect(M.l + 0.5, M.t + 0.5, pw, ph);
+  }
+
+  // Axis titles; the energy axis says which energy it is and when energies are estimates.
+  function drawAxisTitles(ctx, { H, pw, ph }) {
+    ctx.font = "12px system-ui, sans-serif";
     ctx.fillStyle = "#1d2330";
     ctx.textAlign = "center";
     ctx.textBaseline = "bottom";
