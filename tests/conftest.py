@@ -12,6 +12,11 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Tests write under tmp_path only. onnxruntime (>= 1.29 on Linux) would keep a telemetry device
+# id and database under ~/.cache/Microsoft/DeveloperTools and a session file (.ses) in TMPDIR
+# or the working directory; this turns that off, here and in the subprocesses tests start.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
 # Tiny protocol settings for tests that run the workflow or a profile: seconds per model.
 FAST_PROTOCOL = {
     "warmup_min_iters": 2,

@@ -290,16 +290,81 @@ def test_figures_from_a_published_summary_without_torch(tmp_path):
     assert len(list((tmp_path / "figs").glob("*.png"))) == len(figures.FIGURE_NAMES)
 
 
-def test_train_vs_inference(tmp_path, monkeypatch):
+def _saved_figures(monkeypatch) -> list:
+    """Every figure the figure functions save from now on (they are still written)."""
+    saved, real_save = [], figures._save
+
+    def spy(fig, stem):
+        saved.append(fig)
+        return real_save(fig, stem)
+
+    monkeypatch.setattr(figures, "_save", spy)
+    return saved
+
+
+def test_train_vs_inference_without_training_rows_says_so(tmp_path, monkeypatch):
     summary, _, _, _ = study_tables(estimated=True)
-    assert figures.train_vs_inference(summary, tmp_path / "none")  # inference only: no data
-    train = summary.assign(phase="train", energy_per_image_j=summary["energy_per_image_j"] * 3)
+    saved = _saved_figures(monkeypatch)
+    _assert_written(figures.train_vs_inference(summary, tmp_path / "none"))  # inference only
+    (fig,) = saved
+    assert not [ax for ax in fig.axes if ax.collections or ax.lines]
+    assert [t for t in fig.texts + fig.axes[0].texts if t.get_text().startswith("No data")]
+
+
+def test_train_vs_inference_draws_each_model_at_its_two_energies(tmp_path, monkeypatch):
+    """One point per (device, method, model, batch size) measured in both phases, at
+    (inference energy, training energy) in the unit its axes name, in its method's colour;
+    rows that failed in either phase or have no partner are left out."""
+    from matplotlib.colors import to_rgba
+
+    summary, _, _, _ = study_tables(estimated=True)
+    # training costs a different multiple per row, so swapped or mismatched pairs show
+    factor = 2.0 + (np.arange(len(summary)) % 7) / 3
+    train = summary.assign(phase="train", energy_per_image_j=summary["energy_per_image_j"] * factor)
+    train = train[train["model"] != summary["model"].iloc[-1]]  # a model never trained
+    ok_in_inference = train.index[train["status"] == "ok"][3]
+    train.loc[ok_in_inference, ["status", "energy_per_image_j"]] = ["oom", np.nan]
     both = pd.concat([summary, train], ignore_index=True)
-    labels = _axis_labels(monkeypatch, lambda: figures.train_vs_inference(both, tmp_path / "tv"))
-    for base in ("Training energy per sample", "Inference energy per image"):
-        pattern = base + r" \((J|mJ|µJ), estimated\)"
-        assert [lab for lab in labels if re.fullmatch(pattern, lab)], labels
-    _assert_written([tmp_path / "tv.pdf", tmp_path / "tv.png"])
+    saved = _saved_figures(monkeypatch)
+    _assert_written(figures.train_vs_inference(both, tmp_path / "tv"))
+
+    key = ["device_label", "method", "model", "batch_size_requested"]
+    ok = [d[(d["status"] == "ok") & (d["energy_per_image_j"] > 0)] for d in (summary, train)]
+    want = ok[0].merge(ok[1], on=key, suffixes=("_inference", "_train"))
+    # 2 rows failed in both phases, 6 of the untrained model, 1 failed in training only
+    assert len(want) == len(summary) - 2 - 6 - 1
+    (fig,) = saved
+    (ax,) = fig.axes
+    for label, base in (
+        (ax.get_xlabel(), "Inference energy per image"),
+        (ax.get_ylabel(), "Training energy per sample"),
+    ):
+        assert re.fullmatch(base + r" \((J|mJ|µJ), estimated\)", label), label
+    unit = re.search(r"\((J|mJ|µJ),", ax.get_xlabel()).group(1)
+    scale = dict(figures.ENERGY_UNITS)[unit]
+    colours = dict(zip(sorted(want["method"].unique()), figures.OKABE_ITO, strict=False))
+    drawn = []
+    for points in ax.collections:
+        (method,) = [
+            m for m, c in colours.items() if np.allclose(points.get_edgecolor(), to_rgba(c))
+        ]
+        drawn += [(method, x / scale, y / scale) for x, y in points.get_offsets()]
+    drawn.sort()
+    expected = sorted(
+        zip(
+            want["method"],
+            want["energy_per_image_j_inference"],
+            want["energy_per_image_j_train"],
+            strict=True,
+        )
+    )
+    assert [d[0] for d in drawn] == [e[0] for e in expected]
+    np.testing.assert_allclose([d[1:] for d in drawn], [e[1:] for e in expected], rtol=1e-9)
+    (diagonal,) = ax.lines  # the dotted line of equal energy spans the points
+    x, y = diagonal.get_data()
+    np.testing.assert_allclose(x, y)
+    values = np.array([d[1:] for d in drawn]) * scale
+    np.testing.assert_allclose([min(x), max(x)], [values.min(), values.max()])
 
 
 # --- readable text: plain numbers, nothing overlapping, nothing cut off ---------------------
@@ -625,3 +690,19 @@ def test_figures_emptied_by_flags_say_so(tmp_path, monkeypatch):
         assert "No data" in said[name] and "20 flagged other-load" in said[name], said[name]
     assert "20 flagged other-load" in said["throughput_vs_energy"]
     assert "no measured energy" not in "\n".join(said.values())
+
+
+def test_grade_colours_are_viridis_and_shared_with_the_page():
+    """One palette for figures and page (palettes.py): grades are matplotlib's viridis from
+    0.92 (A) to 0 (G), and the page's metadata carries the same colours."""
+    import matplotlib
+    from matplotlib.colors import to_hex
+
+    from joulebench.report import palettes
+
+    cmap = matplotlib.colormaps["viridis"]
+    want = {g: to_hex(cmap(v)) for g, v in zip("ABCDEFG", np.linspace(0.92, 0.0, 7), strict=True)}
+    assert palettes.GRADE_COLORS == want
+    assert figures.GRADE_COLORS is palettes.GRADE_COLORS
+    assert palettes.page_palettes()["grade"] == want
+    assert palettes.page_palettes()["series"][:6] == list(figures.OKABE_ITO[:6])

@@ -143,7 +143,10 @@ def test_readme_command_runs_verbatim(command, fresh_clone):
     if key(command) in NEEDS_GPU and not gpu_visible():
         pytest.skip("needs an NVIDIA GPU")
     clone, home = fresh_clone
+    # The clone's .venv is the project's, installed from this checkout's src/: without
+    # PYTHONDONTWRITEBYTECODE its bytecode would be written there, outside tmp_path.
     env = ["env", "-i", "PATH=/usr/bin:/bin", f"HOME={home}", f"TMPDIR={home}"]
+    env += ["PYTHONDONTWRITEBYTECODE=1"]
     result = subprocess.run(
         [*env, "bash", "-c", command],
         cwd=clone,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -13,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from joulebench.analysis.score import score_summary
+from joulebench.analysis.score import GRADES, SCORE_GROUP, score_summary
 from joulebench.analysis.summary import build_summary
-from joulebench.report import webapp
+from joulebench.report import palettes, webapp
 from joulebench.report.webapp import PAGE_COLUMNS, build_page, embed_json, page_data, page_table
 from joulebench.tables import ACCURACY_COLUMNS, CATALOG_COLUMNS, PROFILE_COLUMNS
 
@@ -35,7 +36,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOT_COPY = Path("/tmp/jb-webapp.png")
 HOSTILE = "<img src=x onerror=alert(1)>"
 HOSTILE_2 = "</script><!--<script>alert(2)</script>"
 FAMILIES = ("resnet", "convnext", "vit", "efficientnet", "mobilenetv3", "regnet", "deit", "swin")
@@ -201,6 +201,18 @@ def test_build_page_scores_the_summary_when_no_scores_are_given(tmp_path):
     assert data["meta"]["grade_thresholds"]["A"] == 0.8
 
 
+def test_page_meta_carries_the_score_group_and_the_palettes():
+    """The script retypes neither the score's grouping nor a colour: both are in the meta."""
+    summary = synthetic_summary(6)
+    meta = page_data(summary, score_summary(summary))["meta"]
+    assert meta["score_group"] == list(SCORE_GROUP)
+    assert meta["palettes"] == palettes.page_palettes()
+    assert list(meta["palettes"]["grade"]) == list(GRADES) == meta["grades"]
+    js = webapp._asset("app.js").lower()
+    colours = {*palettes.GRADE_COLORS.values(), *palettes.PAGE_SERIES, palettes.PAGE_OTHER}
+    assert not [c for c in colours | {palettes.PAGE_NO_GRADE} if c.lower() in js]
+
+
 def test_render_page_refuses_assets_that_would_close_their_tag(monkeypatch):
     real = webapp._asset
     monkeypatch.setattr(
@@ -225,11 +237,16 @@ needs_browser = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(tmp_path_factory):
     if BROWSER_MISSING:
         pytest.fail(f"JOULEBENCH_REQUIRE_BROWSER is set but there is no {BROWSER_MISSING}")
+    home = tmp_path_factory.mktemp("browser-home")  # chromium writes settings under $HOME
+    env = {**os.environ, "HOME": str(home)}
+    env.update({k: str(home / k.lower()) for k in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME")})
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        b = p.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True, env=env
+        )
         yield b
         b.close()
 
@@ -273,9 +290,10 @@ class App:
     def visible(self, n: int):
         expect(self.page.locator("#plot")).to_have_attribute("data-visible-count", str(n))
 
-    def point_xy(self, shown: pd.DataFrame, i: int) -> tuple[float, float]:
-        """Where row i of the points on show is drawn: the page's axes, worked out here
-        (margins 62/18/14/46 px; each axis spans the data's range with a little padding)."""
+    def points_xy(self, shown: pd.DataFrame, energy_j=None, top1=None):
+        """Where the points on show are drawn, in px from the canvas's top left: the page's
+        axes, worked out here (margins 62/18/14/46 px; each axis spans the data's range with
+        a little padding). `energy_j`/`top1`: other values to place on the same axes."""
         self.page.locator("#canvas").scroll_into_view_if_needed()
         box = self.page.locator("#canvas").bounding_box()
         lx = np.log10(shown["scored_energy_per_image_j"].astype(float).to_numpy())
@@ -283,9 +301,24 @@ class App:
         xs, ys = max(np.ptp(lx), 0.3) * 0.55, max(np.ptp(acc), 2) * 0.56
         xc, yc = (lx.min() + lx.max()) / 2, (acc.min() + acc.max()) / 2
         pw, ph = box["width"] - 62 - 18, box["height"] - 14 - 46
-        x = 62 + (lx[i] - xc + xs) / (2 * xs) * pw
-        y = 14 + (1 - (acc[i] - yc + ys) / (2 * ys)) * ph
-        return box["x"] + x, box["y"] + y
+        if energy_j is not None:
+            lx, acc = np.log10(np.asarray(energy_j, float)), np.asarray(top1, float)
+        x = 62 + (lx - xc + xs) / (2 * xs) * pw
+        y = 14 + (1 - (acc - yc + ys) / (2 * ys)) * ph
+        return x, y
+
+    def point_xy(self, shown: pd.DataFrame, i: int) -> tuple[float, float]:
+        """Where row i of the points on show is drawn, in page coordinates."""
+        x, y = self.points_xy(shown)
+        box = self.page.locator("#canvas").bounding_box()
+        return box["x"] + x[i], box["y"] + y[i]
+
+    def canvas_rgb(self) -> np.ndarray:
+        """The plot as shown (over the page's white), as an (h, w, 3) array of 0..255."""
+        from PIL import Image
+
+        png = self.page.locator("#canvas").screenshot()
+        return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
 
     def hover_plot_center(self):
         """With one point on show, the axes centre on it: hover (and return) the centre."""
@@ -494,12 +527,95 @@ def test_screenshot_is_written_as_an_artifact(app, site, tmp_path):
     shot = tmp_path / "webapp.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 20_000
-    shutil.copyfile(shot, SCREENSHOT_COPY)
-    if os.environ.get("JOULEBENCH_TEST_ARTIFACTS"):
+    if os.environ.get("JOULEBENCH_TEST_ARTIFACTS"):  # CI keeps it; nothing else leaves tmp_path
         folder = Path(os.environ["JOULEBENCH_TEST_ARTIFACTS"])
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, folder / "webapp.png")
     app.assert_clean()
+
+
+def _hex_rgb(colour: str) -> np.ndarray:
+    return np.array([int(colour[k : k + 2], 16) for k in (1, 3, 5)])
+
+
+def _front_segments(app, shown: pd.DataFrame) -> list:
+    """The staircase of each group's front as the page draws it: (x0, y0, x1, y1) in px."""
+    segments = []
+    for _, group in shown[shown["on_front"].fillna(False).astype(bool)].groupby(
+        list(SCORE_GROUP), dropna=False
+    ):
+        f = group.sort_values(["scored_energy_per_image_j", "top1"])
+        x, y = app.points_xy(shown, f["scored_energy_per_image_j"], f["top1"])
+        for i in range(1, len(f)):
+            segments += [(x[i - 1], y[i - 1], x[i], y[i - 1]), (x[i], y[i - 1], x[i], y[i])]
+    return segments
+
+
+def _near_a_segment(x, y, segments, within_px) -> bool:
+    for x0, y0, x1, y1 in segments:  # horizontal or vertical
+        dx = max(min(x0, x1) - x, 0, x - max(x0, x1))
+        dy = max(min(y0, y1) - y, 0, y - max(y0, y1))
+        if dx * dx + dy * dy <= within_px**2:
+            return True
+    return False
+
+
+@needs_browser
+@pytest.mark.parametrize("device", ["gpu", "cpu"])
+def test_points_are_drawn_where_and_how_their_row_says(app, site, device):
+    """At each point that stands alone, the canvas shows its grade's colour: filled (85 %
+    over white) for measured energy, hollow (background at the centre, the colour on the
+    ring) for estimated energy."""
+    _, t = site
+    other = "cpu" if device == "gpu" else "gpu"
+    app.page.uncheck(f'input[data-facet="device_label"][value="{other}"]')
+    shown = expected_rows(t, t["device_label"] == device)
+    app.visible(len(shown))
+    app.page.mouse.move(0, 0)  # no hover ring
+    rgb = app.canvas_rgb()
+    x, y = app.points_xy(shown)
+    segments = _front_segments(app, shown)
+    grades = shown["grade"].to_numpy()
+    estimated = shown["energy_is_estimate"].to_numpy(bool)
+    assert estimated.all() if device == "cpu" else not estimated.any()
+    checked = 0
+    for i in range(len(shown)):
+        gap = np.hypot(x - x[i], y - y[i])
+        gap[i] = np.inf
+        if gap.min() < 12 or _near_a_segment(x[i], y[i], segments, 6):
+            continue  # overlapped by another point or a front line
+        grade = grades[i] if isinstance(grades[i], str) else None
+        colour = _hex_rgb(palettes.GRADE_COLORS[grade] if grade else palettes.PAGE_NO_GRADE)
+        cx, cy = int(x[i]), int(y[i])
+        centre = rgb[cy, cx]
+        if estimated[i]:
+            assert (centre >= 225).all(), (i, grade, centre)  # hollow: background shows
+            ring = [rgb[cy + dy, cx + dx] for dx in range(-5, 6) for dy in range(-5, 6)]
+            miss = min(np.abs(p - colour).max() for p in ring)
+            assert miss <= 40, (i, grade, miss)
+        else:
+            want = 0.85 * colour + 0.15 * 255
+            assert np.abs(centre - want).max() <= 10, (i, grade, centre, want)
+        checked += 1
+    assert checked >= 10, checked
+    app.assert_clean()
+
+
+@needs_browser
+def test_fronts_are_the_score_groups_of_the_metadata(browser, site, tmp_path, monkeypatch):
+    """One front per score group, taken from the page's metadata: with the device left out
+    of the group, the two devices' fronts become one."""
+    app = App(browser, site[0])
+    expect(app.page.locator("#legend")).to_contain_text("Pareto fronts (2 groups)")
+    app.context.close()
+    summary = synthetic_summary(60)
+    scores = score_summary(summary)
+    monkeypatch.setattr(webapp, "SCORE_GROUP", ("phase", "method", "batch_size_requested"))
+    app = App(browser, build_page(summary, scores, tmp_path / "index.html"))
+    expect(app.page.locator("#legend")).to_contain_text("Pareto front")
+    expect(app.page.locator("#legend")).not_to_contain_text("groups")
+    app.assert_clean()
+    app.context.close()
 
 
 # --- first view, long names, right-to-left overrides, clipped intervals ----------------------

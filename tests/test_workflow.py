@@ -109,7 +109,7 @@ def test_all_pretrained_dry_run(tmp_path):
 
 
 def test_lint_is_clean(tmp_path):
-    result = snakemake(REPO, None, "--lint")
+    result = snakemake(tmp_path, None, "--lint")  # its .snakemake/log goes to tmp_path
     assert result.returncode == 0
     assert "Congratulations" in result.stdout + result.stderr
 

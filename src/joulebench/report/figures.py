@@ -4,8 +4,8 @@ Every function takes DataFrames and an output path stem and writes `<stem>.pdf` 
 `<stem>.png` atomically, returning both paths. Empty or degenerate input gives a figure that
 says "No data" and why, never an exception: a study where everything failed still gets
 its report. Colours are the Okabe–Ito palette (series) and viridis (ordered grades), both
-readable with the common colour-vision deficiencies. Energies from an estimating meter
-are labelled "estimated" on the axis that shows them.
+readable with the common colour-vision deficiencies, from palettes.py (shared with the page).
+Energies from an estimating meter are labelled "estimated" on the axis that shows them.
 
 Only numpy, pandas and matplotlib are imported: figures are made from published summaries
 on machines without torch.
@@ -39,16 +39,10 @@ from joulebench.analysis.score import (
     row_flags,
 )
 from joulebench.analysis.summary import SUMMARY_KEY
+from joulebench.report.palettes import GRADE_COLORS, OKABE_ITO, OTHER_GREY
 from joulebench.tables import atomic_write, energy_is_estimate, read_table
 
 COLUMN_WIDTH_IN = 3.5
-OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000"]
-OTHER_GREY = "#9a9a9a"
-GRADE_COLORS = dict(
-    zip(
-        GRADES, [matplotlib.colormaps["viridis"](v) for v in np.linspace(0.92, 0.0, 7)], strict=True
-    )
-)
 MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 STYLE = {
     "font.size": 8,

@@ -28,8 +28,14 @@ from pathlib import Path
 import pandas as pd
 
 from joulebench import __version__
-from joulebench.analysis.score import GRADES, parse_grade_thresholds, score_summary
+from joulebench.analysis.score import (
+    GRADES,
+    SCORE_GROUP,
+    parse_grade_thresholds,
+    score_summary,
+)
 from joulebench.analysis.summary import SUMMARY_KEY
+from joulebench.report.palettes import page_palettes
 from joulebench.tables import (
     PAGE,
     SUMMARY_COLUMNS,
@@ -110,7 +116,11 @@ def page_data(
     generated_by: str | None = None,
     grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
 ) -> dict:
-    """What the page embeds: meta plus the rows column by column (compact for 2,000+ rows)."""
+    """What the page embeds: meta plus the rows column by column (compact for 2,000+ rows).
+
+    The meta carries what the script would otherwise retype: the score's comparison group
+    (SCORE_GROUP) and the colours (palettes.py), so page, score and figures cannot drift apart.
+    """
     table = page_table(summary, scores)
     kinds = table["energy_kind"].dropna().unique().tolist()
     thresholds = parse_grade_thresholds(grade_thresholds)
@@ -122,6 +132,9 @@ def page_data(
         "grades": list(GRADES),
         "grade_thresholds": thresholds,
         "reference_model": next(iter(table["reference_model"].dropna()), None),
+        # the page draws one front per score group and colours from the shared palettes
+        "score_group": list(SCORE_GROUP),
+        "palettes": page_palettes(),
     }
     columns = list(PAGE_COLUMNS)
     return {"meta": meta, "columns": columns, "data": {c: _json_values(table[c]) for c in columns}}

@@ -6,23 +6,11 @@
    right-to-left override in a name cannot reverse the text around it. */
 "use strict";
 (function () {
-  const MAX_COMPARE = 6;
   const ROW_H = 30; // px, fixed: the table renders only the rows scrolled into view
   const OVERSCAN = 12; // rows rendered above and below the view
   const TYPE_DELAY_MS = 150; // debounce for text and number inputs
   const HIT_RADIUS_PX = 9;
-  // Ordered grades, light (A) to dark (G): viridis, as in the study's figures.
-  const GRADE_COLORS = {
-    A: "#d2e21b", B: "#84d44b", C: "#25ac82", D: "#25858e",
-    E: "#33638d", F: "#46307e", G: "#440154",
-  };
-  const NO_GRADE = "#a3a8b0";
-  const FAMILY_COLORS = [
-    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7",
-    "#56B4E9", "#8C564B", "#6A3D9A", "#B8A000", "#17BECF",
-  ];
-  const OTHER = "#b5bac2";
-  const COMPARE_COLORS = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9"];
+  const POINT_RADIUS_PX = 3.6;
   const FACETS = [
     ["phase", "Phase"],
     ["device_label", "Device"],
@@ -36,6 +24,11 @@
   const raw = JSON.parse($("jb-data").textContent);
   const META = raw.meta;
   const COLUMNS = raw.columns;
+  // Colours come with the data (joulebench/palettes.py, shared with the figures): grades are
+  // viridis, light A to dark G; series Okabe-Ito; one colour per compared model.
+  const PALETTE = META.palettes;
+  const GRADE_COLORS = PALETTE.grade;
+  const MAX_COMPARE = PALETTE.compare.length;
   const ROWS = makeRows(raw);
   const PLOTTABLE = ROWS.filter((r) => r.plottable).length;
   const FRONTS = makeFronts(ROWS);
@@ -74,7 +67,8 @@
       r.energy = num(r.scored_energy_per_image_j ?? fallback);
       r.acc = num(r.top1);
       r.plottable = r.energy > 0 && !isNaN(r.acc);
-      r.group = [r.phase, r.device_label, r.method, r.batch_size_requested, r.est].join("\u0001");
+      // the score stage's comparison group (its SCORE_GROUP columns, from the metadata)
+      r.group = META.score_group.map((c) => keyOf(r[c])).join("\u0001");
       r.text = [r.model, r.family, r.architecture].join(" ").toLowerCase();
       rows[i] = r;
     }
@@ -98,11 +92,13 @@
     const top = [...counts.entries()]
       .filter(([f]) => f !== null && f !== undefined)
       .sort((a, b) => b[1] - a[1] || String(a[0]).localeCompare(String(b[0])))
-      .slice(0, FAMILY_COLORS.length);
-    return new Map(top.map(([f], i) => [f, FAMILY_COLORS[i]]));
+      .slice(0, PALETTE.series.length);
+    return new Map(top.map(([f], i) => [f, PALETTE.series[i]]));
   }
 
-  const keyOf = (v) => (v === null || v === undefined || v === "" ? NONE_KEY : String(v));
+  function keyOf(v) {
+    return v === null || v === undefined || v === "" ? NONE_KEY : String(v);
+  }
 
   function passes(r) {
     for (const [col] of FACETS) {
@@ -217,6 +213,19 @@
     return e;
   }
 
+  // Dark or white text, whichever stands out more on a background colour "#rrggbb" (WCAG
+  // contrast), so the grade chips stay readable whatever the palette.
+  function inkOn(background) {
+    const lum = (hex) => {
+      const c = [1, 3, 5].map((k) => parseInt(hex.slice(k, k + 2), 16) / 255);
+      const lin = c.map((v) => (v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4)));
+      return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2];
+    };
+    const ink = "#1d2330";
+    const l = lum(background);
+    return (l + 0.05) / (lum(ink) + 0.05) >= 1.05 / (l + 0.05) ? ink : "#fff";
+  }
+
   function badge(kind, text) {
     return el("span", "badge " + kind, text);
   }
@@ -225,7 +234,7 @@
     const s = el("span", "grade", g || "–");
     if (g) {
       s.style.background = GRADE_COLORS[g];
-      s.style.color = "ABC".includes(g) ? "#1d2330" : "#fff";
+      s.style.color = inkOn(GRADE_COLORS[g]);
     }
     return s;
   }
@@ -426,9 +435,40 @@
     return { x0: xc - xs * 0.55, x1: xc + xs * 0.55, y0: yc - ys * 0.56, y1: yc + ys * 0.56 };
   }
 
-  function colorOf(r) {
-    if (state.colorBy === "family") return FAMILY_COLOR.get(r.family) || OTHER;
-    return GRADE_COLORS[r.grade] || NO_GRADE;
+  // How a point is drawn, from its record: the colour bucket it falls in (its grade, or its
+  // family where that has a colour of its own), filled (measured) or hollow (estimated), and a
+  // rank: batches are drawn highest rank first, so grade A and coloured families end on top.
+  function pointStyle(r) {
+    const hollow = r.est;
+    if (state.colorBy === "family") {
+      const color = FAMILY_COLOR.get(r.family);
+      const bucket = color ? "family:" + r.family : "family:other";
+      return {
+        key: bucket + (hollow ? "|h" : "|f"),
+        color: color || PALETTE.other,
+        hollow,
+        rank: color ? 0 : 99,
+      };
+    }
+    const graded = Object.prototype.hasOwnProperty.call(GRADE_COLORS, r.grade);
+    return {
+      key: "grade:" + (graded ? r.grade : "") + (hollow ? "|h" : "|f"),
+      color: graded ? GRADE_COLORS[r.grade] : PALETTE.no_grade,
+      hollow,
+      rank: graded ? META.grades.indexOf(r.grade) + 1 : 99,
+    };
+  }
+
+  // The plot's frame: canvas size, margins and the scales from data to pixels.
+  function plotFrame() {
+    const W = plotBox.w, H = plotBox.h;
+    const pw = W - M.l - M.r, ph = H - M.t - M.b;
+    const d = domains();
+    return {
+      W, H, pw, ph, d,
+      sx: (e) => M.l + ((Math.log10(e) - d.x0) / (d.x1 - d.x0)) * pw,
+      sy: (a) => M.t + (1 - (a - d.y0) / (d.y1 - d.y0)) * ph,
+    };
   }
 
   function drawPlot() {
@@ -437,14 +477,23 @@
     const ctx = canvas.getContext("2d");
     const dpr = canvas.width / Math.max(1, plotBox.w);
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    const W = plotBox.w, H = plotBox.h;
-    const pw = W - M.l - M.r, ph = H - M.t - M.b;
-    ctx.clearRect(0, 0, W, H);
-    const d = domains();
-    const sx = (e) => M.l + ((Math.log10(e) - d.x0) / (d.x1 - d.x0)) * pw;
-    const sy = (a) => M.t + (1 - (a - d.y0) / (d.y1 - d.y0)) * ph;
+    const f = plotFrame();
+    ctx.clearRect(0, 0, f.W, f.H);
+    drawAxes(ctx, f);
+    drawAxisTitles(ctx, f);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(M.l, M.t, f.pw, f.ph);
+    ctx.clip();
+    drawFronts(ctx, f);
+    drawPoints(ctx, f);
+    drawMarks(ctx, f);
+    ctx.restore();
+    if (!points.length) drawEmptyNote(ctx, f);
+  }
 
-    // grid, ticks and axis titles
+  // Grid lines and tick labels: log energy (x), linear top-1 (y).
+  function drawAxes(ctx, { pw, ph, d, sy }) {
     ctx.font = "12px system-ui, sans-serif";
     ctx.lineWidth = 1;
     ctx.strokeStyle = "#eceff3";
@@ -471,6 +520,11 @@
     }
     ctx.strokeStyle = "#9aa3af";
     ctx.strokeRect(M.l + 0.5, M.t + 0.5, pw, ph);
+  }
+
+  // Axis titles; the energy axis says which energy it is and when energies are estimates.
+  function drawAxisTitles(ctx, { H, pw, ph }) {
+    ctx.font = "12px system-ui, sans-serif";
     ctx.fillStyle = "#1d2330";
     ctx.textAlign = "center";
     ctx.textBaseline = "bottom";
@@ -484,13 +538,11 @@
     ctx.textBaseline = "middle";
     ctx.fillText("Top-1 accuracy (%)", 0, 0);
     ctx.restore();
+  }
 
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(M.l, M.t, pw, ph);
-    ctx.clip();
-
-    // the Pareto front of every comparison group that has a point on show
+  // The Pareto front of every comparison group that has a point on show, as a staircase;
+  // dashed where the group's energies are estimates.
+  function drawFronts(ctx, { sx, sy }) {
     const groups = new Set(points.map((r) => r.group));
     ctx.strokeStyle = "#2b2f36";
     ctx.lineWidth = 1.5;
@@ -507,76 +559,77 @@
       ctx.stroke();
     }
     ctx.setLineDash([]);
+  }
 
-    // points, batched by colour; grade G first so the efficient ones end up on top
+  // Every point on show, in batches of one style (one path each: fast for 2,000 points);
+  // also fills px/py, where the hover and click look points up.
+  function drawPoints(ctx, { sx, sy }) {
     px = new Float32Array(points.length);
     py = new Float32Array(points.length);
-    const batches = new Map();
+    const batches = new Map(); // style key -> { style, at: point indices }
     for (let i = 0; i < points.length; i++) {
       const r = points[i];
       px[i] = sx(r.energy);
       py[i] = sy(r.acc);
-      const key = colorOf(r) + (r.est ? "|h" : "|f");
-      if (!batches.has(key)) batches.set(key, []);
-      batches.get(key).push(i);
+      const style = pointStyle(r);
+      if (!batches.has(style.key)) batches.set(style.key, { style, at: [] });
+      batches.get(style.key).at.push(i);
     }
-    const order = [...batches.keys()].sort((a, b) => rank(b) - rank(a));
-    ctx.lineWidth = 0.8;
-    for (const key of order) {
-      const [color, kind] = key.split("|");
+    const order = [...batches.values()].sort((a, b) => b.style.rank - a.style.rank);
+    for (const { style, at } of order) {
       ctx.beginPath();
-      for (const i of batches.get(key)) {
-        ctx.moveTo(px[i] + 3.6, py[i]);
-        ctx.arc(px[i], py[i], 3.6, 0, 2 * Math.PI);
+      for (const i of at) {
+        ctx.moveTo(px[i] + POINT_RADIUS_PX, py[i]);
+        ctx.arc(px[i], py[i], POINT_RADIUS_PX, 0, 2 * Math.PI);
       }
-      if (kind === "f") {
-        ctx.fillStyle = color;
+      if (style.hollow) {
+        ctx.lineWidth = 1.6;
+        ctx.strokeStyle = style.color;
+      } else {
+        ctx.fillStyle = style.color;
         ctx.globalAlpha = 0.85;
         ctx.fill();
         ctx.globalAlpha = 1;
+        ctx.lineWidth = 0.8;
         ctx.strokeStyle = "rgba(0,0,0,0.35)";
-      } else {
-        ctx.lineWidth = 1.6;
-        ctx.strokeStyle = color;
       }
       ctx.stroke();
-      ctx.lineWidth = 0.8;
-    }
-
-    // compared models: a coloured ring and their name; the hovered one: a dark ring
-    const index = new Map(points.map((r, i) => [r.id, i]));
-    ctx.font = "600 11.5px system-ui, sans-serif";
-    ctx.textAlign = "left";
-    ctx.textBaseline = "middle";
-    state.compare.forEach((id, k) => {
-      const i = index.get(id);
-      if (i === undefined) return;
-      ring(ctx, px[i], py[i], 7, COMPARE_COLORS[k], 2.5);
-      const label = ROWS[id].model || "";
-      const right = px[i] + 10 + ctx.measureText(label).width < M.l + pw;
-      ctx.textAlign = right ? "left" : "right";
-      ctx.lineWidth = 3;
-      ctx.strokeStyle = "rgba(255,255,255,0.9)";
-      ctx.strokeText(label, px[i] + (right ? 10 : -10), py[i] - 9);
-      ctx.fillStyle = "#1d2330";
-      ctx.fillText(label, px[i] + (right ? 10 : -10), py[i] - 9);
-    });
-    const h = index.get(state.hoverId);
-    if (h !== undefined) ring(ctx, px[h], py[h], 6.5, "#111", 2);
-    ctx.restore();
-
-    if (!points.length) {
-      ctx.fillStyle = "#5c6675";
-      ctx.font = "14px system-ui, sans-serif";
-      ctx.textAlign = "center";
-      ctx.fillText(ROWS.length ? "No point matches the filters." : "No rows in this study.", W / 2, H / 2);
     }
   }
 
-  function rank(key) {
-    const color = key.split("|")[0];
-    const g = Object.keys(GRADE_COLORS).find((k) => GRADE_COLORS[k] === color);
-    return state.colorBy === "grade" ? (g ? g.charCodeAt(0) - 64 : 99) : color === OTHER ? 99 : 0;
+  // Compared models: a ring in their comparison colour and their name; the hovered one: a
+  // dark ring.
+  function drawMarks(ctx, { pw }) {
+    const index = new Map(points.map((r, i) => [r.id, i]));
+    ctx.font = "600 11.5px system-ui, sans-serif";
+    ctx.textBaseline = "middle";
+    const right = M.l + pw; // the plot area's right edge
+    state.compare.forEach((id, k) => {
+      const i = index.get(id);
+      if (i === undefined) return;
+      ring(ctx, px[i], py[i], 7, PALETTE.compare[k], 2.5);
+      nameTag(ctx, ROWS[id].model || "", px[i], py[i], right);
+    });
+    const h = index.get(state.hoverId);
+    if (h !== undefined) ring(ctx, px[h], py[h], 6.5, "#111", 2);
+  }
+
+  // A name beside its point, to the right unless it would run past `right`, on a white halo.
+  function nameTag(ctx, text, x, y, right) {
+    const toRight = x + 10 + ctx.measureText(text).width < right;
+    ctx.textAlign = toRight ? "left" : "right";
+    ctx.lineWidth = 3;
+    ctx.strokeStyle = "rgba(255,255,255,0.9)";
+    ctx.strokeText(text, x + (toRight ? 10 : -10), y - 9);
+    ctx.fillStyle = "#1d2330";
+    ctx.fillText(text, x + (toRight ? 10 : -10), y - 9);
+  }
+
+  function drawEmptyNote(ctx, { W, H }) {
+    ctx.fillStyle = "#5c6675";
+    ctx.font = "14px system-ui, sans-serif";
+    ctx.textAlign = "center";
+    ctx.fillText(ROWS.length ? "No point matches the filters." : "No rows in this study.", W / 2, H / 2);
   }
 
   function ring(ctx, x, y, r, color, width) {
@@ -616,14 +669,14 @@
       const counts = {};
       for (const r of points) counts[r.grade || ""] = (counts[r.grade || ""] || 0) + 1;
       for (const g of META.grades) key(GRADE_COLORS[g], `${g} (${counts[g] || 0})`);
-      if (counts[""]) key(NO_GRADE, `no grade (${counts[""]})`);
+      if (counts[""]) key(PALETTE.no_grade, `no grade (${counts[""]})`);
     } else {
       const counts = new Map();
       for (const r of points) counts.set(r.family, (counts.get(r.family) || 0) + 1);
       for (const [f, c] of FAMILY_COLOR) if (counts.has(f)) key(c, `(${counts.get(f)})`, null, f);
       const rest = [...counts].filter(([f]) => !FAMILY_COLOR.has(f));
       const n = rest.reduce((s, [, c]) => s + c, 0);
-      if (n) key(OTHER, `${rest.length} other families (${n})`);
+      if (n) key(PALETTE.other, `${rest.length} other families (${n})`);
     }
     const groups = new Set(points.filter((r) => FRONTS.has(r.group)).map((r) => r.group));
     if (groups.size) key(null, groups.size === 1 ? "Pareto front" : `Pareto fronts (${groups.size} groups)`, "line");
@@ -765,7 +818,7 @@
     rows.forEach((r, k) => {
       const chip = el("span", "chip");
       const sw = el("i");
-      sw.style.background = COMPARE_COLORS[k];
+      sw.style.background = PALETTE.compare[k];
       const x = el("button", null, "×");
       x.type = "button";
       x.setAttribute("aria-label", "remove " + (r.model || ""));
@@ -785,7 +838,7 @@
     rows.forEach((r, k) => {
       const th = el("th");
       const sw = el("span", null, "■ ");
-      sw.style.color = COMPARE_COLORS[k];
+      sw.style.color = PALETTE.compare[k];
       th.append(sw, label("span", "model-name", r.model));
       head.append(th);
     });
@@ -838,7 +891,7 @@
         const track = el("div", "bar-track");
         const bar = el("div", "bar" + (r.est && get === BAR_METRICS[0][1] ? " est" : ""));
         bar.style.width = (isNaN(v) || max <= 0 ? 0 : (100 * v) / max).toFixed(1) + "%";
-        bar.style.backgroundColor = COMPARE_COLORS[k];
+        bar.style.backgroundColor = PALETTE.compare[k];
         track.append(bar);
         row.append(track, el("span", "v", fmt(v)));
         block.append(row);
