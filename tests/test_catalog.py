@@ -118,7 +118,7 @@ def test_atomic_write_leaves_old_file_when_writing_fails(tmp_path):
 _PEAK_RSS_AROUND_CATALOG = """
 import json, resource, sys
 import torch
-from joulebench.catalog import catalog_row
+from joulebench.catalog.build import catalog_row
 peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 catalog_row("resnet18.a1_in1k")
 before = peak()
