@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 import timm
-from timm.models import register_model
+from timm_models import register
 from torch import nn
 
 from joulebench.catalog.build import build_catalog, catalog_row
@@ -30,14 +30,8 @@ class _Broken(nn.Module):
         raise RuntimeError("this architecture cannot be built")
 
 
-@register_model
-def jbtest_needs_real_tensors(pretrained=False, **kwargs):
-    return _NeedsRealTensors(**kwargs)
-
-
-@register_model
-def jbtest_broken(pretrained=False, **kwargs):
-    return _Broken(**kwargs)
+register("jbtest_needs_real_tensors", _NeedsRealTensors)
+register("jbtest_broken", _Broken)
 
 
 def test_row_of_a_real_model():

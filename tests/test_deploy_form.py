@@ -8,8 +8,8 @@ import pytest
 import timm
 import torch
 from conftest import FAST_PROTOCOL
-from timm.models import register_model
 from timm.utils.model import reparameterize_model
+from timm_models import register
 from torch import nn
 
 from joulebench.analysis.summary import build_summary
@@ -69,19 +69,9 @@ class _BranchyNet(nn.Module):
         return self.head(self.block(x).mean((2, 3)))
 
 
-@register_model
-def jbtest_branchy(pretrained=False, **kwargs):
-    return _BranchyNet(**kwargs)
-
-
-@register_model
-def jbtest_branchy_fails(pretrained=False, **kwargs):
-    return _BranchyNet(fail="always", **kwargs)
-
-
-@register_model
-def jbtest_branchy_fails_on_meta(pretrained=False, **kwargs):
-    return _BranchyNet(fail="on-meta", **kwargs)
+register("jbtest_branchy", _BranchyNet)
+register("jbtest_branchy_fails", _BranchyNet, fail="always")
+register("jbtest_branchy_fails_on_meta", _BranchyNet, fail="on-meta")
 
 
 def test_fusing_that_fails_is_said_and_never_hidden():

@@ -22,6 +22,17 @@ from joulebench.tables import PROFILE_COLUMNS, TRACE_TABLE_COLUMNS
 FAMILIES = ["resnet", "efficientnet", "vision_transformer", "convnext", "mobilenetv3", "regnet"]
 
 
+def _watch_saves(monkeypatch, look) -> None:
+    """Call `look(fig, stem)` on every figure just before the figures module saves it."""
+    real_save = figures._save
+
+    def spy(fig, stem):
+        look(fig, stem)
+        return real_save(fig, stem)
+
+    monkeypatch.setattr(figures, "_save", spy)
+
+
 def synthetic_study(
     n_models=30,
     methods=("fp32", "bf16"),
@@ -148,15 +159,13 @@ def test_every_figure_is_written(tmp_path, estimated):
 def _axis_labels(monkeypatch, call) -> list[str]:
     """Run a figure function and collect every axis label of the figure it saves."""
     seen = []
-    real_save = figures._save
 
     def spy(fig, stem):
         seen.extend([fig.get_supxlabel(), fig.get_supylabel()])
         for ax in fig.axes:
             seen.extend([ax.get_xlabel(), ax.get_ylabel()])
-        return real_save(fig, stem)
 
-    monkeypatch.setattr(figures, "_save", spy)
+    _watch_saves(monkeypatch, spy)
     call()
     return seen
 
@@ -206,13 +215,11 @@ def test_degenerate_input_draws_no_data(tmp_path, monkeypatch):
     scores = score_summary(summary)
     fits = all_fits(summary, baseline_method="fp32")
     texts = []
-    real_save = figures._save
 
     def spy(fig, stem):
         texts.extend(t.get_text() for ax in fig.axes for t in ax.texts)
-        return real_save(fig, stem)
 
-    monkeypatch.setattr(figures, "_save", spy)
+    _watch_saves(monkeypatch, spy)
     out = figures.render_all(summary, scores, fits, None, tmp_path)
     for paths in out.values():
         _assert_written(paths)
@@ -224,14 +231,12 @@ def test_one_model_still_draws(tmp_path, monkeypatch):
         n_models=1, batch_sizes=(8,), methods=("fp32",), failures=0
     )
     drawn = []
-    real_save = figures._save
 
     def spy(fig, stem):
         drawn.append((stem.name, any(t.get_text().startswith("No data") for t in fig.texts)))
         drawn[-1] += (any(ax.collections or ax.lines for ax in fig.axes),)
-        return real_save(fig, stem)
 
-    monkeypatch.setattr(figures, "_save", spy)
+    _watch_saves(monkeypatch, spy)
     out = figures.render_all(summary, scores, fits, None, tmp_path)
     for paths in out.values():
         _assert_written(paths)
@@ -292,13 +297,8 @@ def test_figures_from_a_published_summary_without_torch(tmp_path):
 
 def _saved_figures(monkeypatch) -> list:
     """Every figure the figure functions save from now on (they are still written)."""
-    saved, real_save = [], figures._save
-
-    def spy(fig, stem):
-        saved.append(fig)
-        return real_save(fig, stem)
-
-    monkeypatch.setattr(figures, "_save", spy)
+    saved = []
+    _watch_saves(monkeypatch, lambda fig, stem: saved.append(fig))
     return saved
 
 
@@ -434,7 +434,6 @@ def _energy_axes(fig) -> list:
 def _check_readable(monkeypatch, render) -> dict:
     """Render figures through `render`; return {figure: [problems]} for every figure saved."""
     found = {}
-    real_save = figures._save
 
     def spy(fig, stem):
         name = Path(stem).name
@@ -452,9 +451,8 @@ def _check_readable(monkeypatch, render) -> dict:
             if re.search(r"\\mathdefault|\d\^\{|×\s*10", t.get_text()):
                 problems.append(f"{name}: mathtext in {t.get_text()!r}")
         found[name] = problems
-        return real_save(fig, stem)
 
-    monkeypatch.setattr(figures, "_save", spy)
+    _watch_saves(monkeypatch, spy)
     render()
     return found
 
@@ -508,13 +506,11 @@ def test_hostile_labels_print_as_text(tmp_path, monkeypatch):
     scores = score_summary(summary)
     fits = all_fits(summary, baseline_method="fp32")
     shown = []
-    real_save = figures._save
 
     def keep_texts(fig, stem):
         shown.extend(t.get_text() for t, _ in _drawn_texts(fig))
-        return real_save(fig, stem)
 
-    monkeypatch.setattr(figures, "_save", keep_texts)
+    _watch_saves(monkeypatch, keep_texts)
     found = _check_readable(
         monkeypatch, lambda: figures.render_all(summary, scores, fits, trace, tmp_path)
     )
@@ -541,14 +537,12 @@ def test_the_text_check_finds_overlaps_and_cut_off_text():
 def _figure_texts(monkeypatch, call) -> tuple[list[str], list]:
     """Texts and scatter collections of the figure `call` saves."""
     texts, collections = [], []
-    real_save = figures._save
 
     def spy(fig, stem):
         texts.extend(t.get_text() for t, _ in _drawn_texts(fig))
         collections.extend(c for ax in fig.axes for c in ax.collections)
-        return real_save(fig, stem)
 
-    monkeypatch.setattr(figures, "_save", spy)
+    _watch_saves(monkeypatch, spy)
     call()
     return texts, collections
 
@@ -677,13 +671,11 @@ def test_figures_emptied_by_flags_say_so(tmp_path, monkeypatch):
     """All rows flagged other-load: the figures that then have nothing to draw say why."""
     tables = default_like_study("other-load")
     texts = []
-    real_save = figures._save
 
     def spy(fig, stem):
         texts.append((Path(stem).name, [t.get_text() for t, _ in _drawn_texts(fig)]))
-        return real_save(fig, stem)
 
-    monkeypatch.setattr(figures, "_save", spy)
+    _watch_saves(monkeypatch, spy)
     figures.render_all(*tables, tmp_path)
     said = {name: "\n".join(t) for name, t in texts}
     for name in ("energy_vs_factors", "method_savings", "energy_vs_batch_size"):

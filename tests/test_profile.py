@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 from conftest import FAST_PROTOCOL
-from timm.models import register_model
+from timm_models import register
 from torch import nn
 
 from joulebench.cli import main as cli_main
@@ -40,24 +40,10 @@ class _Unbuildable(nn.Module):
         raise RuntimeError("cannot build this one")
 
 
-@register_model
-def jbtest_tiny(pretrained=False, **kwargs):
-    return _Tiny(**kwargs)
-
-
-@register_model
-def jbtest_tiny_oom_above_2(pretrained=False, **kwargs):
-    return _Tiny(max_batch=2, **kwargs)
-
-
-@register_model
-def jbtest_tiny_fails_forward(pretrained=False, **kwargs):
-    return _Tiny(fail_forward=True, **kwargs)
-
-
-@register_model
-def jbtest_unbuildable(pretrained=False, **kwargs):
-    return _Unbuildable(**kwargs)
+register("jbtest_tiny", _Tiny)
+register("jbtest_tiny_oom_above_2", _Tiny, max_batch=2)
+register("jbtest_tiny_fails_forward", _Tiny, fail_forward=True)
+register("jbtest_unbuildable", _Unbuildable)
 
 
 def job(model, methods=("fp32",), batch_sizes=(1, 4), specs=None, **kw):

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 from test_profile import _Tiny, job
-from timm.models import register_model
+from timm_models import register
 
 from joulebench.measure.methods import Method, parse_methods
 from joulebench.measure.profile import run_profile
@@ -43,19 +43,9 @@ class _CannotExport(_Tiny):
         return torch.linalg.svdvals(super().forward(x).reshape(-1, 2, 5))
 
 
-@register_model
-def jbrt_cannot_export(pretrained=False, **kwargs):
-    return _CannotExport(**kwargs)
-
-
-@register_model
-def jbrt_tiny(pretrained=False, **kwargs):
-    return _Tiny(**kwargs)
-
-
-@register_model
-def jbrt_exports_something_else(pretrained=False, **kwargs):
-    return _ExportsSomethingElse(**kwargs)
+register("jbrt_cannot_export", _CannotExport)
+register("jbrt_tiny", _Tiny)
+register("jbrt_exports_something_else", _ExportsSomethingElse)
 
 
 def rt_job(model, cache, methods=("fp32", "ort"), batch_sizes=(2,), **kw):

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 from test_profile import _Tiny, job
-from timm.models import register_model
+from timm_models import register
 from torch import nn
 
 from joulebench.measure.methods import Method
@@ -27,14 +27,8 @@ class _TinyBnHead(_Tiny):
         return self.fc(self.norm(self.conv(x).mean((2, 3))))
 
 
-@register_model
-def jbtrain_tiny(pretrained=False, **kwargs):
-    return _Tiny(**kwargs)
-
-
-@register_model
-def jbtrain_bn_head(pretrained=False, **kwargs):
-    return _TinyBnHead(**kwargs)
+register("jbtrain_tiny", _Tiny)
+register("jbtrain_bn_head", _TinyBnHead)
 
 
 class _Net(nn.Module):
