@@ -74,6 +74,7 @@ def test_every_table_of_the_workflow_is_declared():
         "accuracy_fits",
         "method_savings",
         "batch_scaling",
+        "best_configs",
         "page",
         "check",
         "check_results",

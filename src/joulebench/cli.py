@@ -173,6 +173,14 @@ def _cmd_fits(args) -> int:
     return 0
 
 
+def _cmd_best_configs(args) -> int:
+    from joulebench.analysis.best_configs import run_best_configs
+
+    settings = _settings("decisions", args.settings, run_best_configs)
+    run_best_configs(args.summary, args.output, **settings)
+    return 0
+
+
 def _cmd_figures(args) -> int:
     from joulebench.report.figures import run_figures
 
@@ -393,6 +401,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--outdir", required=True)
     p.set_defaults(func=_cmd_fits)
 
+    p = sub.add_parser(
+        "best-configs", help="each model's least-energy configuration, overall and constrained"
+    )
+    p.add_argument("summary", help="a summary parquet or csv (ours or published)")
+    p.add_argument(
+        "--settings", default="{}", help="JSON: the config's decisions section (+ score rules)"
+    )
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_best_configs)
+
     p = sub.add_parser("figures", help="every figure of the study, PDF and PNG")
     p.add_argument("--summary", required=True)
     p.add_argument("--scores", required=True)
@@ -454,6 +472,8 @@ def _default(func, name: str):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from joulebench.analysis.best_configs import DecisionError
+    from joulebench.analysis.summary import SummaryError
     from joulebench.catalog.models import ModelSelectionError
     from joulebench.catalog.workloads import WorkloadError
     from joulebench.measure.devices import DeviceError
@@ -462,7 +482,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (ConfigError, DeviceError, ModelSelectionError, TableError, WorkloadError) as exc:
+    except (
+        ConfigError,
+        DecisionError,
+        DeviceError,
+        ModelSelectionError,
+        SummaryError,
+        TableError,
+        WorkloadError,
+    ) as exc:
         print(f"joulebench: error: {exc}", file=sys.stderr)  # bad input: no traceback
         return 2
 

@@ -833,6 +833,64 @@ BATCH_SCALING = Table(
 
 FIT_TABLES = (FACTOR_FITS, ACCURACY_FITS, METHOD_SAVINGS, BATCH_SCALING)
 
+# --- decisions: the energy-optimal configuration of each model ---------------------------------
+
+_BEST_ROW = "analysis.best_configs._best_row"
+
+BEST_CONFIGS = Table(
+    "best_configs",
+    "results/best_configs.parquet",
+    "(phase, device, model, estimated or not, constraint): the least-energy configuration "
+    "meeting the constraint",
+    (
+        *_same(SUMMARY, "phase", "device_label", "model", "energy_is_estimate"),
+        *_declare(
+            f"""
+            constraint            string   -      {_BEST_ROW}
+                none (overall), or e.g. latency_ms<=50, throughput_img_s>=100, batch_size<=1
+            constraint_kind       string   -      {_BEST_ROW}
+                none, max_latency_ms, min_throughput_img_s or max_batch_size (decisions:)
+            constraint_value      float64  -      {_BEST_ROW}
+                the limit (ms, img/s or images); empty for none
+            met                   boolean  -      {_BEST_ROW}
+                True: some comparable configuration meets the constraint
+            """
+        ),
+        *_same(SUMMARY, "family", "top1"),
+        *_same(SCORES, "energy_kind"),
+        *_same(SUMMARY, "method", "runtime", "batch_size_requested", "batch_size", "meter"),
+        *_declare(
+            f"""
+            energy_per_image_j    float64  J      {_BEST_ROW}
+                the least compared energy (total or dynamic, per energy_kind) meeting it
+            energy_per_image_ci95_low_j float64 J {_BEST_ROW}
+                lower end of that configuration's 95% CI (of the compared energy)
+            energy_per_image_ci95_high_j float64 J {_BEST_ROW}
+                upper end of that configuration's 95% CI
+            latency_ms            float64  ms     analysis.best_configs.comparable
+                time per batch compared: the p95 where measured, else the mean
+            latency_kind          string   -      analysis.best_configs.comparable
+                p95 or mean: which latency_ms is
+            """
+        ),
+        *_same(SUMMARY, "throughput_img_s"),
+        *_declare(
+            f"""
+            configurations        Int64    count  {_BEST_ROW}
+                comparable configurations of this model (score's rules: ok, not flagged)
+            configurations_meeting Int64   count  {_BEST_ROW}
+                of those, the ones meeting the constraint
+            ties_within_ci        Int64    count  {_BEST_ROW}
+                other configurations meeting it whose 95% CI reaches the best one's: the best
+                is not told apart from these
+            note                  string   -      {_BEST_ROW}
+                why a row is empty: nothing comparable, or what the closest configuration misses
+            """
+        ),
+    ),
+    key=("phase", "device_label", "model", "energy_is_estimate", "constraint"),
+)
+
 # --- stage 10: the web page's rows (embedded JSON and its CSV download) -----------------------
 
 PAGE = Table(
@@ -998,6 +1056,7 @@ TABLES: dict[str, Table] = {
         SUMMARY,
         SCORES,
         *FIT_TABLES,
+        BEST_CONFIGS,
         PAGE,
         CHECK,
         CHECK_RESULTS,

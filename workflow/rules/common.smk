@@ -105,6 +105,7 @@ wildcard_constraints:
 def get_final_outputs():
     analysis = [
         "results/scores.parquet",
+        "results/best_configs.parquet",
         *expand("results/figures/{name}.png", name=FIGURES),
         "results/webapp/index.html",
     ]
@@ -118,6 +119,14 @@ def get_fits_settings():
     first = None if FROM_SUMMARY else next(iter(config["methods"]))
     baseline = config["fits"]["baseline_method"] or first
     return json.dumps({**config["fits"], "baseline_method": baseline}, sort_keys=True)
+
+
+def get_decisions_settings():
+    """The constraints (decisions:) with the score's rules of which rows count."""
+    rules = {
+        k: config["score"][k] for k in ("energy", "invalid_flags", "max_energy_cv")
+    }
+    return json.dumps({**config["decisions"], **rules}, sort_keys=True)
 
 
 def get_summary(wildcards):
