@@ -181,6 +181,25 @@ def _cmd_best_configs(args) -> int:
     return 0
 
 
+def _cmd_recommend(args) -> int:
+    """Models and configurations meeting the constraints, ranked by energy per image."""
+    from joulebench.analysis.recommend import format_recommendation, recommend
+    from joulebench.analysis.summary import read_summary
+
+    rec = recommend(
+        read_summary(args.summary),
+        min_top1=args.min_top1,
+        max_latency_ms=args.max_latency_ms,
+        min_throughput_img_s=args.min_throughput,
+        device=args.device,
+        current=args.current,
+        energy=args.energy,
+        all_configs=args.all,
+    )
+    print(format_recommendation(rec, top=args.top))
+    return 0
+
+
 def _cmd_figures(args) -> int:
     from joulebench.report.figures import run_figures
 
@@ -410,6 +429,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--output", required=True)
     p.set_defaults(func=_cmd_best_configs)
+
+    p = sub.add_parser(
+        "recommend", help="which model and configuration for an accuracy and latency budget"
+    )
+    p.add_argument("--summary", default="results/summary.parquet", help="ours or published")
+    p.add_argument("--min-top1", type=float, help="top-1 accuracy floor, percent")
+    p.add_argument("--max-latency-ms", type=_positive_float, help="time per batch budget, ms")
+    p.add_argument("--min-throughput", type=_positive_float, help="images per second floor")
+    p.add_argument("--device", help="only this device label (e.g. cpu, h200)")
+    p.add_argument("--current", help="MODEL:METHOD:BATCH run today: show each saving against it")
+    p.add_argument("--energy", choices=["total", "dynamic"], default="total")
+    p.add_argument("--all", action="store_true", help="every configuration, not one per model")
+    p.add_argument("--top", type=_positive_int, default=10, help="rows shown per device (10)")
+    p.set_defaults(func=_cmd_recommend)
 
     p = sub.add_parser("figures", help="every figure of the study, PDF and PNG")
     p.add_argument("--summary", required=True)
