@@ -157,3 +157,10 @@ def test_run_writes_atomically_and_reads_a_csv(tmp_path):
     table = run_best_configs(summary, out, max_latency_ms=[], max_batch_size=[])
     assert set(table["constraint"]) == {"none"}
     assert not list(tmp_path.glob("*.tmp*"))
+
+
+def test_latency_from_throughput_where_a_summary_has_no_latency():
+    rows = [profile_row("q", "fp32", 8, 0.01, 0.001, float("nan"), 400.0)]  # 8 / 400 = 20 ms
+    table = best_configs(decision_summary(rows, configs=[]), max_latency_ms=[25])
+    row = _pick(table, "q", "latency_ms<=25")
+    assert row["latency_kind"] == "derived" and row["latency_ms"] == pytest.approx(20.0)

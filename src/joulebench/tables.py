@@ -870,7 +870,8 @@ BEST_CONFIGS = Table(
             latency_ms            float64  ms     analysis.best_configs.comparable
                 time per batch compared: the p95 where measured, else the mean
             latency_kind          string   -      analysis.best_configs.comparable
-                p95 or mean: which latency_ms is
+                p95, mean, or derived (batch_size / throughput_img_s, for a summary without
+                latency columns): which latency_ms is
             """
         ),
         *_same(SUMMARY, "throughput_img_s"),

@@ -96,7 +96,8 @@ def comparable(
     `valid` (the score's measured_mask), `estimate` (tables.energy_is_estimate), the compared
     `energy_j` with its 95% CI (`ci_low_j`, `ci_high_j`) and half-width `ci_half_j` (from the
     upper bound: the lower one may be clipped at 0), `latency_ms` (p95 where measured, else
-    the mean per batch) with `latency_kind`, and `why_not` (why a row is not valid).
+    the mean per batch, else batch_size / throughput for a summary without latencies) with
+    `latency_kind`, and `why_not` (why a row is not valid).
     """
     if energy not in ENERGY_COLUMNS:
         raise DecisionError(f"energy must be one of {tuple(ENERGY_COLUMNS)}, got {energy!r}")
@@ -114,9 +115,13 @@ def comparable(
     df["ci_low_j"], df["ci_high_j"] = number(low), number(high)
     df["ci_half_j"] = df["ci_high_j"] - df["energy_j"]
     p95, mean = number("latency_ms_p95"), number("latency_ms_mean")
-    df["latency_kind"] = np.where(np.isfinite(p95), "p95", np.where(np.isfinite(mean), "mean", ""))
-    df["latency_ms"] = p95.where(np.isfinite(p95), mean)
     df["throughput_img_s"] = number("throughput_img_s")
+    # a published summary without latency columns: the mean time per batch is batch / rate
+    derived = 1e3 * number("batch_size") / df["throughput_img_s"]
+    df["latency_kind"] = np.select(
+        [np.isfinite(p95), np.isfinite(mean), np.isfinite(derived)], ["p95", "mean", "derived"], ""
+    )
+    df["latency_ms"] = p95.where(np.isfinite(p95), mean.where(np.isfinite(mean), derived))
     df["top1"] = number("top1")
     flag = _flagged(row_flags(df, energy, max_energy_cv), tuple(invalid_flags))
     df["why_not"] = [
