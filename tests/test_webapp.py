@@ -739,3 +739,95 @@ def test_flagged_spread_and_clipped_interval_are_shown(browser, odd_site):
     expect(card).to_contain_text("flagged high-spread (energy CV 104% > 25%)")
     app.assert_clean()
     app.context.close()
+
+
+# --- decisions: the latency budget, the accuracy floor, best configurations, the URL -------
+
+
+@pytest.fixture(scope="module")
+def decision_site(tmp_path_factory):
+    """Three models x two methods x two batch sizes, best configurations known by hand
+    (tests/decision_rows.py)."""
+    from decision_rows import decision_summary
+
+    summary = decision_summary()
+    return build_page(summary, score_summary(summary), tmp_path_factory.mktemp("dw") / "i.html")
+
+
+def _best_rows(page) -> list[tuple]:
+    cells = page.locator("#best-table tbody tr").evaluate_all(
+        "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+    )
+    return [(c[0], c[2], c[3]) for c in cells]  # model, method, batch
+
+
+@needs_browser
+def test_latency_budget_draws_each_model_at_its_best_configuration(browser, decision_site):
+    app = App(browser, decision_site)
+    page = app.page
+    app.visible(12)
+    expect(page.locator("#best-section")).to_be_hidden()
+    page.fill("#latency-budget", "10")
+    app.visible(2)  # big needs 20 ms at least
+    expect(page.locator("#plot")).to_have_attribute("data-mode", "best")
+    assert _best_rows(page) == [("small", "fp16", "1"), ("mid", "fp16", "1")]
+    expect(page.locator("#best-note")).to_contain_text("1 model has no configuration within")
+    page.fill("#latency-budget", "100")
+    page.fill("#acc-min", "75")  # the accuracy floor
+    app.visible(2)
+    assert _best_rows(page) == [("mid", "fp16", "64"), ("big", "fp16", "1")]
+    # the floor's slider follows its number, and moving it writes the number
+    assert int(page.input_value("#acc-min-range")) > 0
+    page.fill("#acc-min-range", "0")
+    expect(page.locator("#acc-min")).to_have_value("")
+    app.visible(3)
+    # the budget slider at its end: the largest latency, every model at its overall best
+    page.fill("#latency-budget-range", "1000")
+    expect(page.locator("#latency-budget")).to_have_value("400")
+    assert _best_rows(page) == [
+        ("small", "fp16", "64"),
+        ("mid", "fp16", "64"),
+        ("big", "fp16", "64"),
+    ]
+    page.click("#reset")
+    app.visible(12)
+    expect(page.locator("#best-section")).to_be_hidden()
+    page.check("#best-only")  # best configurations without a budget
+    app.visible(3)
+    app.assert_clean()
+    app.context.close()
+
+
+@needs_browser
+def test_the_url_round_trips_the_filters(browser, decision_site):
+    app = App(browser, decision_site)
+    page = app.page
+    page.fill("#latency-budget", "100")
+    page.fill("#acc-min", "75")
+    page.uncheck('input[data-facet="batch_size_requested"][value="64"]')
+    page.check('input[name=colorby][value="family"]')
+    page.fill("#search", "i")
+    app.visible(2)  # batch 1 only: mid and big at fp16 ("small" has no "i"; it is below 75 %)
+    assert _best_rows(page) == [("mid", "fp16", "1"), ("big", "fp16", "1")]
+    page.wait_for_function(
+        "() => ['latency_max_ms=100', 'q=i', 'color=family'].every(k => location.hash.includes(k))"
+    )
+    url = page.url
+    assert "top1_min=75" in url and "f.batch_size_requested=1" in url and "color=family" in url
+    other = App(browser, Path(decision_site))  # a fresh page, then the shared URL
+    other.page.goto(url)
+    other.page.wait_for_selector("html[data-ready=true]")
+    other.visible(2)
+    assert other.page.input_value("#latency-budget") == "100"
+    assert other.page.input_value("#acc-min") == "75"
+    assert other.page.input_value("#search") == "i"
+    assert not other.page.is_checked('input[data-facet="batch_size_requested"][value="64"]')
+    assert other.page.is_checked('input[name=colorby][value="family"]')
+    assert _best_rows(other.page) == [("mid", "fp16", "1"), ("big", "fp16", "1")]
+    # a hash typed into the address bar applies too
+    other.page.evaluate("location.hash = '#latency_max_ms=10'")
+    other.visible(2)
+    assert other.page.input_value("#acc-min") == ""
+    for a in (app, other):
+        a.assert_clean()
+        a.context.close()

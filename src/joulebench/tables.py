@@ -923,6 +923,7 @@ PAGE = Table(
             "dynamic_energy_per_image_ci95_high_j",
             "throughput_img_s",
             "latency_ms_mean",
+            "latency_ms_p95",
             "power_mean_w",
             "idle_power_w",
             "top1",
