@@ -205,7 +205,13 @@ def _cmd_figures(args) -> int:
 
     settings = _settings("figures", args.settings, run_figures)
     run_figures(
-        args.summary, args.scores, args.fits_dir, args.outdir, trace_path=args.trace, **settings
+        args.summary,
+        args.scores,
+        args.fits_dir,
+        args.outdir,
+        trace_path=args.trace,
+        best_configs_path=args.best_configs,
+        **settings,
     )
     return 0
 
@@ -449,6 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scores", required=True)
     p.add_argument("--fits-dir", required=True)
     p.add_argument("--trace", help="a power-trace parquet for the trace figure")
+    p.add_argument("--best-configs", help="best_configs parquet (default: from the summary)")
     p.add_argument("--settings", default="{}", help="JSON: the config's figures section")
     p.add_argument("--outdir", required=True)
     p.set_defaults(func=_cmd_figures)

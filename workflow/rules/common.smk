@@ -139,6 +139,7 @@ def get_figure_inputs(wildcards):
         "summary": get_summary(wildcards),
         "scores": "results/scores.parquet",
         "fits": expand("results/fits/{table}.parquet", table=FIT_TABLES),
+        "best_configs": "results/best_configs.parquet",
     }
     trace = get_trace(wildcards)
     if trace:
