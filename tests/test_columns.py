@@ -72,6 +72,7 @@ def test_every_table_of_the_workflow_is_declared():
         "scores",
         "factor_fits",
         "accuracy_fits",
+        "accuracy_law",
         "method_savings",
         "batch_scaling",
         "best_configs",

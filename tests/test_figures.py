@@ -757,3 +757,28 @@ def test_decision_figures_say_why_they_are_empty(tmp_path, monkeypatch):
         "no model has a comparable configuration and a top-1",
         "no model has comparable energies for two methods",
     ]
+
+
+def test_accuracy_figure_draws_the_law_the_comparison_picks(tmp_path, monkeypatch):
+    summary, scores, fits, _ = study_tables(n_models=30, estimated=False)
+    seen = {}
+    real_save = figures._save
+
+    def spy(fig, stem):
+        legend = fig.legends[0]
+        seen["labels"] = [t.get_text() for t in legend.get_texts()]
+        seen["title"] = legend.get_title().get_text()
+        seen["dashed"] = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "--"]
+        return real_save(fig, stem)
+
+    monkeypatch.setattr(figures, "_save", spy)
+    figures.accuracy_vs_energy(scores, tmp_path / "a", law=fits["accuracy_law"])
+    law = fits["accuracy_law"]
+    title = seen["title"].splitlines()[0]  # "h200 · bf16 · batch 1 · 30 models graded"
+    method, batch = title.split(" · ")[1], int(title.split(" · ")[2].split()[1])
+    mine = law[(law["method"] == method) & (law["batch_size_requested"] == batch)]
+    mine = mine[mine["subset"] == "all"]
+    winner = mine.loc[mine["best_by_bic"].astype(bool), "form"].iloc[0]
+    assert f"law: {winner}" in seen["labels"] and len(seen["dashed"]) == 1
+    for form in set(mine["form"]) - {winner}:
+        assert form in seen["title"]

@@ -762,6 +762,58 @@ ACCURACY_FITS = Table(
     ),
 )
 
+_LAW = "analysis.fits.compare_laws"
+
+ACCURACY_LAW = Table(
+    "accuracy_law",
+    "results/fits/accuracy_law.parquet",
+    "(group, subset, form): the form fitted to top-1 against energy per image, and how it "
+    "compares with the other forms",
+    (
+        *_FIT_GROUP,
+        *_declare(
+            f"""
+            subset                string   -      analysis.fits.accuracy_law
+                all (every scored model) or front (the Pareto front only)
+            form                  string   -      {_LAW}
+                log-linear: top1 = a + b log10(E); power-law: top1 = a - b (E/E0)^(-c), E0 the
+                geometric mean energy; double-exponential: top1 = a + b ln(ln(E/c)), i.e.
+                E = c exp(exp((top1 - a) / b))
+            n                     Int64    count  {_LAW}
+                models in the fit
+            params                Int64    count  {_LAW}
+                the form's fitted parameters (2 or 3)
+            coef_a                float64  %      {_LAW}
+                a: intercept (log-linear, double-exponential) or the ceiling (power-law)
+            coef_b                float64  %      {_LAW}
+                b: points per decade (log-linear), amplitude (power-law), or points per unit
+                of ln ln E (double-exponential)
+            coef_c                float64  -      {_LAW}
+                c: exponent (power-law, ratio) or the energy scale E_s in J
+                (double-exponential); empty for log-linear
+            rmse_pct              float64  %      {_LAW}
+                root mean square error of top-1 over the fitted models
+            aic                   float64  -      {_LAW}
+                Akaike's criterion, n ln(RSS/n) + 2 (params + 1): lower is better
+            bic                   float64  -      {_LAW}
+                Bayesian criterion, n ln(RSS/n) + (params + 1) ln n: lower is better
+            delta_bic             float64  -      {_LAW}
+                bic minus the lowest bic of the forms (0: the winner; above 6: strongly worse)
+            cv_rmse_pct           float64  %      {_LAW}
+                k-fold (5, or n if fewer) held-out root mean square error of top-1
+            best_by_aic           boolean  -      {_LAW}
+                True: the lowest aic of the forms
+            best_by_bic           boolean  -      {_LAW}
+                True: the lowest bic: the form the figure draws
+            best_by_cv            boolean  -      {_LAW}
+                True: the lowest held-out error
+            note                  string   -      analysis.fits.accuracy_law
+                why a fit is empty or doubtful (too few models, a parameter at its bound)
+            """
+        ),
+    ),
+)
+
 _SAVE = "analysis.fits.method_savings"
 
 METHOD_SAVINGS = Table(
@@ -831,7 +883,7 @@ BATCH_SCALING = Table(
     ),
 )
 
-FIT_TABLES = (FACTOR_FITS, ACCURACY_FITS, METHOD_SAVINGS, BATCH_SCALING)
+FIT_TABLES = (FACTOR_FITS, ACCURACY_FITS, ACCURACY_LAW, METHOD_SAVINGS, BATCH_SCALING)
 
 # --- decisions: the energy-optimal configuration of each model ---------------------------------
 

@@ -327,9 +327,12 @@ def accuracy_vs_energy(
     device_label: str | None = None,
     method: str | None = None,
     batch_size: int | None = None,
+    law: pd.DataFrame | None = None,
 ) -> list[Path]:
     """Top-1 against energy per image (log x) in one score group, coloured by grade, with the
-    front as the staircase 'best accuracy for at most this energy'.
+    front as the staircase 'best accuracy for at most this energy', and (given `law`, the
+    fits' accuracy_law table) the form of the accuracy-energy law BIC picks for the group,
+    the others listed with how much worse they fit.
 
     Rows kept off the front by a flag (other-load, high-spread, ...) but holding energy and
     top-1 are drawn hollow and named in the legend; when every row is flagged the figure
@@ -398,6 +401,9 @@ def accuracy_vs_energy(
             zorder=2,
         )
         handles.append(_dot(OTHER_GREY, f"{short(why)} ({len(sel)}, not graded)", marker, True))
+    law_note = ""
+    if law is not None and len(graded):
+        law_note = _draw_law(ax, law, row, graded["energy_per_image_j"], scale, handles)
     ax.set_xscale("log")
     _plain_log(ax.xaxis)
     ax.set_xlabel(energy_label(pd.Series([bool(row["energy_is_estimate"])]), energy_base(g), unit))
@@ -409,8 +415,35 @@ def accuracy_vs_energy(
     hidden = _counted(reasons[_same_setting(scores, row) & ~drawn])
     if hidden:
         head += f"\nnot shown: {hidden}"
+    if law_note:
+        head += f"\n{law_note}"
     _top_legend(fig, handles, head, ncol=5)
     return _save(fig, stem)
+
+
+def _draw_law(ax, law: pd.DataFrame, row, energy_j: pd.Series, scale: float, handles) -> str:
+    """The winning form (lowest BIC, fitted on every scored model of the group) as a dashed
+    curve over the group's energies, with a legend entry; returns the line naming the forms
+    it beat and by how much ('' when the group has no law fitted)."""
+    from joulebench.analysis.fits import law_predict
+
+    sel = (law["subset"] == "all").fillna(False).to_numpy(bool)
+    for k in SCORE_GROUP:
+        v = row[k]
+        sel &= (law[k].isna() if pd.isna(v) else law[k] == v).fillna(False).to_numpy(bool)
+    fits = law[sel & np.isfinite(pd.to_numeric(law["bic"], errors="coerce")).to_numpy()]
+    won = fits[fits["best_by_bic"].fillna(False).astype(bool)]
+    if won.empty:
+        return ""
+    w = won.iloc[0]
+    e = pd.to_numeric(energy_j).to_numpy(float)
+    x = np.geomspace(e.min(), e.max(), 200)
+    y = law_predict(w["form"], w["coef_a"], w["coef_b"], w["coef_c"], x, e)
+    ax.plot(x * scale, y, color="black", lw=0.9, ls="--", zorder=1)
+    handles.append(Line2D([], [], color="black", lw=0.9, ls="--", label=f"law: {w['form']}"))
+    others = fits[~fits["best_by_bic"].fillna(False).astype(bool)].sort_values("delta_bic")
+    rest = ", ".join(f"{r['form']} +{r['delta_bic']:.1f}" for _, r in others.iterrows())
+    return f"law: the lowest BIC of the forms\nothers: ΔBIC {rest}" if rest else ""
 
 
 def not_comparable(
@@ -1118,7 +1151,9 @@ def render_all(
     summary, cv = with_score_flags(summary, scores)
     why = not_comparable(summary, max_energy_cv=cv)  # why a fits figure may be empty
     return {
-        "accuracy_vs_energy": accuracy_vs_energy(scores, out / "accuracy_vs_energy", **group),
+        "accuracy_vs_energy": accuracy_vs_energy(
+            scores, out / "accuracy_vs_energy", law=fits.get("accuracy_law"), **group
+        ),
         "energy_vs_factors": energy_vs_factors(
             summary, fits.get("factor_fits"), out / "energy_vs_factors", max_energy_cv=cv, **group
         ),
