@@ -200,6 +200,22 @@ def _cmd_recommend(args) -> int:
     return 0
 
 
+def _cmd_label(args) -> int:
+    """One model's energy label: a card (SVG and PNG) with energy, uncertainty, provenance."""
+    from joulebench.report.label import run_label
+
+    paths = run_label(
+        args.summary,
+        args.model,
+        device=args.device,
+        method=args.method,
+        batch_size=args.batch_size,
+        output=args.output,
+    )
+    print("\n".join(str(p) for p in paths))
+    return 0
+
+
 def _cmd_figures(args) -> int:
     from joulebench.report.figures import run_figures
 
@@ -449,6 +465,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every configuration, not one per model")
     p.add_argument("--top", type=_positive_int, default=10, help="rows shown per device (10)")
     p.set_defaults(func=_cmd_recommend)
+
+    p = sub.add_parser("label", help="a model's energy label: SVG and PNG card to share")
+    p.add_argument("model", help="a model of the summary")
+    p.add_argument("--summary", default="results/summary.parquet", help="ours or published")
+    p.add_argument("--device", help="device label (default: where its energy is least)")
+    p.add_argument("--method", help="method (default: its least-energy configuration)")
+    p.add_argument("--batch-size", type=_positive_int, help="requested batch size")
+    p.add_argument("--output", "-o", help="path stem (default results/labels/<device>/<model>)")
+    p.set_defaults(func=_cmd_label)
 
     p = sub.add_parser("figures", help="every figure of the study, PDF and PNG")
     p.add_argument("--summary", required=True)
