@@ -831,3 +831,34 @@ def test_the_url_round_trips_the_filters(browser, decision_site):
     for a in (app, other):
         a.assert_clean()
         a.context.close()
+
+
+@needs_browser
+def test_a_best_configuration_links_its_energy_label(app, site):
+    """The page builds a model's label itself (offline): an SVG whose strings are text, with
+    the same numbers as `joulebench label` would print (tests/test_label.py)."""
+    import xml.etree.ElementTree as ET
+
+    _, t = site
+    page = app.page
+    page.check("#best-only")
+    page.fill("#search", "onerror")  # the model named <img src=x onerror=alert(1)>
+    expect(page.locator("#best-table")).to_have_attribute("data-row-count", "2")  # gpu, cpu
+    with page.expect_download() as info:
+        page.locator("#best-table tbody tr").first.get_by_role(
+            "button", name=re.compile("SVG")
+        ).click()
+    assert info.value.suggested_filename.startswith("joulebench-label-_img_src_x_onerror")
+    svg = ET.parse(info.value.path()).getroot()
+    texts = [e.text for e in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert HOSTILE in texts and "Energy per 1,000 images" in texts
+    device = next(x for x in texts if " · batch " in x).split(" · ")[0]  # cpu sorts first
+    row = t[(t["model"] == HOSTILE) & (t["device_label"] == device)].iloc[0]
+    e1k = 1000 * row["scored_energy_per_image_j"]
+    shown = next(x for x in texts if " ± " in x)
+    assert float(shown.split()[0]) == pytest.approx(e1k, rel=5e-3)
+    assert (
+        "ESTIMATE (power model)" if row["energy_is_estimate"] else "measured (energy counter)"
+    ) in texts
+    assert not list(svg.iter("{http://www.w3.org/2000/svg}script"))
+    app.assert_clean()

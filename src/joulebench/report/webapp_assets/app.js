@@ -555,6 +555,7 @@
     ["Latency (ms / batch)", ""],
     ["img/s", ""],
     ["Grade", "text"],
+    ["Label", "text"],
   ];
 
   function renderBest(base) {
@@ -587,6 +588,12 @@
       const lat = el("td", null, isNaN(r.latency) ? "–" : `${sig(r.latency, 3)} (${r.latencyKind})`);
       const grade = el("td", "text");
       grade.append(gradeChip(r.grade));
+      const get = el("button", "label-svg", "SVG");
+      get.type = "button";
+      get.setAttribute("aria-label", "energy label of " + (r.model || "") + " (SVG)");
+      get.addEventListener("click", () => downloadLabel(r));
+      const labelCell = el("td", "text");
+      labelCell.append(get);
       tr.append(
         label("td", "text model", r.model),
         label("td", "text", r.device_label),
@@ -596,7 +603,8 @@
         energy,
         lat,
         el("td", null, fmtNum(r.throughput_img_s)),
-        grade
+        grade,
+        labelCell
       );
       body.append(tr);
     }
@@ -1331,6 +1339,72 @@
     });
   }
 
+  // ---------------------------------------------------------------- energy label
+  // The card of joulebench.report.label (same layout, px from the top left), built as SVG
+  // elements whose strings are set with textContent, so a name is always text; serialised
+  // by the browser (which escapes it) and downloaded. Works offline.
+  function labelText(x, y, text, size, color, weight) {
+    return { kind: "text", x, y, text, size, color, weight: weight || "normal" };
+  }
+
+  function labelItems(r) {
+    const INK = "#1d2330", MUTED = "#5c6675";
+    const cut = (t, n) => (t.length <= n ? t : t.slice(0, n - 1) + "…");
+    const e1k = r.energy * 1000;
+    const half = (ciOf(r).hi - r.energy) * 1000;
+    const ej = (j) => (!isFinite(j) ? "–" : j >= 1000 ? sig(j / 1000, 3) + " kJ" : sig(j, 3) + " J");
+    const items = [
+      { kind: "rect", x: 1, y: 1, w: 378, h: 234, fill: "#ffffff", stroke: "#aab3c0" },
+      labelText(14, 22, "ENERGY LABEL · joulebench", 10, MUTED, "bold"),
+      labelText(14, 44, cut(String(r.model), 44), 15, INK, "bold"),
+      labelText(14, 62, cut(`${r.device_label} · ${r.method} · batch ${r.batch_size_requested}`, 56), 11, INK),
+    ];
+    META.grades.forEach((g, i) => {
+      const y = 74 + i * 17, mine = g === r.grade;
+      items.push({ kind: "rect", x: 14, y, w: 34 + 10 * i, h: 14, fill: GRADE_COLORS[g], stroke: mine ? INK : "none" });
+      items.push(labelText(18, y + 11, g, 10, i >= 3 ? "#ffffff" : INK, "bold"));
+      if (mine) items.push(labelText(54 + 10 * i, y + 11, "◀", 11, INK, "bold"));
+    });
+    if (!r.grade) items.push(labelText(14, 206, "no grade", 9, MUTED));
+    const date = String(r.start_time_utc || "").slice(0, 10) || "date unknown";
+    items.push(
+      labelText(150, 90, "Energy per 1,000 images", 10, MUTED),
+      labelText(150, 114, `${ej(e1k)} ± ${ej(half)}`, 18, INK, "bold"),
+      labelText(150, 131, `(${sig(e1k / 3600, 3)} Wh; ± is the 95% CI)`, 10, MUTED),
+      labelText(150, 154, cut(`Top-1 ${r.acc.toFixed(1)} % (${str(r.accuracy_source)})`, 34), 11, INK),
+      labelText(150, 176, r.est ? "ESTIMATE (power model)" : "measured (energy counter)", 10, r.est ? "#b45309" : INK, "bold"),
+      labelText(150, 192, cut(`meter ${str(r.meter)}`, 38), 9, MUTED),
+      labelText(150, 206, cut(String(r.device_name || r.device_label), 38), 9, MUTED),
+      labelText(14, 226, `${date} · ${META.generated_by} · grade within its device, method and batch`, 9, MUTED)
+    );
+    return items;
+  }
+
+  function labelSvg(r) {
+    const NS = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(NS, "svg");
+    const attrs = (node, a) => Object.entries(a).forEach(([k, v]) => node.setAttribute(k, String(v)));
+    attrs(svg, { width: 380, height: 236, viewBox: "0 0 380 236", "font-family": "DejaVu Sans, Arial, sans-serif" });
+    for (const it of labelItems(r)) {
+      if (it.kind === "rect") {
+        const n = document.createElementNS(NS, "rect");
+        attrs(n, { x: it.x, y: it.y, width: it.w, height: it.h, rx: 3, fill: it.fill, stroke: it.stroke });
+        svg.append(n);
+      } else {
+        const n = document.createElementNS(NS, "text");
+        attrs(n, { x: it.x, y: it.y, "font-size": it.size, "font-weight": it.weight, fill: it.color });
+        n.textContent = it.text;
+        svg.append(n);
+      }
+    }
+    return new XMLSerializer().serializeToString(svg);
+  }
+
+  function downloadLabel(r) {
+    const name = String(r.model || "model").replace(/[^A-Za-z0-9_.-]+/g, "_");
+    download(`joulebench-label-${name}.svg`, labelSvg(r), "image/svg+xml");
+  }
+
   // ---------------------------------------------------------------- CSV download
   function csvCell(v) {
     if (v === null || v === undefined) return "";
@@ -1346,8 +1420,8 @@
     return lines.join("\r\n") + "\r\n";
   }
 
-  function download(filename, text) {
-    const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
+  function download(filename, text, type = "text/csv;charset=utf-8") {
+    const url = URL.createObjectURL(new Blob([text], { type }));
     const a = el("a");
     a.href = url;
     a.download = filename;
