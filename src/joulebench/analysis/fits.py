@@ -412,7 +412,8 @@ def accuracy_law(
             base = {**key, "energy_kind": energy, "subset": subset}
             n = int(sel.sum())
             if n < LAW_MIN_MODELS or np.ptp(np.log(e[sel])) == 0:
-                note = f"{n} models: too few to compare forms (need {LAW_MIN_MODELS})"
+                note = f"{n} model{'' if n == 1 else 's'}: too few to compare forms "
+                note += f"(need {LAW_MIN_MODELS})"
                 rows += [{**base, "form": f, "n": n, "note": note} for f in LAW_FORMS]
                 continue
             rows += [{**base, **r} for r in compare_laws(e[sel], a[sel])]

@@ -87,6 +87,7 @@ def card_for(summary: pd.DataFrame, model: str, **where) -> Card:
     for k in ("phase", "device_label", "method", "model", "batch_size_requested"):
         match = match[(match[k] == row[k]).fillna(False).astype(bool)]
     grade = match["grade"].iloc[0] if len(match) else None
+
     def text(column: str) -> str:
         value = row.get(column)
         return "" if value is None or pd.isna(value) else str(value)
