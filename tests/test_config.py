@@ -170,6 +170,7 @@ def test_objects_built_from_the_schema_equal_the_code_defaults():
     [
         ("score", "joulebench.analysis.score.score_summary", ()),
         ("fits", "joulebench.analysis.fits.run_fits", ()),
+        ("decisions", "joulebench.analysis.best_configs.run_best_configs", ()),
         ("figures", "joulebench.report.figures.run_figures", ()),
         ("reference", "joulebench.accuracy.reference.load_tables", ("cache_dir",)),
         ("accuracy", "joulebench.accuracy.measured.measure_models", ()),

@@ -698,3 +698,79 @@ def test_grade_colours_are_viridis_and_shared_with_the_page():
     assert figures.GRADE_COLORS is palettes.GRADE_COLORS
     assert palettes.page_palettes()["grade"] == want
     assert palettes.page_palettes()["series"][:6] == list(figures.OKABE_ITO[:6])
+
+
+# --- decisions: the energy-optimal front and what each method buys ----------------------------
+
+
+def test_energy_optimal_front_draws_each_model_once_at_its_best(tmp_path, monkeypatch):
+    from decision_rows import decision_summary
+
+    from joulebench.analysis.best_configs import best_configs
+
+    best = best_configs(decision_summary())
+    drawn = []
+    real_save = figures._save
+
+    def spy(fig, stem):
+        from matplotlib.collections import PathCollection
+
+        for coll in fig.axes[0].collections:  # the scatter markers, not the CI bars
+            if isinstance(coll, PathCollection):
+                drawn.extend(map(tuple, coll.get_offsets()))
+        return real_save(fig, stem)
+
+    monkeypatch.setattr(figures, "_save", spy)
+    paths = figures.energy_optimal_front(best, tmp_path / "front")
+    _assert_written(paths)
+    points = sorted((round(x, 6), y) for x, y in drawn)  # mJ: fp16 batch 64 of each model
+    assert points == [(3.0, 70.0), (9.0, 76.0), (25.0, 81.0)]
+
+
+def test_method_value_is_each_method_against_the_models_best():
+    from decision_rows import decision_summary
+
+    t = figures.method_value_table(decision_summary()).set_index(["model", "method"])
+    assert t.loc[("small", "fp16"), "ratio"] == pytest.approx(1.0)
+    assert t.loc[("small", "fp32"), "ratio"] == pytest.approx(0.004 / 0.003)
+    assert t.loc[("big", "fp32"), "ratio"] == pytest.approx(0.040 / 0.025)
+
+
+def test_decision_figures_say_why_they_are_empty(tmp_path, monkeypatch):
+    from decision_rows import decision_summary
+
+    summary = decision_summary()
+    summary["flags"] = "other-load"
+    said = []
+    monkeypatch.setattr(figures, "no_data", lambda stem, title, why: said.append(why) or [])
+    figures.energy_optimal_front(figures._best_from(summary, summary, None), tmp_path / "f")
+    figures.method_value(summary, tmp_path / "m")
+    assert said == [
+        "no model has a comparable configuration and a top-1",
+        "no model has comparable energies for two methods",
+    ]
+
+
+def test_accuracy_figure_draws_the_law_the_comparison_picks(tmp_path, monkeypatch):
+    summary, scores, fits, _ = study_tables(n_models=30, estimated=False)
+    seen = {}
+    real_save = figures._save
+
+    def spy(fig, stem):
+        legend = fig.legends[0]
+        seen["labels"] = [t.get_text() for t in legend.get_texts()]
+        seen["title"] = legend.get_title().get_text()
+        seen["dashed"] = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "--"]
+        return real_save(fig, stem)
+
+    monkeypatch.setattr(figures, "_save", spy)
+    figures.accuracy_vs_energy(scores, tmp_path / "a", law=fits["accuracy_law"])
+    law = fits["accuracy_law"]
+    title = seen["title"].splitlines()[0]  # "h200 · bf16 · batch 1 · 30 models graded"
+    method, batch = title.split(" · ")[1], int(title.split(" · ")[2].split()[1])
+    mine = law[(law["method"] == method) & (law["batch_size_requested"] == batch)]
+    mine = mine[mine["subset"] == "all"]
+    winner = mine.loc[mine["best_by_bic"].astype(bool), "form"].iloc[0]
+    assert f"law: {winner}" in seen["labels"] and len(seen["dashed"]) == 1
+    for form in set(mine["form"]) - {winner}:
+        assert form in seen["title"]

@@ -127,6 +127,8 @@ def check_output(command: str, clone: Path, out: str) -> None:
         assert (clone / "results" / "webapp" / "index.html").is_file()
         assert (clone / "results" / "figures" / "accuracy_vs_energy.png").is_file()
         assert "joulebench: done." in out and "Most accurate model per energy band" in out
+    if "joulebench recommend " in command:
+        assert "ranked by energy per image" in out and "mJ/image" in out
     if "joulebench profile " in command:
         assert "mJ/image" in out and " ok " in out
     if "joulebench resolve " in command:

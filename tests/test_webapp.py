@@ -179,7 +179,10 @@ def test_build_page_is_one_self_contained_file(tmp_path):
     out = build_page(summary, scores, tmp_path / "web" / "index.html", title="A <b>study</b>")
     text = out.read_text("utf-8")
     assert [p.name for p in out.parent.iterdir()] == ["index.html"]  # no temp file left
-    assert not re.search(r"https?://", text)
+    # No address is reachable from the page; the one URL-shaped string is the SVG namespace
+    # name the energy label's elements are created in (a name, never fetched).
+    assert not re.search(r"https?://", text.replace('"http://www.w3.org/2000/svg"', ""))
+    assert text.count("http://www.w3.org/2000/svg") == 1
     markup = re.sub(r'(id="jb-data">).*?(</script>)', r"\1\2", text, flags=re.S)
     assert not re.search(r"\ssrc\s*=|<link|@import|url\(", markup)  # nothing loaded
     assert "<title>A &lt;b&gt;study&lt;/b&gt;</title>" in text
@@ -739,3 +742,140 @@ def test_flagged_spread_and_clipped_interval_are_shown(browser, odd_site):
     expect(card).to_contain_text("flagged high-spread (energy CV 104% > 25%)")
     app.assert_clean()
     app.context.close()
+
+
+# --- decisions: the latency budget, the accuracy floor, best configurations, the URL -------
+
+
+@pytest.fixture(scope="module")
+def decision_site(tmp_path_factory):
+    """Three models x two methods x two batch sizes, best configurations known by hand
+    (tests/decision_rows.py)."""
+    from decision_rows import decision_summary
+
+    summary = decision_summary()
+    return build_page(summary, score_summary(summary), tmp_path_factory.mktemp("dw") / "i.html")
+
+
+def _best_rows(page, want: list[tuple] | None = None, timeout_s: float = 5.0) -> list[tuple]:
+    """(model, method, batch) of the best-configurations table; with `want`, read again until
+    it shows that (typed inputs update after a short debounce) or the time is up."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        cells = page.locator("#best-table tbody tr").evaluate_all(
+            "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+        )
+        rows = [(c[0], c[2], c[3]) for c in cells]
+        if want is None or rows == want or time.monotonic() > deadline:
+            return rows
+        page.wait_for_timeout(50)
+
+
+@needs_browser
+def test_latency_budget_draws_each_model_at_its_best_configuration(browser, decision_site):
+    app = App(browser, decision_site)
+    page = app.page
+    app.visible(12)
+    expect(page.locator("#best-section")).to_be_hidden()
+    page.fill("#latency-budget", "10")
+    app.visible(2)  # big needs 20 ms at least
+    expect(page.locator("#plot")).to_have_attribute("data-mode", "best")
+    want = [("small", "fp16", "1"), ("mid", "fp16", "1")]
+    assert _best_rows(page, want) == want
+    expect(page.locator("#best-note")).to_contain_text("1 model has no configuration within")
+    page.fill("#latency-budget", "100")
+    page.fill("#acc-min", "75")  # the accuracy floor
+    app.visible(2)
+    want = [("mid", "fp16", "64"), ("big", "fp16", "1")]
+    assert _best_rows(page, want) == want
+    # the floor's slider follows its number, and moving it writes the number
+    assert int(page.input_value("#acc-min-range")) > 0
+    page.fill("#acc-min-range", "0")
+    expect(page.locator("#acc-min")).to_have_value("")
+    app.visible(3)
+    # the budget slider at its end: the largest latency, every model at its overall best
+    page.fill("#latency-budget-range", "1000")
+    expect(page.locator("#latency-budget")).to_have_value("400")
+    want = [
+        ("small", "fp16", "64"),
+        ("mid", "fp16", "64"),
+        ("big", "fp16", "64"),
+    ]
+    assert _best_rows(page, want) == want
+    page.click("#reset")
+    app.visible(12)
+    expect(page.locator("#best-section")).to_be_hidden()
+    page.check("#best-only")  # best configurations without a budget
+    app.visible(3)
+    app.assert_clean()
+    app.context.close()
+
+
+@needs_browser
+def test_the_url_round_trips_the_filters(browser, decision_site):
+    app = App(browser, decision_site)
+    page = app.page
+    page.fill("#latency-budget", "100")
+    page.fill("#acc-min", "75")
+    page.uncheck('input[data-facet="batch_size_requested"][value="64"]')
+    page.check('input[name=colorby][value="family"]')
+    page.fill("#search", "i")
+    app.visible(2)  # batch 1 only: mid and big at fp16 ("small" has no "i"; it is below 75 %)
+    want = [("mid", "fp16", "1"), ("big", "fp16", "1")]
+    assert _best_rows(page, want) == want
+    page.wait_for_function(
+        "() => ['latency_max_ms=100', 'q=i', 'color=family'].every(k => location.hash.includes(k))"
+    )
+    url = page.url
+    assert "top1_min=75" in url and "f.batch_size_requested=1" in url and "color=family" in url
+    other = App(browser, Path(decision_site))  # a fresh page, then the shared URL
+    other.page.goto(url)
+    other.page.wait_for_selector("html[data-ready=true]")
+    other.visible(2)
+    assert other.page.input_value("#latency-budget") == "100"
+    assert other.page.input_value("#acc-min") == "75"
+    assert other.page.input_value("#search") == "i"
+    assert not other.page.is_checked('input[data-facet="batch_size_requested"][value="64"]')
+    assert other.page.is_checked('input[name=colorby][value="family"]')
+    want = [("mid", "fp16", "1"), ("big", "fp16", "1")]
+    assert _best_rows(other.page, want) == want
+    # a hash typed into the address bar applies too
+    other.page.evaluate("location.hash = '#latency_max_ms=10'")
+    other.visible(2)
+    assert other.page.input_value("#acc-min") == ""
+    for a in (app, other):
+        a.assert_clean()
+        a.context.close()
+
+
+@needs_browser
+def test_a_best_configuration_links_its_energy_label(app, site):
+    """The page builds a model's label itself (offline): an SVG whose strings are text, with
+    the same numbers as `joulebench label` would print (tests/test_label.py)."""
+    import xml.etree.ElementTree as ET
+
+    _, t = site
+    page = app.page
+    page.check("#best-only")
+    page.fill("#search", "onerror")  # the model named <img src=x onerror=alert(1)>
+    expect(page.locator("#best-table")).to_have_attribute("data-row-count", "2")  # gpu, cpu
+    with page.expect_download() as info:
+        page.locator("#best-table tbody tr").first.get_by_role(
+            "button", name=re.compile("SVG")
+        ).click()
+    assert info.value.suggested_filename.startswith("joulebench-label-_img_src_x_onerror")
+    svg = ET.parse(info.value.path()).getroot()
+    texts = [e.text for e in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert HOSTILE in texts and "Energy per 1,000 images" in texts
+    device = next(x for x in texts if " · batch " in x).split(" · ")[0]  # cpu sorts first
+    row = t[(t["model"] == HOSTILE) & (t["device_label"] == device)].iloc[0]
+    e1k = 1000 * row["scored_energy_per_image_j"]
+    shown = next(x for x in texts if " ± " in x)
+    assert float(shown.split()[0]) == pytest.approx(e1k, rel=5e-3)
+    assert (
+        "ESTIMATE (power model)" if row["energy_is_estimate"] else "measured (energy counter)"
+    ) in texts
+    assert not list(svg.iter("{http://www.w3.org/2000/svg}script"))
+    app.assert_clean()

@@ -173,12 +173,61 @@ def _cmd_fits(args) -> int:
     return 0
 
 
+def _cmd_best_configs(args) -> int:
+    from joulebench.analysis.best_configs import run_best_configs
+
+    settings = _settings("decisions", args.settings, run_best_configs)
+    run_best_configs(args.summary, args.output, **settings)
+    return 0
+
+
+def _cmd_recommend(args) -> int:
+    """Models and configurations meeting the constraints, ranked by energy per image."""
+    from joulebench.analysis.recommend import format_recommendation, recommend
+    from joulebench.analysis.summary import read_summary
+
+    rec = recommend(
+        read_summary(args.summary),
+        min_top1=args.min_top1,
+        max_latency_ms=args.max_latency_ms,
+        min_throughput_img_s=args.min_throughput,
+        device=args.device,
+        current=args.current,
+        energy=args.energy,
+        all_configs=args.all,
+    )
+    print(format_recommendation(rec, top=args.top))
+    return 0
+
+
+def _cmd_label(args) -> int:
+    """One model's energy label: a card (SVG and PNG) with energy, uncertainty, provenance."""
+    from joulebench.report.label import run_label
+
+    paths = run_label(
+        args.summary,
+        args.model,
+        device=args.device,
+        method=args.method,
+        batch_size=args.batch_size,
+        output=args.output,
+    )
+    print("\n".join(str(p) for p in paths))
+    return 0
+
+
 def _cmd_figures(args) -> int:
     from joulebench.report.figures import run_figures
 
     settings = _settings("figures", args.settings, run_figures)
     run_figures(
-        args.summary, args.scores, args.fits_dir, args.outdir, trace_path=args.trace, **settings
+        args.summary,
+        args.scores,
+        args.fits_dir,
+        args.outdir,
+        trace_path=args.trace,
+        best_configs_path=args.best_configs,
+        **settings,
     )
     return 0
 
@@ -393,11 +442,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--outdir", required=True)
     p.set_defaults(func=_cmd_fits)
 
+    p = sub.add_parser(
+        "best-configs", help="each model's least-energy configuration, overall and constrained"
+    )
+    p.add_argument("summary", help="a summary parquet or csv (ours or published)")
+    p.add_argument(
+        "--settings", default="{}", help="JSON: the config's decisions section (+ score rules)"
+    )
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_best_configs)
+
+    p = sub.add_parser(
+        "recommend", help="which model and configuration for an accuracy and latency budget"
+    )
+    p.add_argument("--summary", default="results/summary.parquet", help="ours or published")
+    p.add_argument("--min-top1", type=float, help="top-1 accuracy floor, percent")
+    p.add_argument("--max-latency-ms", type=_positive_float, help="time per batch budget, ms")
+    p.add_argument("--min-throughput", type=_positive_float, help="images per second floor")
+    p.add_argument("--device", help="only this device label (e.g. cpu, h200)")
+    p.add_argument("--current", help="MODEL:METHOD:BATCH run today: show each saving against it")
+    p.add_argument("--energy", choices=["total", "dynamic"], default="total")
+    p.add_argument("--all", action="store_true", help="every configuration, not one per model")
+    p.add_argument("--top", type=_positive_int, default=10, help="rows shown per device (10)")
+    p.set_defaults(func=_cmd_recommend)
+
+    p = sub.add_parser("label", help="a model's energy label: SVG and PNG card to share")
+    p.add_argument("model", help="a model of the summary")
+    p.add_argument("--summary", default="results/summary.parquet", help="ours or published")
+    p.add_argument("--device", help="device label (default: where its energy is least)")
+    p.add_argument("--method", help="method (default: its least-energy configuration)")
+    p.add_argument("--batch-size", type=_positive_int, help="requested batch size")
+    p.add_argument("--output", "-o", help="path stem (default results/labels/<device>/<model>)")
+    p.set_defaults(func=_cmd_label)
+
     p = sub.add_parser("figures", help="every figure of the study, PDF and PNG")
     p.add_argument("--summary", required=True)
     p.add_argument("--scores", required=True)
     p.add_argument("--fits-dir", required=True)
     p.add_argument("--trace", help="a power-trace parquet for the trace figure")
+    p.add_argument("--best-configs", help="best_configs parquet (default: from the summary)")
     p.add_argument("--settings", default="{}", help="JSON: the config's figures section")
     p.add_argument("--outdir", required=True)
     p.set_defaults(func=_cmd_figures)
@@ -454,6 +537,8 @@ def _default(func, name: str):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from joulebench.analysis.best_configs import DecisionError
+    from joulebench.analysis.summary import SummaryError
     from joulebench.catalog.models import ModelSelectionError
     from joulebench.catalog.workloads import WorkloadError
     from joulebench.measure.devices import DeviceError
@@ -462,7 +547,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (ConfigError, DeviceError, ModelSelectionError, TableError, WorkloadError) as exc:
+    except (
+        ConfigError,
+        DecisionError,
+        DeviceError,
+        ModelSelectionError,
+        SummaryError,
+        TableError,
+        WorkloadError,
+    ) as exc:
         print(f"joulebench: error: {exc}", file=sys.stderr)  # bad input: no traceback
         return 2
 

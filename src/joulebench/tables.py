@@ -762,6 +762,58 @@ ACCURACY_FITS = Table(
     ),
 )
 
+_LAW = "analysis.fits.compare_laws"
+
+ACCURACY_LAW = Table(
+    "accuracy_law",
+    "results/fits/accuracy_law.parquet",
+    "(group, subset, form): the form fitted to top-1 against energy per image, and how it "
+    "compares with the other forms",
+    (
+        *_FIT_GROUP,
+        *_declare(
+            f"""
+            subset                string   -      analysis.fits.accuracy_law
+                all (every scored model) or front (the Pareto front only)
+            form                  string   -      {_LAW}
+                log-linear: top1 = a + b log10(E); power-law: top1 = a - b (E/E0)^(-c), E0 the
+                geometric mean energy; double-exponential: top1 = a + b ln(ln(E/c)), i.e.
+                E = c exp(exp((top1 - a) / b))
+            n                     Int64    count  {_LAW}
+                models in the fit
+            params                Int64    count  {_LAW}
+                the form's fitted parameters (2 or 3)
+            coef_a                float64  %      {_LAW}
+                a: intercept (log-linear, double-exponential) or the ceiling (power-law)
+            coef_b                float64  %      {_LAW}
+                b: points per decade (log-linear), amplitude (power-law), or points per unit
+                of ln ln E (double-exponential)
+            coef_c                float64  -      {_LAW}
+                c: exponent (power-law, ratio) or the energy scale E_s in J
+                (double-exponential); empty for log-linear
+            rmse_pct              float64  %      {_LAW}
+                root mean square error of top-1 over the fitted models
+            aic                   float64  -      {_LAW}
+                Akaike's criterion, n ln(RSS/n) + 2 (params + 1): lower is better
+            bic                   float64  -      {_LAW}
+                Bayesian criterion, n ln(RSS/n) + (params + 1) ln n: lower is better
+            delta_bic             float64  -      {_LAW}
+                bic minus the lowest bic of the forms (0: the winner; above 6: strongly worse)
+            cv_rmse_pct           float64  %      {_LAW}
+                k-fold (5, or n if fewer) held-out root mean square error of top-1
+            best_by_aic           boolean  -      {_LAW}
+                True: the lowest aic of the forms
+            best_by_bic           boolean  -      {_LAW}
+                True: the lowest bic: the form the figure draws
+            best_by_cv            boolean  -      {_LAW}
+                True: the lowest held-out error
+            note                  string   -      analysis.fits.accuracy_law
+                why a fit is empty or doubtful (too few models, a parameter at its bound)
+            """
+        ),
+    ),
+)
+
 _SAVE = "analysis.fits.method_savings"
 
 METHOD_SAVINGS = Table(
@@ -831,7 +883,66 @@ BATCH_SCALING = Table(
     ),
 )
 
-FIT_TABLES = (FACTOR_FITS, ACCURACY_FITS, METHOD_SAVINGS, BATCH_SCALING)
+FIT_TABLES = (FACTOR_FITS, ACCURACY_FITS, ACCURACY_LAW, METHOD_SAVINGS, BATCH_SCALING)
+
+# --- decisions: the energy-optimal configuration of each model ---------------------------------
+
+_BEST_ROW = "analysis.best_configs._best_row"
+
+BEST_CONFIGS = Table(
+    "best_configs",
+    "results/best_configs.parquet",
+    "(phase, device, model, estimated or not, constraint): the least-energy configuration "
+    "meeting the constraint",
+    (
+        *_same(SUMMARY, "phase", "device_label", "model", "energy_is_estimate"),
+        *_declare(
+            f"""
+            constraint            string   -      {_BEST_ROW}
+                none (overall), or e.g. latency_ms<=50, throughput_img_s>=100, batch_size<=1
+            constraint_kind       string   -      {_BEST_ROW}
+                none, max_latency_ms, min_throughput_img_s or max_batch_size (decisions:)
+            constraint_value      float64  -      {_BEST_ROW}
+                the limit (ms, img/s or images); empty for none
+            met                   boolean  -      {_BEST_ROW}
+                True: some comparable configuration meets the constraint
+            """
+        ),
+        *_same(SUMMARY, "family", "top1"),
+        *_same(SCORES, "energy_kind"),
+        *_same(SUMMARY, "method", "runtime", "batch_size_requested", "batch_size", "meter"),
+        *_declare(
+            f"""
+            energy_per_image_j    float64  J      {_BEST_ROW}
+                the least compared energy (total or dynamic, per energy_kind) meeting it
+            energy_per_image_ci95_low_j float64 J {_BEST_ROW}
+                lower end of that configuration's 95% CI (of the compared energy)
+            energy_per_image_ci95_high_j float64 J {_BEST_ROW}
+                upper end of that configuration's 95% CI
+            latency_ms            float64  ms     analysis.best_configs.comparable
+                time per batch compared: the p95 where measured, else the mean
+            latency_kind          string   -      analysis.best_configs.comparable
+                p95, mean, or derived (batch_size / throughput_img_s, for a summary without
+                latency columns): which latency_ms is
+            """
+        ),
+        *_same(SUMMARY, "throughput_img_s"),
+        *_declare(
+            f"""
+            configurations        Int64    count  {_BEST_ROW}
+                comparable configurations of this model (score's rules: ok, not flagged)
+            configurations_meeting Int64   count  {_BEST_ROW}
+                of those, the ones meeting the constraint
+            ties_within_ci        Int64    count  {_BEST_ROW}
+                other configurations meeting it whose 95% CI reaches the best one's: the best
+                is not told apart from these
+            note                  string   -      {_BEST_ROW}
+                why a row is empty: nothing comparable, or what the closest configuration misses
+            """
+        ),
+    ),
+    key=("phase", "device_label", "model", "energy_is_estimate", "constraint"),
+)
 
 # --- stage 10: the web page's rows (embedded JSON and its CSV download) -----------------------
 
@@ -864,6 +975,7 @@ PAGE = Table(
             "dynamic_energy_per_image_ci95_high_j",
             "throughput_img_s",
             "latency_ms_mean",
+            "latency_ms_p95",
             "power_mean_w",
             "idle_power_w",
             "top1",
@@ -998,6 +1110,7 @@ TABLES: dict[str, Table] = {
         SUMMARY,
         SCORES,
         *FIT_TABLES,
+        BEST_CONFIGS,
         PAGE,
         CHECK,
         CHECK_RESULTS,

@@ -105,6 +105,7 @@ wildcard_constraints:
 def get_final_outputs():
     analysis = [
         "results/scores.parquet",
+        "results/best_configs.parquet",
         *expand("results/figures/{name}.png", name=FIGURES),
         "results/webapp/index.html",
     ]
@@ -120,6 +121,14 @@ def get_fits_settings():
     return json.dumps({**config["fits"], "baseline_method": baseline}, sort_keys=True)
 
 
+def get_decisions_settings():
+    """The constraints (decisions:) with the score's rules of which rows count."""
+    rules = {
+        k: config["score"][k] for k in ("energy", "invalid_flags", "max_energy_cv")
+    }
+    return json.dumps({**config["decisions"], **rules}, sort_keys=True)
+
+
 def get_summary(wildcards):
     """The summary the analysis reads: ours, or a published one (from_summary)."""
     return FROM_SUMMARY or "results/summary.parquet"
@@ -130,6 +139,7 @@ def get_figure_inputs(wildcards):
         "summary": get_summary(wildcards),
         "scores": "results/scores.parquet",
         "fits": expand("results/fits/{table}.parquet", table=FIT_TABLES),
+        "best_configs": "results/best_configs.parquet",
     }
     trace = get_trace(wildcards)
     if trace:

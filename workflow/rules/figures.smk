@@ -26,7 +26,8 @@ rule figures:
         fits_dir=lambda wildcards, input: os.path.dirname(input.fits[0]),
     shell:
         "joulebench figures --summary {input.summary:q} --scores {input.scores:q} "
-        "--fits-dir {params.fits_dir:q} {params.trace} --settings {params.settings:q} "
+        "--fits-dir {params.fits_dir:q} {params.trace} --best-configs {input.best_configs:q} "
+        "--settings {params.settings:q} "
         "--outdir {params.outdir:q} > {log:q} 2>&1"
 
 

@@ -34,3 +34,20 @@ rule fits:
     shell:
         "joulebench fits --settings {params.settings:q} --outdir {params.outdir:q} "
         "-- {input:q} > {log:q} 2>&1"
+
+
+rule best_configs:
+    input:
+        get_summary,
+    output:
+        "results/best_configs.parquet",
+    log:
+        "logs/best_configs.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        settings=get_decisions_settings(),
+    shell:
+        "joulebench best-configs --settings {params.settings:q} --output {output:q} "
+        "-- {input:q} > {log:q} 2>&1"

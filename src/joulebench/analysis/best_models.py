@@ -104,7 +104,9 @@ def end_of_run(results: str | Path = "results") -> str:
         lines.append(
             f"  figures:  {figures[0].parent.resolve()}/ ({len(figures)} figures, PNG and PDF)"
         )
-    tables = [results / name for name in ("summary.parquet", "scores.parquet")]
+    tables = [
+        results / name for name in ("summary.parquet", "scores.parquet", "best_configs.parquet")
+    ]
     if any(path.is_file() for path in tables):
         lines.append("  tables:   " + ", ".join(str(p) for p in tables if p.is_file()))
     scores_path = results / "scores.parquet"

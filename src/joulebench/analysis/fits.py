@@ -36,6 +36,7 @@ from joulebench.analysis.score import (
 from joulebench.analysis.summary import read_summary
 from joulebench.tables import (
     ACCURACY_FITS,
+    ACCURACY_LAW,
     BATCH_SCALING,
     FACTOR_FITS,
     FIT_TABLE_COLUMNS,
@@ -147,6 +148,156 @@ def fit_saturating(energy_j, top1, c_bounds=(1e-3, 3.0)) -> dict:
     return out
 
 
+# --- the accuracy-energy law: competing forms, compared -------------------------------------
+
+LAW_FORMS = ("log-linear", "power-law", "double-exponential")
+LAW_PARAMS = {"log-linear": 2, "power-law": 3, "double-exponential": 3}
+LAW_MIN_MODELS = 6  # three parameters, and k-fold training sets that still exceed them
+LAW_FOLDS = 5
+
+
+def _fit_double_exponential(energy_j, top1, d_bounds=(1e-3, 1e3)) -> dict:
+    """top1 = a + b * ln(ln(E / E_s)), E_s < min E: energy grows double-exponentially with
+    accuracy, E = E_s * exp(exp((top1 - a) / b)). For a fixed offset d = ln(E_min / E_s) it is
+    linear in (a, b); d is found on a log grid, then golden section. As d grows the form
+    becomes log-linear, so the log-linear form is its limit (as for the power law)."""
+    u, y = np.log(np.asarray(energy_j, float)), np.asarray(top1, float)
+    u0 = float(u.min())
+
+    def sse(d):
+        z = np.log(u - u0 + d)
+        design = np.column_stack([np.ones_like(z), z])
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        resid = y - design @ coef
+        return float(resid @ resid), coef
+
+    grid = np.geomspace(*d_bounds, 121)
+    i = int(np.argmin([sse(d)[0] for d in grid]))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    g = (np.sqrt(5) - 1) / 2
+    for _ in range(60):
+        d1, d2 = hi - g * (hi - lo), lo + g * (hi - lo)
+        if sse(d1)[0] < sse(d2)[0]:
+            hi = d2
+        else:
+            lo = d1
+    d = 0.5 * (lo + hi)
+    rss, (a, b) = sse(d)
+    note = f"offset at the edge of its search range {d_bounds}" if i in (0, len(grid) - 1) else ""
+    return {"a": a, "b": b, "c": float(np.exp(u0 - d)), "rss": rss, "note": note}
+
+
+def law_fit(form: str, energy_j, top1) -> dict:
+    """One form fitted by least squares on top-1: coefficients a, b, c (meaning per form, in
+    tables.ACCURACY_LAW), the residual sum of squares, and a predict(E) function."""
+    e, y = np.asarray(energy_j, float), np.asarray(top1, float)
+    if form == "log-linear":
+        f = linear_fit(np.log10(e), y)
+        a, b, c = f["intercept"], f["slope"], np.nan
+
+        def predict(x):
+            return a + b * np.log10(np.asarray(x, float))
+
+        note = ""
+    elif form == "power-law":
+        f = fit_saturating(e, y)
+        a, b, c, e0 = f["ceiling_pct"], f["amplitude_pct"], f["exponent"], f["energy_scale_j"]
+
+        def predict(x):
+            return a - b * (np.asarray(x, float) / e0) ** (-c)
+
+        note = f["note"]
+    elif form == "double-exponential":
+        f = _fit_double_exponential(e, y)
+        a, b, c = f["a"], f["b"], f["c"]
+
+        def predict(x):
+            x = np.asarray(x, float)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return a + b * np.log(np.log(x / c))
+
+        note = f["note"]
+    else:
+        raise ValueError(f"unknown form {form!r}; forms: {LAW_FORMS}")
+    resid = y - predict(e)
+    return {"a": a, "b": b, "c": c, "rss": float(resid @ resid), "predict": predict, "note": note}
+
+
+def _folds(n: int, k: int) -> np.ndarray:
+    """Fold of each point, interleaved along the energy order so each fold spans the range."""
+    return np.arange(n) % k
+
+
+def kfold_rmse(form: str, energy_j, top1, k: int = LAW_FOLDS) -> float:
+    """Root mean square held-out error of top-1: fit on k-1 folds, predict the one left out."""
+    e, y = np.asarray(energy_j, float), np.asarray(top1, float)
+    order = np.argsort(e, kind="stable")
+    e, y = e[order], y[order]
+    fold = _folds(len(e), k)
+    errors = []
+    for j in range(k):
+        train, test = fold != j, fold == j
+        if not test.any():
+            continue
+        pred = law_fit(form, e[train], y[train])["predict"](e[test])
+        errors.append(y[test] - pred)
+    err = np.concatenate(errors)
+    return float(np.sqrt(np.mean(err**2))) if np.isfinite(err).all() else np.inf
+
+
+def compare_laws(energy_j, top1, forms: Sequence[str] = LAW_FORMS) -> list[dict]:
+    """Every form on one set of models: AIC, BIC (Gaussian errors; parameters + the error
+    variance), k-fold held-out RMSE, and which form each criterion picks."""
+    e, y = np.asarray(energy_j, float), np.asarray(top1, float)
+    n = len(e)
+    rows = []
+    for form in forms:
+        fit = law_fit(form, e, y)
+        k = LAW_PARAMS[form] + 1
+        ll_term = n * np.log(max(fit["rss"], 1e-300) / n)
+        rows.append(
+            {
+                "form": form,
+                "n": n,
+                "params": LAW_PARAMS[form],
+                "coef_a": fit["a"],
+                "coef_b": fit["b"],
+                "coef_c": fit["c"],
+                "rmse_pct": float(np.sqrt(fit["rss"] / n)),
+                "aic": ll_term + 2 * k,
+                "bic": ll_term + k * np.log(n),
+                "cv_rmse_pct": kfold_rmse(form, e, y, min(LAW_FOLDS, n)),
+                "note": fit["note"],
+            }
+        )
+    for crit, col in (
+        ("aic", "best_by_aic"),
+        ("bic", "best_by_bic"),
+        ("cv_rmse_pct", "best_by_cv"),
+    ):
+        best = min(rows, key=lambda r: r[crit])[crit]
+        for r in rows:
+            r[col] = r[crit] == best
+    best_bic = min(r["bic"] for r in rows)
+    for r in rows:
+        r["delta_bic"] = r["bic"] - best_bic
+    return rows
+
+
+def law_predict(form: str, a: float, b: float, c: float, energy_j, fitted_energy_j) -> np.ndarray:
+    """Top-1 a fitted form predicts at `energy_j`, from the table's coefficients;
+    `fitted_energy_j`: the energies it was fitted on (the power law's E0 is their geometric
+    mean)."""
+    x = np.asarray(energy_j, float)
+    if form == "log-linear":
+        return a + b * np.log10(x)
+    if form == "power-law":
+        e0 = float(np.exp(np.mean(np.log(np.asarray(fitted_energy_j, float)))))
+        return a - b * (x / e0) ** (-c)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return a + b * np.log(np.log(x / c))
+
+
 # --- tables over a summary -------------------------------------------------------------------
 
 
@@ -241,6 +392,35 @@ def accuracy_fits(
     return conform(frame, ACCURACY_FIT_COLUMNS)
 
 
+def accuracy_law(
+    summary: pd.DataFrame,
+    *,
+    energy: str = "total",
+    invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+) -> pd.DataFrame:
+    """The accuracy-energy law: every form on every scored model and on the front alone, per
+    score group, compared by AIC, BIC and k-fold held-out error (docs/scoring.md)."""
+    rows = []
+    e_all = _energy(summary, energy)
+    a_all = pd.to_numeric(summary["top1"], errors="coerce").astype(float)
+    mask = measured_mask(summary, energy, invalid_flags, max_energy_cv) & np.isfinite(a_all)
+    for key, g in _groups(summary, mask):
+        e, a = e_all[g.index].to_numpy(), a_all[g.index].to_numpy()
+        front = pareto_front(a, e)
+        for subset, sel in (("all", np.ones(len(e), bool)), ("front", front)):
+            base = {**key, "energy_kind": energy, "subset": subset}
+            n = int(sel.sum())
+            if n < LAW_MIN_MODELS or np.ptp(np.log(e[sel])) == 0:
+                note = f"{n} model{'' if n == 1 else 's'}: too few to compare forms "
+                note += f"(need {LAW_MIN_MODELS})"
+                rows += [{**base, "form": f, "n": n, "note": note} for f in LAW_FORMS]
+                continue
+            rows += [{**base, **r} for r in compare_laws(e[sel], a[sel])]
+    frame = pd.DataFrame(rows).reindex(columns=list(ACCURACY_LAW.dtypes))
+    return conform(frame, ACCURACY_LAW.dtypes)
+
+
 def method_savings(
     summary: pd.DataFrame,
     baseline_method: str,
@@ -330,6 +510,7 @@ def all_fits(
     return {
         "factor_fits": factor_fits(summary, min_models=min_models, **kw),
         "accuracy_fits": accuracy_fits(summary, **kw),
+        "accuracy_law": accuracy_law(summary, **kw),
         "method_savings": method_savings(summary, baseline_method, **kw),
         "batch_scaling": batch_scaling(summary, **kw),
     }

@@ -36,6 +36,7 @@ from joulebench.analysis.score import (
     GRADES,
     SCORE_GROUP,
     measured_mask,
+    pareto_front,
     row_flags,
 )
 from joulebench.analysis.summary import SUMMARY_KEY
@@ -326,9 +327,12 @@ def accuracy_vs_energy(
     device_label: str | None = None,
     method: str | None = None,
     batch_size: int | None = None,
+    law: pd.DataFrame | None = None,
 ) -> list[Path]:
     """Top-1 against energy per image (log x) in one score group, coloured by grade, with the
-    front as the staircase 'best accuracy for at most this energy'.
+    front as the staircase 'best accuracy for at most this energy', and (given `law`, the
+    fits' accuracy_law table) the form of the accuracy-energy law BIC picks for the group,
+    the others listed with how much worse they fit.
 
     Rows kept off the front by a flag (other-load, high-spread, ...) but holding energy and
     top-1 are drawn hollow and named in the legend; when every row is flagged the figure
@@ -397,6 +401,9 @@ def accuracy_vs_energy(
             zorder=2,
         )
         handles.append(_dot(OTHER_GREY, f"{short(why)} ({len(sel)}, not graded)", marker, True))
+    law_note = ""
+    if law is not None and len(graded):
+        law_note = _draw_law(ax, law, row, graded["energy_per_image_j"], scale, handles)
     ax.set_xscale("log")
     _plain_log(ax.xaxis)
     ax.set_xlabel(energy_label(pd.Series([bool(row["energy_is_estimate"])]), energy_base(g), unit))
@@ -408,8 +415,35 @@ def accuracy_vs_energy(
     hidden = _counted(reasons[_same_setting(scores, row) & ~drawn])
     if hidden:
         head += f"\nnot shown: {hidden}"
+    if law_note:
+        head += f"\n{law_note}"
     _top_legend(fig, handles, head, ncol=5)
     return _save(fig, stem)
+
+
+def _draw_law(ax, law: pd.DataFrame, row, energy_j: pd.Series, scale: float, handles) -> str:
+    """The winning form (lowest BIC, fitted on every scored model of the group) as a dashed
+    curve over the group's energies, with a legend entry; returns the line naming the forms
+    it beat and by how much ('' when the group has no law fitted)."""
+    from joulebench.analysis.fits import law_predict
+
+    sel = (law["subset"] == "all").fillna(False).to_numpy(bool)
+    for k in SCORE_GROUP:
+        v = row[k]
+        sel &= (law[k].isna() if pd.isna(v) else law[k] == v).fillna(False).to_numpy(bool)
+    fits = law[sel & np.isfinite(pd.to_numeric(law["bic"], errors="coerce")).to_numpy()]
+    won = fits[fits["best_by_bic"].fillna(False).astype(bool)]
+    if won.empty:
+        return ""
+    w = won.iloc[0]
+    e = pd.to_numeric(energy_j).to_numpy(float)
+    x = np.geomspace(e.min(), e.max(), 200)
+    y = law_predict(w["form"], w["coef_a"], w["coef_b"], w["coef_c"], x, e)
+    ax.plot(x * scale, y, color="black", lw=0.9, ls="--", zorder=1)
+    handles.append(Line2D([], [], color="black", lw=0.9, ls="--", label=f"law: {w['form']}"))
+    others = fits[~fits["best_by_bic"].fillna(False).astype(bool)].sort_values("delta_bic")
+    rest = ", ".join(f"{r['form']} +{r['delta_bic']:.1f}" for _, r in others.iterrows())
+    return f"law: the lowest BIC of the forms\nothers: ΔBIC {rest}" if rest else ""
 
 
 def not_comparable(
@@ -892,6 +926,190 @@ def _iso_power(ax, energy_j: np.ndarray, throughput: np.ndarray, scale: float = 
 
 # --- all of them --------------------------------------------------------------------------------
 
+# --- (8) the energy-optimal front: each model at its best configuration ------------------------
+
+FRONT_LABELS_MAX = 12  # front points named in the figure, where their names fit
+METHOD_VALUE_MODELS = 20  # models shown in the method-value figure (least best energy first)
+
+
+def _best_group(best: pd.DataFrame, device_label: str | None) -> pd.DataFrame:
+    """Found overall-best rows of one device (the asked one, else the one with most models)
+    and one kind of meter (measured where there is any): never mixed on one axis."""
+    b = best[(best["constraint"] == "none") & best["met"].fillna(False).astype(bool)].copy()
+    b = b[b["phase"].fillna("inference") == "inference"]
+    b = b[np.isfinite(pd.to_numeric(b["top1"], errors="coerce"))]
+    if device_label is not None:
+        b = b[b["device_label"] == device_label]
+    if b.empty:
+        return b
+    dev = b["device_label"].value_counts().index[0] if device_label is None else device_label
+    b = b[b["device_label"] == dev]
+    est = b["energy_is_estimate"].fillna(False).astype(bool)
+    return b[~est] if (~est).any() else b
+
+
+def _place_labels(fig, ax, xs, ys, names) -> None:
+    """Name points to their upper right where the name overlaps no name already placed
+    (a name that would overlap is left out; the page and best_configs list every model)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    placed = []
+    for x, y, name in zip(xs, ys, names, strict=True):
+        t = ax.annotate(
+            short(name),
+            (x, y),
+            xytext=(4, 3),
+            textcoords="offset points",
+            fontsize=6,
+            clip_on=True,
+            annotation_clip=True,
+        )
+        box = t.get_window_extent(renderer)
+        inside = ax.get_window_extent(renderer).contains(box.x1, box.y1)
+        if not inside or any(box.overlaps(other) for other in placed):
+            t.remove()
+            continue
+        placed.append(box)
+
+
+@_styled
+def energy_optimal_front(best: pd.DataFrame, stem, *, device_label: str | None = None, why=""):
+    """Top-1 against energy per image, each model once: at its least-energy configuration over
+    methods, runtimes and batch sizes (results/best_configs.parquet, constraint none), with
+    its 95% CI as a horizontal bar, and the front of these best configurations."""
+    title = "Energy-optimal front"
+    b = _best_group(best, device_label)
+    if b.empty:
+        what = "no model has a comparable configuration and a top-1"
+        return no_data(stem, title, _empty_because(what, why))
+    e = pd.to_numeric(b["energy_per_image_j"]).to_numpy(float)
+    a = pd.to_numeric(b["top1"]).to_numpy(float)
+    lo = pd.to_numeric(b["energy_per_image_ci95_low_j"]).to_numpy(float)
+    hi = pd.to_numeric(b["energy_per_image_ci95_high_j"]).to_numpy(float)
+    unit, scale = energy_unit(e)
+    methods = sorted(b["method"].astype(str).unique())
+    colors = _series_colors(methods)
+    fig, ax = _figure(3.0)
+    est = is_estimated(b).to_numpy()
+    xerr = np.vstack([np.clip(e - lo, 0, None), np.clip(hi - e, 0, None)]) * scale
+    ok = np.isfinite(xerr).all(axis=0)
+    ax.errorbar(
+        (e * scale)[ok], a[ok], xerr=xerr[:, ok], fmt="none", ecolor="#999999", lw=0.6, zorder=1
+    )
+    for m in methods:
+        sel = (b["method"].astype(str) == m).to_numpy()
+        _scatter(
+            ax,
+            e[sel] * scale,
+            a[sel],
+            est[sel],
+            color=colors[m],
+            s=14,
+            zorder=3,
+            label=short(m, 20),
+        )
+    on = pareto_front(a, e)
+    order = np.argsort(e[on])
+    fx, fy = (e[on] * scale)[order], a[on][order]
+    ax.step(fx, fy, where="post", color="black", lw=0.9, zorder=2, label="front")
+    ax.set_xscale("log")
+    _plain_log(ax.xaxis)
+    ax.set_xlabel(energy_label(pd.Series(est), energy_base(b), unit))
+    ax.set_ylabel("Top-1 accuracy (%)")
+    ax.grid(True, which="major")
+    names = b["model"].astype(str).to_numpy()[on][order][:FRONT_LABELS_MAX]
+    _place_labels(fig, ax, fx[:FRONT_LABELS_MAX], fy[:FRONT_LABELS_MAX], names)
+    handles = [_dot(colors[m], short(m, 20)) for m in methods]  # one kind of meter: filled
+    handles.append(Line2D([], [], color="black", lw=0.9, label="front"))
+    dev = short(b["device_label"].iloc[0], 20)
+    head = f"{dev} · {_models(len(b))} at their best configuration · bar: 95% CI"
+    _top_legend(fig, handles, head, ncol=3)
+    return _save(fig, stem)
+
+
+# --- (9) what each method buys, relative to the model's best configuration ----------------------
+
+
+def method_value_table(summary: pd.DataFrame, *, energy: str = "total", max_energy_cv=None):
+    """Per (device, kind of meter, model, method): the method's least energy over batch sizes
+    and runtimes, and its ratio to the model's least energy over every method (1: the best)."""
+    from joulebench.analysis.best_configs import comparable
+
+    df = comparable(summary, energy=energy, max_energy_cv=max_energy_cv)
+    df = df[df["valid"] & (df["phase"].fillna("inference") == "inference")]
+    if df.empty:
+        return pd.DataFrame(
+            columns=["device_label", "estimate", "model", "method", "energy_j", "best_j", "ratio"]
+        )
+    keys = ["device_label", "estimate", "model"]
+    per = df.groupby([*keys, "method"], as_index=False)["energy_j"].min()
+    per["best_j"] = per.groupby(keys)["energy_j"].transform("min")
+    per["ratio"] = per["energy_j"] / per["best_j"]
+    return per
+
+
+@_styled
+def method_value(
+    summary: pd.DataFrame, stem, *, device_label: str | None = None, max_energy_cv=None, why=""
+):
+    """Per model, each method's least energy per image (over batch sizes) relative to the
+    model's best configuration: what switching to the best method saves, model by model."""
+    title = "What each method costs against the best configuration"
+    energy = "dynamic" if energy_base(summary).startswith("Energy above") else "total"
+    t = method_value_table(summary, energy=energy, max_energy_cv=max_energy_cv)
+    if device_label is not None:
+        t = t[t["device_label"] == device_label]
+    if not t.empty:
+        t = t[t["device_label"] == t["device_label"].value_counts().index[0]]
+        measured = ~t["estimate"].astype(bool)
+        t = t[measured] if measured.any() else t
+    multi = t.groupby("model")["method"].nunique() if not t.empty else pd.Series(dtype=int)
+    t = t[t["model"].isin(multi[multi >= 2].index)] if len(multi) else t
+    if t.empty:
+        what = "no model has comparable energies for two methods"
+        return no_data(stem, title, _empty_because(what, why))
+    order = t.groupby("model")["best_j"].first().sort_values()
+    n_all = len(order)
+    models = list(order.index[:METHOD_VALUE_MODELS])
+    t = t[t["model"].isin(models)]
+    methods = sorted(t["method"].astype(str).unique())
+    colors = _series_colors(methods)
+    markers = {m: MARKERS[i % len(MARKERS)] for i, m in enumerate(methods)}
+    fig, ax = _figure(1.1 + 0.16 * len(models))
+    y = {m: i for i, m in enumerate(reversed(models))}
+    est = bool(t["estimate"].astype(bool).all())
+    for m in methods:
+        tm = t[t["method"].astype(str) == m]
+        ax.scatter(
+            tm["ratio"],
+            [y[k] for k in tm["model"]],
+            marker=markers[m],
+            s=14,
+            facecolors="none" if est else colors[m],
+            edgecolors=colors[m],
+            lw=0.8,
+            zorder=3,
+        )
+    for k, g in t.groupby("model"):
+        ax.plot([1, g["ratio"].max()], [y[k], y[k]], color="#cccccc", lw=0.6, zorder=1)
+    ax.axvline(1, color="#444444", lw=0.6, ls=":")
+    if t["ratio"].max() > 4:  # a wide spread reads better on a log scale
+        ax.set_xscale("log")
+        _plain_log(ax.xaxis)
+    ax.set_yticks(range(len(models)), [short(k, 24) for k in reversed(models)])
+    ax.tick_params(axis="y", labelsize=6)
+    ax.set_ylim(-0.7, len(models) - 0.3)
+    unit = "ratio, estimated" if est else "ratio"
+    ax.set_xlabel(f"Energy per image / model's best\n({unit})")
+    ax.grid(True, axis="x", which="major")
+    handles = [_dot(colors[m], short(m, 20), markers[m], hollow=est) for m in methods]
+    dev = short(t["device_label"].iloc[0], 20)
+    shown = f"{len(models)} of {n_all}" if n_all > len(models) else _models(n_all)
+    head = f"{dev} · {shown} (least energy first) · 1 = best method"
+    _top_legend(fig, handles, head, ncol=3)
+    return _save(fig, stem)
+
+
 FIGURE_NAMES = (
     "accuracy_vs_energy",
     "energy_vs_factors",
@@ -900,6 +1118,8 @@ FIGURE_NAMES = (
     "power_trace",
     "throughput_vs_energy",
     "train_vs_inference",
+    "energy_optimal_front",
+    "method_value",
 )
 
 
@@ -912,6 +1132,7 @@ def render_all(
     *,
     group: dict | None = None,
     trace_config: dict | None = None,
+    best: pd.DataFrame | None = None,
 ) -> dict[str, list[Path]]:
     """Every figure into `outdir/<name>.{pdf,png}`.
 
@@ -919,6 +1140,8 @@ def render_all(
     batch_size; unset keys: the group with the most models); its device_label also picks the
     device of figures (3), (4) and (6). `trace_config` picks the trace of figure (5) (keys
     device_label, model, method, batch_size; unset: the first configuration in the table).
+    `best`: the best configurations (results/best_configs.parquet) for figure (8); None:
+    computed here from the summary by the same rules.
     """
     out = Path(outdir)
     group = dict(group or {})
@@ -928,7 +1151,9 @@ def render_all(
     summary, cv = with_score_flags(summary, scores)
     why = not_comparable(summary, max_energy_cv=cv)  # why a fits figure may be empty
     return {
-        "accuracy_vs_energy": accuracy_vs_energy(scores, out / "accuracy_vs_energy", **group),
+        "accuracy_vs_energy": accuracy_vs_energy(
+            scores, out / "accuracy_vs_energy", law=fits.get("accuracy_law"), **group
+        ),
         "energy_vs_factors": energy_vs_factors(
             summary, fits.get("factor_fits"), out / "energy_vs_factors", max_energy_cv=cv, **group
         ),
@@ -951,7 +1176,27 @@ def render_all(
         "train_vs_inference": train_vs_inference(
             summary, out / "train_vs_inference", device_label=dev, max_energy_cv=cv
         ),
+        "energy_optimal_front": energy_optimal_front(
+            best if best is not None else _best_from(summary, scores, cv),
+            out / "energy_optimal_front",
+            device_label=dev,
+            why=why,
+        ),
+        "method_value": method_value(
+            summary, out / "method_value", device_label=dev, max_energy_cv=cv, why=why
+        ),
     }
+
+
+def _best_from(summary: pd.DataFrame, scores: pd.DataFrame, cv) -> pd.DataFrame:
+    """Best configurations (overall only) by the score's rules, where no table is given."""
+    from joulebench.analysis.best_configs import best_configs
+
+    kinds = set(scores["energy_kind"].dropna()) if "energy_kind" in scores else set()
+    energy = "dynamic" if kinds == {"dynamic"} else "total"
+    return best_configs(
+        summary, max_latency_ms=(), max_batch_size=(), energy=energy, max_energy_cv=cv
+    )
 
 
 _TRACE_KEY = ["device_label", "model", "method", "batch_size_requested"]
@@ -1008,6 +1253,7 @@ def run_figures(
     group: dict | None = None,
     trace: dict | None = None,
     trace_table=None,
+    best_configs_path=None,
 ) -> dict[str, list[Path]]:
     """`joulebench figures`: every figure from the tables' paths (summary, scores, the fits'
     folder, optionally a power trace) and the config's figures section: `group` and `trace`
@@ -1024,6 +1270,7 @@ def run_figures(
         outdir,
         group={k: v for k, v in (group or {}).items() if v is not None},
         trace_config={k: v for k, v in (trace or {}).items() if v is not None},
+        best=read_table(best_configs_path) if best_configs_path else None,
     )
     print(f"figures: {len(paths)} -> {outdir}", file=sys.stderr)
     return paths

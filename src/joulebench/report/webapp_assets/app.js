@@ -33,6 +33,9 @@
   const PLOTTABLE = ROWS.filter((r) => r.plottable).length;
   const FRONTS = makeFronts(ROWS);
   const FAMILY_COLOR = familyColors(ROWS);
+  const SLIDER_STEPS = 1000; // the sliders' positions: 0..SLIDER_STEPS
+  const LAT_RANGE = log10Range(ROWS.filter((r) => r.comparable).map((r) => r.latency));
+  const ACC_RANGE = accRange(ROWS.filter((r) => r.plottable).map((r) => r.acc));
 
   const state = {
     facets: {}, // column -> Set of allowed keys; absent: no restriction
@@ -43,7 +46,10 @@
     sortDir: -1,
     compare: [], // row ids, in the order picked
     hoverId: null,
+    budget: NaN, // latency budget, ms per batch (NaN: none)
+    bestOnly: false, // each model at its least-energy configuration, even without a budget
   };
+  let bestFronts = new Map(); // best mode: (phase, device, estimated) -> front rows by energy
   let filtered = [];
   let sorted = [];
   let points = [];
@@ -67,12 +73,41 @@
       r.energy = num(r.scored_energy_per_image_j ?? fallback);
       r.acc = num(r.top1);
       r.plottable = r.energy > 0 && !isNaN(r.acc);
+      // Decisions follow the score's rules: a row counts where the score stage scored it.
+      r.comparable = r.scored === true && r.plottable;
+      [r.latency, r.latencyKind] = latencyOf(r);
+      r.bestKey = [r.phase, r.device_label, r.est, r.model].map(keyOf).join("\u0001");
+      r.bestGroup = [r.phase, r.device_label, r.est].map(keyOf).join("\u0001");
       // the score stage's comparison group (its SCORE_GROUP columns, from the metadata)
       r.group = META.score_group.map((c) => keyOf(r[c])).join("\u0001");
       r.text = [r.model, r.family, r.architecture].join(" ").toLowerCase();
       rows[i] = r;
     }
     return rows;
+  }
+
+  // Time per batch as joulebench.analysis.best_configs reads it: the p95 where per-step timing
+  // measured it, else the mean, else batch size / throughput (a summary without latencies).
+  function latencyOf(r) {
+    const p95 = num(r.latency_ms_p95), mean = num(r.latency_ms_mean);
+    if (!isNaN(p95)) return [p95, "p95"];
+    if (!isNaN(mean)) return [mean, "mean"];
+    const derived = (1000 * num(r.batch_size)) / num(r.throughput_img_s);
+    return isFinite(derived) && derived > 0 ? [derived, "derived"] : [NaN, ""];
+  }
+
+  function log10Range(values) {
+    const v = values.filter((x) => x > 0 && isFinite(x)).map(Math.log10);
+    if (!v.length) return null;
+    const lo = Math.min(...v), hi = Math.max(...v);
+    return hi > lo ? { lo, hi } : { lo: lo - 0.5, hi: hi + 0.5 };
+  }
+
+  function accRange(values) {
+    const v = values.filter((x) => isFinite(x));
+    if (!v.length) return null;
+    const lo = Math.floor(Math.min(...v)), hi = Math.ceil(Math.max(...v));
+    return { lo, hi: hi > lo ? hi : lo + 1 };
   }
 
   function makeFronts(rows) {
@@ -98,6 +133,39 @@
 
   function keyOf(v) {
     return v === null || v === undefined || v === "" ? NONE_KEY : String(v);
+  }
+
+  const bestMode = () => !isNaN(state.budget) || state.bestOnly;
+
+  // Each model (per phase, device and kind of meter) once: its least-energy comparable
+  // configuration within the latency budget, among the rows the other filters let through.
+  function bestOf(rows) {
+    const best = new Map();
+    for (const r of rows) {
+      if (!r.comparable) continue;
+      if (!isNaN(state.budget) && !(r.latency <= state.budget)) continue;
+      const b = best.get(r.bestKey);
+      if (!b || r.energy < b.energy) best.set(r.bestKey, r);
+    }
+    return [...best.values()];
+  }
+
+  // The front of the best configurations: per (phase, device, kind of meter), the points no
+  // other is at least as accurate for at most the same energy as.
+  function frontsOf(rows) {
+    const groups = new Map();
+    for (const r of rows) {
+      if (!groups.has(r.bestGroup)) groups.set(r.bestGroup, []);
+      groups.get(r.bestGroup).push(r);
+    }
+    const out = new Map();
+    for (const [g, rs] of groups) {
+      rs.sort((a, b) => a.energy - b.energy || b.acc - a.acc);
+      const front = [];
+      for (const r of rs) if (!front.length || r.acc > front[front.length - 1].acc) front.push(r);
+      out.set(g, front);
+    }
+    return out;
   }
 
   function passes(r) {
@@ -328,12 +396,103 @@
     state.accMax = readNumber("acc-max");
     state.eMin = readNumber("energy-min");
     state.eMax = readNumber("energy-max");
+    const budget = readNumber("latency-budget");
+    state.budget = budget > 0 ? budget : NaN;
+    state.bestOnly = $("best-only").checked;
+    syncSliders();
     scheduleUpdate();
+  }
+
+  // Sliders: the latency budget on a log scale over the comparable rows' latencies, the
+  // accuracy floor over the points' top-1; each writes its number input, which rules.
+  const toSlider = (v, lo, hi) => Math.round(Math.min(1, Math.max(0, (v - lo) / (hi - lo))) * SLIDER_STEPS);
+  const fromSlider = (k, lo, hi) => lo + (k / SLIDER_STEPS) * (hi - lo);
+
+  function syncSliders() {
+    const lat = $("latency-budget-range"), acc = $("acc-min-range");
+    lat.disabled = !LAT_RANGE;
+    acc.disabled = !ACC_RANGE;
+    if (LAT_RANGE) {
+      const b = state.budget;
+      lat.value = String(isNaN(b) ? SLIDER_STEPS : toSlider(Math.log10(b), LAT_RANGE.lo, LAT_RANGE.hi));
+    }
+    if (ACC_RANGE) {
+      const a = state.accMin;
+      acc.value = String(isNaN(a) ? 0 : toSlider(a, ACC_RANGE.lo, ACC_RANGE.hi));
+    }
+  }
+
+  function wireSliders() {
+    $("latency-budget-range").addEventListener("input", (e) => {
+      const ms = Math.pow(10, fromSlider(Number(e.target.value), LAT_RANGE.lo, LAT_RANGE.hi));
+      $("latency-budget").value = sig(ms, 3);
+      readInputs();
+    });
+    $("acc-min-range").addEventListener("input", (e) => {
+      const k = Number(e.target.value);
+      $("acc-min").value = k === 0 ? "" : fromSlider(k, ACC_RANGE.lo, ACC_RANGE.hi).toFixed(1);
+      readInputs();
+    });
+    $("best-only").addEventListener("change", readInputs);
+  }
+
+  // ---------------------------------------------------------------- the URL holds the view
+  // Filters, budget, colouring and facets live in the URL's hash, so a view can be shared
+  // and restored (also from file://). Labels are percent-encoded by URLSearchParams.
+  const HASH_INPUTS = [
+    ["q", "search"],
+    ["top1_min", "acc-min"],
+    ["top1_max", "acc-max"],
+    ["energy_min", "energy-min"],
+    ["energy_max", "energy-max"],
+    ["latency_max_ms", "latency-budget"],
+  ];
+
+  function viewHash() {
+    const p = new URLSearchParams();
+    for (const [k, id] of HASH_INPUTS) {
+      const v = $(id).value.trim();
+      if (v) p.set(k, v);
+    }
+    if (state.bestOnly) p.set("best", "1");
+    if (state.colorBy !== "grade") p.set("color", state.colorBy);
+    for (const [col] of FACETS) {
+      const allowed = state.facets[col];
+      if (!allowed) continue;
+      if (!allowed.size) p.append("f." + col, "");
+      for (const k of allowed) p.append("f." + col, k);
+    }
+    const text = p.toString();
+    return text ? "#" + text : "";
+  }
+
+  function writeHash() {
+    const want = viewHash();
+    if (want === location.hash) return;
+    history.replaceState(null, "", location.pathname + location.search + want);
+  }
+
+  function applyHash() {
+    const p = new URLSearchParams(location.hash.slice(1));
+    for (const [k, id] of HASH_INPUTS) $(id).value = p.get(k) || "";
+    $("best-only").checked = p.get("best") === "1";
+    state.colorBy = p.get("color") === "family" ? "family" : "grade";
+    document.querySelectorAll("input[name=colorby]").forEach((r) => (r.checked = r.value === state.colorBy));
+    state.facets = {};
+    for (const [col] of FACETS) {
+      const boxes = [...document.querySelectorAll("#facets input")].filter((b) => b.getAttribute("data-facet") === col);
+      const key = "f." + col;
+      const allowed = p.has(key) ? new Set(p.getAll(key).filter(Boolean)) : null;
+      boxes.forEach((b) => (b.checked = !allowed || allowed.has(b.value)));
+      const on = boxes.filter((b) => b.checked).length;
+      state.facets[col] = on === boxes.length ? undefined : new Set(boxes.filter((b) => b.checked).map((b) => b.value));
+    }
+    readInputs();
   }
 
   function wireControls() {
     const typed = debounce(readInputs, TYPE_DELAY_MS);
-    for (const id of ["search", "acc-min", "acc-max", "energy-min", "energy-max"]) {
+    for (const id of ["search", "acc-min", "acc-max", "energy-min", "energy-max", "latency-budget"]) {
       $(id).addEventListener("input", typed);
       $(id).addEventListener("change", readInputs);
     }
@@ -342,10 +501,12 @@
         state.colorBy = r.value;
         renderLegend();
         scheduleDraw();
+        writeHash();
       })
     );
     $("reset").addEventListener("click", () => {
-      for (const id of ["search", "acc-min", "acc-max", "energy-min", "energy-max"]) $(id).value = "";
+      for (const id of ["search", "acc-min", "acc-max", "energy-min", "energy-max", "latency-budget"]) $(id).value = "";
+      $("best-only").checked = false;
       document.querySelectorAll("#facets input").forEach((b) => (b.checked = true));
       state.facets = {};
       readInputs();
@@ -362,18 +523,101 @@
 
   // ---------------------------------------------------------------- update
   function update() {
-    filtered = ROWS.filter(passes);
+    const base = ROWS.filter(passes);
+    filtered = bestMode() ? bestOf(base) : base;
     points = filtered.filter((r) => r.plottable);
+    bestFronts = bestMode() ? frontsOf(points) : new Map();
     $("plot").setAttribute("data-visible-count", String(points.length));
+    $("plot").setAttribute("data-mode", bestMode() ? "best" : "all");
     $("table").setAttribute("data-row-count", String(filtered.length));
     const noPoint = filtered.length - points.length;
-    $("counts").textContent =
-      `${fmtInt(points.length)} of ${fmtInt(PLOTTABLE)} points shown` +
-      (noPoint ? ` · ${fmtInt(noPoint)} matching rows have no energy or top-1 (table only)` : "");
+    $("counts").textContent = bestMode()
+      ? `${fmtInt(points.length)} models at their least-energy configuration` +
+        (isNaN(state.budget) ? "" : ` within ${sig(state.budget, 3)} ms per batch`)
+      : `${fmtInt(points.length)} of ${fmtInt(PLOTTABLE)} points shown` +
+        (noPoint ? ` · ${fmtInt(noPoint)} matching rows have no energy or top-1 (table only)` : "");
     sortRows();
     drawPlot();
     renderLegend();
     renderTable(true);
+    renderBest(base);
+    writeHash();
+  }
+
+  // ---------------------------------------------------------------- best configurations
+  const BEST_COLS = [
+    ["Model", "text"],
+    ["Device", "text"],
+    ["Method", "text"],
+    ["Batch", ""],
+    ["Top-1 %", ""],
+    ["Energy / image (95% CI)", ""],
+    ["Latency (ms / batch)", ""],
+    ["img/s", ""],
+    ["Grade", "text"],
+    ["Label", "text"],
+  ];
+
+  function renderBest(base) {
+    const section = $("best-section");
+    section.hidden = !bestMode();
+    const table = $("best-table");
+    if (!bestMode()) {
+      table.setAttribute("data-row-count", "0");
+      return;
+    }
+    if (!table.tHead.rows.length) {
+      const tr = table.tHead.insertRow();
+      for (const [name, cls] of BEST_COLS) tr.append(el("th", cls || null, name));
+    }
+    const rows = [...points].sort(
+      (a, b) =>
+        String(a.device_label).localeCompare(String(b.device_label)) ||
+        Number(a.est) - Number(b.est) ||
+        a.energy - b.energy
+    );
+    const body = table.tBodies[0];
+    body.replaceChildren();
+    for (const r of rows) {
+      const tr = el("tr");
+      tr.dataset.id = String(r.id);
+      const energy = el("td", null, fmtEnergy(r.energy));
+      const ci = ciOf(r);
+      if (!isNaN(ci.hi) && r.energy > 0) energy.append(el("span", "ci", ` ±${sig((100 * (ci.hi - r.energy)) / r.energy, 2)}%`));
+      if (r.est) energy.append(" ", badge("est", "estimated"));
+      const lat = el("td", null, isNaN(r.latency) ? "–" : `${sig(r.latency, 3)} (${r.latencyKind})`);
+      const grade = el("td", "text");
+      grade.append(gradeChip(r.grade));
+      const get = el("button", "label-svg", "SVG");
+      get.type = "button";
+      get.setAttribute("aria-label", "energy label of " + (r.model || "") + " (SVG)");
+      get.addEventListener("click", () => downloadLabel(r));
+      const labelCell = el("td", "text");
+      labelCell.append(get);
+      tr.append(
+        label("td", "text model", r.model),
+        label("td", "text", r.device_label),
+        label("td", "text", r.method),
+        el("td", null, str(r.batch_size_requested)),
+        el("td", null, fmtPct(r.acc)),
+        energy,
+        lat,
+        el("td", null, fmtNum(r.throughput_img_s)),
+        grade,
+        labelCell
+      );
+      body.append(tr);
+    }
+    table.setAttribute("data-row-count", String(rows.length));
+    $("best-count").textContent = `(${rows.length})`;
+    // models with comparable rows but none within the budget
+    const have = new Set(base.filter((r) => r.comparable).map((r) => r.bestKey));
+    const missing = have.size - new Set(rows.map((r) => r.bestKey)).size;
+    $("best-note").textContent =
+      "Each model at the configuration (method, batch size) spending the least energy per image" +
+      (isNaN(state.budget) ? "" : ` within ${sig(state.budget, 3)} ms per batch`) +
+      ", among the rows the filters keep and the score compares (flagged rows never count)." +
+      (missing > 0 ? ` ${missing} model${missing === 1 ? " has" : "s have"} no configuration within the budget.` : "");
   }
 
   // ---------------------------------------------------------------- plot
@@ -543,11 +787,12 @@
   // The Pareto front of every comparison group that has a point on show, as a staircase;
   // dashed where the group's energies are estimates.
   function drawFronts(ctx, { sx, sy }) {
-    const groups = new Set(points.map((r) => r.group));
+    const best = bestMode();
+    const groups = new Set(points.map((r) => (best ? r.bestGroup : r.group)));
     ctx.strokeStyle = "#2b2f36";
     ctx.lineWidth = 1.5;
     for (const g of groups) {
-      const f = FRONTS.get(g);
+      const f = (best ? bestFronts : FRONTS).get(g);
       if (!f) continue;
       ctx.setLineDash(f[0].est ? [5, 4] : []);
       ctx.beginPath();
@@ -678,8 +923,12 @@
       const n = rest.reduce((s, [, c]) => s + c, 0);
       if (n) key(PALETTE.other, `${rest.length} other families (${n})`);
     }
-    const groups = new Set(points.filter((r) => FRONTS.has(r.group)).map((r) => r.group));
-    if (groups.size) key(null, groups.size === 1 ? "Pareto front" : `Pareto fronts (${groups.size} groups)`, "line");
+    if (bestMode()) {
+      if (bestFronts.size) key(null, "energy-optimal front (best configurations)", "line");
+    } else {
+      const groups = new Set(points.filter((r) => FRONTS.has(r.group)).map((r) => r.group));
+      if (groups.size) key(null, groups.size === 1 ? "Pareto front" : `Pareto fronts (${groups.size} groups)`, "line");
+    }
     if (points.some((r) => r.est)) key(null, "hollow: estimated energy", "hollow");
   }
 
@@ -707,6 +956,7 @@
     add("Top-1", r.accuracy_source ? words(fmtPct(r.acc), " (", U(r.accuracy_source), ")") : fmtPct(r.acc));
     add("Top-5", fmtPct(num(r.top5)));
     add("Throughput", fmtNum(r.throughput_img_s) + " img/s");
+    add("Latency / batch", isNaN(r.latency) ? "–" : `${sig(r.latency, 3)} ms (${r.latencyKind})`);
     add("Params · GFLOPs", `${fmtCount(r.params)} · ${fmtGflops(r.flops_per_image)}`);
     add("Efficiency index", fmtNum(r.efficiency_index, 3));
     add("Energy index", isNaN(num(r.energy_index)) ? "–" : words(`${sig(r.energy_index, 3)} × `, U(r.reference_model)));
@@ -1089,6 +1339,72 @@
     });
   }
 
+  // ---------------------------------------------------------------- energy label
+  // The card of joulebench.report.label (same layout, px from the top left), built as SVG
+  // elements whose strings are set with textContent, so a name is always text; serialised
+  // by the browser (which escapes it) and downloaded. Works offline.
+  function labelText(x, y, text, size, color, weight) {
+    return { kind: "text", x, y, text, size, color, weight: weight || "normal" };
+  }
+
+  function labelItems(r) {
+    const INK = "#1d2330", MUTED = "#5c6675";
+    const cut = (t, n) => (t.length <= n ? t : t.slice(0, n - 1) + "…");
+    const e1k = r.energy * 1000;
+    const half = (ciOf(r).hi - r.energy) * 1000;
+    const ej = (j) => (!isFinite(j) ? "–" : j >= 1000 ? sig(j / 1000, 3) + " kJ" : sig(j, 3) + " J");
+    const items = [
+      { kind: "rect", x: 1, y: 1, w: 378, h: 234, fill: "#ffffff", stroke: "#aab3c0" },
+      labelText(14, 22, "ENERGY LABEL · joulebench", 10, MUTED, "bold"),
+      labelText(14, 44, cut(String(r.model), 44), 15, INK, "bold"),
+      labelText(14, 62, cut(`${r.device_label} · ${r.method} · batch ${r.batch_size_requested}`, 56), 11, INK),
+    ];
+    META.grades.forEach((g, i) => {
+      const y = 74 + i * 17, mine = g === r.grade;
+      items.push({ kind: "rect", x: 14, y, w: 34 + 10 * i, h: 14, fill: GRADE_COLORS[g], stroke: mine ? INK : "none" });
+      items.push(labelText(18, y + 11, g, 10, i >= 3 ? "#ffffff" : INK, "bold"));
+      if (mine) items.push(labelText(54 + 10 * i, y + 11, "◀", 11, INK, "bold"));
+    });
+    if (!r.grade) items.push(labelText(14, 206, "no grade", 9, MUTED));
+    const date = String(r.start_time_utc || "").slice(0, 10) || "date unknown";
+    items.push(
+      labelText(150, 90, "Energy per 1,000 images", 10, MUTED),
+      labelText(150, 114, `${ej(e1k)} ± ${ej(half)}`, 18, INK, "bold"),
+      labelText(150, 131, `(${sig(e1k / 3600, 3)} Wh; ± is the 95% CI)`, 10, MUTED),
+      labelText(150, 154, cut(`Top-1 ${r.acc.toFixed(1)} % (${str(r.accuracy_source)})`, 34), 11, INK),
+      labelText(150, 176, r.est ? "ESTIMATE (power model)" : "measured (energy counter)", 10, r.est ? "#b45309" : INK, "bold"),
+      labelText(150, 192, cut(`meter ${str(r.meter)}`, 38), 9, MUTED),
+      labelText(150, 206, cut(String(r.device_name || r.device_label), 38), 9, MUTED),
+      labelText(14, 226, `${date} · ${META.generated_by} · grade within its device, method and batch`, 9, MUTED)
+    );
+    return items;
+  }
+
+  function labelSvg(r) {
+    const NS = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(NS, "svg");
+    const attrs = (node, a) => Object.entries(a).forEach(([k, v]) => node.setAttribute(k, String(v)));
+    attrs(svg, { width: 380, height: 236, viewBox: "0 0 380 236", "font-family": "DejaVu Sans, Arial, sans-serif" });
+    for (const it of labelItems(r)) {
+      if (it.kind === "rect") {
+        const n = document.createElementNS(NS, "rect");
+        attrs(n, { x: it.x, y: it.y, width: it.w, height: it.h, rx: 3, fill: it.fill, stroke: it.stroke });
+        svg.append(n);
+      } else {
+        const n = document.createElementNS(NS, "text");
+        attrs(n, { x: it.x, y: it.y, "font-size": it.size, "font-weight": it.weight, fill: it.color });
+        n.textContent = it.text;
+        svg.append(n);
+      }
+    }
+    return new XMLSerializer().serializeToString(svg);
+  }
+
+  function downloadLabel(r) {
+    const name = String(r.model || "model").replace(/[^A-Za-z0-9_.-]+/g, "_");
+    download(`joulebench-label-${name}.svg`, labelSvg(r), "image/svg+xml");
+  }
+
   // ---------------------------------------------------------------- CSV download
   function csvCell(v) {
     if (v === null || v === undefined) return "";
@@ -1104,8 +1420,8 @@
     return lines.join("\r\n") + "\r\n";
   }
 
-  function download(filename, text) {
-    const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
+  function download(filename, text, type = "text/csv;charset=utf-8") {
+    const url = URL.createObjectURL(new Blob([text], { type }));
     const a = el("a");
     a.href = url;
     a.download = filename;
@@ -1148,10 +1464,14 @@
     buildFacets();
     buildTableHead();
     wireControls();
+    wireSliders();
+    window.addEventListener("hashchange", applyHash);
     wireTable();
     wirePlot();
     resizeCanvas();
     renderCompare();
+    if (location.hash.length > 1) applyHash();
+    else syncSliders();
     update();
     document.documentElement.setAttribute("data-ready-ms", performance.now().toFixed(1));
     document.documentElement.setAttribute("data-ready", "true");

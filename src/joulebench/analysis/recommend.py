@@ -1,0 +1,338 @@
+"""`joulebench recommend`: which model and configuration for this accuracy and latency budget,
+ranked by energy per image, and what it saves against the configuration run today.
+
+Rows count by the score's rules (best_configs.comparable: score.measured_mask), inference only;
+an estimated energy is ranked only beside estimated ones (its own section per device), and a
+saving is computed only between two energies of the same kind on the same device.
+
+The saving against the current configuration is s = 1 - E / E_cur. Its uncertainty comes from
+the two 95% confidence intervals by first-order propagation for a ratio of independent
+measurements: with h and h_cur the CI half-widths (upper bound minus mean; the lower bound may
+be clipped at 0), the half-width of s is (E / E_cur) * sqrt((h / E)^2 + (h_cur / E_cur)^2).
+docs/decisions.md says when that is a fair reading.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from joulebench.analysis.best_configs import DecisionError, comparable
+from joulebench.analysis.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
+
+CLOSEST_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class Current:
+    """The configuration run today: MODEL:METHOD:BATCH (batch = the batch size requested)."""
+
+    model: str
+    method: str
+    batch: int
+
+    @classmethod
+    def parse(cls, text: str) -> Current:
+        parts = str(text).rsplit(":", 2)
+        if len(parts) != 3 or not all(parts):
+            raise DecisionError(f"--current must be MODEL:METHOD:BATCH, got {text!r}")
+        try:
+            batch = int(parts[2])
+        except ValueError:
+            raise DecisionError(
+                f"--current: batch must be a whole number, got {parts[2]!r}"
+            ) from None
+        if batch < 1:
+            raise DecisionError(f"--current: batch must be >= 1, got {batch}")
+        return cls(parts[0], parts[1], batch)
+
+    def __str__(self) -> str:
+        return f"{self.model}:{self.method}:{self.batch}"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The constraints asked for (None: not asked), checked on the way in."""
+
+    min_top1: float | None = None
+    max_latency_ms: float | None = None
+    min_throughput_img_s: float | None = None
+
+    def __post_init__(self):
+        for name in ("min_top1", "max_latency_ms", "min_throughput_img_s"):
+            v = getattr(self, name)
+            if v is not None and not math.isfinite(float(v)):
+                raise DecisionError(f"{name} must be a finite number, got {v!r}")
+        if self.min_top1 is not None and not 0 <= self.min_top1 <= 100:
+            raise DecisionError(f"min top-1 is a percentage (0-100), got {self.min_top1}")
+        for name in ("max_latency_ms", "min_throughput_img_s"):
+            v = getattr(self, name)
+            if v is not None and not v > 0:
+                raise DecisionError(f"{name} must be > 0, got {v}")
+
+    def text(self) -> str:
+        parts = []
+        if self.min_top1 is not None:
+            parts.append(f"top-1 >= {self.min_top1:g} %")
+        if self.max_latency_ms is not None:
+            parts.append(f"latency <= {self.max_latency_ms:g} ms per batch")
+        if self.min_throughput_img_s is not None:
+            parts.append(f"throughput >= {self.min_throughput_img_s:g} img/s")
+        return ", ".join(parts) or "no constraint"
+
+    def misses(self, row) -> list[str]:
+        """What one row misses, each with by how much ([] when it meets them all)."""
+        out = []
+        top1, lat, thr = row["top1"], row["latency_ms"], row["throughput_img_s"]
+        if self.min_top1 is not None:
+            if not np.isfinite(top1):
+                out.append("top-1 unknown")
+            elif top1 < self.min_top1:
+                out.append(f"top-1 {top1:.1f} % ({self.min_top1 - top1:.1f} points short)")
+        if self.max_latency_ms is not None:
+            if not np.isfinite(lat):
+                out.append("latency unknown")
+            elif lat > self.max_latency_ms:
+                over = lat - self.max_latency_ms
+                out.append(f"latency {lat:.3g} ms ({over:.3g} ms over)")
+        if self.min_throughput_img_s is not None:
+            if not np.isfinite(thr):
+                out.append("throughput unknown")
+            elif thr < self.min_throughput_img_s:
+                short = self.min_throughput_img_s - thr
+                out.append(f"throughput {thr:.3g} img/s ({short:.3g} short)")
+        return out
+
+    def shortfall(self, row) -> float:
+        """Relative distance to meeting every constraint: the sum of each relative miss."""
+        total = 0.0
+        pairs = (
+            (self.min_top1, row["top1"], False),
+            (self.max_latency_ms, row["latency_ms"], True),
+            (self.min_throughput_img_s, row["throughput_img_s"], False),
+        )
+        for limit, x, is_max in pairs:
+            if limit is None:
+                continue
+            if not (np.isfinite(x) and x > 0):
+                return math.inf
+            total += max(0.0, x / limit - 1.0) if is_max else max(0.0, limit / x - 1.0)
+        return total
+
+
+@dataclass
+class Recommendation:
+    """The ranked configurations (one section per device and kind of meter) and notes."""
+
+    limits: Limits
+    ranked: pd.DataFrame
+    current: Current | None = None
+    current_rows: pd.DataFrame | None = None
+    left_out: dict[str, int] = field(default_factory=dict)
+    energy: str = "total"
+    all_configs: bool = False
+
+
+def _close(name: str, choices: Sequence[str]) -> str:
+    near = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.5)
+    return f"; closest: {', '.join(near)}" if near else ""
+
+
+def _check_current(df: pd.DataFrame, current: Current, device: str | None) -> pd.DataFrame:
+    """The current configuration's rows (one per device), or a DecisionError saying what
+    the summary has instead."""
+    models = sorted(df["model"].dropna().unique())
+    if current.model not in models:
+        raise DecisionError(
+            f"--current: unknown model {current.model!r}{_close(current.model, models)}"
+        )
+    mine = df[df["model"] == current.model]
+    configs = sorted(
+        {
+            f"{current.model}:{m}:{b}"
+            for m, b in zip(mine["method"], mine["batch_size_requested"], strict=True)
+        }
+    )
+    hit = mine[(mine["method"] == current.method) & (mine["batch_size_requested"] == current.batch)]
+    if device is not None:
+        hit = hit[hit["device_label"] == device]
+    if hit.empty:
+        where = f" on device {device}" if device else ""
+        raise DecisionError(
+            f"--current: {current} was not run{where}; this model was run as: {', '.join(configs)}"
+        )
+    return hit
+
+
+def recommend(
+    summary: pd.DataFrame,
+    *,
+    min_top1: float | None = None,
+    max_latency_ms: float | None = None,
+    min_throughput_img_s: float | None = None,
+    device: str | None = None,
+    current: str | Current | None = None,
+    energy: str = "total",
+    invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+    all_configs: bool = False,
+) -> Recommendation:
+    """Rank the comparable inference configurations meeting the limits by energy per image.
+
+    Raises DecisionError for an unknown device or current configuration, and for limits no
+    configuration meets (naming the closest configurations and what each misses by how much).
+    """
+    limits = Limits(min_top1, max_latency_ms, min_throughput_img_s)
+    df = comparable(
+        summary, energy=energy, invalid_flags=invalid_flags, max_energy_cv=max_energy_cv
+    )
+    df = df[(df["phase"].fillna("inference") == "inference") & df["model"].notna()]
+    devices = sorted(df["device_label"].dropna().unique())
+    if device is not None and device not in devices:
+        raise DecisionError(
+            f"unknown device {device!r}; devices in the summary: {', '.join(devices) or 'none'}"
+        )
+    if device is not None:
+        df = df[df["device_label"] == device]
+    if isinstance(current, str):
+        current = Current.parse(current)
+    current_rows = _check_current(df, current, device) if current else None
+
+    left_out = df.loc[~df["valid"], "why_not"].value_counts().to_dict()
+    ok = df[df["valid"]]
+    if ok.empty:
+        reasons = ", ".join(f"{why} ({n})" for why, n in left_out.items()) or "no rows"
+        raise DecisionError(f"no comparable configuration in the summary: {reasons}")
+    misses = [limits.misses(r) for _, r in ok.iterrows()]
+    meet = ok[[not m for m in misses]]
+    if meet.empty:
+        raise DecisionError(_impossible(limits, ok))
+    ranked = meet.sort_values(["device_label", "estimate", "energy_j", "model"])
+    if not all_configs:
+        ranked = ranked.drop_duplicates(["device_label", "estimate", "model"])
+    ranked = _with_savings(ranked, current_rows)
+    return Recommendation(limits, ranked, current, current_rows, left_out, energy, all_configs)
+
+
+def _impossible(limits: Limits, ok: pd.DataFrame) -> str:
+    dist = ok.apply(limits.shortfall, axis=1).sort_values(kind="stable")
+    lines = [f"no configuration meets {limits.text()}; closest:"]
+    for i in dist.index[:CLOSEST_SHOWN]:
+        r = ok.loc[i]
+        lines.append(
+            f"  {r['model']} {r['method']} batch {r['batch_size_requested']} on "
+            f"{r['device_label']}: " + "; ".join(limits.misses(r))
+        )
+    return "\n".join(lines)
+
+
+def saving(e_j, h_j, e_cur_j, h_cur_j) -> tuple[float, float]:
+    """(1 - E / E_cur, its 95% half-width by first-order propagation of both CIs)."""
+    ratio = e_j / e_cur_j
+    half = ratio * math.sqrt((h_j / e_j) ** 2 + (h_cur_j / e_cur_j) ** 2)
+    return 1.0 - ratio, half
+
+
+def _with_savings(ranked: pd.DataFrame, current_rows: pd.DataFrame | None) -> pd.DataFrame:
+    ranked = ranked.copy()
+    ranked["saving"] = np.nan
+    ranked["saving_half"] = np.nan
+    ranked["saving_note"] = ""
+    if current_rows is None:
+        return ranked
+    by_device = {r["device_label"]: r for _, r in current_rows.iterrows()}
+    for i, r in ranked.iterrows():
+        cur = by_device.get(r["device_label"])
+        if cur is None:
+            ranked.at[i, "saving_note"] = "current not run on this device"
+        elif not cur["valid"]:
+            ranked.at[i, "saving_note"] = f"current not comparable ({cur['why_not']})"
+        elif bool(cur["estimate"]) != bool(r["estimate"]):
+            ranked.at[i, "saving_note"] = "one energy estimated, one measured: not compared"
+        elif i == cur.name:
+            ranked.at[i, "saving"], ranked.at[i, "saving_half"] = 0.0, 0.0
+            ranked.at[i, "saving_note"] = "current"
+        else:
+            s, h = saving(r["energy_j"], r["ci_half_j"], cur["energy_j"], cur["ci_half_j"])
+            ranked.at[i, "saving"], ranked.at[i, "saving_half"] = s, h
+    return ranked
+
+
+# --- text -------------------------------------------------------------------------------------
+
+
+def _mj(j: float) -> str:
+    return "–" if not np.isfinite(j) else f"{j * 1e3:.3g}"
+
+
+def _table(columns: dict[str, list[str]], numeric: set[str]) -> list[str]:
+    widths = {k: max(len(k), *map(len, v)) for k, v in columns.items()}
+
+    def cell(k, t):
+        return t.rjust(widths[k]) if k in numeric else t.ljust(widths[k])
+
+    n = len(next(iter(columns.values())))
+    lines = ["  ".join(cell(k, k) for k in columns)]
+    lines += ["  ".join(cell(k, v[i]) for k, v in columns.items()) for i in range(n)]
+    return [line.rstrip() for line in lines]
+
+
+def _saving_text(r) -> str:
+    if np.isfinite(r["saving"]):
+        if r["saving_note"] == "current":
+            return "(current)"
+        return f"{r['saving'] * 100:+.0f} % ±{r['saving_half'] * 100:.0f}"
+    return r["saving_note"] or "–"
+
+
+def format_recommendation(rec: Recommendation, top: int = 10) -> str:
+    """The ranked table(s) as plain text, a section per device and kind of meter."""
+    what = (
+        "every configuration" if rec.all_configs else "each model at its least-energy configuration"
+    )
+    lines = [
+        f"Meeting {rec.limits.text()}: {what}, ranked by energy per image ({rec.energy}), "
+        "least first. Latency is per batch (p95 where measured, else mean)."
+    ]
+    for (device, est), section in rec.ranked.groupby(["device_label", "estimate"], sort=True):
+        meters = ", ".join(sorted(set(section["meter"].dropna().astype(str))))
+        kind = f"energy ESTIMATED ({meters})" if est else f"measured ({meters})"
+        lines += ["", f"device {device}, {kind}:"]
+        shown = section.head(top)
+        cols = {
+            "#": [str(k + 1) for k in range(len(shown))],
+            "model": shown["model"].astype(str).tolist(),
+            "method": shown["method"].astype(str).tolist(),
+            "batch": shown["batch_size_requested"].astype(str).tolist(),
+            "top-1 %": [("–" if not np.isfinite(v) else f"{v:.1f}") for v in shown["top1"]],
+            "mJ/image": [_mj(e) for e in shown["energy_j"]],
+            "±95% CI": [_mj(h) for h in shown["ci_half_j"]],
+            "ms/batch": [
+                f"{v:.3g} {k}" if np.isfinite(v) else "–"
+                for v, k in zip(shown["latency_ms"], shown["latency_kind"], strict=True)
+            ],
+            "img/s": [f"{v:.3g}" if np.isfinite(v) else "–" for v in shown["throughput_img_s"]],
+        }
+        if rec.current is not None:
+            cols[f"saving vs {rec.current}"] = [_saving_text(r) for _, r in shown.iterrows()]
+        numeric = {"#", "batch", "top-1 %", "mJ/image", "±95% CI", "img/s"}
+        lines += ["  " + line for line in _table(cols, numeric)]
+        if len(section) > top:
+            lines.append(f"  ... and {len(section) - top} more (--top N)")
+    if rec.current is not None:
+        for _, cur in rec.current_rows.iterrows():
+            note = "" if cur["valid"] else f", not comparable: {cur['why_not']}"
+            lines.append(
+                f"\ncurrent {rec.current} on {cur['device_label']}: {_mj(cur['energy_j'])} "
+                f"±{_mj(cur['ci_half_j'])} mJ/image{note}. Saving = 1 - E / E_current; its "
+                "± is the 95% CI of both energies propagated (docs/decisions.md)."
+            )
+    if rec.left_out:
+        why = ", ".join(f"{k} ({v})" for k, v in sorted(rec.left_out.items()))
+        lines.append(f"\nleft out by the score's rules: {why} (docs/scoring.md)")
+    return "\n".join(lines)

@@ -1,0 +1,166 @@
+"""Best configurations: least energy per model, overall and under each constraint, against
+answers worked by hand (tests/decision_rows.py); flagged and estimated rows follow the score."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from decision_rows import decision_summary, profile_row
+
+from joulebench.analysis.best_configs import (
+    DecisionError,
+    best_configs,
+    parse_constraints,
+    run_best_configs,
+)
+from joulebench.tables import BEST_CONFIGS, read_table
+
+
+def _pick(table, model, constraint="none", **where) -> pd.Series:
+    sel = (table["model"] == model) & (table["constraint"] == constraint)
+    for k, v in where.items():
+        sel &= table[k] == v
+    rows = table[sel.fillna(False).astype(bool)]
+    assert len(rows) == 1, (model, constraint, rows)
+    return rows.iloc[0]
+
+
+def test_best_overall_and_under_each_constraint_by_hand():
+    table = best_configs(
+        decision_summary(), max_latency_ms=[10, 100], min_throughput_img_s=[500], max_batch_size=[1]
+    )
+    expect = {  # (model, constraint) -> (method, batch) or None (nothing meets it)
+        ("small", "none"): ("fp16", 64),
+        ("mid", "none"): ("fp16", 64),
+        ("big", "none"): ("fp16", 64),
+        ("small", "latency_ms<=10"): ("fp16", 1),
+        ("mid", "latency_ms<=10"): ("fp16", 1),
+        ("big", "latency_ms<=10"): None,
+        ("small", "latency_ms<=100"): ("fp16", 64),
+        ("mid", "latency_ms<=100"): ("fp16", 64),
+        ("big", "latency_ms<=100"): ("fp16", 1),
+        ("small", "throughput_img_s>=500"): ("fp16", 64),
+        ("mid", "throughput_img_s>=500"): ("fp16", 64),
+        ("big", "throughput_img_s>=500"): None,
+        ("big", "batch_size<=1"): ("fp16", 1),
+    }
+    for (model, constraint), want in expect.items():
+        row = _pick(table, model, constraint)
+        if want is None:
+            assert not row["met"] and pd.isna(row["method"]), (model, constraint)
+            assert row["note"].startswith("no configuration meets"), row["note"]
+            continue
+        assert row["met"], (model, constraint)
+        assert (row["method"], row["batch_size"]) == want, (model, constraint)
+    big = _pick(table, "big", "latency_ms<=100")
+    assert big["energy_per_image_j"] == pytest.approx(0.060)
+    assert big["energy_per_image_ci95_low_j"] == pytest.approx(0.054)
+    assert big["energy_per_image_ci95_high_j"] == pytest.approx(0.066)
+    assert big["latency_ms"] == pytest.approx(20.0) and big["latency_kind"] == "mean"
+    assert big["configurations"] == 4 and big["configurations_meeting"] == 2  # 30 and 20 ms
+    # the closest big configuration to 10 ms is fp16 batch 1 at 20 ms
+    note = _pick(table, "big", "latency_ms<=10")["note"]
+    assert "closest: fp16 batch 1: latency_ms 20 ms (over by 10)" in note, note
+
+
+def test_p95_latency_where_measured_takes_the_place_of_the_mean():
+    rows = [profile_row("p", "fp32", 1, 0.01, 0.001, 5.0, 200.0, latency_ms_p95=12.0)]
+    rows += [profile_row("p", "fp16", 1, 0.02, 0.001, 6.0, 160.0, latency_ms_p95=8.0)]
+    table = best_configs(decision_summary(rows, configs=[]), max_latency_ms=[10])
+    row = _pick(table, "p", "latency_ms<=10")
+    assert row["method"] == "fp16" and row["latency_kind"] == "p95"  # fp32's p95 is 12 ms
+
+
+def test_ties_within_ci_count_configurations_not_told_apart():
+    # small fp16/64 at 3 mJ +-0.3; fp32/64 at 4 +-0.4 does not reach 3.3; a 3.2 one does
+    rows = [profile_row("small", "bf16", 64, 0.0032, 0.0003, 40.0, 1600.0)]
+    table = best_configs(decision_summary(rows))
+    assert _pick(table, "small")["ties_within_ci"] == 1
+    assert _pick(table, "mid")["ties_within_ci"] == 0
+
+
+def test_flagged_rows_follow_the_score_rules():
+    # a cheaper small config flagged other-load, one with a high spread: neither counts
+    rows = [
+        profile_row("small", "int8", 64, 0.001, 0.0001, 30.0, 2000.0, flags="other-load"),
+        profile_row("small", "int4", 64, 0.0005, 0.0001, 30.0, 2000.0, energy_per_image_cv=0.5),
+        profile_row("lone", "fp32", 1, 0.01, 0.001, 5.0, 200.0, flags="other-process"),
+    ]
+    table = best_configs(decision_summary(rows))
+    assert _pick(table, "small")["method"] == "fp16"
+    lone = _pick(table, "lone")
+    assert not lone["met"] and lone["configurations"] == 0
+    assert lone["note"] == "no comparable configuration (flagged other-process)"
+    # without the spread check (max_energy_cv None) the int4 row counts
+    relaxed = best_configs(decision_summary(rows), max_energy_cv=None)
+    assert _pick(relaxed, "small")["method"] == "int4"
+
+
+def test_estimated_and_measured_are_never_one_best():
+    rows = [
+        profile_row(
+            "small", "est", 64, 0.0001, 0.0, 1.0, 9999.0, meter="estimate:tdp", is_estimate=True
+        )
+    ]
+    table = best_configs(decision_summary(rows))
+    measured = _pick(table, "small", energy_is_estimate=False)
+    estimated = _pick(table, "small", energy_is_estimate=True)
+    assert measured["method"] == "fp16" and measured["meter"] == "nvml"
+    assert estimated["method"] == "est" and estimated["meter"] == "estimate:tdp"
+
+
+def test_dynamic_energy_and_its_ci():
+    table = best_configs(decision_summary(), energy="dynamic")
+    row = _pick(table, "mid")
+    assert row["energy_kind"] == "dynamic"
+    assert row["energy_per_image_j"] == pytest.approx(0.0045)
+    assert row["energy_per_image_ci95_high_j"] == pytest.approx(0.0055)
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"max_latency_ms": [0]}, "decisions.max_latency_ms: values must be numbers > 0"),
+        ({"min_throughput_img_s": [float("nan")]}, "min_throughput_img_s: values must"),
+        ({"max_batch_size": [1.5]}, "max_batch_size: whole numbers only"),
+    ],
+)
+def test_bad_constraints_are_refused(kw, message):
+    with pytest.raises(DecisionError, match=message):
+        parse_constraints(**kw)
+
+
+def test_command_writes_the_registered_table(tmp_path):
+    from joulebench.cli import main
+
+    summary = tmp_path / "summary.parquet"
+    decision_summary().to_parquet(summary)
+    out = tmp_path / "best_configs.parquet"
+    assert main(["best-configs", str(summary), "--output", str(out)]) == 0
+    table = read_table(out)
+    assert list(table.columns) == BEST_CONFIGS.names
+    # the defaults: overall, latency <= 10 and <= 100 ms, batch <= 1
+    assert set(table["constraint"]) == {
+        "none",
+        "latency_ms<=10",
+        "latency_ms<=100",
+        "batch_size<=1",
+    }
+    assert len(table) == 3 * 4
+    assert main(["best-configs", str(summary), "--output", str(out), "--settings", '{"x": 1}']) == 2
+
+
+def test_run_writes_atomically_and_reads_a_csv(tmp_path):
+    summary = tmp_path / "summary.csv"
+    decision_summary().to_csv(summary, index=False)
+    out = tmp_path / "b.parquet"
+    table = run_best_configs(summary, out, max_latency_ms=[], max_batch_size=[])
+    assert set(table["constraint"]) == {"none"}
+    assert not list(tmp_path.glob("*.tmp*"))
+
+
+def test_latency_from_throughput_where_a_summary_has_no_latency():
+    rows = [profile_row("q", "fp32", 8, 0.01, 0.001, float("nan"), 400.0)]  # 8 / 400 = 20 ms
+    table = best_configs(decision_summary(rows, configs=[]), max_latency_ms=[25])
+    row = _pick(table, "q", "latency_ms<=25")
+    assert row["latency_kind"] == "derived" and row["latency_ms"] == pytest.approx(20.0)

@@ -1,0 +1,130 @@
+"""`joulebench recommend`: ranking, savings with their propagated uncertainty, and clear errors,
+on the hand-made summary of tests/decision_rows.py (answers worked beside its rows)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from decision_rows import decision_summary, profile_row
+
+from joulebench.analysis.best_configs import DecisionError
+from joulebench.analysis.recommend import Current, format_recommendation, recommend, saving
+
+
+def _ranked(rec) -> list[tuple]:
+    return [
+        (r["model"], r["method"], int(r["batch_size_requested"])) for _, r in rec.ranked.iterrows()
+    ]
+
+
+def test_ranked_by_energy_one_row_per_model_meeting_every_limit():
+    rec = recommend(decision_summary(), min_top1=75, max_latency_ms=100)
+    # mid: fp16/64 (9 mJ, 90 ms); big: fp16/1 (60 mJ, 20 ms); small is below 75 %
+    assert _ranked(rec) == [("mid", "fp16", 64), ("big", "fp16", 1)]
+    rec = recommend(decision_summary(), max_latency_ms=10, all_configs=True)
+    assert _ranked(rec) == [
+        ("small", "fp16", 1),
+        ("small", "fp32", 1),
+        ("mid", "fp16", 1),
+        ("mid", "fp32", 1),
+    ]
+    rec = recommend(decision_summary(), min_throughput_img_s=700)
+    assert _ranked(rec) == [("small", "fp16", 64), ("mid", "fp16", 64)]
+
+
+def test_saving_and_its_propagated_uncertainty_by_hand():
+    # against big fp32/1 (90 +-9 mJ): mid fp16/64 is 9 +-1 mJ
+    rec = recommend(decision_summary(), min_top1=75, current="big:fp32:1")
+    mid = rec.ranked.set_index("model").loc["mid"]
+    ratio = 0.009 / 0.090
+    assert mid["saving"] == pytest.approx(1 - ratio)
+    half = ratio * math.sqrt((0.001 / 0.009) ** 2 + (0.009 / 0.090) ** 2)
+    assert mid["saving_half"] == pytest.approx(half)
+    assert saving(2.0, 0.0, 4.0, 0.0) == (0.5, 0.0)
+    text = format_recommendation(rec)
+    assert "saving vs big:fp32:1" in text and "+90 % ±1" in text, text
+
+
+def test_the_current_configuration_itself_saves_exactly_nothing():
+    rec = recommend(decision_summary(), current="small:fp16:64")
+    small = rec.ranked.set_index("model").loc["small"]
+    assert (small["saving"], small["saving_half"], small["saving_note"]) == (0.0, 0.0, "current")
+
+
+def test_estimated_rows_rank_apart_and_are_never_compared_with_measured():
+    est = profile_row(
+        "cheap", "fp32", 1, 0.0001, 0.00001, 1.0, 999.0, meter="estimate:tdp", is_estimate=True
+    )
+    rec = recommend(decision_summary([est], top1={"cheap": 90.0}), current="big:fp32:1")
+    cheap = rec.ranked.set_index("model").loc["cheap"]
+    assert bool(cheap["estimate"]) and math.isnan(cheap["saving"])
+    assert cheap["saving_note"] == "one energy estimated, one measured: not compared"
+    text = format_recommendation(rec)
+    assert "device gpu, energy ESTIMATED (estimate:tdp):" in text
+    assert "device gpu, measured (nvml):" in text
+
+
+def test_flagged_rows_are_left_out_and_counted():
+    flagged = profile_row("small", "int8", 64, 0.0001, 0.0, 10.0, 5000.0, flags="other-load")
+    rec = recommend(decision_summary([flagged]))
+    assert ("small", "int8", 64) not in _ranked(rec)
+    assert rec.left_out == {"flagged other-load": 1}
+    assert "left out by the score's rules: flagged other-load (1)" in format_recommendation(rec)
+
+
+def test_impossible_limits_name_the_closest_configurations_and_their_misses():
+    with pytest.raises(DecisionError) as err:
+        recommend(decision_summary(), min_top1=80, max_latency_ms=10)
+    text = str(err.value)
+    assert text.startswith("no configuration meets top-1 >= 80 %, latency <= 10 ms per batch")
+    lines = text.splitlines()[1:]
+    # big fp16/1 is 1 point over and 10 ms (x2) over; mid fp16/1 is 4 points (5 %) short
+    assert lines[0].startswith("  mid fp16 batch 1 on gpu: top-1 76.0 % (4.0 points short)")
+    assert any("big fp16 batch 1 on gpu: latency 20 ms (10 ms over)" in line for line in lines)
+    assert len(lines) == 5
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"device": "h100"}, "unknown device 'h100'; devices in the summary: gpu"),
+        ({"current": "smal:fp32:1"}, "unknown model 'smal'; closest: small"),
+        (
+            {"current": "small:bf16:1"},
+            "small:bf16:1 was not run; this model was run as: small:fp16:1",
+        ),
+        ({"current": "small:fp32"}, "--current must be MODEL:METHOD:BATCH"),
+        ({"current": "small:fp32:x"}, "batch must be a whole number"),
+        ({"min_top1": 120}, "min top-1 is a percentage"),
+        ({"max_latency_ms": -1}, "max_latency_ms must be > 0"),
+    ],
+)
+def test_clear_errors(kw, message):
+    with pytest.raises(DecisionError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        recommend(decision_summary(), **kw)
+
+
+def test_nothing_comparable_says_why():
+    rows = [profile_row("a", "fp32", 1, 0.01, 0.001, 5.0, 100.0, flags="mig")]
+    with pytest.raises(
+        DecisionError, match=r"no comparable configuration in the summary: flagged mig \(1\)"
+    ):
+        recommend(decision_summary(rows, configs=[]))
+
+
+def test_command_prints_the_table_and_exits_2_on_impossible_limits(tmp_path, capsys):
+    from joulebench.cli import main
+
+    summary = tmp_path / "summary.parquet"
+    decision_summary().to_parquet(summary)
+    args = ["recommend", "--summary", str(summary), "--min-top1", "75", "--max-latency-ms", "100"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.index("mid") < out.index("big") and "small" not in out.split("device gpu")[1]
+    assert main([*args[:3], "--min-top1", "99"]) == 2
+    err = capsys.readouterr().err
+    assert "no configuration meets top-1 >= 99 %; closest:" in err and "Traceback" not in err
+    assert Current.parse("a.b:fp16:8") == Current("a.b", "fp16", 8)
+    assert isinstance(recommend(decision_summary()).ranked, pd.DataFrame)
