@@ -24,13 +24,11 @@ FAMILIES = ["resnet", "efficientnet", "vision_transformer", "convnext", "mobilen
 
 def _watch_saves(monkeypatch, look) -> None:
     """Call `look(fig, stem)` on every figure just before the figures module saves it."""
-    real_save = figures._save
 
     def spy(fig, stem):
         look(fig, stem)
-        return real_save(fig, stem)
 
-    monkeypatch.setattr(figures, "_save", spy)
+    _watch_saves(monkeypatch, spy)
 
 
 def synthetic_study(
@@ -710,7 +708,6 @@ def test_energy_optimal_front_draws_each_model_once_at_its_best(tmp_path, monkey
 
     best = best_configs(decision_summary())
     drawn = []
-    real_save = figures._save
 
     def spy(fig, stem):
         from matplotlib.collections import PathCollection
@@ -718,9 +715,8 @@ def test_energy_optimal_front_draws_each_model_once_at_its_best(tmp_path, monkey
         for coll in fig.axes[0].collections:  # the scatter markers, not the CI bars
             if isinstance(coll, PathCollection):
                 drawn.extend(map(tuple, coll.get_offsets()))
-        return real_save(fig, stem)
 
-    monkeypatch.setattr(figures, "_save", spy)
+    _watch_saves(monkeypatch, spy)
     paths = figures.energy_optimal_front(best, tmp_path / "front")
     _assert_written(paths)
     points = sorted((round(x, 6), y) for x, y in drawn)  # mJ: fp16 batch 64 of each model
@@ -754,16 +750,14 @@ def test_decision_figures_say_why_they_are_empty(tmp_path, monkeypatch):
 def test_accuracy_figure_draws_the_law_the_comparison_picks(tmp_path, monkeypatch):
     summary, scores, fits, _ = study_tables(n_models=30, estimated=False)
     seen = {}
-    real_save = figures._save
 
     def spy(fig, stem):
         legend = fig.legends[0]
         seen["labels"] = [t.get_text() for t in legend.get_texts()]
         seen["title"] = legend.get_title().get_text()
         seen["dashed"] = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "--"]
-        return real_save(fig, stem)
 
-    monkeypatch.setattr(figures, "_save", spy)
+    _watch_saves(monkeypatch, spy)
     figures.accuracy_vs_energy(scores, tmp_path / "a", law=fits["accuracy_law"])
     law = fits["accuracy_law"]
     title = seen["title"].splitlines()[0]  # "h200 · bf16 · batch 1 · 30 models graded"
