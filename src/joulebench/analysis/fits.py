@@ -310,6 +310,19 @@ def _groups(df: pd.DataFrame, mask: pd.Series):
         yield dict(zip(SCORE_GROUP, key, strict=True)), g
 
 
+def _accuracy_subsets(summary, energy, invalid_flags, max_energy_cv):
+    """(score group, "all" | "front", energies, top-1s) of the models whose energy can be
+    compared and that have a top-1: the data every accuracy-energy fit is made on."""
+    e_all = _energy(summary, energy)
+    a_all = pd.to_numeric(summary["top1"], errors="coerce").astype(float)
+    mask = measured_mask(summary, energy, invalid_flags, max_energy_cv) & np.isfinite(a_all)
+    for key, g in _groups(summary, mask):
+        e, a = e_all[g.index].to_numpy(), a_all[g.index].to_numpy()
+        front = pareto_front(a, e)
+        yield key, "all", e, a
+        yield key, "front", e[front], a[front]
+
+
 def factor_fits(
     summary: pd.DataFrame,
     *,
@@ -359,35 +372,29 @@ def accuracy_fits(
 ) -> pd.DataFrame:
     """Both diminishing-returns forms, on every scored model and on the front alone."""
     rows = []
-    e_all = _energy(summary, energy)
-    a_all = pd.to_numeric(summary["top1"], errors="coerce").astype(float)
-    mask = measured_mask(summary, energy, invalid_flags, max_energy_cv) & np.isfinite(a_all)
-    for key, g in _groups(summary, mask):
-        e, a = e_all[g.index].to_numpy(), a_all[g.index].to_numpy()
-        front = pareto_front(a, e)
-        for subset, sel in (("all", np.ones(len(e), bool)), ("front", front)):
-            for form in ACCURACY_FORMS:
-                fit = fit_log_linear if form == "log-linear" else fit_saturating
-                res = fit(e[sel], a[sel]) if sel.sum() >= 2 else {"n": int(sel.sum())}
-                note = res.pop("note", "") or ("" if sel.sum() >= 2 else "fewer than 2 models")
-                rows.append(
-                    {
-                        **key,
-                        "energy_kind": energy,
-                        "subset": subset,
-                        "form": form,
-                        "n": res["n"],
-                        "intercept_pct": res.get("intercept_pct", np.nan),
-                        "slope_pct_per_decade": res.get("slope_pct_per_decade", np.nan),
-                        "ceiling_pct": res.get("ceiling_pct", np.nan),
-                        "amplitude_pct": res.get("amplitude_pct", np.nan),
-                        "exponent": res.get("exponent", np.nan),
-                        "energy_scale_j": res.get("energy_scale_j", np.nan),
-                        "r2": res.get("r2", np.nan),
-                        "rmse_pct": res.get("rmse_pct", np.nan),
-                        "note": note,
-                    }
-                )
+    for key, subset, e, a in _accuracy_subsets(summary, energy, invalid_flags, max_energy_cv):
+        for form in ACCURACY_FORMS:
+            fit = fit_log_linear if form == "log-linear" else fit_saturating
+            res = fit(e, a) if len(e) >= 2 else {"n": len(e)}
+            note = res.pop("note", "") or ("" if len(e) >= 2 else "fewer than 2 models")
+            rows.append(
+                {
+                    **key,
+                    "energy_kind": energy,
+                    "subset": subset,
+                    "form": form,
+                    "n": res["n"],
+                    "intercept_pct": res.get("intercept_pct", np.nan),
+                    "slope_pct_per_decade": res.get("slope_pct_per_decade", np.nan),
+                    "ceiling_pct": res.get("ceiling_pct", np.nan),
+                    "amplitude_pct": res.get("amplitude_pct", np.nan),
+                    "exponent": res.get("exponent", np.nan),
+                    "energy_scale_j": res.get("energy_scale_j", np.nan),
+                    "r2": res.get("r2", np.nan),
+                    "rmse_pct": res.get("rmse_pct", np.nan),
+                    "note": note,
+                }
+            )
     frame = pd.DataFrame(rows).reindex(columns=list(ACCURACY_FIT_COLUMNS))
     return conform(frame, ACCURACY_FIT_COLUMNS)
 
@@ -402,21 +409,15 @@ def accuracy_law(
     """The accuracy-energy law: every form on every scored model and on the front alone, per
     score group, compared by AIC, BIC and k-fold held-out error (docs/scoring.md)."""
     rows = []
-    e_all = _energy(summary, energy)
-    a_all = pd.to_numeric(summary["top1"], errors="coerce").astype(float)
-    mask = measured_mask(summary, energy, invalid_flags, max_energy_cv) & np.isfinite(a_all)
-    for key, g in _groups(summary, mask):
-        e, a = e_all[g.index].to_numpy(), a_all[g.index].to_numpy()
-        front = pareto_front(a, e)
-        for subset, sel in (("all", np.ones(len(e), bool)), ("front", front)):
-            base = {**key, "energy_kind": energy, "subset": subset}
-            n = int(sel.sum())
-            if n < LAW_MIN_MODELS or np.ptp(np.log(e[sel])) == 0:
-                note = f"{n} model{'' if n == 1 else 's'}: too few to compare forms "
-                note += f"(need {LAW_MIN_MODELS})"
-                rows += [{**base, "form": f, "n": n, "note": note} for f in LAW_FORMS]
-                continue
-            rows += [{**base, **r} for r in compare_laws(e[sel], a[sel])]
+    for key, subset, e, a in _accuracy_subsets(summary, energy, invalid_flags, max_energy_cv):
+        base = {**key, "energy_kind": energy, "subset": subset}
+        n = len(e)
+        if n < LAW_MIN_MODELS or np.ptp(np.log(e)) == 0:
+            note = f"{n} model{'' if n == 1 else 's'}: too few to compare forms "
+            note += f"(need {LAW_MIN_MODELS})"
+            rows += [{**base, "form": f, "n": n, "note": note} for f in LAW_FORMS]
+            continue
+        rows += [{**base, **r} for r in compare_laws(e, a)]
     frame = pd.DataFrame(rows).reindex(columns=list(ACCURACY_LAW.dtypes))
     return conform(frame, ACCURACY_LAW.dtypes)
 
