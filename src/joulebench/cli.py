@@ -67,12 +67,13 @@ def _cmd_concat(args) -> int:
 
 def _cmd_profile_job(args) -> int:
     """One workflow job: all methods x batch sizes of one model on one device."""
+    from joulebench.measure.devices import pin_to_gpu
     from joulebench.measure.profile import run_job
 
     run_job(
         args.model,
         args.device_label,
-        json.loads(args.spec),
+        pin_to_gpu(json.loads(args.spec), args.gpu_uuid),
         idle=args.idle,
         threads=args.threads,
         output=args.output,
@@ -108,11 +109,12 @@ def _cmd_profile(args) -> int:
 
 def _cmd_idle(args) -> int:
     """The idle power baseline of a device."""
+    from joulebench.measure.devices import pin_to_gpu
     from joulebench.measure.idle import idle_line, run_idle
 
     row = run_idle(
         args.device_label,
-        args.device,
+        pin_to_gpu({"torch_device": args.device}, args.gpu_uuid)["torch_device"],
         args.output,
         duration_s=args.duration_s,
         meter=args.meter,
@@ -339,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True)
     p.add_argument("--repeats-output", required=True)
     p.add_argument("--trace-output", required=True)
+    p.add_argument("--gpu-uuid", help="pin to this GPU (CUDA_VISIBLE_DEVICES); it is cuda:0")
     p.set_defaults(func=_cmd_profile_job)
 
     p = sub.add_parser("reference", help="timm's published accuracy for the catalog's models")
@@ -427,6 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--meter", choices=["nvml", "rapl", "estimate"])
     p.add_argument("--tdp-w", type=_positive_float)
     p.add_argument("--output", required=True)
+    p.add_argument("--gpu-uuid", help="pin to this GPU (CUDA_VISIBLE_DEVICES); it is cuda:0")
     p.set_defaults(func=_cmd_idle)
 
     p = sub.add_parser("devices", help="the devices a study measures and each one's meter")

@@ -19,6 +19,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from joulebench.measure.sim.wall import BOARD, is_simulated, sim_generation
+
 AUTO = "auto"
 # The devices `auto` resolved to in the process that planned the run, passed to its jobs:
 # a cluster job re-reads the workflow on a GPU node, which must not resolve `auto` anew.
@@ -192,6 +194,15 @@ def _meter_info(
     from joulebench.measure.meters import MeterUnavailable, select_meter
 
     info = DeviceInfo(label, device)
+    if is_simulated(device):
+        try:
+            info.name = f"{BOARD[sim_generation(device)]} (simulated)"
+        except ValueError as err:
+            info.problems.append(f"devices: '{label}' is {device}, but {err}")
+            return info
+        info.meter = "nvml:sim"
+        info.not_better = ["SIM: a simulated GPU: the model runs on the CPU; never scored"]
+        return info
     if device == "cpu":
         from joulebench.measure.provenance import cpu_name
 
@@ -254,9 +265,7 @@ def describe_devices(
 
 def check_devices(devices: dict[str, str], *, torch=None, nvml=None) -> list[str]:
     """What makes a study's devices unmeasurable here (one line per device); [] when fine."""
-    if all(device == "cpu" for device in devices.values()):
-        return []  # a CPU is always measurable (with RAPL or the labelled estimate)
-    infos = [
+    infos = [  # a CPU is always measurable (with RAPL or the labelled estimate)
         _meter_info(label, device, torch=torch, nvml=nvml)
         for label, device in devices.items()
         if device != "cpu"
@@ -305,3 +314,77 @@ def devices_for(configfile: str | None = None) -> tuple[str, bool]:
     spec = load_study(configfile)["devices"] if configfile else AUTO
     infos, why_no_gpu = describe_devices(spec)
     return format_devices(infos, why_no_gpu, spec), not any(info.problems for info in infos)
+
+
+# --- measuring slots: every GPU of a host at once, never two jobs on one device -------------
+
+
+def measuring_slot(label: str) -> str:
+    """The resource a device's measuring jobs take (one per device, limit 1)."""
+    return "measuring_" + re.sub(r"[^A-Za-z0-9_]", "_", label)
+
+
+def measuring_slots(devices: dict[str, str]) -> dict[str, str]:
+    """label -> its slot's name; two labels that would share a slot are an error."""
+    slots = {label: measuring_slot(label) for label in devices}
+    if len(set(slots.values())) < len(slots):
+        raise DeviceError(f"device labels {sorted(devices)} collide once '-' becomes '_'")
+    return slots
+
+
+def slots_taken(devices: dict[str, str], label: str | None) -> list[str]:
+    """The slots a measuring job holds: its own device's. A CPU measurement (and a job of no
+    device, e.g. measured accuracy) takes them all: it would load the CPUs every other
+    measurement shares, and read the host's energy they share."""
+    slots = measuring_slots(devices)
+    if label is None or devices.get(label) == "cpu":
+        return list(slots.values())
+    return [slots[label]]
+
+
+def measuring_resources(devices: dict[str, str], local: bool) -> dict:
+    """A measuring rule's `resources:`. Local runs: one slot per device (see slots_taken),
+    as functions of the job's wildcards. Cluster runs: the single `measuring` slot, scoped
+    to each allocation (profiles/slurm), which holds one exclusive GPU."""
+    if not local:
+        return {"measuring": 1}
+
+    def taking(slot):
+        return lambda wildcards: int(slot in slots_taken(devices, wildcards.get("device")))
+
+    return {slot: taking(slot) for slot in measuring_slots(devices).values()}
+
+
+def measure_threads(devices: dict[str, str], label: str, cores: int) -> int:
+    """torch threads of a measuring job: every core for the CPU, else an equal share of the
+    cores among the GPUs (simulated ones included: they run the model on the CPU)."""
+    if devices[label] == "cpu":
+        return cores
+    gpus = sum(1 for device in devices.values() if device != "cpu")
+    return max(1, cores // max(gpus, 1))
+
+
+def pinned_uuids(devices: dict[str, str], *, torch=None) -> dict[str, str]:
+    """label -> `GPU-<uuid>` for each CUDA device: a job sets CUDA_VISIBLE_DEVICES to it and
+    sees its one GPU as cuda:0 (the meter then matches it by the same UUID)."""
+    from joulebench.measure.meters.nvml import cuda_identity, normalize_uuid
+
+    cuda = {label: d for label, d in devices.items() if CUDA_PATTERN.fullmatch(d)}
+    if not cuda:
+        return {}
+    torch = torch or _load_torch()
+    out = {}
+    for label, device in cuda.items():
+        uuid, _ = cuda_identity(int(CUDA_PATTERN.fullmatch(device)[1] or 0), cuda=torch.cuda)
+        if normalize_uuid(uuid):
+            out[label] = "GPU-" + normalize_uuid(uuid)
+    return out
+
+
+def pin_to_gpu(spec: dict, uuid: str | None, env=None) -> dict:
+    """Before torch starts: make `uuid` the only visible GPU; the job's device is cuda:0."""
+    if not uuid:
+        return spec
+    env = os.environ if env is None else env
+    env["CUDA_VISIBLE_DEVICES"] = uuid
+    return {**spec, "torch_device": "cuda:0"}

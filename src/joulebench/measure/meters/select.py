@@ -1,6 +1,7 @@
 """Pick the meter for a device, and say why the better ones were not used.
 
 cuda / cuda:N -> NVML, or MeterUnavailable (there is no GPU estimate to fall back to).
+sim:<gpu>     -> NVML over the sensor simulator, on the wall clock (measure.sim.wall).
 cpu           -> RAPL where its counters are readable, else the labelled estimate, with the
                  reason RAPL was not used (missing, permission denied + the fix) in `reasons`.
 `prefer` forces one meter ("nvml", "rapl", "estimate") and then never falls back.
@@ -14,16 +15,26 @@ import re
 from joulebench.measure.meters.base import Meter, MeterUnavailable
 from joulebench.measure.meters.estimate import EstimateMeter
 from joulebench.measure.meters.nvml import NvmlMeter
+from joulebench.measure.meters.node import NodeMeter
 from joulebench.measure.meters.rapl import RaplMeter
+from joulebench.measure.sim.wall import is_simulated, wall_sim_gpu
 
 METERS = {"nvml": NvmlMeter, "rapl": RaplMeter, "estimate": EstimateMeter}
 CPU_ORDER = ("rapl", "estimate")  # best first
 
 
-def select_meter(device: str, *, prefer: str | None = None, **kw) -> tuple[Meter, list[str]]:
+def select_meter(
+    device: str, *, prefer: str | None = None, label: str = "", **kw
+) -> tuple[Meter, list[str]]:
     """Return (meter, reasons). Keyword options go to the meters that accept them
     (e.g. nvml=, uuid=, sample_interval_s=, root= for RAPL, tdp_w= / idle_w= for the estimate).
+    `label` names a `sim:` device's board (one per label and process).
     """
+    if is_simulated(device):
+        if prefer not in (None, "nvml"):
+            raise ValueError(f"device {device!r} can only be measured with NVML, not {prefer!r}")
+        options = {k: v for k, v in kw.items() if k in ("sample_interval_s", "refresh_s")}
+        return wall_sim_gpu(device, label or device).meter(**options), []
     if prefer is not None and prefer not in METERS:
         raise ValueError(f"prefer must be one of {sorted(METERS)}, not {prefer!r}")
     unknown = set(kw) - {key for cls in METERS.values() for key in _options(cls)}
@@ -57,3 +68,29 @@ def _make(name: str, **kw) -> Meter:
     cls = METERS[name]
     accepted = _options(cls)
     return cls(**{key: value for key, value in kw.items() if key in accepted})
+
+
+def select_node_meter(
+    device: str,
+    *,
+    prefer: str | None = None,
+    label: str = "",
+    concurrent=lambda: 1,
+    **kw,
+) -> tuple[NodeMeter, list[str]]:
+    """The device's meter with the host's beside it (meters.node): every readable meter of
+    the node in one window. A CPU device is its own host meter (wrapped in the contention
+    guard: other busy processes share what it reads); a GPU's host is RAPL, else the
+    labelled estimate, with the reason."""
+    from joulebench.measure.meters.contention import ContentionGuard
+
+    meter, reasons = select_meter(device, prefer=prefer, label=label, **kw)
+    if device == "cpu":
+        return NodeMeter(ContentionGuard(meter), "cpu", concurrent=concurrent), reasons
+    host_options = {k: v for k, v in kw.items() if k in ("root", "read", "tdp_w", "idle_w")}
+    try:
+        host, host_reasons = select_meter("cpu", **host_options)
+    except MeterUnavailable as err:  # a forced meter that cannot read: no host part
+        host, host_reasons = None, [f"{err.reason}: {err}"]
+    node = NodeMeter(meter, "gpu", host, host_reason="; ".join(host_reasons), concurrent=concurrent)
+    return node, reasons
