@@ -14,8 +14,8 @@ import re
 
 from joulebench.measure.meters.base import Meter, MeterUnavailable
 from joulebench.measure.meters.estimate import EstimateMeter
-from joulebench.measure.meters.nvml import NvmlMeter
 from joulebench.measure.meters.node import NodeMeter
+from joulebench.measure.meters.nvml import NvmlMeter
 from joulebench.measure.meters.rapl import RaplMeter
 from joulebench.measure.sim.wall import is_simulated, wall_sim_gpu
 
