@@ -409,22 +409,22 @@ PROFILE = Table(
             sensor simulator's): never scored, never published
         energy_gpu_per_image_j float64 J      {_SUMMARY}
             the job's GPU's energy per image (NVML); NaN on a CPU device (see
-            energy_gpu_reason)
+            gpu_reason)
         energy_cpu_per_image_j float64 J      {_SUMMARY}
             the host's CPU packages' energy per image (RAPL, or the estimate when
             host_is_estimate), read in the same windows; this job's share when host-shared
         energy_dram_per_image_j float64 J     {_SUMMARY}
             the host's DRAM energy per image (RAPL dram zones); NaN where not read
         energy_node_per_image_j float64 J     {_SUMMARY}
-            gpu + cpu + dram per image, of the parts that were read (energy_node_reason
+            gpu + cpu + dram per image, of the parts that were read (node_reason
             names those that were not)
-        energy_gpu_reason     string   -      measure.protocol.node_reasons
+        gpu_reason     string   -      measure.protocol.node_reasons
             why energy_gpu_per_image_j is empty; empty when read
-        energy_cpu_reason     string   -      measure.protocol.node_reasons
+        cpu_reason     string   -      measure.protocol.node_reasons
             why energy_cpu_per_image_j is empty or an estimate; empty when read by RAPL
-        energy_dram_reason    string   -      measure.protocol.node_reasons
+        dram_reason    string   -      measure.protocol.node_reasons
             why energy_dram_per_image_j is empty; empty when read
-        energy_node_reason    string   -      measure.protocol.node_reasons
+        node_reason    string   -      measure.protocol.node_reasons
             the parts the node total lacks ("without gpu"); empty when complete
         host_meter            string   -      measure.protocol.node_reasons
             what read the CPU and DRAM parts: rapl or estimate:<model>

@@ -44,6 +44,9 @@ DEFAULT_MAX_ENERGY_CV = 0.25
 FLAG_HIGH_SPREAD = "high-spread"
 # Flags that make a measurement unusable for comparison (set by the meters, and high-spread).
 DEFAULT_INVALID_FLAGS = ("other-process", "mig", "other-load", FLAG_HIGH_SPREAD)
+# A simulated GPU's row (is_simulated; devices `sim:<gpu>`) is never scored, whatever the
+# config's invalid_flags say: its energy is the sensor simulator's, not a GPU's.
+FLAG_SIMULATED = "simulated"
 ENERGY_COLUMNS = {"total": "energy_per_image_j", "dynamic": "dynamic_energy_per_image_j"}
 ENERGY_CV_COLUMNS = {"total": "energy_per_image_cv", "dynamic": "dynamic_energy_per_image_cv"}
 SCORE_GROUP = ("phase", "device_label", "method", "batch_size_requested", "energy_is_estimate")
@@ -122,6 +125,7 @@ def _best_top1_within(top1: np.ndarray, energy: np.ndarray) -> np.ndarray:
 
 
 def _flagged(flags: pd.Series, invalid: Sequence[str]) -> pd.Series:
+    invalid = (*invalid, FLAG_SIMULATED)
     parts = flags.fillna("").astype(str).str.split(";")
     return parts.map(lambda fs: next((f.strip() for f in fs if f.strip() in invalid), ""))
 
@@ -151,6 +155,8 @@ def row_flags(
     energy exceeds `max_energy_cv` (None: no spread check)."""
     flags = df["flags"] if "flags" in df.columns else pd.Series(pd.NA, index=df.index)
     flags = flags.astype("string")
+    if "is_simulated" in df.columns:
+        flags = add_flag(flags, df["is_simulated"].astype("boolean").fillna(False), FLAG_SIMULATED)
     limit = check_max_cv(max_energy_cv)
     if limit is None:
         return flags

@@ -46,6 +46,7 @@ from joulebench.tables import (
 
 DEFAULT_ONNX_CACHE = "data/onnx"
 FLAG_LOSS_NOT_FINITE = "train_loss_not_finite"
+FLAG_SIMULATED = "simulated"  # analysis.score.FLAG_SIMULATED
 SEED = 0  # random weights and batches: every method and runtime of a model sees the same
 # How out-of-memory errors read (the last one is ONNX Runtime's allocator).
 OOM_PHRASES = ("out of memory", "can't allocate memory", "not enough memory", "failed to allocate")
@@ -485,6 +486,8 @@ def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) ->
             row.update(result_fields(result, outcome.meter_info))
             if not math.isfinite(row.get("train_loss_last", 0.0)):
                 row["flags"] = ";".join(f for f in (row["flags"], FLAG_LOSS_NOT_FINITE) if f)
+            if row["is_simulated"]:  # a simulated GPU: never scored (analysis.score)
+                row["flags"] = ";".join(f for f in (row["flags"], FLAG_SIMULATED) if f)
             repeats.append(result.repeats.assign(**base_key(job, key, phase)))
             traces.append(result.trace.assign(**base_key(job, key, phase)))
             detail = (

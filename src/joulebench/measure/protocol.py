@@ -488,10 +488,10 @@ def node_reasons(meter, summary: dict) -> dict:
             reasons[part] = "not read (no node meter)"
     missing = [part for part, value in values.items() if not math.isfinite(value)]
     return {
-        "energy_gpu_reason": reasons.get("gpu", ""),
-        "energy_cpu_reason": reasons.get("cpu", ""),
-        "energy_dram_reason": reasons.get("dram", ""),
-        "energy_node_reason": f"without {', '.join(missing)}" if missing else "",
+        "gpu_reason": reasons.get("gpu", ""),
+        "cpu_reason": reasons.get("cpu", ""),
+        "dram_reason": reasons.get("dram", ""),
+        "node_reason": f"without {', '.join(missing)}" if missing else "",
         "host_meter": getattr(meter, "host_meter_name", ""),
         "host_is_estimate": bool(getattr(meter, "host_is_estimate", False)),
     }
