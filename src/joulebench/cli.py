@@ -256,7 +256,7 @@ def _cmd_plan(args) -> int:
     """The cost of a study before it runs: configurations, measuring and wall time."""
     from joulebench.analysis.plan import plan_for
 
-    print(plan_for(args.configfile, args.profile))
+    print(plan_for(args.configfile, args.profile, args.gpus))
     return 0
 
 
@@ -440,6 +440,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="what a study costs: configurations and time, before it runs")
     p.add_argument("--configfile", help="a study file over config.yaml (default: config.yaml)")
     p.add_argument("--profile", help="the SLURM profile folder (default: profiles/slurm)")
+    p.add_argument(
+        "--gpus", type=_positive_int, help="as on a node with this many GPUs like the study's"
+    )
     p.set_defaults(func=_cmd_plan)
 
     p = sub.add_parser("columns", help="every output table's columns: unit, meaning, producer")

@@ -700,9 +700,23 @@ SCORES = Table(
             f"""
             energy_kind           string   -      {_SCORE}
                 total or dynamic (above idle): which energy was scored
+            energy_scope          string   -      {_SCORE}
+                device (the device's meter) or node (GPU + CPU packages + DRAM): the
+                config's energy_scope, named on every figure axis and on the page
             energy_per_image_j    float64  J      {_SCORE}
                 the scored energy: the summary's energy_per_image_j, or
-                dynamic_energy_per_image_j when energy_kind is dynamic
+                dynamic_energy_per_image_j when energy_kind is dynamic, or
+                energy_node_per_image_j when energy_scope is node
+            energy_per_1k_images_wh float64 Wh   analysis.carbon.carbon_columns
+                the scored energy of 1,000 images, in watt-hours
+            co2e_per_1k_images_g  float64  g      analysis.carbon.carbon_columns
+                estimated grams of CO2-equivalent per 1,000 images: Wh x PUE x the
+                config's carbon.grid_gco2e_per_kwh; empty when that is not set
+            cost_per_1m_images    float64  currency analysis.carbon.carbon_columns
+                estimated cost of 1,000,000 images: kWh x PUE x carbon.price_per_kwh (in
+                its currency); empty when that is not set
+            carbon_note           string   -      analysis.carbon.carbon_columns
+                the grid intensity, price and PUE the CO2e and cost assume; empty when none
             """
         ),
         *_same(SUMMARY, "top1", "accuracy_source"),

@@ -140,6 +140,16 @@ def get_fits_settings():
     return json.dumps({**config["fits"], "baseline_method": baseline}, sort_keys=True)
 
 
+def get_score_settings():
+    """The score section with the headline energy (energy_scope) and the carbon figures."""
+    settings = {
+        **config["score"],
+        "energy_scope": config["energy_scope"],
+        "carbon": config["carbon"],
+    }
+    return json.dumps(settings, sort_keys=True)
+
+
 def get_summary(wildcards):
     """The summary the analysis reads: ours, or a published one (from_summary)."""
     return FROM_SUMMARY or "results/summary.parquet"
