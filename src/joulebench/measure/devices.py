@@ -27,7 +27,7 @@ AUTO = "auto"
 RESOLVED_ENV = "JOULEBENCH_AUTO_DEVICES"
 CUDA_PATTERN = re.compile(r"cuda(?::(\d+))?")
 # Words of NVIDIA's product names that say nothing about the GPU.
-_VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro"}
+_VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "radeon"}
 
 
 class DeviceError(ValueError):
@@ -107,11 +107,75 @@ def _nvml_devices(nvml) -> tuple[list[tuple[str | None, str | None, str]], str]:
 
 
 def _torch_label(torch) -> str:
-    cuda = getattr(getattr(torch, "version", None), "cuda", None)
+    version = getattr(torch, "version", None)
+    cuda, hip = getattr(version, "cuda", None), getattr(version, "hip", None)
+    if hip:
+        return f"torch {torch.__version__}, ROCm {hip}"
     return f"torch {torch.__version__}" + (f", CUDA {cuda}" if cuda else ", built without CUDA")
 
 
-def find_gpus(*, torch=None, nvml=None) -> tuple[list[Gpu], str]:
+def _load_amdsmi():
+    from joulebench.measure.meters.amdsmi import load_amdsmi
+
+    return load_amdsmi()
+
+
+def find_amd_gpus(*, torch=None, amdsmi=None) -> tuple[list[Gpu], str]:
+    """The AMD GPUs (AMD SMI) a ROCm build of torch can measure here, and, if none, why."""
+    from joulebench.measure.meters.amdsmi import amd_devices
+
+    if amdsmi is None:
+        try:
+            amdsmi = _load_amdsmi()
+        except Exception as err:  # MeterUnavailable: amdsmi not installed
+            return [], f"AMD SMI: {err}"
+    try:
+        amdsmi.amdsmi_init()
+    except amdsmi.AmdSmiException as err:
+        return [], f"AMD SMI: {err} (no amdgpu driver)"
+    try:
+        found = [(uuid, bdf, name) for _, uuid, bdf, name in amd_devices(amdsmi)]
+    finally:
+        amdsmi.amdsmi_shut_down()
+    if not found:
+        return [], "AMD SMI sees no GPU"
+    torch = torch or _load_torch()
+    names = ", ".join(name for _, _, name in found)
+    if not getattr(torch.version, "hip", None):
+        return [], f"AMD SMI sees {names}, but {_torch_label(torch)}: install a ROCm build of torch"
+    return _match_torch(torch, found, "AMD SMI")
+
+
+def _match_torch(torch, found, source: str) -> tuple[list[Gpu], str]:
+    """Each torch cuda device matched to `found` [(uuid, bus id, name)] by UUID or bus id."""
+    from joulebench.measure.meters.nvml import cuda_identity, match_nvml_index
+
+    pairs = [(uuid, bus) for uuid, bus, _ in found]
+    gpus, unmatched = [], []
+    for index in range(torch.cuda.device_count()):
+        uuid, bus = cuda_identity(index, cuda=torch.cuda)
+        try:
+            device_index, _ = match_nvml_index(uuid, bus, pairs)
+        except LookupError:
+            unmatched.append(f"cuda:{index}")
+            continue
+        gpus.append(Gpu(index, found[device_index][2], uuid, device_index))
+    why = ""
+    if unmatched:
+        why = f"no {source} device matches {', '.join(unmatched)} by UUID or PCI bus id"
+    return gpus, why
+
+
+def find_gpus(*, torch=None, nvml=None, amdsmi=None) -> tuple[list[Gpu], str]:
+    """The NVIDIA GPUs (else AMD GPUs) that can be measured here, and, if none, why."""
+    gpus, why = _find_nvidia_gpus(torch=torch, nvml=nvml)
+    if gpus:
+        return gpus, why
+    amd, why_amd = find_amd_gpus(torch=torch, amdsmi=amdsmi)
+    return amd, why_amd if amd else f"{why}; {why_amd}"
+
+
+def _find_nvidia_gpus(*, torch=None, nvml=None) -> tuple[list[Gpu], str]:
     """The NVIDIA GPUs that can be measured here, and, when there are none, why."""
     if nvml is None:
         try:
@@ -147,9 +211,9 @@ def find_gpus(*, torch=None, nvml=None) -> tuple[list[Gpu], str]:
     return gpus, why
 
 
-def auto_devices(*, torch=None, nvml=None) -> tuple[dict[str, str], str]:
+def auto_devices(*, torch=None, nvml=None, amdsmi=None) -> tuple[dict[str, str], str]:
     """label -> torch device that `auto` picks, and why a GPU was not picked (or "")."""
-    gpus, why = find_gpus(torch=torch, nvml=nvml)
+    gpus, why = find_gpus(torch=torch, nvml=nvml, amdsmi=amdsmi)
     if gpus:
         return {gpu.label: f"cuda:{gpu.cuda_index}" for gpu in gpus}, why
     return {"cpu": "cpu"}, why
@@ -169,7 +233,7 @@ def _cuda_problem(label: str, device: str, torch) -> str:
     """Why `device` (cuda or cuda:N) cannot run here, or "" when it can."""
     index = int(CUDA_PATTERN.fullmatch(device)[1] or 0)
     prefix = f"devices: '{label}' is {device}, but"
-    if not getattr(torch.version, "cuda", None):
+    if not getattr(torch.version, "cuda", None) and not getattr(torch.version, "hip", None):
         return (
             f"{prefix} this torch has no CUDA ({_torch_label(torch)}). Install a CUDA build "
             "of torch, or measure the CPU (devices: {cpu: cpu}, or devices: auto)."
@@ -188,7 +252,7 @@ def _cuda_problem(label: str, device: str, torch) -> str:
 
 
 def _meter_info(
-    label: str, device: str, *, torch=None, nvml=None, meter_options=None
+    label: str, device: str, *, torch=None, nvml=None, amdsmi=None, meter_options=None
 ) -> DeviceInfo:
     """The meter a job would use for this device, and why a better one is not used."""
     from joulebench.measure.meters import MeterUnavailable, select_meter
@@ -223,14 +287,21 @@ def _meter_info(
     uuid, bus = cuda_identity(index, cuda=torch.cuda)
     info.name = str(torch.cuda.get_device_properties(index).name)
     options = {"uuid": uuid, "pci_bus_id": bus, "sample_interval_s": None}
+    rocm = bool(getattr(torch.version, "hip", None))
+    source = "AMD SMI" if rocm else "NVML"
     try:
-        meter, _ = select_meter(device, nvml=nvml, **options)
+        meter, _ = select_meter(device, nvml=nvml, amdsmi=amdsmi, rocm=rocm, **options)
     except MeterUnavailable as err:
-        info.problems.append(f"devices: '{label}' is {device}, but NVML cannot read it: {err}")
+        info.problems.append(f"devices: '{label}' is {device}, but {source} cannot read it: {err}")
         return info
     with meter:
         info.meter = meter.name
-        if not meter.has_energy_counter:
+        if rocm:
+            info.not_better.append(
+                "AMDSMI: the AMD meter is tested against a fake of amdsmi only, not yet run "
+                "on AMD hardware (docs/measurement.md#amd-gpus)"
+            )
+        elif not meter.has_energy_counter:
             info.not_better.append(
                 "nvml: no total-energy counter on this GPU (older than Volta): energy is "
                 "the sampled power integrated"
@@ -248,16 +319,18 @@ def _readable_reason(reason: str) -> str:
 
 
 def describe_devices(
-    spec, *, torch=None, nvml=None, meter_options=None
+    spec, *, torch=None, nvml=None, amdsmi=None, meter_options=None
 ) -> tuple[list[DeviceInfo], str]:
     """Per device of `spec` (a map or `auto`): meter and reasons; and why `auto` took no GPU."""
     why_not = ""
     if spec == AUTO:
-        devices, why_not = auto_devices(torch=torch, nvml=nvml)
+        devices, why_not = auto_devices(torch=torch, nvml=nvml, amdsmi=amdsmi)
     else:
         devices = dict(spec)
     infos = [
-        _meter_info(label, device, torch=torch, nvml=nvml, meter_options=meter_options)
+        _meter_info(
+            label, device, torch=torch, nvml=nvml, amdsmi=amdsmi, meter_options=meter_options
+        )
         for label, device in devices.items()
     ]
     return infos, why_not
