@@ -90,6 +90,10 @@ def page_table(summary: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     score_flags = out.pop("_score_flags").astype("string")
     out["flags"] = score_flags.where(score_flags.notna(), out["flags"].astype("string"))
     out["energy_is_estimate"] = energy_is_estimate(out)
+    node = (out["energy_scope"] == "node").fillna(False).astype(bool)
+    host = out["host_is_estimate"].astype("boolean").fillna(False)
+    # energy_scope node: the headline holds the host's part, an estimate where that is
+    out["energy_is_estimate"] = out["energy_is_estimate"] | (node & host)
     return out[list(PAGE_COLUMNS)]
 
 
