@@ -305,7 +305,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "model", help="a timm name (exact, bare architecture) or a workload (file.py:function)"
     )
-    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or a simulated GPU sim:<gpu> (default cpu)")
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu, cuda, cuda:N or a simulated GPU sim:<gpu> (default cpu)",
+    )
     p.add_argument(
         "--method", action="append", choices=sorted(PRESETS), help="repeatable (default fp32)"
     )
@@ -415,7 +419,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "check", help="can this machine's energy numbers be trusted? (run before a study)"
     )
-    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or a simulated GPU sim:<gpu> (default cpu)")
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu, cuda, cuda:N or a simulated GPU sim:<gpu> (default cpu)",
+    )
     p.add_argument("--quick", action="store_true", help="short runs: a first look, not a study")
     p.add_argument("--idle-s", type=float, help="seconds of idle power (default 10)")
     p.add_argument("--meter", choices=["rapl", "estimate"], help="CPU: force a meter")
