@@ -3,7 +3,9 @@
 Each measuring job (idle, profile) holds a small marker file in a shared folder while it
 runs: `<host>-<pid>-<device label>`. Counting the markers of this host whose process is alive
 says how many measurements overlap; a marker left by a killed job is ignored (its pid is
-gone). The folder defaults to `results/running` (the workflow's), or $JOULEBENCH_RUNNING_DIR.
+gone). The folder is this user's on this host, in the temp directory
+(`$TMPDIR/joulebench-running-<uid>`), so every joulebench measurement on the node counts,
+whichever workflow started it; $JOULEBENCH_RUNNING_DIR names another.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ import contextlib
 import os
 import re
 import socket
+import tempfile
 from pathlib import Path
 
 RUNNING_DIR_ENV = "JOULEBENCH_RUNNING_DIR"
-DEFAULT_RUNNING_DIR = "results/running"
 
 
 def running_dir() -> Path:
-    return Path(os.environ.get(RUNNING_DIR_ENV) or DEFAULT_RUNNING_DIR)
+    default = Path(tempfile.gettempdir()) / f"joulebench-running-{os.getuid()}"
+    return Path(os.environ.get(RUNNING_DIR_ENV) or default)
 
 
 def _alive(pid: int) -> bool:
