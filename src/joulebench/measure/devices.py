@@ -446,6 +446,8 @@ def pinned_uuids(devices: dict[str, str], *, torch=None) -> dict[str, str]:
     if not cuda:
         return {}
     torch = torch or _load_torch()
+    if getattr(torch.version, "hip", None):
+        return {}  # ROCm: HIP's UUIDs are not AMD SMI's; jobs keep cuda:N, matched by bus id
     out = {}
     for label, device in cuda.items():
         uuid, _ = cuda_identity(int(CUDA_PATTERN.fullmatch(device)[1] or 0), cuda=torch.cuda)
