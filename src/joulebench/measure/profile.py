@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from joulebench.analysis.plan import Eta, config_estimate_s
+from joulebench.analysis.score import FLAG_SIMULATED
 from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
@@ -46,7 +47,6 @@ from joulebench.tables import (
 
 DEFAULT_ONNX_CACHE = "data/onnx"
 FLAG_LOSS_NOT_FINITE = "train_loss_not_finite"
-FLAG_SIMULATED = "simulated"  # analysis.score.FLAG_SIMULATED
 SEED = 0  # random weights and batches: every method and runtime of a model sees the same
 # How out-of-memory errors read (the last one is ONNX Runtime's allocator).
 OOM_PHRASES = ("out of memory", "can't allocate memory", "not enough memory", "failed to allocate")
