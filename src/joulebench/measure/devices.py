@@ -193,22 +193,7 @@ def _find_nvidia_gpus(*, torch=None, nvml=None) -> tuple[list[Gpu], str]:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         hint = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
         return [], f"NVML sees {names}, but torch sees no CUDA device{hint}"
-    from joulebench.measure.meters.nvml import cuda_identity, match_nvml_index
-
-    pairs = [(uuid, bus) for uuid, bus, _ in nvml_gpus]
-    gpus, unmatched = [], []
-    for index in range(torch.cuda.device_count()):
-        uuid, bus = cuda_identity(index, cuda=torch.cuda)
-        try:
-            nvml_index, _ = match_nvml_index(uuid, bus, pairs)
-        except LookupError:
-            unmatched.append(f"cuda:{index}")
-            continue
-        gpus.append(Gpu(index, nvml_gpus[nvml_index][2], uuid, nvml_index))
-    why = ""
-    if unmatched:
-        why = f"no NVML device matches {', '.join(unmatched)} by UUID or PCI bus id"
-    return gpus, why
+    return _match_torch(torch, nvml_gpus, "NVML")
 
 
 def auto_devices(*, torch=None, nvml=None, amdsmi=None) -> tuple[dict[str, str], str]:
