@@ -22,20 +22,13 @@ from collections.abc import Callable
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.meters.nvml import NvmlMeter
 from joulebench.measure.sim.fake_pynvml import SimBoard, SimNvml
+from joulebench.measure.sim.rig import BOARD_NAMES as BOARD
 from joulebench.measure.sim.sensor import SimSensor
 from joulebench.measure.sim.workload import SimGpu
 
 SIM_PREFIX = "sim:"
 SIM_PATTERN = re.compile(r"sim:([a-z0-9]+)")
-# the generation's board name; the rig's table, with the `sim:` spellings people type
-BOARD = {
-    "pascal": "Tesla P100-PCIE-16GB",
-    "volta": "Tesla V100-SXM2-32GB",
-    "turing": "Tesla T4",
-    "a100": "NVIDIA A100-SXM4-80GB",
-    "hopper": "NVIDIA H100 80GB HBM3",
-    "gh200": "NVIDIA GH200 480GB",
-}
+# the `sim:` spellings people type, beside the generations' own names
 ALIASES = {"h100": "hopper", "h200": "hopper", "v100": "volta", "p100": "pascal", "t4": "turing"}
 IDLE_W = 60.0  # the simulated board's idle power
 BUSY_W = 300.0  # its power while a step runs
