@@ -19,10 +19,10 @@ import threading
 import time
 from collections.abc import Callable
 
+from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.meters.nvml import NvmlMeter
 from joulebench.measure.sim.fake_pynvml import SimBoard, SimNvml
-from joulebench.measure.sim.rig import BOARD_NAMES as BOARD
 from joulebench.measure.sim.sensor import SimSensor
 from joulebench.measure.sim.workload import SimGpu
 
