@@ -98,7 +98,9 @@ def select_node_meter(
 
     meter, reasons = select_meter(device, prefer=prefer, label=label, **kw)
     if device == "cpu":
-        return NodeMeter(ContentionGuard(meter), "cpu", concurrent=concurrent), reasons
+        guarded = ContentionGuard(meter)
+        host_reason = "; ".join(reasons)  # why RAPL was not used, on the CPU part too
+        return NodeMeter(guarded, "cpu", host_reason=host_reason, concurrent=concurrent), reasons
     host_options = {k: v for k, v in kw.items() if k in ("root", "read", "tdp_w", "idle_w")}
     try:
         host, host_reasons = select_meter("cpu", **host_options)
