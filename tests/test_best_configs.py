@@ -164,3 +164,26 @@ def test_latency_from_throughput_where_a_summary_has_no_latency():
     table = best_configs(decision_summary(rows, configs=[]), max_latency_ms=[25])
     row = _pick(table, "q", "latency_ms<=25")
     assert row["latency_kind"] == "derived" and row["latency_ms"] == pytest.approx(20.0)
+
+
+def test_node_scope_compares_the_whole_nodes_energy(tmp_path):
+    """energy_scope node (as the score): the host's part can change which configuration is
+    best; node scope with dynamic energy is refused (the node has no idle baseline)."""
+    from joulebench.analysis.best_configs import scoped
+
+    summary = decision_summary()
+    fp16 = summary["method"] == "fp16"
+    host_j = pd.Series(0.0, index=summary.index).where(~fp16, 1.0)  # fp16 costs the host 1 J
+    summary["energy_node_per_image_j"] = summary["energy_per_image_j"] + host_j
+    summary["host_is_estimate"] = False
+    device = _pick(best_configs(summary), "small")
+    node = _pick(best_configs(scoped(summary, "node")), "small")
+    assert device["method"] == "fp16" and node["method"] == "fp32"
+    path = tmp_path / "s.parquet"
+    summary.to_parquet(path)
+    written = run_best_configs(path, tmp_path / "b.parquet", energy_scope="node")
+    assert _pick(written, "small")["method"] == "fp32"
+    with pytest.raises(DecisionError, match="total energy"):
+        scoped(summary, "node", "dynamic")
+    with pytest.raises(DecisionError, match="energy_scope"):
+        scoped(summary, "rack")

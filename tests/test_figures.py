@@ -768,3 +768,38 @@ def test_accuracy_figure_draws_the_law_the_comparison_picks(tmp_path, monkeypatc
     assert f"law: {winner}" in seen["labels"] and len(seen["dashed"]) == 1
     for form in set(mine["form"]) - {winner}:
         assert form in seen["title"]
+
+
+def test_node_scope_is_named_and_a_secondary_axis_shows_the_units_people_use(tmp_path, monkeypatch):
+    """energy_scope node: the axis says whole node; figures.secondary_unit: a top axis in Wh
+    or gCO2e per 1,000 images whose ticks follow the bottom's J (here 1 J = 0.2778 Wh/1k)."""
+    summary, _, fits, trace = study_tables(estimated=False, n_models=8)
+    summary["energy_node_per_image_j"] = summary["energy_per_image_j"] * 1.5
+    summary["host_is_estimate"] = False
+    scores = score_summary(
+        summary,
+        reference_model="resnet_0.in1k",
+        energy_scope="node",
+        carbon={"grid_gco2e_per_kwh": 400},
+    )
+    seen = []
+
+    def spy(fig, stem):
+        for ax in fig.axes:
+            seen.extend((a.get_xlabel(), a) for a in (ax, *ax.child_axes))  # top axis: a child
+
+    _watch_saves(monkeypatch, spy)
+    figures.accuracy_vs_energy(scores, tmp_path / "a", secondary_unit="gco2e_per_1k_images")
+    labels = [label for label, _ in seen]
+    assert any("whole node: GPU+CPU+DRAM" in lab for lab in labels), labels
+    assert "gCO2e per 1,000 images (estimate)" in labels
+    seen.clear()
+    figures.accuracy_vs_energy(scores, tmp_path / "b", secondary_unit="wh_per_1k_images")
+    (_, bottom), (_, top) = seen[0], next(x for x in seen if x[0] == "Wh per 1,000 images")
+    scale = 1e3 if "(mJ" in bottom.get_xlabel() else (1e6 if "(µJ" in bottom.get_xlabel() else 1)
+    assert top._functions[0](1.0 * scale) == pytest.approx(1000 / 3600)
+    # without a grid intensity the CO2e axis is not drawn, and the figure says why
+    plain = score_summary(summary, reference_model="resnet_0.in1k", energy_scope="node")
+    seen.clear()
+    figures.accuracy_vs_energy(plain, tmp_path / "c", secondary_unit="gco2e_per_1k_images")
+    assert "gCO2e per 1,000 images (estimate)" not in [lab for lab, _ in seen]

@@ -67,6 +67,33 @@ def test_each_device_is_planned_and_devices_add_up():
     assert "40 configurations = 2 devices x 5 models x 2 methods" in format_plan(plan)
 
 
+def test_gpus_measure_at_once_and_a_cpu_device_adds_its_time():
+    gpus = {"h200-0": "cuda:0", "h200-1": "cuda:1"}
+    plan = plan_study(study(), MODELS, gpus, None)
+    one_gpu = plan.devices[0].estimate_s
+    assert plan.measuring_wall_s == pytest.approx(one_gpu)  # at once: the longest
+    assert plan.one_at_a_time_s == pytest.approx(plan.total_s + one_gpu)
+    assert "the 2 GPUs measure at once" in format_plan(plan)
+    with_cpu = plan_study(study(), MODELS, {**gpus, "cpu": "cpu"}, None)
+    cpu = with_cpu.devices[2].estimate_s
+    assert with_cpu.measuring_wall_s == pytest.approx(one_gpu + cpu)  # the CPU alone
+
+
+def test_a_study_on_a_node_with_n_gpus():
+    assert planning.with_gpus({"h200": "cuda"}, 3) == {
+        "h200-0": "cuda:0",
+        "h200-1": "cuda:1",
+        "h200-2": "cuda:2",
+    }
+    assert planning.with_gpus({"cpu": "cpu", "g": "sim:h100"}, 2) == {
+        "cpu": "cpu",
+        "g-0": "sim:h100",
+        "g-1": "sim:h100",
+    }
+    with pytest.raises(ValueError, match="needs a study with a GPU device"):
+        planning.with_gpus({"cpu": "cpu"}, 8)
+
+
 def test_train_batch_sizes_and_exported_runtimes():
     config = study(
         phases=["inference", "train"],

@@ -142,6 +142,18 @@ def test_invalid_flags_keep_a_row_off_the_front():
     assert bool(s.loc["m1", "on_front"])  # the flagged row would have dominated everything
 
 
+def test_a_simulated_gpu_is_never_scored_even_with_no_invalid_flags():
+    """Rows of a `sim:` device (is_simulated) never reach a score: no front, no grade, a note,
+    even from a published summary whose flags lost the word, and with invalid_flags emptied."""
+    extra = [_profile_row("sim_row", 0.001, is_simulated=True)]  # flags left empty
+    summary = hand_summary(extra, {"sim_row": 99.0})
+    s = _by_model(score_summary(summary, invalid_flags=()))
+    assert "flagged simulated: not scored" in s.loc["sim_row", "score_note"]
+    assert not s.loc["sim_row", "scored"] and pd.isna(s.loc["sim_row", "grade"])
+    assert "simulated" in s.loc["sim_row", "flags"]
+    assert bool(s.loc["m1", "on_front"])
+
+
 def test_groups_are_scored_apart():
     # the same models at another batch size, all 10x cheaper except m3 (now the cheapest)
     extra = [_profile_row(m, e / 10, batch=8) for m, _, e in HAND if m != "m3"]

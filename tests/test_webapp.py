@@ -879,3 +879,43 @@ def test_a_best_configuration_links_its_energy_label(app, site):
     ) in texts
     assert not list(svg.iter("{http://www.w3.org/2000/svg}script"))
     app.assert_clean()
+
+
+@needs_browser
+def test_the_unit_switch_shows_wh_and_co2e_per_1000_images(browser, tmp_path):
+    """J/image -> Wh per 1,000 images -> gCO2e per 1,000 images (an estimate) in the table
+    and on the axis, from the scores' carbon columns; without a grid intensity the CO2e unit
+    is offered disabled, saying what to set."""
+    summary = synthetic_summary(12)
+    scores = score_summary(summary, carbon={"grid_gco2e_per_kwh": 400, "pue": 1.5})
+    path = build_page(summary, scores, tmp_path / "carbon" / "index.html")
+    table = page_table(summary, scores)
+    a = App(browser, path)
+    try:
+        page = a.page
+        name = table["model"].iloc[0]
+        page.uncheck('input[data-facet="device_label"][value="cpu"]')
+        page.fill("#search", name)
+        a.visible(1)
+        row = table[(table["model"] == name) & (table["device_label"] == "gpu")].iloc[0]
+        e = float(row["scored_energy_per_image_j"])
+        cell = page.locator("#table tbody tr.row").first
+        page.select_option("#unit", "wh")
+        expect(cell).to_contain_text(f"{float(f'{e * 1000 / 3600:.3g}'):g} Wh")
+        page.select_option("#unit", "co2e")
+        co2e = e * 1000 / 3600 / 1000 * 1.5 * 400
+        expect(cell).to_contain_text(f"{float(f'{co2e:.3g}'):g} gCO2e")
+        assert row["co2e_per_1k_images_g"] == pytest.approx(co2e)
+        page.select_option("#unit", "j")
+        a.assert_clean()
+    finally:
+        a.context.close()
+    plain = build_page(summary, score_summary(summary), tmp_path / "plain" / "index.html")
+    b = App(browser, plain)
+    try:
+        option = b.page.locator("#unit option[value=co2e]")
+        expect(option).to_be_disabled()
+        expect(option).to_contain_text("set carbon.grid_gco2e_per_kwh")
+        b.assert_clean()
+    finally:
+        b.context.close()

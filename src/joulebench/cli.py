@@ -67,12 +67,13 @@ def _cmd_concat(args) -> int:
 
 def _cmd_profile_job(args) -> int:
     """One workflow job: all methods x batch sizes of one model on one device."""
+    from joulebench.measure.devices import pin_to_gpu
     from joulebench.measure.profile import run_job
 
     run_job(
         args.model,
         args.device_label,
-        json.loads(args.spec),
+        pin_to_gpu(json.loads(args.spec), args.gpu_uuid),
         idle=args.idle,
         threads=args.threads,
         output=args.output,
@@ -108,11 +109,12 @@ def _cmd_profile(args) -> int:
 
 def _cmd_idle(args) -> int:
     """The idle power baseline of a device."""
+    from joulebench.measure.devices import pin_to_gpu
     from joulebench.measure.idle import idle_line, run_idle
 
     row = run_idle(
         args.device_label,
-        args.device,
+        pin_to_gpu({"torch_device": args.device}, args.gpu_uuid)["torch_device"],
         args.output,
         duration_s=args.duration_s,
         meter=args.meter,
@@ -183,11 +185,12 @@ def _cmd_best_configs(args) -> int:
 
 def _cmd_recommend(args) -> int:
     """Models and configurations meeting the constraints, ranked by energy per image."""
+    from joulebench.analysis.best_configs import scoped
     from joulebench.analysis.recommend import format_recommendation, recommend
     from joulebench.analysis.summary import read_summary
 
     rec = recommend(
-        read_summary(args.summary),
+        scoped(read_summary(args.summary), args.energy_scope, args.energy),
         min_top1=args.min_top1,
         max_latency_ms=args.max_latency_ms,
         min_throughput_img_s=args.min_throughput,
@@ -303,7 +306,7 @@ def _cmd_plan(args) -> int:
     """The cost of a study before it runs: configurations, measuring and wall time."""
     from joulebench.analysis.plan import plan_for
 
-    print(plan_for(args.configfile, args.profile))
+    print(plan_for(args.configfile, args.profile, args.gpus))
     return 0
 
 
@@ -352,7 +355,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "model", help="a timm name (exact, bare architecture) or a workload (file.py:function)"
     )
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu, cuda, cuda:N or a simulated GPU sim:<gpu> (default cpu)",
+    )
     p.add_argument(
         "--method", action="append", choices=sorted(PRESETS), help="repeatable (default fp32)"
     )
@@ -388,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True)
     p.add_argument("--repeats-output", required=True)
     p.add_argument("--trace-output", required=True)
+    p.add_argument("--gpu-uuid", help="pin to this GPU (CUDA_VISIBLE_DEVICES); it is cuda:0")
     p.set_defaults(func=_cmd_profile_job)
 
     p = sub.add_parser("reference", help="timm's published accuracy for the catalog's models")
@@ -462,6 +470,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="only this device label (e.g. cpu, h200)")
     p.add_argument("--current", help="MODEL:METHOD:BATCH run today: show each saving against it")
     p.add_argument("--energy", choices=["total", "dynamic"], default="total")
+    p.add_argument(
+        "--energy-scope",
+        choices=["device", "node"],
+        default="device",
+        help="rank by the device's energy or the whole node's (GPU + CPU + DRAM)",
+    )
     p.add_argument("--all", action="store_true", help="every configuration, not one per model")
     p.add_argument("--top", type=_positive_int, default=10, help="rows shown per device (10)")
     p.set_defaults(func=_cmd_recommend)
@@ -495,7 +509,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "check", help="can this machine's energy numbers be trusted? (run before a study)"
     )
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu, cuda, cuda:N or a simulated GPU sim:<gpu> (default cpu)",
+    )
     p.add_argument("--quick", action="store_true", help="short runs: a first look, not a study")
     p.add_argument("--idle-s", type=float, help="seconds of idle power (default 10)")
     p.add_argument("--meter", choices=["rapl", "estimate"], help="CPU: force a meter")
@@ -510,6 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--meter", choices=["nvml", "rapl", "estimate"])
     p.add_argument("--tdp-w", type=_positive_float)
     p.add_argument("--output", required=True)
+    p.add_argument("--gpu-uuid", help="pin to this GPU (CUDA_VISIBLE_DEVICES); it is cuda:0")
     p.set_defaults(func=_cmd_idle)
 
     p = sub.add_parser("devices", help="the devices a study measures and each one's meter")
@@ -519,6 +538,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="what a study costs: configurations and time, before it runs")
     p.add_argument("--configfile", help="a study file over config.yaml (default: config.yaml)")
     p.add_argument("--profile", help="the SLURM profile folder (default: profiles/slurm)")
+    p.add_argument(
+        "--gpus", type=_positive_int, help="as on a node with this many GPUs like the study's"
+    )
     p.set_defaults(func=_cmd_plan)
 
     p = sub.add_parser("columns", help="every output table's columns: unit, meaning, producer")

@@ -266,7 +266,7 @@ IDLE = Table(
     key=("device_label",),
 )
 
-_ROW = "measure.profile.run_profile"
+_ROW = "measure.profile.measure_configs"
 _SUMMARY = "measure.protocol.summarize"
 
 PROFILE = Table(
@@ -399,6 +399,40 @@ PROFILE = Table(
             the machine's host name
         start_time_utc        string   -      {_ROW}
             when the configuration started, ISO 8601 UTC
+        end_time_utc          string   -      {_ROW}
+            when the configuration ended, ISO 8601 UTC (with microseconds)
+        concurrent_measurements Int64  count  {_SUMMARY}
+            most measurements running on this host at once during the configuration's
+            windows (this one included; measure.concurrency)
+        is_simulated          boolean  -      {_ROW}
+            True: a simulated GPU (`sim:` device; the model ran on the CPU, the power is the
+            sensor simulator's): never scored, never published
+        energy_gpu_per_image_j float64 J      {_SUMMARY}
+            the job's GPU's energy per image (NVML); NaN on a CPU device (see
+            gpu_reason)
+        energy_cpu_per_image_j float64 J      {_SUMMARY}
+            the host's CPU packages' energy per image (RAPL, or the estimate when
+            host_is_estimate), read in the same windows; this job's share when host-shared
+        energy_dram_per_image_j float64 J     {_SUMMARY}
+            the host's DRAM energy per image (RAPL dram zones); NaN where not read
+        energy_node_per_image_j float64 J     {_SUMMARY}
+            gpu + cpu + dram per image, of the parts that were read (node_reason
+            names those that were not)
+        gpu_reason     string   -      measure.protocol.node_reasons
+            why energy_gpu_per_image_j is empty; empty when read
+        cpu_reason     string   -      measure.protocol.node_reasons
+            why energy_cpu_per_image_j is empty or an estimate; empty when read by RAPL
+        dram_reason    string   -      measure.protocol.node_reasons
+            why energy_dram_per_image_j is empty; empty when read
+        node_reason    string   -      measure.protocol.node_reasons
+            the parts the node total lacks ("without gpu"); empty when complete
+        host_meter            string   -      measure.protocol.node_reasons
+            what read the CPU and DRAM parts: rapl or estimate:<model>
+        host_is_estimate      boolean  -      measure.protocol.node_reasons
+            True: the CPU part (and so the node total) is an estimate
+        host_cpu_share        float64  ratio  {_SUMMARY}
+            this job's share of the host's busy CPU time by which host energy was attributed
+            (mean of the windows; 1 when alone)
         phase                 string   -      measure.profile.config_fields
             inference, or train: energy_per_image_j is then per training sample
         runtime               string   -      measure.profile.config_fields
@@ -482,6 +516,20 @@ WINDOW = _declare(
         idle delays inside the window that shift the workload's phase against the sensor
     flags                 string   -      {_WINDOW}
         ;-joined flags the meter raised in this window
+    energy_gpu_per_image_j float64 J      measure.protocol.node_per_image
+        the job's GPU's energy in the window per image; NaN on a CPU device
+    energy_cpu_per_image_j float64 J      measure.protocol.node_per_image
+        the CPU packages' energy (RAPL, else the estimate) in the window per image, this
+        job's share when measurements overlapped (host-shared)
+    energy_dram_per_image_j float64 J     measure.protocol.node_per_image
+        the DRAM's energy (RAPL dram zones) per image; NaN where not read
+    energy_node_per_image_j float64 J     measure.protocol.node_per_image
+        gpu + cpu + dram per image, of the parts that were read
+    host_cpu_share        float64  ratio  measure.meters.node.NodeMeter.end
+        this job's share of the host's busy CPU time, by which the host's energy was
+        attributed when measurements overlapped (1 when alone)
+    concurrent_measurements float64 count measure.meters.node.NodeMeter.end
+        measurements running on this host in the window (this one included)
     """
 )
 
@@ -652,9 +700,23 @@ SCORES = Table(
             f"""
             energy_kind           string   -      {_SCORE}
                 total or dynamic (above idle): which energy was scored
+            energy_scope          string   -      {_SCORE}
+                device (the device's meter) or node (GPU + CPU packages + DRAM): the
+                config's energy_scope, named on every figure axis and on the page
             energy_per_image_j    float64  J      {_SCORE}
                 the scored energy: the summary's energy_per_image_j, or
-                dynamic_energy_per_image_j when energy_kind is dynamic
+                dynamic_energy_per_image_j when energy_kind is dynamic, or
+                energy_node_per_image_j when energy_scope is node
+            energy_per_1k_images_wh float64 Wh   analysis.carbon.carbon_columns
+                the scored energy of 1,000 images, in watt-hours
+            co2e_per_1k_images_g  float64  g      analysis.carbon.carbon_columns
+                estimated grams of CO2-equivalent per 1,000 images: Wh x PUE x the
+                config's carbon.grid_gco2e_per_kwh; empty when that is not set
+            cost_per_1m_images    float64  currency analysis.carbon.carbon_columns
+                estimated cost of 1,000,000 images: kWh x PUE x carbon.price_per_kwh (in
+                its currency); empty when that is not set
+            carbon_note           string   -      analysis.carbon.carbon_columns
+                the grid intensity, price and PUE the CO2e and cost assume; empty when none
             """
         ),
         *_same(SUMMARY, "top1", "accuracy_source"),
@@ -1002,6 +1064,24 @@ PAGE = Table(
             "torch_version",
             "timm_version",
             "start_time_utc",
+        ),
+        *_same(
+            SUMMARY,
+            "energy_gpu_per_image_j",
+            "energy_cpu_per_image_j",
+            "energy_dram_per_image_j",
+            "energy_node_per_image_j",
+            "host_is_estimate",
+            "is_simulated",
+            "concurrent_measurements",
+        ),
+        *_same(
+            SCORES,
+            "energy_scope",
+            "energy_per_1k_images_wh",
+            "co2e_per_1k_images_g",
+            "cost_per_1m_images",
+            "carbon_note",
         ),
         *_same(SCORES, "energy_kind"),
         _renamed(

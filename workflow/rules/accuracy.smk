@@ -49,7 +49,7 @@ rule measured_accuracy:
     conda:
         ENV
     resources:
-        measuring=1,
+        **MEASURING,
     params:
         models=get_shard_models,
         shard_dir=lambda wildcards, input: os.path.dirname(input[0]),

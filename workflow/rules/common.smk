@@ -9,7 +9,15 @@ from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
 from joulebench.analysis.best_models import end_of_run
-from joulebench.measure.devices import RESOLVED_ENV, check_devices, resolve_devices
+from joulebench.measure.devices import (
+    RESOLVED_ENV,
+    check_devices,
+    measure_threads,
+    measuring_resources,
+    measuring_slots,
+    pinned_uuids,
+    resolve_devices,
+)
 from joulebench.report.figures import FIGURE_NAMES as FIGURES
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
@@ -77,6 +85,18 @@ DEVICES = {} if FROM_SUMMARY else resolve_devices(config["devices"])
 os.environ[RESOLVED_ENV] = json.dumps(DEVICES)
 
 
+# One measuring slot per device on this host: its GPUs measure at once, one job each, and a
+# CPU measurement takes every slot (docs/profiling.md#every-gpu-at-once). On a cluster the
+# single `measuring` slot of profiles/slurm, scoped to each allocation, stays.
+MEASURING = measuring_resources(DEVICES, workflow.local_exec)
+if workflow.local_exec:
+    for _slot in measuring_slots(DEVICES).values():
+        if _slot not in workflow.global_resources:  # `--resources` may set its own
+            workflow.register_resource(_slot, 1)
+# Each local GPU job sees only its GPU (CUDA_VISIBLE_DEVICES from its UUID).
+PINNED = pinned_uuids(DEVICES) if workflow.local_exec and len(DEVICES) > 1 else {}
+
+
 # Passed on to jobs on other hosts (cluster executors), too.
 envvars:
     "PYTHONPATH",
@@ -122,11 +142,22 @@ def get_fits_settings():
 
 
 def get_decisions_settings():
-    """The constraints (decisions:) with the score's rules of which rows count."""
+    """The constraints (decisions:) with the score's rules of which rows count and its energy."""
     rules = {
         k: config["score"][k] for k in ("energy", "invalid_flags", "max_energy_cv")
     }
+    rules["energy_scope"] = config["energy_scope"]
     return json.dumps({**config["decisions"], **rules}, sort_keys=True)
+
+
+def get_score_settings():
+    """The score section with the headline energy (energy_scope) and the carbon figures."""
+    settings = {
+        **config["score"],
+        "energy_scope": config["energy_scope"],
+        "carbon": config["carbon"],
+    }
+    return json.dumps(settings, sort_keys=True)
 
 
 def get_summary(wildcards):
@@ -173,8 +204,14 @@ def get_torch_device(wildcards):
 
 
 def get_measure_threads(wildcards):
-    """A CPU measurement takes every core: nothing else may run beside it."""
-    return workflow.cores if DEVICES[wildcards.device] == "cpu" else 2
+    """A CPU measurement takes every core; each GPU its share of them."""
+    return measure_threads(DEVICES, wildcards.device, workflow.cores)
+
+
+def get_pin_option(wildcards):
+    """`--gpu-uuid GPU-...` for a pinned GPU job (see PINNED), shell-quoted; else empty."""
+    uuid = PINNED.get(wildcards.device)
+    return shlex.join(["--gpu-uuid", uuid]) if uuid else ""
 
 
 def get_meter_options(wildcards):

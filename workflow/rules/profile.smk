@@ -1,6 +1,6 @@
 # Stages 3-4: idle power of each device, then energy and time per image of every
-# model x method x batch size. Measuring jobs never overlap on one host: each takes
-# the `measuring` resource (limited to 1 in profiles/default), and CPU jobs all cores.
+# model x method x batch size. Each device measures one job at a time (its measuring
+# slot, common.smk's MEASURING); GPUs measure at once, a CPU job takes every slot and core.
 
 
 rule idle:
@@ -12,15 +12,16 @@ rule idle:
         ENV
     threads: get_measure_threads
     resources:
-        measuring=1,
+        **MEASURING,
     params:
         torch_device=get_torch_device,
         options=get_meter_options,
+        pin=get_pin_option,
         duration_s=config["idle"]["duration_s"],
     shell:
         "joulebench idle --device-label {wildcards.device:q} "
         "--device {params.torch_device:q} --duration-s {params.duration_s:q} {params.options} "
-        "--output {output:q} > {log:q} 2>&1"
+        "{params.pin} --output {output:q} > {log:q} 2>&1"
 
 
 rule profile:
@@ -37,13 +38,14 @@ rule profile:
         ENV
     threads: get_measure_threads
     resources:
-        measuring=1,
+        **MEASURING,
         mem_mb=8000,
     params:
         spec=get_profile_spec,
+        pin=get_pin_option,
     shell:
         "joulebench profile-job --device-label {wildcards.device:q} "
-        "--spec {params.spec:q} --idle {input.idle:q} --threads {threads} "
+        "--spec {params.spec:q} --idle {input.idle:q} --threads {threads} {params.pin} "
         "--output {output.rows:q} --repeats-output {output.repeats:q} "
         "--trace-output {output.trace:q} -- {wildcards.model:q} > {log:q} 2>&1"
 

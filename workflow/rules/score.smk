@@ -12,7 +12,7 @@ rule score:
     conda:
         ENV
     params:
-        settings=json.dumps(config["score"], sort_keys=True),
+        settings=get_score_settings(),
     shell:
         "joulebench score --settings {params.settings:q} --output {output:q} "
         "-- {input:q} > {log:q} 2>&1"

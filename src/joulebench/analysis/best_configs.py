@@ -25,8 +25,10 @@ from joulebench.analysis.score import (
     DEFAULT_INVALID_FLAGS,
     DEFAULT_MAX_ENERGY_CV,
     ENERGY_COLUMNS,
+    ENERGY_SCOPES,
     _flagged,
     measured_mask,
+    node_headline,
     row_flags,
 )
 from joulebench.analysis.summary import read_summary
@@ -245,6 +247,18 @@ def best_configs(
     return conform(out, BEST_CONFIG_COLUMNS)
 
 
+def scoped(summary: pd.DataFrame, energy_scope: str, energy: str = "total") -> pd.DataFrame:
+    """The summary with the headline energy of `energy_scope` (device or node), the one the
+    score ranks, so decisions and grades compare the same energies."""
+    if energy_scope not in ENERGY_SCOPES:
+        raise DecisionError(f"energy_scope must be one of {ENERGY_SCOPES}, not {energy_scope!r}")
+    if energy_scope == "node" and energy != "total":
+        raise DecisionError(
+            "energy_scope node compares total energy (the node has no idle baseline)"
+        )
+    return node_headline(summary) if energy_scope == "node" else summary
+
+
 def run_best_configs(
     summary,
     output,
@@ -255,10 +269,12 @@ def run_best_configs(
     energy: str = "total",
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+    energy_scope: str = "device",
 ) -> pd.DataFrame:
-    """`joulebench best-configs`: the table for a summary (path), written atomically."""
+    """`joulebench best-configs`: the table for a summary (path), written atomically; with
+    energy_scope node the energies compared are the whole node's, as the score's are."""
     table = best_configs(
-        read_summary(summary),
+        scoped(read_summary(summary), energy_scope, energy),
         max_latency_ms=max_latency_ms,
         min_throughput_img_s=min_throughput_img_s,
         max_batch_size=max_batch_size,

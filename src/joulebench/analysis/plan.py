@@ -14,8 +14,11 @@ start-up and the short idle read. Assumptions (docs/plan.md):
 - with `ci_target`, the fewest repeats (3) are counted; up to `max_repeats` may run;
 - torch.compile methods add COMPILE_S per configuration, exported runtimes (ONNX Runtime,
   TensorRT) their export and engine build, which is not counted;
-- measuring jobs on one host run one at a time (the `measuring` slot), so devices add up;
-  on a cluster each allocation measures its group of models on its own node.
+- on one host each device measures one job at a time (its measuring slot) and the GPUs
+  measure at once, so GPU devices overlap while a CPU device adds its time (it takes every
+  slot); each GPU device measures every model (its own rows), so N GPUs measure N times
+  the configurations in one GPU's time. On a cluster each allocation measures its group of
+  models on its own node.
 
 Nothing here imports torch: `joulebench plan` and the workflow's first line use it.
 """
@@ -94,8 +97,20 @@ class Plan:
         return sum(d.measuring_min_s for d in self.devices)
 
     @property
-    def total_s(self) -> float:
+    def measuring_wall_s(self) -> float:
+        """One host: the GPUs at once (the longest), each CPU device on its own."""
+        cpu = sum(d.estimate_s for d in self.devices if d.torch_device == "cpu")
+        gpus = [d.estimate_s for d in self.devices if d.torch_device != "cpu"]
+        return cpu + max(gpus, default=0.0)
+
+    @property
+    def one_at_a_time_s(self) -> float:
+        """What the same study took when every measurement waited for the last."""
         return sum(d.estimate_s for d in self.devices) + self.catalog_s + self.analysis_s
+
+    @property
+    def total_s(self) -> float:
+        return self.measuring_wall_s + self.catalog_s + self.analysis_s
 
 
 def _protocol(protocol: dict | None) -> dict:
@@ -291,7 +306,14 @@ def format_plan(plan: Plan) -> str:
         f"{'total':<12} {'':<8} {plan.configurations:>14,} "
         f"{format_duration(plan.measuring_min_s):>13} {format_duration(plan.total_s):>12}"
     )
-    lines.append("(one host: measuring jobs run one at a time, so devices add up)")
+    gpus = sum(1 for d in plan.devices if d.torch_device != "cpu")
+    if gpus > 1:
+        lines.append(
+            f"(one host: the {gpus} GPUs measure at once, each every model; one at a time "
+            f"would take {format_duration(plan.one_at_a_time_s)})"
+        )
+    else:
+        lines.append("(one host: a CPU device measures alone; GPUs would measure at once)")
     if plan.slurm:
         s = plan.slurm
         dataset = " + dataset jobs (2 per input configuration)" if s.dataset_jobs else ""
@@ -337,9 +359,27 @@ class Eta:
         return f"elapsed {format_duration(elapsed)}, ETA {format_duration(eta)}"
 
 
-def plan_for(configfile: str | None = None, profile: str | None = None) -> str:
+def with_gpus(devices: dict[str, str], gpus: int) -> dict[str, str]:
+    """The study's devices on a node with `gpus` GPUs like its first one, as `auto` would
+    label them (h200-0 .. h200-7); its CPU device, if any, stays."""
+    if gpus < 1:
+        raise ValueError(f"gpus must be >= 1, got {gpus}")
+    first = next((label for label, d in devices.items() if d != "cpu"), None)
+    if first is None:
+        raise ValueError("--gpus needs a study with a GPU device (its devices: are all cpu)")
+    kind = devices[first]
+    out = {label: d for label, d in devices.items() if d == "cpu"}
+    for i in range(gpus):
+        out[f"{first}-{i}"] = kind if kind.startswith("sim:") else f"cuda:{i}"
+    return out
+
+
+def plan_for(
+    configfile: str | None = None, profile: str | None = None, gpus: int | None = None
+) -> str:
     """`joulebench plan`: what the study (config.yaml, or a study file over it) costs, with
-    its SLURM allocations from `profile` (default profiles/slurm)."""
+    its SLURM allocations from `profile` (default profiles/slurm); `gpus`: as if on a node
+    with that many GPUs like the study's first (see with_gpus)."""
     from joulebench.catalog.models import resolve_models
     from joulebench.measure.devices import resolve_devices
     from joulebench.study import load_study, workflow_root
@@ -349,6 +389,8 @@ def plan_for(configfile: str | None = None, profile: str | None = None) -> str:
         return "from_summary: nothing is measured (scores, fits, figures and the page only)"
     models = resolve_models(config["models"])
     devices = resolve_devices(config["devices"])
+    if gpus is not None:
+        devices = with_gpus(devices, gpus)
     slurm = Path(profile or workflow_root() / "profiles" / "slurm")
     if slurm.resolve().is_relative_to(Path.cwd()):
         slurm = slurm.resolve().relative_to(Path.cwd())

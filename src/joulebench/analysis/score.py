@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from joulebench.analysis.carbon import carbon_columns
 from joulebench.analysis.summary import add_flag, read_summary
 from joulebench.tables import SCORE_COLUMNS, conform, write_table
 
@@ -44,7 +45,13 @@ DEFAULT_MAX_ENERGY_CV = 0.25
 FLAG_HIGH_SPREAD = "high-spread"
 # Flags that make a measurement unusable for comparison (set by the meters, and high-spread).
 DEFAULT_INVALID_FLAGS = ("other-process", "mig", "other-load", FLAG_HIGH_SPREAD)
+# A simulated GPU's row (is_simulated; devices `sim:<gpu>`) is never scored, whatever the
+# config's invalid_flags say: its energy is the sensor simulator's, not a GPU's.
+FLAG_SIMULATED = "simulated"
 ENERGY_COLUMNS = {"total": "energy_per_image_j", "dynamic": "dynamic_energy_per_image_j"}
+# `energy_scope`: device (its own meter) or node (GPU + CPU packages + DRAM, meters.node)
+ENERGY_SCOPES = ("device", "node")
+NODE_ENERGY_COLUMN = "energy_node_per_image_j"
 ENERGY_CV_COLUMNS = {"total": "energy_per_image_cv", "dynamic": "dynamic_energy_per_image_cv"}
 SCORE_GROUP = ("phase", "device_label", "method", "batch_size_requested", "energy_is_estimate")
 
@@ -122,6 +129,7 @@ def _best_top1_within(top1: np.ndarray, energy: np.ndarray) -> np.ndarray:
 
 
 def _flagged(flags: pd.Series, invalid: Sequence[str]) -> pd.Series:
+    invalid = (*invalid, FLAG_SIMULATED)
     parts = flags.fillna("").astype(str).str.split(";")
     return parts.map(lambda fs: next((f.strip() for f in fs if f.strip() in invalid), ""))
 
@@ -151,6 +159,8 @@ def row_flags(
     energy exceeds `max_energy_cv` (None: no spread check)."""
     flags = df["flags"] if "flags" in df.columns else pd.Series(pd.NA, index=df.index)
     flags = flags.astype("string")
+    if "is_simulated" in df.columns:
+        flags = add_flag(flags, df["is_simulated"].astype("boolean").fillna(False), FLAG_SIMULATED)
     limit = check_max_cv(max_energy_cv)
     if limit is None:
         return flags
@@ -199,8 +209,15 @@ def score_summary(
     energy: str = "total",
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+    energy_scope: str = "device",
+    carbon: Mapping | None = None,
 ) -> pd.DataFrame:
     """Score every row of a summary (SUMMARY_COLUMNS) -> SCORE_COLUMNS, one row per row.
+
+    energy_scope: "device" scores the device's energy; "node" the whole node's
+    (energy_node_per_image_j: total only; an estimate where the host's part is, and its
+    spread check uses the device's CV). `carbon` (grid_gco2e_per_kwh, pue, price_per_kwh)
+    gives the Wh, CO2e and cost columns (analysis.carbon).
 
     energy: "total" (energy_per_image_j) or "dynamic" (above idle). The energy index needs
     no accuracy, so it is given for every measured row whose group holds the reference.
@@ -212,6 +229,12 @@ def score_summary(
         raise ValueError(f"energy must be one of {tuple(ENERGY_COLUMNS)}, got {energy!r}")
     max_energy_cv = check_max_cv(max_energy_cv)
     df = summary.reset_index(drop=True).copy()
+    if energy_scope not in ENERGY_SCOPES:
+        raise ValueError(f"energy_scope must be one of {ENERGY_SCOPES}, got {energy_scope!r}")
+    if energy_scope == "node":
+        if energy != "total":
+            raise ValueError("energy_scope node scores total energy (no idle baseline of the node)")
+        df = node_headline(df)
     e = pd.to_numeric(df[ENERGY_COLUMNS[energy]], errors="coerce").astype(float)
     a = pd.to_numeric(df["top1"], errors="coerce").astype(float)
     df["flags"] = row_flags(df, energy, max_energy_cv)
@@ -223,7 +246,10 @@ def score_summary(
 
     out = pd.DataFrame({c: df[c] for c in SCORE_COLUMNS if c in df.columns})
     out["energy_kind"] = energy
+    out["energy_scope"] = energy_scope
     out["energy_per_image_j"] = e
+    for column, values in carbon_columns(e, carbon).items():
+        out[column] = values
     out["top1"] = a
     out["scored"] = scored
     for c in ("front_energy_per_image_j", "efficiency_index", "top1_gap_pct"):
@@ -253,6 +279,23 @@ def score_summary(
     out["grade"] = [grade_of(v, thresholds) for v in out["efficiency_index"]]
     out["score_note"] = ["; ".join(n) for n in notes]
     return conform(out.reindex(columns=list(SCORE_COLUMNS)), SCORE_COLUMNS)
+
+
+def node_headline(df: pd.DataFrame) -> pd.DataFrame:
+    """The summary with the node's energy in energy_per_image_j (energy_scope: node), an
+    estimate wherever the host's part is (host_is_estimate)."""
+    if NODE_ENERGY_COLUMN not in df.columns:
+        raise ValueError(
+            "energy_scope node needs energy_node_per_image_j: this summary predates "
+            "whole-node energy; use energy_scope: device"
+        )
+    out = df.copy()
+    out["energy_per_image_j"] = pd.to_numeric(out[NODE_ENERGY_COLUMN], errors="coerce")
+    host = out.get("host_is_estimate", pd.Series(pd.NA, index=out.index)).astype("boolean")
+    out["energy_is_estimate"] = (
+        out["energy_is_estimate"].astype("boolean") | host.fillna(False)
+    ).astype("boolean")
+    return out
 
 
 def energy_index(out, idx, df, e, reference_model, notes) -> None:

@@ -45,6 +45,7 @@ def run_idle(
     tdp_w: float | None = None,
 ) -> dict:
     """`joulebench idle`: measure the baseline and write it; returns the row."""
+    from joulebench.measure.concurrency import NodeMeasurements
     from joulebench.measure.devices import require_measurable
     from joulebench.measure.meters import select_meter
 
@@ -57,8 +58,8 @@ def run_idle(
         torch.zeros(1, device=torch_device)  # the CUDA context, as during profiling
     started = utc_now()
     options = {"tdp_w": tdp_w} if tdp_w else {}
-    chosen, reasons = select_meter(torch_device, prefer=meter, **options)
-    with chosen:
+    chosen, reasons = select_meter(torch_device, prefer=meter, label=device_label, **options)
+    with NodeMeasurements(device_label), chosen:  # counted by overlapping measurements
         idle = measure_idle(chosen, duration_s)
     row = idle_row(device_label, torch_device, idle, reasons, started)
     write_table(pd.DataFrame([row]), output, IDLE_COLUMNS)

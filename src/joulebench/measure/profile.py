@@ -24,10 +24,12 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from joulebench.analysis.plan import Eta, config_estimate_s
+from joulebench.analysis.score import FLAG_SIMULATED
 from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
 from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured
+from joulebench.measure.sim.wall import is_simulated
 from joulebench.measure.train import TrainSpec
 from joulebench.study import IDLE_PRE_S
 from joulebench.tables import (
@@ -120,6 +122,11 @@ class ProfileJob:
             **given,
             **job_fields_from_spec(spec),  # phases, train, workload, onnx_cache, input_kind
         )
+
+    @property
+    def compute_device(self) -> str:
+        """Where torch runs the model: the device itself, or the CPU for a `sim:` GPU."""
+        return "cpu" if is_simulated(self.torch_device) else self.torch_device
 
     def configs(self) -> list[tuple[str, Method, int]]:
         """(phase, method, batch size) in the order they are measured."""
@@ -275,7 +282,7 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
             )
         from joulebench.measure.runtimes import unavailable_reason
 
-        reason = unavailable_reason(method.runtime, job.torch_device)
+        reason = unavailable_reason(method.runtime, job.compute_device)
         if reason:
             raise NotMeasured(STATUS_SKIPPED, reason)
     train = phase == "train"
@@ -283,7 +290,7 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
         job.model,
         method,
         batch_size,
-        job.torch_device,
+        job.compute_device,
         workload=job.workload,
         train=train,
         input_kind=job.input_kind,
@@ -292,7 +299,7 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
         from joulebench.measure.train import make_train_step
 
         step = make_train_step(
-            built.model, built.x, built.num_classes, method, job.train, job.torch_device
+            built.model, built.x, built.num_classes, method, job.train, job.compute_device
         )
         fields_ = {"weights": built.weights, "reparameterized": False}
         return Runner(step, grad=True, fields=fields_, finish=step.losses)
@@ -304,13 +311,14 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
             built.x,
             method,
             model_name=job.model,
-            torch_device=job.torch_device,
+            torch_device=job.compute_device,
             threads=torch.get_num_threads(),
             cache_dir=job.onnx_cache_dir,
         )
         fields_.update(weights=built.weights, reparameterized=built.reparameterized)
         return Runner(step, grad=False, fields=fields_)  # the PyTorch model is freed here
-    model, x, context = built.model, built.x, method.context(torch.device(job.torch_device).type)
+    model, x = built.model, built.x
+    context = method.context(torch.device(job.compute_device).type)
 
     def step():
         with context:
@@ -344,14 +352,19 @@ def measure_config(
     except Exception as exc:
         return Outcome("oom" if is_oom(exc) else "build-error", short_reason(exc))
     finally:
-        _free_memory(job.torch_device)  # a freed PyTorch model (exported runtimes) leaves
+        _free_memory(job.compute_device)  # a freed PyTorch model (exported runtimes) leaves
 
     meter, reasons = meter_factory()
+    step = runner.step
+    if is_simulated(job.torch_device):  # the simulated board is busy while a step runs
+        from joulebench.measure.sim.wall import wall_sim_gpu
+
+        step = wall_sim_gpu(job.torch_device, job.device_label).run(step)
     try:
         with torch.enable_grad() if runner.grad else torch.inference_mode():
             result = measure(
-                runner.step,
-                _sync_for(job.torch_device),
+                step,
+                _sync_for(job.compute_device),
                 meter,
                 images_per_step=batch_size,
                 settings=job.settings,
@@ -364,7 +377,7 @@ def measure_config(
     finally:
         meter.close()
         runner = None  # free before the next configuration
-        _free_memory(job.torch_device)
+        _free_memory(job.compute_device)
 
 
 def config_fields(job: ProfileJob, phase: str, method: Method) -> dict:
@@ -383,32 +396,47 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
     """Measure every (phase, method, batch size) of one model on one device."""
     import torch
 
-    from joulebench.measure.check_report import check_meter_options, checked_fields, device_check
-    from joulebench.measure.meters import select_meter
-    from joulebench.measure.meters.contention import ContentionGuard
+    from joulebench.measure.concurrency import NodeMeasurements
+    from joulebench.measure.meters.select import select_node_meter
 
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     if job.threads:
         torch.set_num_threads(job.threads)
 
     meter_options = dict(job.meter_options)
+    node = NodeMeasurements(job.device_label)
 
     def meter_factory():
-        meter, reasons = select_meter(job.torch_device, prefer=job.meter, **meter_options)
-        if job.torch_device == "cpu":  # other busy processes share what a CPU meter reads
-            meter = ContentionGuard(meter)
-        return meter, reasons
+        return select_node_meter(
+            job.torch_device,
+            prefer=job.meter,
+            label=job.device_label,
+            concurrent=node.count,
+            **meter_options,
+        )
+
+    with node:
+        return measure_configs(job, meter_factory, meter_options, log)
+
+
+def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) -> ProfileOutput:
+    """The rows of `run_profile`: every configuration in turn, while the job's marker is up."""
+    import torch
+
+    from joulebench.measure.check_report import check_meter_options, checked_fields, device_check
 
     base = {
         "device_label": job.device_label,
         "torch_device": job.torch_device,
         "device_name": device_name(job.torch_device),
+        "is_simulated": is_simulated(job.torch_device),
         "model": job.model,
         "threads": torch.get_num_threads(),
         "weights": "" if job.workload else "random",  # a workload's spec says, once built
         "input_kind": job.input_kind,
         **software(),
     }
+
     meter, reasons = meter_factory()
     with meter:
         idle = measure_idle(meter, job.idle_pre_s)
@@ -422,7 +450,7 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
     configs = job.configs()
     eta = Eta(len(configs), config_estimate_s(asdict(job.settings)), time.monotonic)
     for i, (phase, method, requested) in enumerate(configs, 1):
-        started = utc_now()
+        started = utc_now(precise=True)
         batch_size = requested
         label = method.name if phase == "inference" else f"{method.name} {phase}"
         log(f"config {i}/{len(configs)} {job.model} {label} bs{requested}, {eta.line(i - 1)}")
@@ -450,6 +478,7 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
             "reason": outcome.reason,
             "idle_power_pre_w": idle.power_w,
             "start_time_utc": started,
+            "end_time_utc": utc_now(precise=True),
             **outcome.fields,
         }
         result = outcome.result
@@ -457,6 +486,8 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
             row.update(result_fields(result, outcome.meter_info))
             if not math.isfinite(row.get("train_loss_last", 0.0)):
                 row["flags"] = ";".join(f for f in (row["flags"], FLAG_LOSS_NOT_FINITE) if f)
+            if row["is_simulated"]:  # a simulated GPU: never scored (analysis.score)
+                row["flags"] = ";".join(f for f in (row["flags"], FLAG_SIMULATED) if f)
             repeats.append(result.repeats.assign(**base_key(job, key, phase)))
             traces.append(result.trace.assign(**base_key(job, key, phase)))
             detail = (

@@ -40,6 +40,7 @@ import pandas as pd
 
 from joulebench.analysis.stats import spread
 from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
+from joulebench.measure.meters.node import COMPONENTS as NODE_PARTS
 from joulebench.tables import WINDOW
 
 #: Columns of `ProtocolResult.repeats`, one row per repeat (declared in tables.WINDOW).
@@ -378,6 +379,35 @@ def repeat_row(
         "pause_before_s": pause_s,
         "phase_shift_s": shift_s,
         "flags": ";".join(_unique(reading.flags)),
+        **node_per_image(reading, images, energy_j - shift_j, duration_s, work_s),
+        "host_cpu_share": _state(reading, "end", "host_cpu_share"),
+        "concurrent_measurements": _state(reading, "end", "concurrent_measurements"),
+    }
+
+
+def node_per_image(reading: Reading, images, device_j, duration_s, work_s) -> dict:
+    """Per-image energy of each part of the node (meters.node) and their sum.
+
+    The device's own part is exactly the row's energy (`device_j`, phase shifts taken out);
+    the host's parts lose the phase shifts' share of the window (work_s / duration_s).
+    NaN where a part was not read; the node is the sum of the parts that were.
+    """
+    node = reading.node_j or {}
+    keep = work_s / duration_s if duration_s > 0 else 1.0
+    per_image = {}
+    for part in NODE_PARTS:
+        joules = float(node.get(part, math.nan))
+        if part == reading.device_component:
+            joules = device_j
+        elif math.isfinite(joules):
+            joules *= keep
+        per_image[part] = joules / images
+    read = [v for v in per_image.values() if math.isfinite(v)]
+    return {
+        "energy_gpu_per_image_j": per_image["gpu"],
+        "energy_cpu_per_image_j": per_image["cpu"],
+        "energy_dram_per_image_j": per_image["dram"],
+        "energy_node_per_image_j": float(sum(read)) if read else math.nan,
     }
 
 
@@ -431,7 +461,40 @@ def summarize(repeats: pd.DataFrame, step_ms, warmup, meter, images_per_step, id
     summary["power_max_w"] = _nanmax(repeats["power_max_w"])
     summary["trace_disagreement_max"] = _nanmax(repeats["trace_disagreement"])
     summary["flags"] = ";".join(flags)
+    for column in (
+        "energy_gpu_per_image_j",
+        "energy_cpu_per_image_j",
+        "energy_dram_per_image_j",
+        "energy_node_per_image_j",
+    ):
+        summary[column] = float(repeats[column].mean())
+    summary["host_cpu_share"] = float(repeats["host_cpu_share"].mean())
+    running = repeats["concurrent_measurements"].max()
+    summary["concurrent_measurements"] = int(running) if math.isfinite(running) else 1
+    summary.update(node_reasons(meter, summary))
     return summary
+
+
+def node_reasons(meter, summary: dict) -> dict:
+    """Why a part of the node has no energy (NaN), and the host meter: row fields."""
+    reasons = dict(getattr(meter, "component_reasons", {}))
+    values = {
+        "gpu": summary["energy_gpu_per_image_j"],
+        "cpu": summary["energy_cpu_per_image_j"],
+        "dram": summary["energy_dram_per_image_j"],
+    }
+    for part, value in values.items():
+        if not math.isfinite(value) and not reasons.get(part):
+            reasons[part] = "not read (no node meter)"
+    missing = [part for part, value in values.items() if not math.isfinite(value)]
+    return {
+        "gpu_reason": reasons.get("gpu", ""),
+        "cpu_reason": reasons.get("cpu", ""),
+        "dram_reason": reasons.get("dram", ""),
+        "node_reason": f"without {', '.join(missing)}" if missing else "",
+        "host_meter": getattr(meter, "host_meter_name", ""),
+        "host_is_estimate": bool(getattr(meter, "host_is_estimate", False)),
+    }
 
 
 def stack_traces(traces: list[tuple[int, pd.DataFrame | None]]) -> pd.DataFrame:

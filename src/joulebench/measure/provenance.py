@@ -8,8 +8,11 @@ import socket
 from pathlib import Path
 
 
-def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def utc_now(precise: bool = False) -> str:
+    """ISO 8601 UTC; `precise` keeps microseconds (a configuration's start and end, so
+    overlapping measurements can be told apart)."""
+    fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if precise else "%Y-%m-%dT%H:%M:%SZ"
+    return dt.datetime.now(dt.UTC).strftime(fmt)
 
 
 def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
@@ -25,6 +28,10 @@ def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
 def device_name(torch_device: str) -> str:
     import torch
 
+    from joulebench.measure.sim.wall import BOARD, is_simulated, sim_generation
+
+    if is_simulated(torch_device):
+        return f"{BOARD[sim_generation(torch_device)]} (simulated)"
     if torch_device.startswith("cuda"):
         return torch.cuda.get_device_name(torch.device(torch_device))
     return cpu_name()

@@ -192,9 +192,42 @@ def is_estimated(df: pd.DataFrame) -> pd.Series:
 
 
 def energy_base(df: pd.DataFrame) -> str:
-    """The name of the energy a table holds: total, or above idle (energy_kind "dynamic")."""
+    """The name of the energy a table holds: total, or above idle (energy_kind "dynamic");
+    the device's (the default), or the whole node's (energy_scope "node")."""
     kinds = set(df["energy_kind"].dropna()) if "energy_kind" in df.columns else set()
+    scopes = set(df["energy_scope"].dropna()) if "energy_scope" in df.columns else set()
+    if scopes == {"node"}:
+        return f"Energy per image, {NODE_SCOPE_WORDS}"
     return "Energy above idle per image" if kinds == {"dynamic"} else "Energy per image"
+
+
+# energy_scope node, on every energy axis that shows it
+NODE_SCOPE_WORDS = "whole node: GPU+CPU+DRAM"
+# figures.secondary_unit: a second energy axis in the units people use (analysis.carbon)
+SECONDARY_UNITS = {
+    "wh_per_1k_images": ("energy_per_1k_images_wh", "Wh per 1,000 images"),
+    "gco2e_per_1k_images": ("co2e_per_1k_images_g", "gCO2e per 1,000 images (estimate)"),
+}
+
+
+def secondary_axis(ax, shown: pd.DataFrame, scale: float, unit_name: str | None) -> str:
+    """A top axis in `unit_name` (SECONDARY_UNITS) over an energy x axis drawn at `scale`
+    (J x scale); returns why there is none ("" when drawn or not asked for)."""
+    if not unit_name:
+        return ""
+    column, label = SECONDARY_UNITS[unit_name]
+    values = pd.to_numeric(shown.get(column), errors="coerce") if column in shown else None
+    e = pd.to_numeric(shown["energy_per_image_j"], errors="coerce")
+    ratio = (values / e).replace([np.inf, -np.inf], np.nan).dropna() if values is not None else []
+    if not len(ratio):
+        return "no CO2e axis: set carbon.grid_gco2e_per_kwh"
+    per_j = float(ratio.median())  # a constant of the config (carbon.py): the same on every row
+    top = ax.secondary_xaxis(
+        "top", functions=(lambda x: x / scale * per_j, lambda y: y / per_j * scale)
+    )
+    top.set_xlabel(label, fontsize=STYLE["axes.labelsize"])
+    _plain_log(top.xaxis)  # tick labels as plain text (no mathtext), as on every axis
+    return ""
 
 
 def energy_label(estimated: pd.Series, base: str = "Energy per image", unit: str = "J") -> str:
@@ -328,11 +361,13 @@ def accuracy_vs_energy(
     method: str | None = None,
     batch_size: int | None = None,
     law: pd.DataFrame | None = None,
+    secondary_unit: str | None = None,
 ) -> list[Path]:
     """Top-1 against energy per image (log x) in one score group, coloured by grade, with the
     front as the staircase 'best accuracy for at most this energy', and (given `law`, the
     fits' accuracy_law table) the form of the accuracy-energy law BIC picks for the group,
-    the others listed with how much worse they fit.
+    the others listed with how much worse they fit; `secondary_unit` (a key of
+    SECONDARY_UNITS) adds a top axis in Wh or gCO2e per 1,000 images.
 
     Rows kept off the front by a flag (other-load, high-spread, ...) but holding energy and
     top-1 are drawn hollow and named in the legend; when every row is flagged the figure
@@ -410,6 +445,9 @@ def accuracy_vs_energy(
     ax.set_ylabel("Top-1 accuracy (%)")
     ax.grid(True, which="major")
     head = f"{group_title(row)} · {_models(len(graded))} graded"
+    no_second = secondary_axis(ax, shown, scale, secondary_unit)
+    if no_second:
+        head += f"\n{no_second}"
     if graded.empty:
         head += f"\nnone graded: {_counted(by_flag)} (score.invalid_flags)"
     hidden = _counted(reasons[_same_setting(scores, row) & ~drawn])
@@ -565,7 +603,7 @@ def energy_vs_factors(
         ax.grid(True, which="major")
         if fit is not None:
             ax.legend(handles=[fit], loc="lower right", handlelength=1.8)
-    base = energy_base(pd.DataFrame({"energy_kind": [kind]}))
+    base = energy_base(g.assign(energy_kind=kind))
     fig.supylabel(energy_label(est, base, unit), fontsize=STYLE["axes.labelsize"])
     handles, labels = axes[0].get_legend_handles_labels()
     keep = [h for h, lab in zip(handles, labels, strict=True) if not lab.startswith("fit")]
@@ -831,7 +869,7 @@ def throughput_vs_energy(
     ax.set_yscale("log")
     _plain_log(ax.xaxis, ax.yaxis)
     _iso_power(ax, x / scale, y, scale)
-    ax.set_xlabel(energy_label(est, unit=unit))
+    ax.set_xlabel(energy_label(est, energy_base(s), unit))
     ax.set_ylabel("Throughput (images/s)")
     ax.grid(True, which="major")
     handles = [_dot(colors[m], short(m, 20)) for m in methods]
@@ -1133,9 +1171,12 @@ def render_all(
     group: dict | None = None,
     trace_config: dict | None = None,
     best: pd.DataFrame | None = None,
+    secondary_unit: str | None = None,
 ) -> dict[str, list[Path]]:
     """Every figure into `outdir/<name>.{pdf,png}`.
 
+    With scores of energy_scope node, every energy axis shows the whole node's energy
+    (the summary's energy_node_per_image_j) and says so.
     `group` picks the score group of figures (1)-(2) (keys phase, device_label, method,
     batch_size; unset keys: the group with the most models); its device_label also picks the
     device of figures (3), (4) and (6). `trace_config` picks the trace of figure (5) (keys
@@ -1148,11 +1189,19 @@ def render_all(
     tc = choose_trace_config(trace, trace_config or {})
     idle, est = _trace_context(summary, tc)
     dev = group.get("device_label")
+    if "energy_scope" in scores.columns and set(scores["energy_scope"].dropna()) == {"node"}:
+        from joulebench.analysis.score import node_headline
+
+        summary = node_headline(summary).assign(energy_scope="node")
     summary, cv = with_score_flags(summary, scores)
     why = not_comparable(summary, max_energy_cv=cv)  # why a fits figure may be empty
     return {
         "accuracy_vs_energy": accuracy_vs_energy(
-            scores, out / "accuracy_vs_energy", law=fits.get("accuracy_law"), **group
+            scores,
+            out / "accuracy_vs_energy",
+            law=fits.get("accuracy_law"),
+            secondary_unit=secondary_unit,
+            **group,
         ),
         "energy_vs_factors": energy_vs_factors(
             summary, fits.get("factor_fits"), out / "energy_vs_factors", max_energy_cv=cv, **group
@@ -1254,6 +1303,7 @@ def run_figures(
     trace: dict | None = None,
     trace_table=None,
     best_configs_path=None,
+    secondary_unit: str | None = None,
 ) -> dict[str, list[Path]]:
     """`joulebench figures`: every figure from the tables' paths (summary, scores, the fits'
     folder, optionally a power trace) and the config's figures section: `group` and `trace`
@@ -1271,6 +1321,7 @@ def run_figures(
         group={k: v for k, v in (group or {}).items() if v is not None},
         trace_config={k: v for k, v in (trace or {}).items() if v is not None},
         best=read_table(best_configs_path) if best_configs_path else None,
+        secondary_unit=secondary_unit,
     )
     print(f"figures: {len(paths)} -> {outdir}", file=sys.stderr)
     return paths

@@ -90,6 +90,10 @@ def page_table(summary: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     score_flags = out.pop("_score_flags").astype("string")
     out["flags"] = score_flags.where(score_flags.notna(), out["flags"].astype("string"))
     out["energy_is_estimate"] = energy_is_estimate(out)
+    node = (out["energy_scope"] == "node").fillna(False).astype(bool)
+    host = out["host_is_estimate"].astype("boolean").fillna(False)
+    # energy_scope node: the headline holds the host's part, an estimate where that is
+    out["energy_is_estimate"] = out["energy_is_estimate"] | (node & host)
     return out[list(PAGE_COLUMNS)]
 
 
@@ -106,6 +110,15 @@ def _json_values(column: pd.Series) -> list:
         else:
             values.append(v)
     return values
+
+
+def co2e_g_per_j(table: pd.DataFrame) -> float | None:
+    """Grams of CO2e per joule the scores assumed (carbon.grid_gco2e_per_kwh x PUE / 3.6e6),
+    for the page's gCO2e unit; None when the study set no grid intensity."""
+    e = pd.to_numeric(table["scored_energy_per_image_j"], errors="coerce")
+    g = pd.to_numeric(table["co2e_per_1k_images_g"], errors="coerce") / 1000.0
+    ratio = (g / e).replace([math.inf, -math.inf], math.nan).dropna()
+    return float(ratio.median()) if len(ratio) else None
 
 
 def page_data(
@@ -135,6 +148,9 @@ def page_data(
         # the page draws one front per score group and colours from the shared palettes
         "score_group": list(SCORE_GROUP),
         "palettes": page_palettes(),
+        # the headline energy (energy_scope) and the page's unit switch (analysis.carbon)
+        "energy_scope": next(iter(table["energy_scope"].dropna()), "device"),
+        "co2e_g_per_j": co2e_g_per_j(table),
     }
     columns = list(PAGE_COLUMNS)
     return {"meta": meta, "columns": columns, "data": {c: _json_values(table[c]) for c in columns}}

@@ -31,6 +31,10 @@ class Reading:
     # energy_j per part the meter reads separately, e.g. RAPL {"package-0": 41.2, "dram-0": 6.3};
     # energy_j above is the documented sum of some of them (RAPL: the package zones only).
     components: dict[str, float] = field(default_factory=dict)
+    # the node's parts read in the same window (meters.node.NodeMeter): "gpu", "cpu", "dram"
+    # -> joules (NaN where not read), and which of them is the device's own energy_j
+    node_j: dict[str, float] = field(default_factory=dict)
+    device_component: str = ""
 
 
 class MeterUnavailable(RuntimeError):

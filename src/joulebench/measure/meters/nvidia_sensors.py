@@ -90,3 +90,14 @@ def expected_sensor(name: str | None, arch: int | None = None) -> SensorSpec | N
             return GENERATIONS[key]
     by_arch = [s for s in GENERATIONS.values() if s.arch == arch and s.generation != "gh200"]
     return by_arch[0] if len(by_arch) == 1 else None
+
+
+#: NVML names of the simulated boards, so the meter finds the generation as on real hardware.
+BOARD_NAMES = {
+    "pascal": "Tesla P100-PCIE-16GB",
+    "volta": "Tesla V100-SXM2-32GB",
+    "turing": "Tesla T4",
+    "a100": "NVIDIA A100-SXM4-80GB",
+    "hopper": "NVIDIA H100 80GB HBM3",
+    "gh200": "NVIDIA GH200 480GB",
+}

@@ -11,22 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from joulebench.measure.meters.nvidia_sensors import GENERATIONS, SensorSpec
+from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES, GENERATIONS, SensorSpec
 from joulebench.measure.meters.nvml import DEFAULT_INTERVAL_S, NvmlMeter
 from joulebench.measure.sim.clock import SimClock
 from joulebench.measure.sim.fake_pynvml import SimBoard, SimNvml
 from joulebench.measure.sim.sensor import SimSensor
 from joulebench.measure.sim.workload import SimGpu, Workload
-
-#: NVML names of the simulated boards, so the meter finds the generation as on real hardware.
-BOARD_NAMES = {
-    "pascal": "Tesla P100-PCIE-16GB",
-    "volta": "Tesla V100-SXM2-32GB",
-    "turing": "Tesla T4",
-    "a100": "NVIDIA A100-SXM4-80GB",
-    "hopper": "NVIDIA H100 80GB HBM3",
-    "gh200": "NVIDIA GH200 480GB",
-}
 
 
 @dataclass

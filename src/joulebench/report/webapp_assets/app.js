@@ -42,6 +42,7 @@
     terms: [],
     accMin: NaN, accMax: NaN, eMin: NaN, eMax: NaN,
     colorBy: "grade",
+    unit: "j", // the unit switch: j (J/image), wh (Wh/1k images), co2e (gCO2e/1k images)
     sortKey: "efficiency_index",
     sortDir: -1,
     compare: [], // row ids, in the order picked
@@ -185,7 +186,20 @@
   const sig = (v, n) => String(Number(v.toPrecision(n)));
   const fmtInt = (n) => Number(n).toLocaleString("en-US");
 
+  // The unit switch: every energy shown goes through fmtEnergy; filters stay in J.
+  const UNITS = {
+    j: { axis: "J", per: "per image" },
+    wh: { axis: "Wh", per: "per 1,000 images", factor: 1000 / 3600 },
+    co2e: { axis: "gCO2e", per: "per 1,000 images, estimate", factor: 1000 * (META.co2e_g_per_j || NaN) },
+  };
   function fmtEnergy(j) {
+    if (state.unit === "j") return fmtJoules(j);
+    const v = j * UNITS[state.unit].factor;
+    return isFinite(v) ? sig(v, 3) + " " + UNITS[state.unit].axis : "–";
+  }
+  const scopeWord = () => (META.energy_scope === "node" ? ", whole node: GPU+CPU+DRAM" : "");
+
+  function fmtJoules(j) {
     if (!isFinite(j)) return "–";
     if (j === 0) return "0 J";
     const a = Math.abs(j);
@@ -504,6 +518,15 @@
         writeHash();
       })
     );
+    if (!META.co2e_g_per_j) {
+      const co2e = $("unit").querySelector("option[value=co2e]");
+      co2e.disabled = true;
+      co2e.textContent += ": set carbon.grid_gco2e_per_kwh";
+    }
+    $("unit").addEventListener("change", () => {
+      state.unit = $("unit").value;
+      update();
+    });
     $("reset").addEventListener("click", () => {
       for (const id of ["search", "acc-min", "acc-max", "energy-min", "energy-max", "latency-budget"]) $(id).value = "";
       $("best-only").checked = false;
@@ -744,13 +767,17 @@
     ctx.fillStyle = "#5c6675";
     ctx.textAlign = "center";
     ctx.textBaseline = "top";
-    for (const v of logTicks(d.x0, d.x1)) {
+    // ticks at round values of the unit shown (the unit switch), placed on the J axis
+    const shift = state.unit === "j" ? 0 : Math.log10(UNITS[state.unit].factor);
+    for (const shown of logTicks(d.x0 + shift, d.x1 + shift)) {
+      const v = shown - shift;
       const x = Math.round(M.l + ((v - d.x0) / (d.x1 - d.x0)) * pw) + 0.5;
       ctx.beginPath();
       ctx.moveTo(x, M.t);
       ctx.lineTo(x, M.t + ph);
       ctx.stroke();
-      ctx.fillText(fmtEnergy(Math.pow(10, v)), x, M.t + ph + 6);
+      // J ticks carry their prefix (mJ, µJ); other units are named once, in the axis title
+      ctx.fillText(shift ? sig(Math.pow(10, shown), 3) : fmtEnergy(Math.pow(10, v)), x, M.t + ph + 6);
     }
     ctx.textAlign = "right";
     ctx.textBaseline = "middle";
@@ -775,7 +802,9 @@
     const anyEst = points.some((r) => r.est);
     const allEst = anyEst && points.every((r) => r.est);
     const estNote = allEst ? ", estimated" : anyEst ? ", partly estimated: hollow points" : "";
-    ctx.fillText(`Energy per image (J, ${energyWord()}, log scale${estNote})`, M.l + pw / 2, H - 4);
+    const u = UNITS[state.unit];
+    const what = state.unit === "j" ? "Energy per image (J" : `Energy (${u.axis} ${u.per}`;
+    ctx.fillText(`${what}, ${energyWord()}${scopeWord()}, log scale${estNote})`, M.l + pw / 2, H - 4);
     ctx.save();
     ctx.translate(14, M.t + ph / 2);
     ctx.rotate(-Math.PI / 2);

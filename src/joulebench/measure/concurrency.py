@@ -1,0 +1,69 @@
+"""How many measurements run on this node right now (the `concurrent_measurements` column).
+
+Each measuring job (idle, profile) holds a small marker file in a shared folder while it
+runs: `<host>-<pid>-<device label>`. Counting the markers of this host whose process is alive
+says how many measurements overlap; a marker left by a killed job is ignored (its pid is
+gone). The folder is this user's on this host, in the temp directory
+(`$TMPDIR/joulebench-running-<uid>`), so every joulebench measurement on the node counts,
+whichever workflow started it; $JOULEBENCH_RUNNING_DIR names another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import tempfile
+from pathlib import Path
+
+RUNNING_DIR_ENV = "JOULEBENCH_RUNNING_DIR"
+
+
+def running_dir() -> Path:
+    default = Path(tempfile.gettempdir()) / f"joulebench-running-{os.getuid()}"
+    return Path(os.environ.get(RUNNING_DIR_ENV) or default)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+class NodeMeasurements:
+    """This job's marker, and a count of every live one on this host."""
+
+    def __init__(self, device_label: str, folder: str | os.PathLike | None = None):
+        self.folder = Path(folder) if folder is not None else running_dir()
+        self.host = socket.gethostname()
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", device_label)
+        self.path = self.folder / f"{self.host}-{os.getpid()}-{safe}"
+
+    def __enter__(self):
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("")
+        return self
+
+    def __exit__(self, *exc):
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    def count(self) -> int:
+        """Live measurements on this host, this one included (at least 1)."""
+        n = 0
+        prefix = f"{self.host}-"
+        try:
+            entries = list(self.folder.iterdir())
+        except FileNotFoundError:
+            return 1
+        for entry in entries:
+            rest = entry.name[len(prefix) :] if entry.name.startswith(prefix) else None
+            pid = rest.split("-", 1)[0] if rest else ""
+            if pid.isdigit() and (int(pid) == os.getpid() or _alive(int(pid))):
+                n += 1
+        return max(n, 1)
