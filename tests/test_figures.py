@@ -24,11 +24,13 @@ FAMILIES = ["resnet", "efficientnet", "vision_transformer", "convnext", "mobilen
 
 def _watch_saves(monkeypatch, look) -> None:
     """Call `look(fig, stem)` on every figure just before the figures module saves it."""
+    real_save = figures._save
 
     def spy(fig, stem):
         look(fig, stem)
+        return real_save(fig, stem)
 
-    _watch_saves(monkeypatch, spy)
+    monkeypatch.setattr(figures, "_save", spy)
 
 
 def synthetic_study(
