@@ -22,9 +22,10 @@ import os
 import time
 from collections.abc import Callable
 
-from joulebench.measure.meters.base import Meter, MeterUnavailable, Reading
+from joulebench.measure.meters.base import MeterUnavailable
+from joulebench.measure.meters.gpu_window import GpuWindowMeter
 from joulebench.measure.meters.nvml import match_nvml_index, other_pids, torch_has_cuda_context
-from joulebench.measure.meters.sampler import Sampler, trace_frame, trapezoid_energy_j
+from joulebench.measure.meters.sampler import Sampler
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def amd_devices(amdsmi) -> list[tuple[object, str | None, str | None, str]]:
     return out
 
 
-class AmdSmiMeter(Meter):
+class AmdSmiMeter(GpuWindowMeter):
     """Energy of one AMD GPU over a window, from AMD SMI.
 
     The caller synchronizes the device before begin() and end(). `amdsmi` is the module
@@ -142,6 +143,12 @@ class AmdSmiMeter(Meter):
         self.other_pids: list[int] = []
 
     # -- reading --
+
+    COUNTER_UNITS_PER_J = 1e6  # the accumulator times its resolution is in microjoules
+    state_keys = STATE_KEYS
+
+    def _counter(self) -> float:
+        return self._energy_uj()
 
     def _energy_uj(self) -> float:
         return energy_uj(self.amdsmi.amdsmi_get_energy_count(self.handle))
@@ -214,38 +221,6 @@ class AmdSmiMeter(Meter):
 
     def current_flags(self) -> list[str]:
         return self._flags()
-
-    # -- the window --
-
-    def begin(self) -> None:
-        if self._closed:
-            raise RuntimeError("meter is closed")
-        self.sampler.stop()
-        self._begin_flags = self._flags()
-        self._t0 = self.clock()
-        self._e0_uj = self._energy_uj()
-        self.sampler.start(self._t0)
-        first = self.sampler.sample() or {}
-        self._start_state = {key: first.get(key, math.nan) for key in STATE_KEYS}
-
-    def end(self) -> Reading:
-        if self._t0 is None:
-            raise RuntimeError("end() without begin()")
-        e1_uj = self._energy_uj()
-        duration_s = self.clock() - self._t0
-        self.sampler.stop()
-        last = self.sampler.sample() or {}
-        trace = trace_frame(self.sampler.stop())
-        self._t0 = None
-        return Reading(
-            energy_j=(e1_uj - self._e0_uj) / 1e6,
-            duration_s=duration_s,
-            energy_trace_j=trapezoid_energy_j(trace["t_s"], trace["power_w"]),
-            trace=trace,
-            flags=list(dict.fromkeys(self._begin_flags + self._flags())),
-            start_state=self._start_state,
-            end_state={key: last.get(key, math.nan) for key in STATE_KEYS},
-        )
 
     def describe(self) -> dict:
         a, h = self.amdsmi, self.handle

@@ -18,9 +18,10 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from joulebench.measure.meters.base import Meter, MeterUnavailable, Reading
+from joulebench.measure.meters.base import MeterUnavailable
+from joulebench.measure.meters.gpu_window import GpuWindowMeter
 from joulebench.measure.meters.nvidia_sensors import DEFAULT_REFRESH_S, expected_sensor
-from joulebench.measure.meters.sampler import Sampler, trace_frame, trapezoid_energy_j
+from joulebench.measure.meters.sampler import Sampler
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ def torch_has_cuda_context() -> bool:
 # --- the meter ---
 
 
-class NvmlMeter(Meter):
+class NvmlMeter(GpuWindowMeter):
     """Energy of one NVIDIA GPU over a window, from NVML.
 
     The caller synchronizes the device before begin() and end(); the meter only reads.
@@ -332,6 +333,12 @@ class NvmlMeter(Meter):
         log.warning("cannot list the processes on GPU %s", self.uuid)
         return None
 
+    COUNTER_UNITS_PER_J = 1000.0  # NVML's counter is in millijoules
+    state_keys = STATE_KEYS
+
+    def _counter(self) -> int | None:
+        return self._energy_mj() if self.has_energy_counter else None
+
     def _energy_mj(self) -> int:
         return self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)
 
@@ -360,44 +367,6 @@ class NvmlMeter(Meter):
     def current_flags(self) -> list[str]:
         """The flags a window opened now would get (other-process, mig, ...); sets other_pids."""
         return self._flags()
-
-    # -- the window --
-
-    def begin(self) -> None:
-        if self._closed:
-            raise RuntimeError("meter is closed")
-        self.sampler.stop()
-        self._begin_flags = self._flags()
-        self._t0 = self.clock()
-        self._e0_mj = self._energy_mj() if self.has_energy_counter else None
-        self.sampler.start(self._t0)
-        first = self.sampler.sample() or {}
-        self._start_state = {key: first.get(key, math.nan) for key in STATE_KEYS}
-
-    def end(self) -> Reading:
-        if self._t0 is None:
-            raise RuntimeError("end() without begin()")
-        e1_mj = self._energy_mj() if self.has_energy_counter else None
-        duration_s = self.clock() - self._t0
-        self.sampler.stop()
-        last = self.sampler.sample() or {}
-        trace = trace_frame(self.sampler.stop())
-        energy_trace_j = trapezoid_energy_j(trace["t_s"], trace["power_w"])
-        if self.has_energy_counter:
-            energy_j = (e1_mj - self._e0_mj) / 1000.0
-        else:
-            energy_j = energy_trace_j
-        flags = list(dict.fromkeys(self._begin_flags + self._flags()))
-        self._t0 = None
-        return Reading(
-            energy_j=energy_j,
-            duration_s=duration_s,
-            energy_trace_j=energy_trace_j,
-            trace=trace,
-            flags=flags,
-            start_state=self._start_state,
-            end_state={key: last.get(key, math.nan) for key in STATE_KEYS},
-        )
 
     def describe(self) -> dict:
         nv, h = self.nvml, self.handle

@@ -1,0 +1,62 @@
+"""One measuring window of a GPU meter: its energy counter read at both ends (where it has
+one; else the sampled power trace's integral), the trace, the flags at both ends and the
+clocks and temperatures at the start and end. NVML and AMD SMI meters differ only in how they
+read the counter, the flags and the state (docs/measurement.md)."""
+
+from __future__ import annotations
+
+import math
+
+from joulebench.measure.meters.base import Meter, Reading
+from joulebench.measure.meters.sampler import trace_frame, trapezoid_energy_j
+
+
+class GpuWindowMeter(Meter):
+    """begin/end for a subclass that sets `sampler`, `clock`, `state_keys` and `_closed`,
+    and defines `_counter()` (raw counter units, None without a counter), `_flags()` and
+    `COUNTER_UNITS_PER_J`."""
+
+    COUNTER_UNITS_PER_J = 1000.0
+    _t0: float | None = None
+
+    def _counter(self) -> float | None:
+        raise NotImplementedError
+
+    def _flags(self) -> list[str]:
+        raise NotImplementedError
+
+    def begin(self) -> None:
+        if self._closed:
+            raise RuntimeError("meter is closed")
+        self.sampler.stop()
+        self._begin_flags = self._flags()
+        self._t0 = self.clock()
+        self._c0 = self._counter()
+        self.sampler.start(self._t0)
+        first = self.sampler.sample() or {}
+        self._start_state = {key: first.get(key, math.nan) for key in self.state_keys}
+
+    def end(self) -> Reading:
+        if self._t0 is None:
+            raise RuntimeError("end() without begin()")
+        c1 = self._counter()
+        duration_s = self.clock() - self._t0
+        self.sampler.stop()
+        last = self.sampler.sample() or {}
+        trace = trace_frame(self.sampler.stop())
+        energy_trace_j = trapezoid_energy_j(trace["t_s"], trace["power_w"])
+        if c1 is None or self._c0 is None:
+            energy_j = energy_trace_j
+        else:
+            energy_j = (c1 - self._c0) / self.COUNTER_UNITS_PER_J
+        flags = list(dict.fromkeys(self._begin_flags + self._flags()))
+        self._t0 = None
+        return Reading(
+            energy_j=energy_j,
+            duration_s=duration_s,
+            energy_trace_j=energy_trace_j,
+            trace=trace,
+            flags=flags,
+            start_state=self._start_state,
+            end_state={key: last.get(key, math.nan) for key in self.state_keys},
+        )
