@@ -188,22 +188,24 @@ def load_shipped() -> ReferenceTables:
         tables.frames[name] = None
         try:
             data = folder.joinpath(spec.file).read_bytes()
+            tables.sha256[name] = sha256_of(data)
+            problem = (
+                f"has sha256 {tables.sha256[name][:12]}..., not the pinned {spec.sha256[:12]}...: "
+                "the copy was changed; not used, reference accuracy missing. Restore it (git "
+                "checkout / reinstall) or set reference.local_dir."
+                if tables.sha256[name] != spec.sha256
+                else ""
+            )
         except OSError as exc:
-            tables.notes[name] = _warn(
-                f"shipped {spec.file} is missing from this joulebench install "
-                f"({type(exc).__name__}: {exc}); reference accuracy missing. Reinstall "
-                "joulebench, or set reference.local_dir or reference.commit."
+            problem = (
+                f"is missing from this joulebench install ({type(exc).__name__}: {exc}); "
+                "reference accuracy missing. Reinstall joulebench, or set reference.local_dir "
+                "or reference.commit."
             )
-            continue
-        tables.sha256[name] = sha256_of(data)
-        if tables.sha256[name] != spec.sha256:
-            tables.notes[name] = _warn(
-                f"shipped {spec.file} has sha256 {tables.sha256[name][:12]}..., not the pinned "
-                f"{spec.sha256[:12]}...: the copy was changed; not used, reference accuracy "
-                "missing. Restore it (git checkout / reinstall) or set reference.local_dir."
-            )
-            continue
-        tables.frames[name] = parse_table(data)
+        if problem:
+            tables.notes[name] = _warn(f"shipped {spec.file} {problem}")
+        else:
+            tables.frames[name] = parse_table(data)
     return tables
 
 

@@ -213,16 +213,17 @@ class NvmlModule:
     def nvmlDeviceGetHandleByUUID(self, uuid):
         self._check("nvmlDeviceGetHandleByUUID")
         uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
-        for index, device in enumerate(self.devices):
-            if device.uuid == uuid:  # exact, 'GPU-' prefix included, as NVML wants it
-                return Handle(index)
-        raise NVMLError(NVML_ERROR_NOT_FOUND)
+        return self._handle_where(lambda d: d.uuid == uuid)  # exact, 'GPU-' prefix included
 
     def nvmlDeviceGetHandleByPciBusId(self, pciBusId):
         self._check("nvmlDeviceGetHandleByPciBusId")
         bus_id = pciBusId.decode() if isinstance(pciBusId, bytes) else pciBusId
+        return self._handle_where(lambda d: d.pci_bus_id.lower() == bus_id.lower())
+
+    def _handle_where(self, matches) -> Handle:
+        """The first device that matches, as NVML's lookups answer; NOT_FOUND where none."""
         for index, device in enumerate(self.devices):
-            if device.pci_bus_id.lower() == bus_id.lower():
+            if matches(device):
                 return Handle(index)
         raise NVMLError(NVML_ERROR_NOT_FOUND)
 

@@ -329,25 +329,20 @@
     };
   }
 
-  let updateQueued = false;
-  function scheduleUpdate() {
-    if (updateQueued) return;
-    updateQueued = true;
-    requestAnimationFrame(() => {
-      updateQueued = false;
-      update();
-    });
+  // At most one call of fn per animation frame, however often it is asked for.
+  function oncePerFrame(fn) {
+    let queued = false;
+    return () => {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(() => {
+        queued = false;
+        fn();
+      });
+    };
   }
-
-  let drawQueued = false;
-  function scheduleDraw() {
-    if (drawQueued) return;
-    drawQueued = true;
-    requestAnimationFrame(() => {
-      drawQueued = false;
-      drawPlot();
-    });
-  }
+  const scheduleUpdate = oncePerFrame(() => update());
+  const scheduleDraw = oncePerFrame(() => drawPlot());
 
   // ---------------------------------------------------------------- controls
   function buildFacets() {
