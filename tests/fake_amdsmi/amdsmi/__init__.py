@@ -23,34 +23,17 @@ from enum import IntEnum
 NA = "N/A"
 
 
-class AmdSmiInitFlags(IntEnum):
-    INIT_ALL_PROCESSORS = 0xFFFFFFFF
-    INIT_AMD_CPUS = 1 << 0
-    INIT_AMD_GPUS = 1 << 1
-
-
-class AmdSmiTemperatureType(IntEnum):
-    EDGE = 0
-    HOTSPOT = 1
-    VRAM = 2
-
-
-class AmdSmiTemperatureMetric(IntEnum):
-    CURRENT = 0
-
-
-class AmdSmiClkType(IntEnum):
-    SYS = 0
-    GFX = 0
-    MEM = 4
-
-
-class AmdSmiStatus(IntEnum):
-    SUCCESS = 0
-    INVAL = 1
-    NOT_SUPPORTED = 2
-    NOT_INIT = 32
-    NO_PERM = 10
+# The enums amdsmi exports (only the members joulebench or the tests use).
+AmdSmiInitFlags = IntEnum(
+    "AmdSmiInitFlags",
+    {"INIT_ALL_PROCESSORS": 0xFFFFFFFF, "INIT_AMD_CPUS": 1 << 0, "INIT_AMD_GPUS": 1 << 1},
+)
+AmdSmiTemperatureType = IntEnum("AmdSmiTemperatureType", {"EDGE": 0, "HOTSPOT": 1, "VRAM": 2})
+AmdSmiTemperatureMetric = IntEnum("AmdSmiTemperatureMetric", {"CURRENT": 0})
+AmdSmiClkType = IntEnum("AmdSmiClkType", {"SYS": 0, "GFX": 0, "MEM": 4})
+AmdSmiStatus = IntEnum(
+    "AmdSmiStatus", {"SUCCESS": 0, "INVAL": 1, "NOT_SUPPORTED": 2, "NOT_INIT": 32, "NO_PERM": 10}
+)
 
 
 class AmdSmiException(Exception):

@@ -246,13 +246,7 @@ class AmdSmiMeter(GpuWindowMeter):
             "validated_on_hardware": False,
         }
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        sampler = getattr(self, "sampler", None)
-        if sampler is not None:
-            sampler.stop()
+    def _shut_down(self) -> None:
         try:
             self.amdsmi.amdsmi_shut_down()
         except self.amdsmi.AmdSmiException:

@@ -14,7 +14,7 @@ from joulebench.measure.meters.sampler import trace_frame, trapezoid_energy_j
 class GpuWindowMeter(Meter):
     """begin/end for a subclass that sets `sampler`, `clock`, `state_keys` and `_closed`,
     and defines `_counter()` (raw counter units, None without a counter), `_flags()` and
-    `COUNTER_UNITS_PER_J`."""
+    `COUNTER_UNITS_PER_J`, and `_shut_down()`; close() is shared too."""
 
     COUNTER_UNITS_PER_J = 1000.0
     _t0: float | None = None
@@ -24,6 +24,19 @@ class GpuWindowMeter(Meter):
 
     def _flags(self) -> list[str]:
         raise NotImplementedError
+
+    def _shut_down(self) -> None:
+        """Release the management library (nvmlShutdown, amdsmi_shut_down)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        sampler = getattr(self, "sampler", None)  # None when __init__ failed before it
+        if sampler is not None:
+            sampler.stop()
+        self._shut_down()
 
     def begin(self) -> None:
         if self._closed:

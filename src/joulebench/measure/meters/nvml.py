@@ -394,13 +394,7 @@ class NvmlMeter(GpuWindowMeter):
             "sensor_refresh_source": self.refresh_source,  # given (a check), published, default
         }
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        sampler = getattr(self, "sampler", None)
-        if sampler is not None:
-            sampler.stop()
+    def _shut_down(self) -> None:
         try:
             self.nvml.nvmlShutdown()
         except self.nvml.NVMLError:
