@@ -45,12 +45,10 @@ def test_each_gpu_takes_its_own_slot_and_the_cpu_takes_every_slot():
         "measuring_h200_1",
     ]
     assert len(slots_taken(NODE, None)) == 3  # a job of no device (measured accuracy)
-    local = measuring_resources(NODE, local=True)
+    local = measuring_resources(NODE)
     used = {label: {slot for slot, fn in local.items() if fn({"device": label})} for label in NODE}
     assert used["h200-0"].isdisjoint(used["h200-1"])  # the two GPUs may run at once
     assert used["cpu"] >= used["h200-0"] | used["h200-1"]  # the CPU never overlaps them
-    # On a cluster, one exclusive GPU per allocation: the single local-scoped slot.
-    assert measuring_resources(NODE, local=False) == {"measuring": 1}
 
 
 def test_gpu_jobs_share_the_cores_and_the_cpu_takes_them_all():
@@ -219,8 +217,14 @@ def test_a_simulated_gpu_draws_busy_power_while_steps_run():
     settings = ProtocolSettings.from_dict({**FAST_PROTOCOL, "min_repeat_s": 0.6})
     with meter:
         result = measure(board.run(work), lambda: None, meter, images_per_step=1, settings=settings)
-    # 10 ms per step at 300 W (host gaps at 60 W are short): about 3 J per image
-    assert 2.5 < result.summary["energy_per_image_j"] < 4.0
+    # A step holds the board at 300 W for at least 10 ms (longer when the host preempts the
+    # spin), the gaps between steps draw 60 W: per image at least ~3 J, and the mean power
+    # over a window (energy per image x images per second) between the two levels, near the
+    # busy one. Bounds in measured time, so a loaded host cannot fail them.
+    energy_j = result.summary["energy_per_image_j"]
+    power_w = energy_j * result.summary["throughput_img_s"]
+    assert energy_j > 0.85 * 300 * 0.010
+    assert 150 < power_w <= 300 * 1.03, power_w
 
 
 # ------------------------------------------------------------------ the workflow

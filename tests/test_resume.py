@@ -34,8 +34,8 @@ OUTPUTS = ("rows", "repeats", "trace")  # results/profile/cpu/<output>/<model>.p
 
 def profile_state(workdir: Path) -> tuple[set[str], set[str]]:
     """(models whose profile job finished, models whose job is running): jobs run one at
-    a time (`measuring: 1`), so a job that started (its log exists) without rows is the
-    running one, and every model with rows finished before it started."""
+    a time (the CPU's measuring slot, limit 1), so a job that started (its log exists)
+    without rows is the running one, and every model with rows finished before it started."""
     done = {p.stem for p in (workdir / "results/profile/cpu/rows").glob("*.parquet")}
     started = {p.stem for p in (workdir / "logs/profile/cpu").glob("*.log")}
     return done, started - done

@@ -84,7 +84,7 @@ def test_tiny_study_through_the_slurm_profile(tmp_path, job_prefix):
         "--slurm-jobname-prefix",
         job_prefix,
         # Groups of 2 models: one measures two models in a row, and the two groups are
-        # in SLURM's queue at the same time (`measuring` does not serialise submissions).
+        # in SLURM's queue at the same time (the measuring slots do not serialise submissions).
         "--group-components",
         "measure=2",
         timeout=480,
@@ -119,8 +119,8 @@ def test_tiny_study_through_the_slurm_profile(tmp_path, job_prefix):
     assert len(measuring) == 3, jobs
     assert all(jobs[job_id][2] == "NO" for job_id in measuring), jobs  # --exclusive
 
-    # Both groups were submitted before any profile job finished: the `measuring` slot
-    # is per allocation (resource scope local), not one for the whole cluster.
+    # Both groups were submitted before any profile job finished: the device's measuring
+    # slot is per allocation (resource scope local), not one for the whole cluster.
     main_log = result.stdout + result.stderr
     submitted = [
         m.start()
@@ -129,8 +129,8 @@ def test_tiny_study_through_the_slurm_profile(tmp_path, job_prefix):
     first_done = re.search(r"Finished jobid: \d+ \(Rule: profile\)", main_log)
     assert len(submitted) == 2 and submitted[1] < first_done.start(), main_log[-4000:]
 
-    # One group measured two models in its allocation, one after the other (`measuring: 1`
-    # holds within a group); the other, the third model.
+    # One group measured two models in its allocation, one after the other (the device's
+    # slot, limit 1, holds within a group); the other, the third model.
     group_logs = sorted(tmp_path.glob(".snakemake/slurm_logs/group_*/*.log"))
     assert {path.stem for path in group_logs} <= measuring and len(group_logs) == 2, logs
     texts = [path.read_text() for path in group_logs]

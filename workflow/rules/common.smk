@@ -85,14 +85,16 @@ DEVICES = {} if FROM_SUMMARY else resolve_devices(config["devices"])
 os.environ[RESOLVED_ENV] = json.dumps(DEVICES)
 
 
-# One measuring slot per device on this host: its GPUs measure at once, one job each, and a
-# CPU measurement takes every slot (docs/profiling.md#every-gpu-at-once). On a cluster the
-# single `measuring` slot of profiles/slurm, scoped to each allocation, stays.
-MEASURING = measuring_resources(DEVICES, workflow.local_exec)
-if workflow.local_exec:
-    for _slot in measuring_slots(DEVICES).values():
-        if _slot not in workflow.global_resources:  # `--resources` may set its own
-            workflow.register_resource(_slot, 1)
+# One measuring slot per device: its GPUs measure at once, one job each, and a CPU
+# measurement takes every slot (docs/profiling.md#every-gpu-at-once). The slots are scoped
+# local: a local run tallies them; a cluster run's Snakemake does not (it submits every
+# allocation at once) while each allocation tallies its own (one job at a time per device).
+# (workflow.local_exec cannot tell the two apart here: the executor is set after parsing.)
+MEASURING = measuring_resources(DEVICES)
+workflow.resourcescope(**{slot: "local" for slot in measuring_slots(DEVICES).values()})
+for _slot in measuring_slots(DEVICES).values():
+    if _slot not in workflow.global_resources:  # `--resources` may set its own
+        workflow.register_resource(_slot, 1)
 # Each local GPU job sees only its GPU (CUDA_VISIBLE_DEVICES from its UUID).
 PINNED = pinned_uuids(DEVICES) if workflow.local_exec and len(DEVICES) > 1 else {}
 

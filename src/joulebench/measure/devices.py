@@ -400,12 +400,11 @@ def slots_taken(devices: dict[str, str], label: str | None) -> list[str]:
     return [slots[label]]
 
 
-def measuring_resources(devices: dict[str, str], local: bool) -> dict:
-    """A measuring rule's `resources:`. Local runs: one slot per device (see slots_taken),
-    as functions of the job's wildcards. Cluster runs: the single `measuring` slot, scoped
-    to each allocation (profiles/slurm), which holds one exclusive GPU."""
-    if not local:
-        return {"measuring": 1}
+def measuring_resources(devices: dict[str, str]) -> dict:
+    """A measuring rule's `resources:`: the slots it takes (see slots_taken), as functions of
+    the job's wildcards. The workflow declares each slot with a limit of 1, scoped local, so
+    a cluster run submits every allocation at once and each allocation measures one job at
+    a time per device."""
 
     def taking(slot):
         return lambda wildcards: int(slot in slots_taken(devices, wildcards.get("device")))
