@@ -686,6 +686,13 @@ def test_long_names_neither_widen_the_page_nor_hide_their_full_text(browser, odd
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     facet = page.locator(".facet").filter(has_text="Family")
     assert facet.bounding_box()["width"] <= 260
+    # every control stays inside the side panel (the unit menu's longest option once did not)
+    sticking_out = page.evaluate(
+        """() => { const right = document.querySelector('#controls').getBoundingClientRect().right;
+        return [...document.querySelectorAll('#controls input, #controls select')]
+          .filter(e => e.getBoundingClientRect().right > right + 0.5).map(e => e.id); }"""
+    )
+    assert sticking_out == []
     entry = page.locator('#facets label[title^="fam_www"]')
     assert entry.get_attribute("title") == LONG_FAMILY  # the full name on hover
     page.check('input[name=colorby][value="family"]')
