@@ -26,10 +26,9 @@ from joulebench.analysis.score import (
     DEFAULT_MAX_ENERGY_CV,
     ENERGY_COLUMNS,
     ENERGY_SCOPES,
-    _flagged,
+    invalidating_flag,
     measured_mask,
     node_headline,
-    row_flags,
 )
 from joulebench.analysis.summary import read_summary
 from joulebench.tables import BEST_CONFIGS, conform, energy_is_estimate, write_table
@@ -125,7 +124,7 @@ def comparable(
     )
     df["latency_ms"] = p95.where(np.isfinite(p95), mean.where(np.isfinite(mean), derived))
     df["top1"] = number("top1")
-    flag = _flagged(row_flags(df, energy, max_energy_cv), tuple(invalid_flags))
+    flag = invalidating_flag(df, energy, invalid_flags, max_energy_cv)
     df["why_not"] = [
         "" if ok else (f"flagged {f}" if f else f"status {s}" if s != "ok" else "no energy")
         for ok, f, s in zip(df["valid"], flag, df["status"].fillna("?"), strict=True)

@@ -177,8 +177,19 @@ def measured_mask(
     (high-spread included, where the energy CV exceeds `max_energy_cv`)."""
     e = pd.to_numeric(df[ENERGY_COLUMNS[energy]], errors="coerce").astype(float)
     ok = (df["status"] == "ok").fillna(False).astype(bool)
-    flag = _flagged(row_flags(df, energy, max_energy_cv), tuple(invalid_flags))
+    flag = invalidating_flag(df, energy, invalid_flags, max_energy_cv)
     return ok & np.isfinite(e) & (e > 0) & (flag == "")
+
+
+def invalidating_flag(
+    df: pd.DataFrame,
+    energy: str = "total",
+    invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+) -> pd.Series:
+    """Each row's first flag that keeps its energy from being compared ('' for none): the
+    flag half of measured_mask, for saying why a row was left out."""
+    return _flagged(row_flags(df, energy, max_energy_cv), tuple(invalid_flags))
 
 
 def score_notes(
