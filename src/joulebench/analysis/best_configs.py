@@ -25,10 +25,9 @@ from joulebench.analysis.score import (
     DEFAULT_INVALID_FLAGS,
     DEFAULT_MAX_ENERGY_CV,
     ENERGY_COLUMNS,
-    ENERGY_SCOPES,
+    in_scope,
     invalidating_flag,
     measured_mask,
-    node_headline,
 )
 from joulebench.analysis.summary import read_summary
 from joulebench.tables import BEST_CONFIGS, conform, energy_is_estimate, write_table
@@ -247,15 +246,12 @@ def best_configs(
 
 
 def scoped(summary: pd.DataFrame, energy_scope: str, energy: str = "total") -> pd.DataFrame:
-    """The summary with the headline energy of `energy_scope` (device or node), the one the
-    score ranks, so decisions and grades compare the same energies."""
-    if energy_scope not in ENERGY_SCOPES:
-        raise DecisionError(f"energy_scope must be one of {ENERGY_SCOPES}, not {energy_scope!r}")
-    if energy_scope == "node" and energy != "total":
-        raise DecisionError(
-            "energy_scope node compares total energy (the node has no idle baseline)"
-        )
-    return node_headline(summary) if energy_scope == "node" else summary
+    """The summary with the headline energy the score ranks (score.in_scope), so decisions
+    and grades compare the same energies; a bad scope is a DecisionError."""
+    try:
+        return in_scope(summary, energy_scope, energy)
+    except ValueError as err:
+        raise DecisionError(str(err)) from err
 
 
 def run_best_configs(

@@ -240,12 +240,7 @@ def score_summary(
         raise ValueError(f"energy must be one of {tuple(ENERGY_COLUMNS)}, got {energy!r}")
     max_energy_cv = check_max_cv(max_energy_cv)
     df = summary.reset_index(drop=True).copy()
-    if energy_scope not in ENERGY_SCOPES:
-        raise ValueError(f"energy_scope must be one of {ENERGY_SCOPES}, got {energy_scope!r}")
-    if energy_scope == "node":
-        if energy != "total":
-            raise ValueError("energy_scope node scores total energy (no idle baseline of the node)")
-        df = node_headline(df)
+    df = in_scope(df, energy_scope, energy)
     e = pd.to_numeric(df[ENERGY_COLUMNS[energy]], errors="coerce").astype(float)
     a = pd.to_numeric(df["top1"], errors="coerce").astype(float)
     df["flags"] = row_flags(df, energy, max_energy_cv)
@@ -290,6 +285,16 @@ def score_summary(
     out["grade"] = [grade_of(v, thresholds) for v in out["efficiency_index"]]
     out["score_note"] = ["; ".join(n) for n in notes]
     return conform(out.reindex(columns=list(SCORE_COLUMNS)), SCORE_COLUMNS)
+
+
+def in_scope(df: pd.DataFrame, energy_scope: str, energy: str = "total") -> pd.DataFrame:
+    """The summary with the headline energy of `energy_scope`: the device's as measured, or
+    the whole node's (node_headline); what the score, best_configs and recommend compare."""
+    if energy_scope not in ENERGY_SCOPES:
+        raise ValueError(f"energy_scope must be one of {ENERGY_SCOPES}, got {energy_scope!r}")
+    if energy_scope == "node" and energy != "total":
+        raise ValueError("energy_scope node scores total energy (no idle baseline of the node)")
+    return node_headline(df) if energy_scope == "node" else df
 
 
 def node_headline(df: pd.DataFrame) -> pd.DataFrame:
