@@ -257,3 +257,23 @@ def test_package_defaults_match_the_config_schema():
         props = schema["properties"][section]["properties"]
         assert tuple(props["invalid_flags"]["default"]) == DEFAULT_INVALID_FLAGS
         assert props["max_energy_cv"]["default"] == DEFAULT_MAX_ENERGY_CV
+
+
+def test_front_by_sorting_equals_the_definition_pairwise():
+    """pareto_front sorts (O(n log n)); it must agree with the definition checked pair by
+    pair, on coarse grids (many exact ties in top-1, energy or both) and with NaNs."""
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        n = int(rng.integers(1, 40))
+        a = rng.integers(60, 60 + int(rng.integers(1, 8)), n).astype(float)
+        e = rng.integers(1, 1 + int(rng.integers(1, 8)), n) / 100
+        if trial % 4 == 0:
+            a[rng.uniform(size=n) < 0.2] = np.nan
+            e[rng.uniform(size=n) < 0.1] = np.nan
+        want = [
+            not any(
+                a[j] >= a[i] and e[j] <= e[i] and (a[j] > a[i] or e[j] < e[i]) for j in range(n)
+            )
+            for i in range(n)
+        ]
+        assert pareto_front(a, e).tolist() == want, (a, e)
