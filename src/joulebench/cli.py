@@ -12,6 +12,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
+
+from joulebench.safe_text import printable
+
+
+def _say(text, *, file=None, **kwargs) -> None:
+    """Print for a person at a terminal: names from data (a published summary's) may hold
+    escape sequences, so every control, bidi or invisible character is shown as its escape
+    (safe_text.printable); line breaks stay. Every output of a command goes through here."""
+    print(printable(text, newlines=True), file=file or sys.stdout, **kwargs)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """warnings.showwarning through printable (a warning may quote a summary's column names)."""
+    text = warnings.formatwarning(message, category, filename, lineno, line)
+    _say(text, file=file or sys.stderr, end="")
 
 
 def _positive_int(text: str) -> int:
@@ -45,9 +61,9 @@ def _cmd_resolve(args) -> int:
     try:
         names = resolve_models(args.entries)
     except ModelSelectionError as exc:
-        print(exc, file=sys.stderr)
+        _say(exc, file=sys.stderr)
         return 2
-    print("\n".join(names))
+    _say("\n".join(names))
     return 0
 
 
@@ -103,7 +119,7 @@ def _cmd_profile(args) -> int:
         input_kind=args.input_kind,
         output=args.output,
     )
-    print(format_rows(rows))
+    _say(format_rows(rows))
     return 0
 
 
@@ -120,7 +136,7 @@ def _cmd_idle(args) -> int:
         meter=args.meter,
         tdp_w=args.tdp_w,
     )
-    print(idle_line(row))
+    _say(idle_line(row))
     return 0
 
 
@@ -131,7 +147,7 @@ def _cmd_check(args) -> int:
     from joulebench.measure.meters import MeterUnavailable
 
     def progress(message: str) -> None:
-        print(f"check {args.device}: {message}", file=sys.stderr, flush=True)
+        _say(f"check {args.device}: {message}", file=sys.stderr, flush=True)
 
     try:
         report, path = run_check(
@@ -144,10 +160,10 @@ def _cmd_check(args) -> int:
             progress=progress,
         )
     except MeterUnavailable as err:
-        print(f"check {args.device}: cannot measure: {err}", file=sys.stderr)
+        _say(f"check {args.device}: cannot measure: {err}", file=sys.stderr)
         return 2
-    print(format_table(report))
-    print(f"report -> {path}")
+    _say(format_table(report))
+    _say(f"report -> {path}")
     return 1 if report["verdict"] == FAIL else 0
 
 
@@ -199,7 +215,7 @@ def _cmd_recommend(args) -> int:
         energy=args.energy,
         all_configs=args.all,
     )
-    print(format_recommendation(rec, top=args.top))
+    _say(format_recommendation(rec, top=args.top))
     return 0
 
 
@@ -215,7 +231,7 @@ def _cmd_label(args) -> int:
         batch_size=args.batch_size,
         output=args.output,
     )
-    print("\n".join(str(p) for p in paths))
+    _say("\n".join(str(p) for p in paths))
     return 0
 
 
@@ -255,7 +271,7 @@ def _cmd_prepare(args) -> int:
         workers=args.workers,
         shard_size=args.shard_size,
     )
-    print(f"prepared -> {shard}", file=sys.stderr)
+    _say(f"prepared -> {shard}", file=sys.stderr)
     return 0
 
 
@@ -298,7 +314,7 @@ def _cmd_devices(args) -> int:
     from joulebench.measure.devices import devices_for
 
     text, measurable = devices_for(args.configfile)
-    print(text)
+    _say(text)
     return 0 if measurable else 2
 
 
@@ -306,7 +322,7 @@ def _cmd_plan(args) -> int:
     """The cost of a study before it runs: configurations, measuring and wall time."""
     from joulebench.analysis.plan import plan_for
 
-    print(plan_for(args.configfile, args.profile, args.gpus))
+    _say(plan_for(args.configfile, args.profile, args.gpus))
     return 0
 
 
@@ -314,7 +330,7 @@ def _cmd_columns(args) -> int:
     """Every output table's columns (the registry in joulebench.tables)."""
     from joulebench.tables import columns_markdown, columns_text
 
-    print(columns_markdown() if args.markdown else columns_text(args.table), end="")
+    _say(columns_markdown() if args.markdown else columns_text(args.table), end="")
     return 0
 
 
@@ -568,7 +584,9 @@ def main(argv: list[str] | None = None) -> int:
     from joulebench.tables import TableError
 
     try:
-        return args.func(args)
+        with warnings.catch_warnings():  # restores showwarning after the command
+            warnings.showwarning = _show_warning
+            return args.func(args)
     except (
         ConfigError,
         DecisionError,
@@ -578,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
         TableError,
         WorkloadError,
     ) as exc:
-        print(f"joulebench: error: {exc}", file=sys.stderr)  # bad input: no traceback
+        _say(f"joulebench: error: {exc}", file=sys.stderr)  # bad input: no traceback
         return 2
 
 

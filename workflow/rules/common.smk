@@ -30,6 +30,7 @@ from joulebench.study import (
     read_yaml,
 )
 from joulebench.tables import TableError, read_table
+from joulebench.safe_text import printable  # every message printed (Snakefile)
 from joulebench.catalog.workloads import named_entry, workload_entries
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from joulebench.measure.provenance import utc_now
+from joulebench.safe_text import file_name
 from joulebench.tables import CHECK, CHECK_RESULTS, atomic_write, is_estimate_meter
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
@@ -203,8 +204,8 @@ def validate_report(report: dict) -> None:
 
 
 def device_file(device: str) -> str:
-    """'cuda:0' -> 'cuda0', 'cpu' -> 'cpu': the report's file name stem."""
-    return device.replace(":", "")
+    """'cuda:0' -> 'cuda0', 'cpu' -> 'cpu': the report's file name stem (safe_text.file_name)."""
+    return file_name(device.replace(":", ""))
 
 
 def report_path(device: str, check_dir: str | Path = CHECK_DIR) -> Path:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from joulebench.safe_text import file_name
 from joulebench.tables import REASON_MAX_CHARS, short_reason
 
 STATUS_SKIPPED = "skipped"
@@ -100,10 +101,6 @@ def weights_digest(model) -> str:
     return digest.hexdigest()[:16]
 
 
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
-
-
 @contextlib.contextmanager
 def _stdout_to_stderr():
     """Send what C++ code prints to stdout (the TorchScript exporter's graph dumps) to stderr,
@@ -156,7 +153,7 @@ def export_onnx(model, x, model_name: str, opset: int, cache_dir) -> tuple[Path,
     """
     shape = "x".join(str(d) for d in x.shape)
     key = f"{shape}-opset{opset}-{weights_digest(model)}"
-    folder = Path(cache_dir) / _safe(model_name) / key
+    folder = Path(cache_dir) / file_name(model_name) / key
     path = folder / "model.onnx"
     detail = {"onnx_path": str(path), "opset": opset}
     if path.is_file():
