@@ -75,11 +75,11 @@ def nan_row(model, method, batch, **kw) -> dict:
 
 
 def varied_summary(seed: int = 7, n_models: int = 18) -> pd.DataFrame:
-    """A summary with every case a decision meets, for comparing implementations: two GPUs
-    and an estimated CPU, inference and train, energies on a coarse grid (exact ties) with
-    overlapping CIs, latencies missing (derived from throughput, or unknown), flagged,
-    high-spread and failed rows, models with nothing comparable, unknown top-1 and family,
-    and a catalogued model never profiled (NA keys)."""
+    """A valid summary with every case a decision meets, for comparing implementations: two
+    GPUs, estimated rows (own methods) beside measured ones on one, inference and train,
+    energies on a coarse grid (exact ties) with overlapping CIs, latencies missing (derived
+    from throughput, or unknown), flagged, high-spread and failed rows, models with nothing
+    comparable, unknown top-1 and family, and a catalogued model never profiled (NA keys)."""
     rng = np.random.default_rng(seed)
     rows = []
     for i in range(n_models):
@@ -93,7 +93,8 @@ def varied_summary(seed: int = 7, n_models: int = 18) -> pd.DataFrame:
         ]:
             if meter.startswith("estimate") and i % 3:
                 continue
-            for method in ("fp32", "bf16", "fp16"):
+            prefix = "est-" if meter.startswith("estimate") else ""  # one key, one row
+            for method in (prefix + m for m in ("fp32", "bf16", "fp16")):
                 for batch in (1, 8, 64):
                     energy = scale * round(rng.uniform(0.5, 1.5), 1)  # grid: exact ties
                     half = energy * rng.choice([0.0, 0.05, 0.2, np.nan])

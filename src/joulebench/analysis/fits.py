@@ -34,6 +34,7 @@ from joulebench.analysis.score import (
     pareto_front,
 )
 from joulebench.analysis.summary import read_summary
+from joulebench.safe_text import printable
 from joulebench.tables import (
     ACCURACY_FITS,
     ACCURACY_LAW,
@@ -47,6 +48,11 @@ from joulebench.tables import (
 )
 
 FACTORS = ("flops_per_image", "params", "activations_per_image")
+# An energy per image outside 1 nJ - 1 MJ is no measurement (the smallest models on a GPU
+# spend tens of uJ, training a large one on a CPU tens of J): fits leave it out and say so,
+# so their exponentials of log-energy ratios stay finite.
+PLAUSIBLE_ENERGY_J = (1e-9, 1e6)
+IMPLAUSIBLE = "energy per image outside {:g} to {:g} J".format(*PLAUSIBLE_ENERGY_J)
 ACCURACY_FORMS = ("log-linear", "saturating")
 # The tables' columns (declared in tables.py).
 FACTOR_FIT_COLUMNS = FACTOR_FITS.dtypes
@@ -326,22 +332,52 @@ def _energy(df: pd.DataFrame, energy: str) -> pd.Series:
     return pd.to_numeric(df[ENERGY_COLUMNS[energy]], errors="coerce").astype(float)
 
 
+def fitted_mask(
+    df: pd.DataFrame,
+    energy: str = "total",
+    invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+) -> pd.Series:
+    """Rows a fit uses: the score's (measured_mask) with an energy in PLAUSIBLE_ENERGY_J."""
+    plausible = _energy(df, energy).between(*PLAUSIBLE_ENERGY_J)
+    return measured_mask(df, energy, invalid_flags, max_energy_cv) & plausible
+
+
+def _implausible(df: pd.DataFrame, energy: str) -> np.ndarray:
+    """Rows with status ok and an energy, outside PLAUSIBLE_ENERGY_J."""
+    e = _energy(df, energy)
+    ok = (df["status"] == "ok").fillna(False).to_numpy(bool) & e.notna().to_numpy()
+    return ok & ~e.between(*PLAUSIBLE_ENERGY_J).to_numpy(bool)
+
+
+def implausible_note(n: int) -> str:
+    """Why n rows of a group are not in its fits ('' for none)."""
+    return f"{n} row{'' if n == 1 else 's'} left out: {IMPLAUSIBLE}" if n else ""
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
 def _groups(df: pd.DataFrame, mask: pd.Series):
     for key, g in df[mask].groupby(list(SCORE_GROUP), dropna=False, sort=True):
         yield dict(zip(SCORE_GROUP, key, strict=True)), g
 
 
 def _accuracy_subsets(summary, energy, invalid_flags, max_energy_cv):
-    """(score group, "all" | "front", energies, top-1s) of the models whose energy can be
-    compared and that have a top-1: the data every accuracy-energy fit is made on."""
+    """(score group, "all" | "front", energies, top-1s, note) of the models whose energy can
+    be compared and that have a top-1: the data every accuracy-energy fit is made on; the
+    note says how many were left out for an implausible energy."""
     e_all = _energy(summary, energy)
     a_all = pd.to_numeric(summary["top1"], errors="coerce").astype(float)
     mask = measured_mask(summary, energy, invalid_flags, max_energy_cv) & np.isfinite(a_all)
     for key, g in _groups(summary, mask):
         e, a = e_all[g.index].to_numpy(), a_all[g.index].to_numpy()
+        plausible = (e >= PLAUSIBLE_ENERGY_J[0]) & (e <= PLAUSIBLE_ENERGY_J[1])
+        e, a, note = e[plausible], a[plausible], implausible_note(int((~plausible).sum()))
         front = pareto_front(a, e)
-        yield key, "all", e, a
-        yield key, "front", e[front], a[front]
+        yield key, "all", e, a, note
+        yield key, "front", e[front], a[front], note
 
 
 def factor_fits(
@@ -356,7 +392,7 @@ def factor_fits(
     """Log-log fits of energy per image on each factor, overall ("all") and per family."""
     rows = []
     e_all = _energy(summary, energy)
-    for key, g in _groups(summary, measured_mask(summary, energy, invalid_flags, max_energy_cv)):
+    for key, g in _groups(summary, fitted_mask(summary, energy, invalid_flags, max_energy_cv)):
         for factor in factors:
             x = pd.to_numeric(g[factor], errors="coerce").astype(float)
             ok = np.isfinite(x) & (x > 0)
@@ -393,11 +429,14 @@ def accuracy_fits(
 ) -> pd.DataFrame:
     """Both diminishing-returns forms, on every scored model and on the front alone."""
     rows = []
-    for key, subset, e, a in _accuracy_subsets(summary, energy, invalid_flags, max_energy_cv):
+    for key, subset, e, a, left_out in _accuracy_subsets(
+        summary, energy, invalid_flags, max_energy_cv
+    ):
         for form in ACCURACY_FORMS:
             fit = fit_log_linear if form == "log-linear" else fit_saturating
             res = fit(e, a) if len(e) >= 2 else {"n": len(e)}
             note = res.pop("note", "") or ("" if len(e) >= 2 else "fewer than 2 models")
+            note = _join(note, left_out)
             rows.append(
                 {
                     **key,
@@ -430,15 +469,17 @@ def accuracy_law(
     """The accuracy-energy law: every form on every scored model and on the front alone, per
     score group, compared by AIC, BIC and k-fold held-out error (docs/scoring.md)."""
     rows = []
-    for key, subset, e, a in _accuracy_subsets(summary, energy, invalid_flags, max_energy_cv):
+    for key, subset, e, a, left_out in _accuracy_subsets(
+        summary, energy, invalid_flags, max_energy_cv
+    ):
         base = {**key, "energy_kind": energy, "subset": subset}
         n = len(e)
         if n < LAW_MIN_MODELS or np.ptp(np.log(e)) == 0:
             note = f"{n} model{'' if n == 1 else 's'}: too few to compare forms "
-            note += f"(need {LAW_MIN_MODELS})"
+            note = _join(note + f"(need {LAW_MIN_MODELS})", left_out)
             rows += [{**base, "form": f, "n": n, "note": note} for f in LAW_FORMS]
             continue
-        rows += [{**base, **r} for r in compare_laws(e, a)]
+        rows += [{**base, **r, "note": _join(r["note"], left_out)} for r in compare_laws(e, a)]
     frame = pd.DataFrame(rows).reindex(columns=list(ACCURACY_LAW.dtypes))
     return conform(frame, ACCURACY_LAW.dtypes)
 
@@ -459,14 +500,17 @@ def method_savings(
     """
     key = ["phase", "device_label", "model", "batch_size_requested"]
     df = summary.dropna(subset=key + ["method"]).copy()
-    df["_e"] = _energy(df, energy).where(measured_mask(df, energy, invalid_flags, max_energy_cv))
+    df["_e"] = _energy(df, energy).where(fitted_mask(df, energy, invalid_flags, max_energy_cv))
+    df["_implausible"] = _implausible(df, energy)
     base = df[df["method"] == baseline_method].drop_duplicates(key)
-    base = base[key + ["batch_size", "_e", "energy_is_estimate", "status"]].rename(
+    base = base[key + ["batch_size", "_e", "energy_is_estimate", "status", "_implausible"]]
+    base = base.rename(
         columns={
             "batch_size": "baseline_batch_size",
             "_e": "_eb",
             "energy_is_estimate": "_est_b",
             "status": "_status_b",
+            "_implausible": "_implausible_b",
         }
     )
     other = df[df["method"] != baseline_method]
@@ -492,6 +536,7 @@ def _saving_notes(m: pd.DataFrame, baseline: str, mixed: pd.Series) -> list[str]
     odd = (~known | mixed | differ).to_numpy()
     notes = np.full(len(m), "", dtype=object)
     cols = ["method", "status", "_status_b", "_e", "_eb", "batch_size", "baseline_batch_size"]
+    cols += ["_implausible", "_implausible_b"]
     records = m.loc[odd, cols].to_dict("records")
     notes[odd] = [saving_note(r, baseline, mx) for r, mx in zip(records, mixed[odd], strict=True)]
     return list(notes)
@@ -503,8 +548,12 @@ def saving_note(r: dict, baseline: str, mixed: bool) -> str:
     if mixed:
         return "one energy measured, the other estimated: not compared"
     if pd.isna(r["_e"]):
+        if r["_implausible"]:
+            return f"{r['method']}: {IMPLAUSIBLE}"
         return f"{r['method']}: status {r['status']}, no comparable energy"
     if pd.isna(r["_eb"]):
+        if r["_implausible_b"]:  # a baseline row exists here (checked first)
+            return f"{baseline}: {IMPLAUSIBLE}"
         return f"{baseline}: status {r['_status_b']}, no comparable energy"
     if (
         pd.notna(r["batch_size"])
@@ -523,7 +572,7 @@ def batch_scaling(
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> pd.DataFrame:
     """Energy per image against the batch size run, per (device, method, model); measured rows."""
-    df = summary[measured_mask(summary, energy, invalid_flags, max_energy_cv)].copy()
+    df = summary[fitted_mask(summary, energy, invalid_flags, max_energy_cv)].copy()
     df["energy_kind"] = energy
     df["energy_per_image_j"] = _energy(df, energy)
     df = df.sort_values(["phase", "device_label", "method", "model", "batch_size"])
@@ -589,6 +638,15 @@ def run_fits(
         if baseline_method:
             print(f"fits: baseline method {baseline_method!r} not in the summary", file=sys.stderr)
         baseline_method = methods[0] if methods else None
+    implausible = _implausible(summary, energy)
+    if implausible.any():
+        first = summary[implausible].iloc[0]
+        example = (
+            f"{first['model']} {first['method']} batch {first['batch_size_requested']} on "
+            f"{first['device_label']}: {_energy(summary, energy)[implausible].iloc[0]:g} J"
+        )
+        note = implausible_note(int(implausible.sum()))
+        print(f"fits: {note}, e.g. {printable(example)}", file=sys.stderr)
     tables = all_fits(
         summary,
         baseline_method=baseline_method,
