@@ -123,11 +123,10 @@ def comparable(
     )
     df["latency_ms"] = p95.where(np.isfinite(p95), mean.where(np.isfinite(mean), derived))
     df["top1"] = number("top1")
-    flag = invalidating_flag(df, energy, invalid_flags, max_energy_cv)
-    df["why_not"] = [
-        "" if ok else (f"flagged {f}" if f else f"status {s}" if s != "ok" else "no energy")
-        for ok, f, s in zip(df["valid"], flag, df["status"].fillna("?"), strict=True)
-    ]
+    flag = invalidating_flag(df, energy, invalid_flags, max_energy_cv).to_numpy(object)
+    status = df["status"].fillna("?").astype(str).to_numpy(object)
+    why = np.where(status != "ok", "status " + status, "no energy")
+    df["why_not"] = np.where(df["valid"], "", np.where(flag != "", "flagged " + flag, why))
     return df
 
 

@@ -359,8 +359,11 @@ def _join(*notes: str) -> str:
     return "; ".join(n for n in notes if n)
 
 
-def _groups(df: pd.DataFrame, mask: pd.Series):
-    for key, g in df[mask].groupby(list(SCORE_GROUP), dropna=False, sort=True):
+def _groups(df: pd.DataFrame, mask: pd.Series, columns: Sequence[str] = ()):
+    """(score group's key, its rows of `mask`, with `columns` only: grouping a summary's
+    hundred columns would cost more than every fit of it)."""
+    keep = [*SCORE_GROUP, *(c for c in columns if c not in SCORE_GROUP)]
+    for key, g in df.loc[mask, keep].groupby(list(SCORE_GROUP), dropna=False, sort=True):
         yield dict(zip(SCORE_GROUP, key, strict=True)), g
 
 
@@ -392,17 +395,19 @@ def factor_fits(
     """Log-log fits of energy per image on each factor, overall ("all") and per family."""
     rows = []
     e_all = _energy(summary, energy)
-    for key, g in _groups(summary, fitted_mask(summary, energy, invalid_flags, max_energy_cv)):
+    mask = fitted_mask(summary, energy, invalid_flags, max_energy_cv)
+    for key, g in _groups(summary, mask, [*factors, "family"]):
+        e = e_all[g.index].to_numpy()
+        fam = g["family"].astype("string").fillna("").to_numpy(object)
         for factor in factors:
-            x = pd.to_numeric(g[factor], errors="coerce").astype(float)
+            x = pd.to_numeric(g[factor], errors="coerce").astype(float).to_numpy()
             ok = np.isfinite(x) & (x > 0)
             parts = [("all", ok)]
-            fam = g["family"].astype("string").fillna("")
             parts += [(f, ok & (fam == f)) for f in sorted(set(fam[ok])) if f]
             for family, sel in parts:
                 if int(sel.sum()) < min_models:
                     continue
-                f = fit_loglog(x[sel], e_all[g.index][sel])
+                f = fit_loglog(x[sel], e[sel])
                 rows.append(
                     {
                         **key,
