@@ -9,7 +9,7 @@ machine is shared, so the min is the least disturbed run), the max, and the min 
 this process (steadier than wall time while other work shares the cores).
 
     PYTHONPATH=src python bench/bench_decisions.py [--rows 2000 36520 300000] [--runs 2]
-        [--stages best_configs score fits recommend] [--figures]
+        [--stages best_configs score fits recommend] [--figures] [--write-summary DIR]
 Prints a markdown table to paste into docs/benchmarks.md.
 """
 
@@ -33,7 +33,7 @@ from joulebench.analysis.best_configs import best_configs  # noqa: E402
 from joulebench.analysis.fits import all_fits  # noqa: E402
 from joulebench.analysis.recommend import recommend  # noqa: E402
 from joulebench.analysis.score import score_summary  # noqa: E402
-from joulebench.analysis.summary import build_summary  # noqa: E402
+from joulebench.analysis.summary import build_summary, write_summary  # noqa: E402
 from joulebench.tables import PROFILE_COLUMNS  # noqa: E402
 
 FAMILIES = ("resnet", "efficientnet", "vit", "convnext", "mobilenetv3", "regnet", "deit")
@@ -182,6 +182,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--stages", nargs="+", default=["best_configs", "score", "fits", "recommend"])
     ap.add_argument("--figures", action="store_true", help="also time two decision figures")
+    ap.add_argument("--write-summary", metavar="DIR", help="write DIR/summary_<rows>.parquet")
     args = ap.parse_args()
     print(
         f"{platform.node()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; "
@@ -193,6 +194,8 @@ def main() -> None:
         summary = study_summary(*SHAPES[rows])
         made_s = time.perf_counter() - t0
         print(f"| {len(summary):,} | (generating the summary) | {made_s:.2f} s | | |", flush=True)
+        if args.write_summary:  # for timing the commands on it (docs/benchmarks.md)
+            write_summary(summary, Path(args.write_summary) / f"summary_{rows}.parquet")
         cases = {k: v for k, v in stages(summary).items() if k in args.stages}
         if args.figures:
             cases.update(figure_cases(summary))
