@@ -287,15 +287,22 @@ def score_summary(
     reference, no_reference = energy_index(indices, is_ref, e)
     out["reference_energy_per_image_j"] = reference
     out["energy_index"] = e / reference
-    if not reference_model:
-        no_reference[:] = False
     out["grade"] = grades_of(out["efficiency_index"], thresholds)
-    ref_note = f"reference {reference_model} not measured in this group"
-    both = no_reference & (notes != "")
-    notes[no_reference & ~both] = ref_note
-    notes[both] = notes[both] + "; " + ref_note
+    if reference_model:
+        notes = _add_note(
+            notes, no_reference, f"reference {reference_model} not measured in this group"
+        )
     out["score_note"] = notes
     return conform(out.reindex(columns=list(SCORE_COLUMNS)), SCORE_COLUMNS)
+
+
+def _add_note(notes: np.ndarray, where: np.ndarray, note: str) -> np.ndarray:
+    """`notes` with `note` after the one a row has ('; '-joined), on the rows `where`."""
+    out = notes.copy()
+    both = where & (notes != "")
+    out[where & ~both] = note
+    out[both] = notes[both] + "; " + note
+    return out
 
 
 def _front_columns(indices, scored: pd.Series, a: pd.Series, e: pd.Series) -> dict:
