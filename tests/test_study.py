@@ -202,6 +202,9 @@ def test_a_nested_config_value_read_as_text_says_use_a_configfile():
     with pytest.raises(ConfigError) as err:  # the same value from a file: no such hint
         check_config({"models": ["x"], **given}, load_schema(REPO), [("s.yaml", given)])
     assert "--configfile" not in str(err.value)
+    with pytest.raises(ConfigError) as err:  # models=resnet18: a plain wrong value, no hint
+        check_config({"models": "resnet18"}, load_schema(REPO), [("--config", {"models": "r"})])
+    assert "--configfile" not in str(err.value)
 
 
 def test_device_labels_and_method_names_cannot_start_with_a_dash():

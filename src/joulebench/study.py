@@ -4,7 +4,9 @@ The workflow (Snakefile) and the commands that look at a study before it runs (`
 plan`, `joulebench devices`) read it the same way: a key the study file sets replaces the
 default's whole. A config the schema refuses gives one short message per problem, naming the
 key, where it is, which file set it and, for an unknown key, the closest valid one; never the
-schema itself.
+schema itself. The same goes, before any job, for a setting the stage reading it would
+refuse (`check_settings`: each stage's own validator) and a published summary
+(`check_published`).
 
 The schema is where a default is decided. Stage functions take a config section's keys as
 keyword arguments (`settings_for`), with defaults equal to the schema's; the few defaults no
@@ -139,7 +141,8 @@ def _messages(error, sources) -> list[str]:
 def _config_option_hint(error, origin: str) -> str:
     """Snakemake's --config reads the values inside a list or mapping as text ('2', 'false'):
     a wrong type there is the option's doing, and a study file is the way to give it."""
-    if origin == "--config" and error.validator == "type" and isinstance(error.instance, str):
+    text = error.validator == "type" and isinstance(error.instance, str)
+    if origin == "--config" and text and len(error.absolute_path) > 1:
         return ". --config reads values inside a list or mapping as text: use a --configfile"
     return ""
 
@@ -238,7 +241,7 @@ def check_published(config: Mapping) -> list[str]:
     if not summary:
         return []
     from joulebench.analysis.summary import SummaryError, read_summary
-    from joulebench.tables import TRACE_TABLE_COLUMNS, TableError, read_table
+    from joulebench.tables import TableError
 
     trace = (config.get("figures") or {}).get("trace_table")
     check_input_path("from_summary", summary)
@@ -251,20 +254,25 @@ def check_published(config: Mapping) -> list[str]:
             read_summary(summary)
         except (SummaryError, TableError) as exc:
             problems.append(f"from_summary: {exc}")
-        try:
-            missing = (
-                [c for c in TRACE_TABLE_COLUMNS if c not in read_table(trace)] if trace else []
-            )
-        except TableError as exc:
-            problems.append(f"figures.trace_table: {exc}")
-        else:
-            if missing:
-                problems.append(
-                    f"figures.trace_table: {trace}: not a power trace, it lacks {missing}"
-                )
+        if trace:
+            problems += _trace_problems(trace)
     if problems:
         raise ConfigError("\n".join(problems))
     return [f"from_summary: note: {w.message}" for w in notes]
+
+
+def _trace_problems(path) -> list[str]:
+    """Why `path` cannot be the trace figure's power trace (tables.TRACE), if it cannot."""
+    from joulebench.tables import TRACE_TABLE_COLUMNS, TableError, read_table
+
+    try:
+        trace = read_table(path)
+    except TableError as exc:
+        return [f"figures.trace_table: {exc}"]
+    missing = [c for c in TRACE_TABLE_COLUMNS if c not in trace.columns]
+    if missing:
+        return [f"figures.trace_table: {path}: not a power trace, it lacks {missing}"]
+    return []
 
 
 def check_input_path(key: str, path: str | os.PathLike) -> None:
