@@ -608,7 +608,11 @@ def profile_now(
         "torch_device": device,
         "methods": {m: PRESETS[m] for m in methods},
         "batch_sizes": list(batch_sizes),
-        "protocol": {"repeats": repeats, "min_repeat_s": min_repeat_s},
+        "protocol": {  # max_repeats caps repeats: as many as asked
+            "repeats": repeats,
+            "min_repeat_s": min_repeat_s,
+            "max_repeats": max(repeats, ProtocolSettings.max_repeats),
+        },
         "meter": meter,
         "estimate": {"tdp_w": tdp_w},
         "phases": list(phases),
