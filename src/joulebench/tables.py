@@ -33,6 +33,12 @@ import pandas as pd
 # Values that several stages check or write, kept here once.
 PHASES = ("inference", "train")  # `phase`: inference (per image) or train (per sample)
 INPUT_KINDS = ("random", "zeros")  # `input_kind`: what the synthetic batches hold
+# `runtime`: what runs a method's model. TensorRT comes two ways: through ONNX Runtime's
+# TensorRT execution provider (`ort-tensorrt`) or natively through torch-tensorrt.
+RUNTIMES = ("pytorch", "onnxruntime", "ort-tensorrt", "torch-tensorrt")
+# Older names, still accepted in configs and read in published summaries as the runtime they
+# name: `tensorrt` was ONNX Runtime's TensorRT provider before torch-tensorrt came.
+RUNTIME_ALIASES = {"tensorrt": "ort-tensorrt"}
 REASON_MAX_CHARS = 500  # `reason` and `note` columns: one readable line, never a traceback
 ESTIMATE_METER_PREFIX = "estimate:"  # meters that model energy rather than read a counter
 
@@ -437,13 +443,19 @@ PROFILE = Table(
         phase                 string   -      measure.profile.config_fields
             inference, or train: energy_per_image_j is then per training sample
         runtime               string   -      measure.profile.config_fields
-            pytorch, onnxruntime or tensorrt
-        runtime_provider      string   -      measure.runtimes.prepare_exported
-            the ONNX Runtime execution provider that ran it
-        runtime_check_rel_err float64  ratio  measure.runtimes.prepare_exported
+            pytorch, onnxruntime, ort-tensorrt (ONNX Runtime's TensorRT provider; published
+            as tensorrt before there were two) or torch-tensorrt (TensorRT natively)
+        runtime_provider      string   -      measure.runtimes.check_output
+            what ran the graph: the ONNX Runtime execution provider, or TensorRT
+            (torch-tensorrt)
+        runtime_check_rel_err float64  ratio  measure.runtimes.check_output
             max |runtime - PyTorch| / max |PyTorch| on the same batch
-        runtime_detail        string   -      measure.runtimes.prepare_exported
-            JSON: onnx path, opset, exporter, cache hit, tolerance
+        runtime_detail        string   -      measure.runtimes.check_output
+            JSON: cached file (onnx or engine), cache hit, tolerance, versions
+        engine_build_s        float64  s      measure.trt_native.build_engine
+            torch-tensorrt: seconds TensorRT took to build this configuration's engine,
+            apart from the measurement (a cached engine keeps its build's time;
+            runtime_detail says cached); NaN for other runtimes
         optimizer             string   -      measure.profile.config_fields
             train: sgd or adamw
         optimizer_lr          float64  -      measure.profile.config_fields
