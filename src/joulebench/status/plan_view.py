@@ -58,7 +58,8 @@ def resolve_in_child(entries: list[str], directory: Path) -> list[str]:
         timeout=RESOLVE_TIMEOUT_S,
     )
     if res.returncode != 0:
-        raise ValueError((res.stderr or res.stdout).strip().splitlines()[-1:] or "failed")
+        lines = (res.stderr or res.stdout).strip().splitlines()
+        raise ValueError(lines[-1] if lines else f"exit status {res.returncode}")
     return res.stdout.split()
 
 
