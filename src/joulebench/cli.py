@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -621,10 +622,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--configfile", help="the run's study file over config.yaml")
     p.add_argument("--directory", "-d", default=".", help="the run's working folder (default .)")
     p.add_argument("--json", action="store_true", help="the same as one JSON object")
-    p.add_argument("--watch", type=_positive_float, metavar="SECONDS", help="refresh until Ctrl-C")
+    p.add_argument("--watch", type=_POSITIVE, metavar="SECONDS", help="refresh until Ctrl-C")
     p.add_argument(
         "--failures",
-        type=_positive_int,
+        type=_COUNT,
         default=_default(run_status, "failures"),
         help="how many of the last failures to show",
     )
@@ -672,6 +673,9 @@ def main(argv: list[str] | None = None) -> int:
     ) as exc:
         _say(f"joulebench: error: {exc}", file=sys.stderr)  # bad input: no traceback
         return 2
+    except BrokenPipeError:  # `joulebench status | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0
     except OSError as exc:
         if exc.filename is None:
             raise  # not about a path the user gave: a bug or the machine, with its traceback
