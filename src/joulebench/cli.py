@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import warnings
+from collections.abc import Callable
 
 from joulebench.safe_text import printable
 
@@ -30,17 +33,46 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     _say(text, file=file or sys.stderr, end="")
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def _number(
+    kind: type = float, *, minimum=None, above=None, maximum=None
+) -> Callable[[str], float]:
+    """An argparse `type=` for a finite number of `kind` in range, named as the schema names
+    ranges (minimum, exclusive minimum `above`, maximum): the one way every numeric option
+    is range-checked on the way in, so a bad value is a one-line usage error."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            word = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"must be {word}, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {text}")
+        if above is not None and not value > above:
+            raise argparse.ArgumentTypeError(f"must be > {above}, got {text}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {text}")
+        return value
+
+    return parse
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+_COUNT = _number(int, minimum=1)  # threads, batch sizes, repeats, workers, GPUs, rows
+_POSITIVE = _number(above=0)  # watts, seconds, ms, images per second
+
+
+def _json(option: str, text: str) -> dict:
+    """A JSON-object option (`--settings`, `--spec`, ...); ConfigError, one line, if it is not."""
+    from joulebench.study import ConfigError
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{option}: not valid JSON ({err.msg} at character {err.pos})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{option}: must be a JSON object {{...}}, not {type(value).__name__}")
     return value
 
 
@@ -52,7 +84,7 @@ def _settings(section: str, text: str, func, also: tuple[str, ...] = ()) -> dict
 
     params = inspect.signature(func).parameters.values()
     accepted = [p.name for p in params if p.kind is p.KEYWORD_ONLY or p.name in also]
-    return settings_for(section, json.loads(text), accepted)
+    return settings_for(section, _json("--settings", text), accepted)
 
 
 def _cmd_resolve(args) -> int:
@@ -89,7 +121,7 @@ def _cmd_profile_job(args) -> int:
     run_job(
         args.model,
         args.device_label,
-        pin_to_gpu(json.loads(args.spec), args.gpu_uuid),
+        pin_to_gpu(_json("--spec", args.spec), args.gpu_uuid),
         idle=args.idle,
         threads=args.threads,
         output=args.output,
@@ -120,7 +152,18 @@ def _cmd_profile(args) -> int:
         output=args.output,
     )
     _say(format_rows(rows))
-    return 0
+    return _nothing_measured(rows)
+
+
+def _nothing_measured(rows) -> int:
+    """0 when a configuration was measured; else 1, with each reason on stderr."""
+    if (rows["status"] == "ok").any():
+        return 0
+    reasons = dict.fromkeys(
+        f"{s}: {r}" for s, r in zip(rows["status"], rows["reason"], strict=True)
+    )
+    _say("joulebench: error: nothing was measured: " + "; ".join(reasons), file=sys.stderr)
+    return 1
 
 
 def _cmd_idle(args) -> int:
@@ -265,8 +308,8 @@ def _cmd_prepare(args) -> int:
     from joulebench.accuracy.shards import prepare
 
     shard = prepare(
-        json.loads(args.source),
-        json.loads(args.input_config),
+        _json("--source", args.source),
+        _json("--input-config", args.input_config),
         args.out_root,
         workers=args.workers,
         shard_size=args.shard_size,
@@ -326,6 +369,25 @@ def _cmd_plan(args) -> int:
     return 0
 
 
+def _cmd_status(args) -> int:
+    """A live view of a run: done, failed and left per device, ETA, what is measured now."""
+    from pathlib import Path
+
+    from joulebench.status.view import run_status
+
+    if not Path(args.directory).is_dir():
+        _say(f"joulebench: error: --directory {args.directory}: no such folder", file=sys.stderr)
+        return 2
+    return run_status(
+        args.directory,
+        args.configfile,
+        as_json=args.json,
+        watch_s=args.watch,
+        failures=args.failures,
+        say=_say,
+    )
+
+
 def _cmd_columns(args) -> int:
     """Every output table's columns (the registry in joulebench.tables)."""
     from joulebench.tables import columns_markdown, columns_text
@@ -341,6 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     from joulebench.measure.methods import PRESETS
     from joulebench.measure.profile import DEFAULT_ONNX_CACHE, ProtocolSettings
     from joulebench.measure.train import OPTIMIZERS, TrainSpec
+    from joulebench.status.view import run_status
     from joulebench.study import IDLE_DURATION_S
     from joulebench.tables import INPUT_KINDS, PHASES, TABLES
 
@@ -358,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("models", nargs="*", help="exact timm names")
     p.add_argument("--models-file", help="a file with one exact timm name per line")
     p.add_argument("--output", "-o", required=True, help="parquet to write")
-    p.add_argument("--threads", type=_positive_int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--threads", type=_COUNT, default=1, help="torch CPU threads (default 1)")
     p.set_defaults(func=_cmd_catalog)
 
     p = sub.add_parser("concat", help="concatenate per-job tables into one")
@@ -379,14 +442,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--method", action="append", choices=sorted(PRESETS), help="repeatable (default fp32)"
     )
-    p.add_argument(
-        "--batch-size", type=_positive_int, action="append", help="repeatable (default 1)"
-    )
-    p.add_argument("--repeats", type=_positive_int, default=ProtocolSettings.repeats)
-    p.add_argument("--min-repeat-s", type=float, default=ProtocolSettings.min_repeat_s)
+    p.add_argument("--batch-size", type=_COUNT, action="append", help="repeatable (default 1)")
+    p.add_argument("--repeats", type=_COUNT, default=ProtocolSettings.repeats)
+    p.add_argument("--min-repeat-s", type=_number(minimum=0), default=ProtocolSettings.min_repeat_s)
     p.add_argument("--meter", choices=["nvml", "rapl", "estimate"], help="force a meter")
-    p.add_argument("--tdp-w", type=_positive_float, help="CPU power for the estimate meter")
-    p.add_argument("--threads", type=_positive_int, help="torch CPU threads")
+    p.add_argument("--tdp-w", type=_POSITIVE, help="CPU power for the estimate meter")
+    p.add_argument("--threads", type=_COUNT, help="torch CPU threads")
     p.add_argument("--output", "-o", help="also write the rows to this parquet")
     p.add_argument(
         "--phase", action="append", choices=list(PHASES), help="repeatable (default inference)"
@@ -407,7 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-label", required=True)
     p.add_argument("--spec", required=True, help="JSON: torch_device, methods, batch_sizes...")
     p.add_argument("--idle", help="the device's idle baseline parquet")
-    p.add_argument("--threads", type=_positive_int)
+    p.add_argument("--threads", type=_COUNT)
     p.add_argument("--output", required=True)
     p.add_argument("--repeats-output", required=True)
     p.add_argument("--trace-output", required=True)
@@ -424,17 +485,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", required=True, help="JSON: the config's dataset section")
     p.add_argument("--input-config", required=True, help="JSON: a model's data config")
     p.add_argument("--out-root", default="data/prepared")
-    p.add_argument("--workers", type=_positive_int, default=_default(prepare, "workers"))
-    p.add_argument("--shard-size", type=_positive_int, default=_default(prepare, "shard_size"))
+    p.add_argument("--workers", type=_COUNT, default=_default(prepare, "workers"))
+    p.add_argument("--shard-size", type=_COUNT, default=_default(prepare, "shard_size"))
     p.set_defaults(func=_cmd_prepare)
 
     p = sub.add_parser("accuracy", help="measured top-1/top-5 on prepared shards")
     p.add_argument("models", nargs="+")
     p.add_argument("--shard-dir", required=True)
     p.add_argument("--checkpoints", help="a folder of <model>.safetensors / .pth files")
-    p.add_argument(
-        "--batch-size", type=_positive_int, default=_default(measure_models, "batch_size")
-    )
+    p.add_argument("--batch-size", type=_COUNT, default=_default(measure_models, "batch_size"))
     p.add_argument("--device", default=_default(measure_models, "device"))
     p.add_argument("--allow-download", action="store_true")
     p.add_argument("--output", required=True)
@@ -442,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("accuracy-table", help="measured accuracy, else the reference")
     p.add_argument("--reference", required=True)
-    p.add_argument("--measured", nargs="*", default=[])
+    p.add_argument("measured", nargs="*", default=[], help="measured accuracy tables (after --)")
     p.add_argument("--output", required=True)
     p.set_defaults(func=_cmd_accuracy_table)
 
@@ -480,9 +539,11 @@ def build_parser() -> argparse.ArgumentParser:
         "recommend", help="which model and configuration for an accuracy and latency budget"
     )
     p.add_argument("--summary", default="results/summary.parquet", help="ours or published")
-    p.add_argument("--min-top1", type=float, help="top-1 accuracy floor, percent")
-    p.add_argument("--max-latency-ms", type=_positive_float, help="time per batch budget, ms")
-    p.add_argument("--min-throughput", type=_positive_float, help="images per second floor")
+    p.add_argument(
+        "--min-top1", type=_number(minimum=0, maximum=100), help="top-1 accuracy floor, percent"
+    )
+    p.add_argument("--max-latency-ms", type=_POSITIVE, help="time per batch budget, ms")
+    p.add_argument("--min-throughput", type=_POSITIVE, help="images per second floor")
     p.add_argument("--device", help="only this device label (e.g. cpu, h200)")
     p.add_argument("--current", help="MODEL:METHOD:BATCH run today: show each saving against it")
     p.add_argument("--energy", choices=["total", "dynamic"], default="total")
@@ -493,7 +554,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="rank by the device's energy or the whole node's (GPU + CPU + DRAM)",
     )
     p.add_argument("--all", action="store_true", help="every configuration, not one per model")
-    p.add_argument("--top", type=_positive_int, default=10, help="rows shown per device (10)")
+    p.add_argument("--top", type=_COUNT, default=10, help="rows shown per device (10)")
     p.set_defaults(func=_cmd_recommend)
 
     p = sub.add_parser("label", help="a model's energy label: SVG and PNG card to share")
@@ -501,7 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--summary", default="results/summary.parquet", help="ours or published")
     p.add_argument("--device", help="device label (default: where its energy is least)")
     p.add_argument("--method", help="method (default: its least-energy configuration)")
-    p.add_argument("--batch-size", type=_positive_int, help="requested batch size")
+    p.add_argument("--batch-size", type=_COUNT, help="requested batch size")
     p.add_argument("--output", "-o", help="path stem (default results/labels/<device>/<model>)")
     p.set_defaults(func=_cmd_label)
 
@@ -531,18 +592,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="cpu, cuda, cuda:N or a simulated GPU sim:<gpu> (default cpu)",
     )
     p.add_argument("--quick", action="store_true", help="short runs: a first look, not a study")
-    p.add_argument("--idle-s", type=float, help="seconds of idle power (default 10)")
+    p.add_argument("--idle-s", type=_POSITIVE, help="seconds of idle power (default 10)")
     p.add_argument("--meter", choices=["rapl", "estimate"], help="CPU: force a meter")
-    p.add_argument("--tdp-w", type=_positive_float, help="CPU power for the estimate meter")
+    p.add_argument("--tdp-w", type=_POSITIVE, help="CPU power for the estimate meter")
     p.add_argument("--output", "-o", help="default results/check/<device>.json")
     p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("idle", help="measure the idle power baseline of a device")
     p.add_argument("--device-label", required=True)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--duration-s", type=_positive_float, default=IDLE_DURATION_S)
+    p.add_argument("--duration-s", type=_POSITIVE, default=IDLE_DURATION_S)
     p.add_argument("--meter", choices=["nvml", "rapl", "estimate"])
-    p.add_argument("--tdp-w", type=_positive_float)
+    p.add_argument("--tdp-w", type=_POSITIVE)
     p.add_argument("--output", required=True)
     p.add_argument("--gpu-uuid", help="pin to this GPU (CUDA_VISIBLE_DEVICES); it is cuda:0")
     p.set_defaults(func=_cmd_idle)
@@ -554,10 +615,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="what a study costs: configurations and time, before it runs")
     p.add_argument("--configfile", help="a study file over config.yaml (default: config.yaml)")
     p.add_argument("--profile", help="the SLURM profile folder (default: profiles/slurm)")
-    p.add_argument(
-        "--gpus", type=_positive_int, help="as on a node with this many GPUs like the study's"
-    )
+    p.add_argument("--gpus", type=_COUNT, help="as on a node with this many GPUs like the study's")
     p.set_defaults(func=_cmd_plan)
+
+    p = sub.add_parser("status", help="a live view of a run: done, failed, left, ETA (read-only)")
+    p.add_argument("--configfile", help="the run's study file over config.yaml")
+    p.add_argument("--directory", "-d", default=".", help="the run's working folder (default .)")
+    p.add_argument("--json", action="store_true", help="the same as one JSON object")
+    p.add_argument("--watch", type=_POSITIVE, metavar="SECONDS", help="refresh until Ctrl-C")
+    p.add_argument(
+        "--failures",
+        type=_COUNT,
+        default=_default(run_status, "failures"),
+        help="how many of the last failures to show",
+    )
+    p.set_defaults(func=_cmd_status)
 
     p = sub.add_parser("columns", help="every output table's columns: unit, meaning, producer")
     p.add_argument("--markdown", action="store_true", help="as docs/columns.md")
@@ -580,8 +652,9 @@ def main(argv: list[str] | None = None) -> int:
     from joulebench.catalog.models import ModelSelectionError
     from joulebench.catalog.workloads import WorkloadError
     from joulebench.measure.devices import DeviceError
+    from joulebench.measure.protocol import SettingsError
     from joulebench.study import ConfigError
-    from joulebench.tables import TableError
+    from joulebench.tables import TableError, WriteError
 
     try:
         with warnings.catch_warnings():  # restores showwarning after the command
@@ -592,11 +665,21 @@ def main(argv: list[str] | None = None) -> int:
         DecisionError,
         DeviceError,
         ModelSelectionError,
+        SettingsError,
         SummaryError,
         TableError,
         WorkloadError,
+        WriteError,
     ) as exc:
         _say(f"joulebench: error: {exc}", file=sys.stderr)  # bad input: no traceback
+        return 2
+    except BrokenPipeError:  # `joulebench status | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0
+    except OSError as exc:
+        if exc.filename is None:
+            raise  # not about a path the user gave: a bug or the machine, with its traceback
+        _say(f"joulebench: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 2
 
 
