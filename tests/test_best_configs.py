@@ -208,6 +208,7 @@ CASES = {
 }
 
 
+@pytest.mark.filterwarnings("ignore:.*summary from another joulebench version lacks")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_same_table_as_the_per_group_implementation(name):
     """The vectorised table equals, value for value, what the per-group implementation
