@@ -14,10 +14,10 @@ from types import SimpleNamespace
 import pytest
 from fake_nvml import ManualClock
 
+from joulebench.measure.backends import select_meter
 from joulebench.measure.devices import auto_devices, describe_devices
 from joulebench.measure.meters import MeterUnavailable
 from joulebench.measure.meters.amdsmi import AmdSmiMeter, energy_uj
-from joulebench.measure.meters.select import select_meter
 
 FAKE_DIR = Path(__file__).parent / "fake_amdsmi"
 

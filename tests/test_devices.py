@@ -16,6 +16,7 @@ import pytest
 from conftest import REPO
 from fake_nvml import FakeGpu, FakeNvml
 
+from joulebench.measure.backends.base import short_gpu_name
 from joulebench.measure.devices import (
     AUTO,
     RESOLVED_ENV,
@@ -24,7 +25,6 @@ from joulebench.measure.devices import (
     describe_devices,
     format_devices,
     resolve_devices,
-    short_gpu_name,
 )
 
 A100 = FakeGpu(
