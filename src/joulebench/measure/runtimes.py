@@ -56,8 +56,8 @@ def _providers(runtime: str, precision: str, torch_device: str, cache_dir) -> li
     return backend_for(torch_device).execution_providers(torch_device, runtime, precision, engines)
 
 
-def _onnx_device(torch_device: str) -> tuple[str, int]:
-    """ONNX Runtime's device name and index for binding inputs and outputs."""
+def _onnx_device(torch_device: str) -> tuple[str, int] | None:
+    """ONNX Runtime's device name and index for binding inputs and outputs; None: host."""
     from joulebench.measure.backends import backend_for
 
     return backend_for(torch_device).onnx_device(torch_device)
@@ -88,7 +88,7 @@ def unavailable_reason(runtime: str, torch_device: str) -> str | None:
     except DeviceError as err:
         return str(err)
     if wanted not in available:
-        gpu = _onnx_device(torch_device)[0] != "cpu"
+        gpu = _onnx_device(torch_device) is not None
         hint = " (install onnxruntime-gpu and its CUDA/TensorRT libraries)" if gpu else ""
         return f"this onnxruntime {ort.__version__} has no {wanted}; it has {available}{hint}"
     return None
@@ -215,8 +215,9 @@ class OrtStep:
         self.binding = session.io_binding()
         input_name = session.get_inputs()[0].name
         output_name = session.get_outputs()[0].name
-        place, index = _onnx_device(torch_device)
-        if place != "cpu":  # on the device: bound where the tensor already is
+        bound = _onnx_device(torch_device)
+        if bound is not None:  # on the device: bound where the tensor already is
+            place, index = bound
             self.binding.bind_input(
                 input_name, place, index, np.float32, tuple(x.shape), x.data_ptr()
             )
@@ -245,7 +246,8 @@ def relative_error(output: np.ndarray, reference: np.ndarray) -> float:
 def tolerance_for(method, torch_device: str) -> float:
     if method.tolerance is not None:
         return float(method.tolerance)
-    return DEFAULT_TOLERANCE.get((method.precision, _onnx_device(torch_device)[0]), 5e-2)
+    place = (_onnx_device(torch_device) or ("cpu", 0))[0]  # keyed by ONNX Runtime's device
+    return DEFAULT_TOLERANCE.get((method.precision, place), 5e-2)
 
 
 def prepare_exported(

@@ -268,9 +268,10 @@ class Backend(abc.ABC):
 
     # -- runtimes (ONNX Runtime)
 
-    def onnx_device(self, device: str) -> tuple[str, int]:
-        """ONNX Runtime's device name and index for IOBinding, e.g. ("cuda", 0)."""
-        return "cpu", 0
+    def onnx_device(self, device: str) -> tuple[str, int] | None:
+        """ONNX Runtime's device name and index where inputs and outputs stay bound
+        (IOBinding), e.g. ("cuda", 0); None: in host memory."""
+        return None
 
     def execution_providers(
         self, device: str, runtime: str, precision: str, engines_dir: str

@@ -158,7 +158,7 @@ class TorchGpuBackend(Backend):
         env[VISIBLE_ENV] = value
         return "cuda:0"
 
-    def onnx_device(self, device: str) -> tuple[str, int]:
+    def onnx_device(self, device: str) -> tuple[str, int] | None:
         return "cuda", cuda_ordinal(device)
 
     def execution_providers(
