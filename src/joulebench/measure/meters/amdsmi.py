@@ -1,6 +1,6 @@
 """AMD GPU energy from AMD SMI (the `amdsmi` package of ROCm), for ROCm builds of torch.
 
-On ROCm, torch's `cuda` devices are AMD GPUs (torch.version.hip is set). The meter reads
+On a ROCm build of torch, its `cuda` devices are AMD GPUs. The meter reads
 the GPU's energy accumulator (amdsmi_get_energy_count: a count and its resolution in µJ per
 count) at begin and end, and samples power (amdsmi_get_power_info: current_socket_power,
 else average_socket_power) for a trace that cross-checks it. As with NVML, AMD SMI numbers
