@@ -30,11 +30,11 @@ include: "workflow/rules/figures.smk"
 
 
 onstart:
-    print(start_message(), flush=True)
+    print(printable(start_message(), newlines=True), flush=True)
 
 
 onsuccess:
-    print(end_message(), flush=True)
+    print(printable(end_message(), newlines=True), flush=True)
 
 
 onerror:

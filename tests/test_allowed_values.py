@@ -12,9 +12,9 @@ from conftest import REPO
 
 from joulebench.cli import build_parser
 from joulebench.measure.backends import device_pattern, meter_names
-from joulebench.measure.methods import COMPILE_MODES, PRECISIONS, RUNTIMES
+from joulebench.measure.methods import COMPILE_MODES, PRECISIONS
 from joulebench.measure.train import OPTIMIZERS
-from joulebench.tables import INPUT_KINDS, PHASES
+from joulebench.tables import INPUT_KINDS, PHASES, RUNTIME_ALIASES, RUNTIMES
 
 SCHEMA = yaml.safe_load(Path(REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
 PROPS = SCHEMA["properties"]
@@ -26,7 +26,7 @@ METHOD = PROPS["methods"]["additionalProperties"]["properties"]
     [
         (METHOD["precision"]["enum"], list(PRECISIONS)),
         (METHOD["compile"]["enum"], [False, *COMPILE_MODES]),
-        (METHOD["runtime"]["enum"], list(RUNTIMES)),
+        (METHOD["runtime"]["enum"], [*RUNTIMES, *RUNTIME_ALIASES]),  # old names still read
         (PROPS["profile"]["properties"]["meter"]["enum"], [None, *meter_names()]),
         (PROPS["profile"]["properties"]["input_kind"]["enum"], list(INPUT_KINDS)),
         (PROPS["phases"]["items"]["enum"], list(PHASES)),

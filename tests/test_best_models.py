@@ -106,3 +106,22 @@ def test_end_of_run_names_the_page_figures_and_best_models(tmp_path):
 
 def test_end_of_run_before_scores_exist(tmp_path):
     assert end_of_run(tmp_path / "results") == "joulebench: done."
+
+
+@pytest.mark.parametrize(
+    "seq", ["\x1b[2J", "\x1b]0;owned\x07", "\x1b]8;;http://x\x1b\\", "\rFAKE", "\x9b2J", "\u202e"]
+)
+def test_end_of_run_prints_names_from_the_scores_as_escapes(tmp_path, seq):
+    scores = scores_frame(
+        [
+            {"model": f"a{seq}", "energy_per_image_j": 0.002, "top1": 70.0, "method": seq},
+            {"model": "b", "energy_per_image_j": 0.02, "top1": 75.0, "device_label": seq},
+        ]
+    )
+    write_table(scores, tmp_path / "results" / "scores.parquet")
+    text = end_of_run(tmp_path / "results")
+    assert all(ch.isprintable() or ch == "\n" for ch in text)
+    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in seq)
+    assert f"a{shown}" in text
+    header, first, second = text.splitlines()[-3:]
+    assert first.index("70.0") == second.index("75.0")  # still one cell per name

@@ -253,3 +253,66 @@ def test_a_setting_the_stage_does_not_know_is_an_error():
 
     with pytest.raises(ConfigError, match=r"score: unknown setting\(s\) \['energi'\]"):
         settings_for("score", {"energi": "total"}, ["energy"])
+
+
+def test_settings_a_job_would_refuse_stop_the_dry_run_one_line_per_key(run_workflow):
+    """Each would otherwise fail (or, repeats > max_repeats, pass silently) after every
+    profile job ran: the score job, or each profile job, refusing them."""
+    config = {
+        "protocol": {"pause_s": [1, 0], "warmup_min_s": 5, "warmup_max_s": 1, "repeats": 30},
+        "score": {"grade_thresholds": [0.1, 0.2, 0.3, 0.45, 0.6, 0.8]},
+    }
+    result = run_workflow(config, "-n")
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    where = f"(set in {run_workflow.workdir / 'test-config.yaml'})"
+    for line in (
+        f"config: protocol {where}: pause_s must be (min, max) with 0 <= min <= max",
+        f"config: protocol {where}: warmup_max_s must be >= warmup_min_s, got 1 < 5",
+        f"config: protocol {where}: repeats must be <= max_repeats (the cap on repeats)",
+        f"config: score.grade_thresholds {where}: grade thresholds must strictly decrease",
+    ):
+        assert line in output, output[-2000:]
+    assert "Traceback" not in output and "rule profile" not in output
+
+
+def _published_summary(folder: Path, name: str, **first_row) -> Path:
+    """A valid summary (decision_rows) with `first_row` values changed, as a published file."""
+    from decision_rows import decision_summary
+
+    df = decision_summary()
+    for column, value in first_row.items():
+        df.loc[0, column] = value
+    path = folder / name
+    df.to_parquet(path)
+    return path
+
+
+def test_a_broken_published_summary_stops_before_any_job_saying_why(run_workflow):
+    """Not a dry run: no job starts, and the console (not only logs/) says what is wrong."""
+    path = _published_summary(run_workflow.workdir, "published.parquet", top1=150.0)
+    result = run_workflow({"from_summary": str(path)})
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert f"from_summary: {path}: summary does not match SUMMARY_COLUMNS:" in output
+    assert "top1 must lie in [0, 100] (percent): top1 = 150.0 in row 0" in output
+    assert not (run_workflow.workdir / "logs").exists()
+    assert not (run_workflow.workdir / "results").exists()
+
+
+def test_published_inputs_that_cannot_work_are_named(run_workflow):
+    """A { } in the path (a WildcardError that never named it) and a trace table that is
+    no trace (the figures job failing)."""
+    braces = _published_summary(run_workflow.workdir, "summary{v2}.parquet")
+    result = run_workflow({"from_summary": str(braces)}, "-n")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert f"from_summary: {braces}: Snakemake reads {{ and }} in an input path" in output
+    assert "WildcardError" not in output
+
+    ok = _published_summary(run_workflow.workdir, "ok.parquet")
+    result = run_workflow({"from_summary": str(ok), "figures": {"trace_table": str(ok)}}, "-n")
+    assert result.returncode != 0
+    assert (
+        f"figures.trace_table: {ok}: not a power trace, it lacks" in result.stdout + result.stderr
+    )

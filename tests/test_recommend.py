@@ -128,3 +128,43 @@ def test_command_prints_the_table_and_exits_2_on_impossible_limits(tmp_path, cap
     assert "no configuration meets top-1 >= 99 %; closest:" in err and "Traceback" not in err
     assert Current.parse("a.b:fp16:8") == Current("a.b", "fp16", 8)
     assert isinstance(recommend(decision_summary()).ranked, pd.DataFrame)
+
+
+# A published summary's names may carry terminal sequences: clear screen, window title, a fake
+# link, a carriage return that overwrites the line, an 8-bit CSI, a bidi override (issue 21).
+SEQUENCES = ["\x1b[2J", "\x1b]0;owned\x07", "\x1b]8;;http://x\x1b\\", "\rFAKE", "\x9b2J", "\u202e"]
+
+
+def _only_printable(text: str) -> bool:
+    return all(ch.isprintable() or ch == "\n" for ch in text)
+
+
+def _escaped(text: str) -> str:
+    """What a reader should see: each unprintable character as its escape (ESC as \\x1b)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+@pytest.mark.parametrize("seq", SEQUENCES)
+def test_names_from_the_summary_reach_the_terminal_as_escapes(tmp_path, capsys, seq):
+    from joulebench.cli import main
+
+    model, device = f"net{seq}x", f"gpu{seq}"
+    rows = [
+        profile_row(model, f"fp32{seq}", 1, 0.01, 0.001, 5.0, 200.0, device_label=device),
+        profile_row("other", "fp32", 1, 0.02, 0.001, 5.0, 200.0, device_label=device),
+    ]
+    summary = tmp_path / "summary.parquet"
+    decision_summary(rows, configs=[], top1={model: 70.0, "other": 71.0}).to_parquet(summary)
+    assert main(["recommend", "--summary", str(summary), "--current", "other:fp32:1"]) == 0
+    out = capsys.readouterr().out
+    assert _only_printable(out) and f"net{_escaped(seq)}x" in out
+    lines = out.splitlines()  # the table still lines up: a name is one cell, escapes counted
+    header = next(line for line in lines if line.lstrip().startswith("#"))
+    row = next(line for line in lines if "net" in line)
+    assert row.index("fp32") == header.index("method")
+    assert main(["recommend", "--summary", str(summary), "--min-top1", "99"]) == 2  # errors too
+    err = capsys.readouterr().err
+    assert _only_printable(err) and "closest:" in err
+    assert main(["recommend", "--summary", str(summary), "--device", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert _only_printable(err) and "devices in the summary: gpu\\" in err

@@ -1,6 +1,9 @@
 """Runtimes as methods on this CPU: ONNX Runtime's output is checked against PyTorch's before
 anything is measured (a model whose export differs is a "mismatch" row, never measured), the
-export is cached, and a runtime or provider that is not there is a "skipped" row."""
+export is cached, and a runtime or provider that is not there is a "skipped" row. The runtime
+names are declared once (tables.RUNTIMES; the schema's enum follows), and the old name
+`tensorrt` reads as ONNX Runtime's TensorRT provider, in configs and published summaries.
+(Native TensorRT through torch-tensorrt: tests/test_trt_native.py.)"""
 
 import json
 import sys
@@ -9,13 +12,17 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
+from conftest import REPO
+from decision_rows import decision_summary, profile_row
 from test_profile import _Tiny, job
 from timm_models import register
 
-from joulebench.measure.methods import Method, parse_methods
+from joulebench.analysis.summary import read_summary, write_summary
+from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.profile import run_profile
 from joulebench.measure.runtimes import relative_error, unavailable_reason
-from joulebench.tables import PROFILE_COLUMNS, conform
+from joulebench.tables import PROFILE_COLUMNS, RUNTIME_ALIASES, RUNTIMES, conform
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
@@ -23,8 +30,8 @@ pytest.importorskip("onnxscript")
 METHODS = {
     "fp32": {"precision": "fp32"},
     "ort": {"runtime": "onnxruntime"},
-    "trt": {"runtime": "tensorrt"},
-    "trt-fp16": {"runtime": "tensorrt", "precision": "fp16"},
+    "trt": {"runtime": "tensorrt"},  # the old name of ONNX Runtime's TensorRT provider
+    "trt-fp16": {"runtime": "ort-tensorrt", "precision": "fp16"},
 }
 
 
@@ -99,9 +106,9 @@ def test_tensorrt_is_skipped_with_a_reason_where_it_cannot_run(tmp_path):
     )
     assert out.rows.status.tolist() == ["skipped", "skipped"]
     assert out.rows.reason.str.contains("TensorRT runs on CUDA devices only").all()
-    assert (out.rows.runtime == "tensorrt").all() and len(out.repeats) == 0
+    assert (out.rows.runtime == "ort-tensorrt").all() and len(out.repeats) == 0
     # On a CUDA device, this onnxruntime (CPU build) lacks the providers: named in the reason.
-    assert "TensorrtExecutionProvider" in unavailable_reason("tensorrt", "cuda:0")
+    assert "TensorrtExecutionProvider" in unavailable_reason("ort-tensorrt", "cuda:0")
     assert "CUDAExecutionProvider" in unavailable_reason("onnxruntime", "cuda")
     assert unavailable_reason("onnxruntime", "cpu") is None
     assert unavailable_reason("pytorch", "cuda") is None
@@ -134,6 +141,26 @@ def test_runtime_method_specs():
         Method("x", runtime="onnxruntime", compile="default")
     with pytest.raises(ValueError, match="pytorch only"):
         Method("x", runtime="tensorrt", channels_last=True)
+    # the old name is ONNX Runtime's TensorRT provider, and rows say its name today
+    assert Method("x", runtime="tensorrt").runtime == "ort-tensorrt"
+    assert parse_methods({"t": PRESETS["trt-fp16"]})["t"].runtime == "ort-tensorrt"
+    assert parse_methods({"t": PRESETS["torchtrt-fp16"]})["t"].runtime == "torch-tensorrt"
+
+
+def test_the_schema_names_the_runtimes_the_code_declares():
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    method = schema["properties"]["methods"]["additionalProperties"]["properties"]
+    assert method["runtime"]["enum"] == [*RUNTIMES, *RUNTIME_ALIASES]
+    assert set(RUNTIME_ALIASES.values()) <= set(RUNTIMES)
+
+
+def test_a_published_summary_with_the_old_name_reads_as_ort_tensorrt(tmp_path):
+    old = profile_row("small", "trt-fp16", 64, 0.002, 0.0002, 30.0, 2100.0, runtime="tensorrt")
+    path = tmp_path / "published.parquet"
+    write_summary(decision_summary([old]), path)
+    back = read_summary(path).set_index(["model", "method", "batch_size_requested"])
+    assert back.loc[("small", "trt-fp16", 64), "runtime"] == "ort-tensorrt"
+    assert back.loc[("small", "fp16", 64), "runtime"] == "pytorch"
 
 
 def test_relative_error():

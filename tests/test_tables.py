@@ -6,7 +6,15 @@ import pandas as pd
 import pytest
 
 from joulebench.cli import main
-from joulebench.tables import PROFILE_COLUMNS, TableError, read_table, write_table
+from joulebench.tables import (
+    CATALOG_COLUMNS,
+    PROFILE_COLUMNS,
+    TableError,
+    WriteError,
+    atomic_write,
+    read_table,
+    write_table,
+)
 
 
 def test_latin1_csv_is_one_clear_error(tmp_path):
@@ -50,3 +58,55 @@ def test_concat_names_every_damaged_part_and_how_to_redo_it(tmp_path, capsys):
     assert "the next run measures those models again" in err
     assert f"rm '{rows}/my model'\"'\"'s.parquet'" in err
     assert not (tmp_path / "p.parquet").exists()
+
+
+def test_a_utf16_csv_is_named_as_such(tmp_path):
+    """Excel's "Unicode text" is UTF-16: the hint must convert from UTF-16, not latin1."""
+    path = tmp_path / "summary.csv"
+    pd.DataFrame({"model": ["résnet"], "top1": [70.0]}).to_csv(path, encoding="utf-16")
+    with pytest.raises(TableError) as err:
+        read_table(path)
+    assert "UTF-16 text" in str(err.value)
+    assert f"iconv -f utf-16 -t utf-8 {path} > utf8.csv" in str(err.value)
+    assert "latin1" not in str(err.value)
+
+
+def test_a_folder_and_a_symlink_loop_are_not_called_missing(tmp_path):
+    folder = tmp_path / "summary.parquet"
+    folder.mkdir()
+    with pytest.raises(TableError, match=f"^{folder}: is a folder, not a table file$"):
+        read_table(folder)
+    loop = tmp_path / "loop.parquet"
+    loop.symlink_to(tmp_path / "back.parquet")
+    (tmp_path / "back.parquet").symlink_to(loop)
+    with pytest.raises(TableError, match=f"^{loop}: a symbolic link loop"):
+        read_table(loop)
+
+
+def test_writing_over_a_folder_names_the_path(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    part = tmp_path / "part.parquet"
+    write_table(pd.DataFrame(columns=list(CATALOG_COLUMNS)), part, CATALOG_COLUMNS)
+    assert main(["concat", "catalog", "--output", str(out), "--", str(part)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"joulebench: error: cannot write {out}: it is a folder; give a file path\n"
+    assert list(out.iterdir()) == []
+
+
+def test_write_errors_are_one_line_naming_the_path_and_leave_nothing(tmp_path):
+    """A full disk (ENOSPC, as /dev/full gives it) and a file where the folder should be."""
+    target = tmp_path / "results" / "scores.parquet"
+
+    def fill_the_disk(tmp):
+        with open("/dev/full", "wb") as full:
+            full.write(b"x" * 65536)
+            full.flush()
+
+    with pytest.raises(WriteError, match=f"^cannot write {target}: No space left on device$"):
+        atomic_write(target, fill_the_disk)
+    assert list(target.parent.iterdir()) == []  # the temp file is gone
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    with pytest.raises(WriteError, match=f"^cannot write {blocked}/x.parquet: {blocked} is a file"):
+        write_table(pd.DataFrame({"a": [1]}), blocked / "x.parquet")

@@ -159,3 +159,18 @@ def test_hostile_paths_reach_no_shell(tmp_path):
     assert (hostile / "results" / "figures" / "power_trace.png").stat().st_size > 1000
     markers = [*tmp_path.rglob("MARKER*"), *REPO.glob("MARKER*"), *Path.cwd().glob("MARKER*")]
     assert markers == []
+
+
+def test_a_published_summary_whose_relative_path_starts_with_a_dash(run_workflow):
+    """Every rule passes it as `--summary=PATH` or after `--`: never read as an option."""
+    from decision_rows import decision_summary
+
+    from joulebench.analysis.summary import write_summary
+
+    write_summary(decision_summary(), run_workflow.workdir / "-summary.parquet")
+    result = run_workflow({"from_summary": "-summary.parquet"})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    results = run_workflow.workdir / "results"
+    for name in FIGURES:
+        assert (results / "figures" / f"{name}.png").is_file(), name
+    assert "mid" in (results / "webapp" / "index.html").read_text()

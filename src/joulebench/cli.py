@@ -11,20 +11,67 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import warnings
+from collections.abc import Callable
+
+from joulebench.safe_text import printable
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def _say(text, *, file=None, **kwargs) -> None:
+    """Print for a person at a terminal: names from data (a published summary's) may hold
+    escape sequences, so every control, bidi or invisible character is shown as its escape
+    (safe_text.printable); line breaks stay. Every output of a command goes through here."""
+    print(printable(text, newlines=True), file=file or sys.stdout, **kwargs)
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """warnings.showwarning through printable (a warning may quote a summary's column names)."""
+    text = warnings.formatwarning(message, category, filename, lineno, line)
+    _say(text, file=file or sys.stderr, end="")
+
+
+def _number(
+    kind: type = float, *, minimum=None, above=None, maximum=None
+) -> Callable[[str], float]:
+    """An argparse `type=` for a finite number of `kind` in range, named as the schema names
+    ranges (minimum, exclusive minimum `above`, maximum): the one way every numeric option
+    is range-checked on the way in, so a bad value is a one-line usage error."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            word = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"must be {word}, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {text}")
+        if above is not None and not value > above:
+            raise argparse.ArgumentTypeError(f"must be > {above}, got {text}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {text}")
+        return value
+
+    return parse
+
+
+_COUNT = _number(int, minimum=1)  # threads, batch sizes, repeats, workers, GPUs, rows
+_POSITIVE = _number(above=0)  # watts, seconds, ms, images per second
+
+
+def _json(option: str, text: str) -> dict:
+    """A JSON-object option (`--settings`, `--spec`, ...); ConfigError, one line, if it is not."""
+    from joulebench.study import ConfigError
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{option}: not valid JSON ({err.msg} at character {err.pos})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{option}: must be a JSON object {{...}}, not {type(value).__name__}")
     return value
 
 
@@ -36,7 +83,7 @@ def _settings(section: str, text: str, func, also: tuple[str, ...] = ()) -> dict
 
     params = inspect.signature(func).parameters.values()
     accepted = [p.name for p in params if p.kind is p.KEYWORD_ONLY or p.name in also]
-    return settings_for(section, json.loads(text), accepted)
+    return settings_for(section, _json("--settings", text), accepted)
 
 
 def _cmd_resolve(args) -> int:
@@ -45,9 +92,9 @@ def _cmd_resolve(args) -> int:
     try:
         names = resolve_models(args.entries)
     except ModelSelectionError as exc:
-        print(exc, file=sys.stderr)
+        _say(exc, file=sys.stderr)
         return 2
-    print("\n".join(names))
+    _say("\n".join(names))
     return 0
 
 
@@ -73,7 +120,7 @@ def _cmd_profile_job(args) -> int:
     run_job(
         args.model,
         args.device_label,
-        pin_to_gpu(json.loads(args.spec), args.gpu_uuid),
+        pin_to_gpu(_json("--spec", args.spec), args.gpu_uuid),
         idle=args.idle,
         threads=args.threads,
         output=args.output,
@@ -103,8 +150,19 @@ def _cmd_profile(args) -> int:
         input_kind=args.input_kind,
         output=args.output,
     )
-    print(format_rows(rows))
-    return 0
+    _say(format_rows(rows))
+    return _nothing_measured(rows)
+
+
+def _nothing_measured(rows) -> int:
+    """0 when a configuration was measured; else 1, with each reason on stderr."""
+    if (rows["status"] == "ok").any():
+        return 0
+    reasons = dict.fromkeys(
+        f"{s}: {r}" for s, r in zip(rows["status"], rows["reason"], strict=True)
+    )
+    _say("joulebench: error: nothing was measured: " + "; ".join(reasons), file=sys.stderr)
+    return 1
 
 
 def _cmd_idle(args) -> int:
@@ -120,7 +178,7 @@ def _cmd_idle(args) -> int:
         meter=args.meter,
         tdp_w=args.tdp_w,
     )
-    print(idle_line(row))
+    _say(idle_line(row))
     return 0
 
 
@@ -131,7 +189,7 @@ def _cmd_check(args) -> int:
     from joulebench.measure.meters import MeterUnavailable
 
     def progress(message: str) -> None:
-        print(f"check {args.device}: {message}", file=sys.stderr, flush=True)
+        _say(f"check {args.device}: {message}", file=sys.stderr, flush=True)
 
     try:
         report, path = run_check(
@@ -144,10 +202,10 @@ def _cmd_check(args) -> int:
             progress=progress,
         )
     except MeterUnavailable as err:
-        print(f"check {args.device}: cannot measure: {err}", file=sys.stderr)
+        _say(f"check {args.device}: cannot measure: {err}", file=sys.stderr)
         return 2
-    print(format_table(report))
-    print(f"report -> {path}")
+    _say(format_table(report))
+    _say(f"report -> {path}")
     return 1 if report["verdict"] == FAIL else 0
 
 
@@ -199,7 +257,7 @@ def _cmd_recommend(args) -> int:
         energy=args.energy,
         all_configs=args.all,
     )
-    print(format_recommendation(rec, top=args.top))
+    _say(format_recommendation(rec, top=args.top))
     return 0
 
 
@@ -215,7 +273,7 @@ def _cmd_label(args) -> int:
         batch_size=args.batch_size,
         output=args.output,
     )
-    print("\n".join(str(p) for p in paths))
+    _say("\n".join(str(p) for p in paths))
     return 0
 
 
@@ -249,13 +307,13 @@ def _cmd_prepare(args) -> int:
     from joulebench.accuracy.shards import prepare
 
     shard = prepare(
-        json.loads(args.source),
-        json.loads(args.input_config),
+        _json("--source", args.source),
+        _json("--input-config", args.input_config),
         args.out_root,
         workers=args.workers,
         shard_size=args.shard_size,
     )
-    print(f"prepared -> {shard}", file=sys.stderr)
+    _say(f"prepared -> {shard}", file=sys.stderr)
     return 0
 
 
@@ -298,7 +356,7 @@ def _cmd_devices(args) -> int:
     from joulebench.measure.devices import devices_for
 
     text, measurable = devices_for(args.configfile, simulated=args.sim)
-    print(text)
+    _say(text)
     return 0 if measurable else 2
 
 
@@ -306,7 +364,7 @@ def _cmd_plan(args) -> int:
     """The cost of a study before it runs: configurations, measuring and wall time."""
     from joulebench.plan import plan_for
 
-    print(plan_for(args.configfile, args.profile, args.gpus))
+    _say(plan_for(args.configfile, args.profile, args.gpus))
     return 0
 
 
@@ -314,7 +372,7 @@ def _cmd_columns(args) -> int:
     """Every output table's columns (the registry in joulebench.tables)."""
     from joulebench.tables import columns_markdown, columns_text
 
-    print(columns_markdown() if args.markdown else columns_text(args.table), end="")
+    _say(columns_markdown() if args.markdown else columns_text(args.table), end="")
     return 0
 
 
@@ -343,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("models", nargs="*", help="exact timm names")
     p.add_argument("--models-file", help="a file with one exact timm name per line")
     p.add_argument("--output", "-o", required=True, help="parquet to write")
-    p.add_argument("--threads", type=_positive_int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--threads", type=_COUNT, default=1, help="torch CPU threads (default 1)")
     p.set_defaults(func=_cmd_catalog)
 
     p = sub.add_parser("concat", help="concatenate per-job tables into one")
@@ -360,14 +418,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--method", action="append", choices=sorted(PRESETS), help="repeatable (default fp32)"
     )
-    p.add_argument(
-        "--batch-size", type=_positive_int, action="append", help="repeatable (default 1)"
-    )
-    p.add_argument("--repeats", type=_positive_int, default=ProtocolSettings.repeats)
-    p.add_argument("--min-repeat-s", type=float, default=ProtocolSettings.min_repeat_s)
+    p.add_argument("--batch-size", type=_COUNT, action="append", help="repeatable (default 1)")
+    p.add_argument("--repeats", type=_COUNT, default=ProtocolSettings.repeats)
+    p.add_argument("--min-repeat-s", type=_number(minimum=0), default=ProtocolSettings.min_repeat_s)
     p.add_argument("--meter", choices=meter_names(), help="force a meter")
-    p.add_argument("--tdp-w", type=_positive_float, help="CPU power for the estimate meter")
-    p.add_argument("--threads", type=_positive_int, help="torch CPU threads")
+    p.add_argument("--tdp-w", type=_POSITIVE, help="CPU power for the estimate meter")
+    p.add_argument("--threads", type=_COUNT, help="torch CPU threads")
     p.add_argument("--output", "-o", help="also write the rows to this parquet")
     p.add_argument(
         "--phase", action="append", choices=list(PHASES), help="repeatable (default inference)"
@@ -388,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-label", required=True)
     p.add_argument("--spec", required=True, help="JSON: torch_device, methods, batch_sizes...")
     p.add_argument("--idle", help="the device's idle baseline parquet")
-    p.add_argument("--threads", type=_positive_int)
+    p.add_argument("--threads", type=_COUNT)
     p.add_argument("--output", required=True)
     p.add_argument("--repeats-output", required=True)
     p.add_argument("--trace-output", required=True)
@@ -405,17 +461,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", required=True, help="JSON: the config's dataset section")
     p.add_argument("--input-config", required=True, help="JSON: a model's data config")
     p.add_argument("--out-root", default="data/prepared")
-    p.add_argument("--workers", type=_positive_int, default=_default(prepare, "workers"))
-    p.add_argument("--shard-size", type=_positive_int, default=_default(prepare, "shard_size"))
+    p.add_argument("--workers", type=_COUNT, default=_default(prepare, "workers"))
+    p.add_argument("--shard-size", type=_COUNT, default=_default(prepare, "shard_size"))
     p.set_defaults(func=_cmd_prepare)
 
     p = sub.add_parser("accuracy", help="measured top-1/top-5 on prepared shards")
     p.add_argument("models", nargs="+")
     p.add_argument("--shard-dir", required=True)
     p.add_argument("--checkpoints", help="a folder of <model>.safetensors / .pth files")
-    p.add_argument(
-        "--batch-size", type=_positive_int, default=_default(measure_models, "batch_size")
-    )
+    p.add_argument("--batch-size", type=_COUNT, default=_default(measure_models, "batch_size"))
     p.add_argument("--device", default=_default(measure_models, "device"))
     p.add_argument("--allow-download", action="store_true")
     p.add_argument("--output", required=True)
@@ -423,7 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("accuracy-table", help="measured accuracy, else the reference")
     p.add_argument("--reference", required=True)
-    p.add_argument("--measured", nargs="*", default=[])
+    p.add_argument("measured", nargs="*", default=[], help="measured accuracy tables (after --)")
     p.add_argument("--output", required=True)
     p.set_defaults(func=_cmd_accuracy_table)
 
@@ -461,9 +515,11 @@ def build_parser() -> argparse.ArgumentParser:
         "recommend", help="which model and configuration for an accuracy and latency budget"
     )
     p.add_argument("--summary", default="results/summary.parquet", help="ours or published")
-    p.add_argument("--min-top1", type=float, help="top-1 accuracy floor, percent")
-    p.add_argument("--max-latency-ms", type=_positive_float, help="time per batch budget, ms")
-    p.add_argument("--min-throughput", type=_positive_float, help="images per second floor")
+    p.add_argument(
+        "--min-top1", type=_number(minimum=0, maximum=100), help="top-1 accuracy floor, percent"
+    )
+    p.add_argument("--max-latency-ms", type=_POSITIVE, help="time per batch budget, ms")
+    p.add_argument("--min-throughput", type=_POSITIVE, help="images per second floor")
     p.add_argument("--device", help="only this device label (e.g. cpu, h200)")
     p.add_argument("--current", help="MODEL:METHOD:BATCH run today: show each saving against it")
     p.add_argument("--energy", choices=["total", "dynamic"], default="total")
@@ -474,7 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="rank by the device's energy or the whole node's (GPU + CPU + DRAM)",
     )
     p.add_argument("--all", action="store_true", help="every configuration, not one per model")
-    p.add_argument("--top", type=_positive_int, default=10, help="rows shown per device (10)")
+    p.add_argument("--top", type=_COUNT, default=10, help="rows shown per device (10)")
     p.set_defaults(func=_cmd_recommend)
 
     p = sub.add_parser("label", help="a model's energy label: SVG and PNG card to share")
@@ -482,7 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--summary", default="results/summary.parquet", help="ours or published")
     p.add_argument("--device", help="device label (default: where its energy is least)")
     p.add_argument("--method", help="method (default: its least-energy configuration)")
-    p.add_argument("--batch-size", type=_positive_int, help="requested batch size")
+    p.add_argument("--batch-size", type=_COUNT, help="requested batch size")
     p.add_argument("--output", "-o", help="path stem (default results/labels/<device>/<model>)")
     p.set_defaults(func=_cmd_label)
 
@@ -508,18 +564,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--device", default="cpu", help=f"{spellings()} (default cpu)")
     p.add_argument("--quick", action="store_true", help="short runs: a first look, not a study")
-    p.add_argument("--idle-s", type=float, help="seconds of idle power (default 10)")
+    p.add_argument("--idle-s", type=_POSITIVE, help="seconds of idle power (default 10)")
     p.add_argument("--meter", choices=meter_names(), help="force one of the device's meters")
-    p.add_argument("--tdp-w", type=_positive_float, help="CPU power for the estimate meter")
+    p.add_argument("--tdp-w", type=_POSITIVE, help="CPU power for the estimate meter")
     p.add_argument("--output", "-o", help="default results/check/<device>.json")
     p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("idle", help="measure the idle power baseline of a device")
     p.add_argument("--device-label", required=True)
     p.add_argument("--device", default="cpu", help=spellings())
-    p.add_argument("--duration-s", type=_positive_float, default=IDLE_DURATION_S)
+    p.add_argument("--duration-s", type=_POSITIVE, default=IDLE_DURATION_S)
     p.add_argument("--meter", choices=meter_names())
-    p.add_argument("--tdp-w", type=_positive_float)
+    p.add_argument("--tdp-w", type=_POSITIVE)
     p.add_argument("--output", required=True)
     p.add_argument("--gpu-uuid", help="pin to this GPU (CUDA_VISIBLE_DEVICES); it is cuda:0")
     p.set_defaults(func=_cmd_idle)
@@ -532,9 +588,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="what a study costs: configurations and time, before it runs")
     p.add_argument("--configfile", help="a study file over config.yaml (default: config.yaml)")
     p.add_argument("--profile", help="the SLURM profile folder (default: profiles/slurm)")
-    p.add_argument(
-        "--gpus", type=_positive_int, help="as on a node with this many GPUs like the study's"
-    )
+    p.add_argument("--gpus", type=_COUNT, help="as on a node with this many GPUs like the study's")
     p.set_defaults(func=_cmd_plan)
 
     p = sub.add_parser("columns", help="every output table's columns: unit, meaning, producer")
@@ -558,21 +612,31 @@ def main(argv: list[str] | None = None) -> int:
     from joulebench.catalog.models import ModelSelectionError
     from joulebench.catalog.workloads import WorkloadError
     from joulebench.measure.backends import DeviceError
+    from joulebench.measure.protocol import SettingsError
     from joulebench.study import ConfigError
-    from joulebench.tables import TableError
+    from joulebench.tables import TableError, WriteError
 
     try:
-        return args.func(args)
+        with warnings.catch_warnings():  # restores showwarning after the command
+            warnings.showwarning = _show_warning
+            return args.func(args)
     except (
         ConfigError,
         DecisionError,
         DeviceError,
         ModelSelectionError,
+        SettingsError,
         SummaryError,
         TableError,
         WorkloadError,
+        WriteError,
     ) as exc:
-        print(f"joulebench: error: {exc}", file=sys.stderr)  # bad input: no traceback
+        _say(f"joulebench: error: {exc}", file=sys.stderr)  # bad input: no traceback
+        return 2
+    except OSError as exc:
+        if exc.filename is None:
+            raise  # not about a path the user gave: a bug or the machine, with its traceback
+        _say(f"joulebench: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 2
 
 

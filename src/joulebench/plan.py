@@ -31,8 +31,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from joulebench.measure.backends import kind_of
 from joulebench.measure.config_time import (
     MIN_REPEATS_FOR_CI,
@@ -41,7 +39,7 @@ from joulebench.measure.config_time import (
     format_duration,
     protocol_settings,
 )
-from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB
+from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
 from joulebench.tables import PHASES
 
 # Overheads measured by bench/bench_plan.py on the development machine (2-core VM, CPU, no GPU,
@@ -132,7 +130,7 @@ def _phase_configs(config: dict) -> list[tuple[str, dict, int]]:
 
 def slurm_settings(profile_dir: str | Path) -> tuple[int, float | None]:
     """(models per profile allocation, the profile job's runtime in s at attempt 1)."""
-    profile = yaml.safe_load((Path(profile_dir) / "config.yaml").read_text()) or {}
+    profile = read_yaml(Path(profile_dir) / "config.yaml")  # ConfigError: one line
     group = (profile.get("groups") or {}).get("profile")
     components = profile.get("group-components") or {}
     if isinstance(components, list):  # the command line's form: ["measure=8"]
@@ -305,10 +303,10 @@ def with_gpus(devices: dict[str, str], gpus: int) -> dict[str, str]:
     """The study's devices on a node with `gpus` GPUs like its first one, as `auto` would
     label them (h200-0 .. h200-7); its CPU device, if any, stays."""
     if gpus < 1:
-        raise ValueError(f"gpus must be >= 1, got {gpus}")
+        raise ConfigError(f"--gpus must be >= 1, got {gpus}")
     first = next((label for label, d in devices.items() if not _is_host(d)), None)
     if first is None:
-        raise ValueError("--gpus needs a study with a GPU device (its devices: are all cpu)")
+        raise ConfigError("--gpus needs a study with a GPU device (its devices: are all cpu)")
     kind = devices[first]
     out = {label: d for label, d in devices.items() if _is_host(d)}
     for i in range(gpus):

@@ -4,7 +4,9 @@ The workflow (Snakefile) and the commands that look at a study before it runs (`
 plan`, `joulebench devices`) read it the same way: a key the study file sets replaces the
 default's whole. A config the schema refuses gives one short message per problem, naming the
 key, where it is, which file set it and, for an unknown key, the closest valid one; never the
-schema itself.
+schema itself. The same goes, before any job, for a setting the stage reading it would
+refuse (`check_settings`: each stage's own validator) and a published summary
+(`check_published`).
 
 The schema is where a default is decided. Stage functions take a config section's keys as
 keyword arguments (`settings_for`), with defaults equal to the schema's; the few defaults no
@@ -15,9 +17,11 @@ package: docs/design.md.
 from __future__ import annotations
 
 import difflib
+import os
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import yaml
@@ -117,6 +121,7 @@ def _messages(error, sources) -> list[str]:
             )
         return out
     origin = _source(path, sources)
+    hint = _config_option_hint(error, origin)
     origin = f" (set in {origin})" if origin else ""
     message = error.message
     if error.context:  # anyOf / oneOf: the alternative of the value's own type says more
@@ -130,7 +135,16 @@ def _messages(error, sources) -> list[str]:
         )
     if len(message) > MAX_MESSAGE_CHARS:
         message = message[:MAX_MESSAGE_CHARS] + "..."
-    return [f"config: {_where(path)}{origin}: {message}"]
+    return [f"config: {_where(path)}{origin}: {message}{hint}"]
+
+
+def _config_option_hint(error, origin: str) -> str:
+    """Snakemake's --config reads the values inside a list or mapping as text ('2', 'false'):
+    a wrong type there is the option's doing, and a study file is the way to give it."""
+    text = error.validator == "type" and isinstance(error.instance, str)
+    if origin == "--config" and text and len(error.absolute_path) > 1:
+        return ". --config reads values inside a list or mapping as text: use a --configfile"
+    return ""
 
 
 def check_config(
@@ -144,6 +158,137 @@ def check_config(
     if errors:
         lines = [m for e in errors for m in _messages(e, sources)]
         raise ConfigError("\n".join(dict.fromkeys(lines)))
+
+
+def check_settings(config: Mapping, sources: Sequence[tuple[str, Mapping]] = ()) -> None:
+    """Raise ConfigError naming each key whose value the stage reading it would refuse: the
+    constraints no schema can say (pause_s in order, warm-up min <= max, repeats <= max_repeats,
+    grade thresholds decreasing, a method's runtime and precision, ...). The stage's own
+    validator runs on the config's value, so the workflow refuses at parse time (a dry run
+    too) exactly what a job would refuse hours later."""
+    problems = []
+    for key, check in _stage_checks():
+        try:
+            check(config)
+        except (ValueError, TypeError) as exc:
+            origin = _source(key.split("."), sources)
+            origin = f" (set in {origin})" if origin else ""
+            for problem in getattr(exc, "problems", [str(exc)]):
+                problems.append(f"config: {key}{origin}: {_without_key(problem, key)}")
+    if problems:
+        raise ConfigError("\n".join(problems))
+
+
+def _stage_checks() -> list[tuple[str, Callable[[Mapping], object]]]:
+    """(key, its stage's validator applied to the config) for every setting a stage checks."""
+    from joulebench.accuracy.datasets import normalize_source
+    from joulebench.accuracy.reference import check_source
+    from joulebench.analysis.best_configs import parse_constraints
+    from joulebench.analysis.carbon import check_carbon
+    from joulebench.analysis.score import check_max_cv, check_scope, parse_grade_thresholds
+    from joulebench.measure.methods import parse_methods
+    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.measure.train import TrainSpec
+
+    return [
+        ("protocol", lambda c: ProtocolSettings.from_dict(_at(c, "protocol"))),
+        ("methods", lambda c: parse_methods(_at(c, "methods", {}))),
+        ("train", lambda c: TrainSpec.from_dict(_at(c, "train"))),
+        ("dataset", lambda c: normalize_source(_at(c, "dataset"))),
+        (
+            "reference",
+            lambda c: check_source(_at(c, "reference.local_dir"), _at(c, "reference.commit")),
+        ),
+        (
+            "energy_scope",
+            lambda c: check_scope(
+                _at(c, "energy_scope", "device"), _at(c, "score.energy", "total")
+            ),
+        ),
+        (
+            "score.grade_thresholds",
+            lambda c: parse_grade_thresholds(_at(c, "score.grade_thresholds")),
+        ),
+        ("score.max_energy_cv", lambda c: check_max_cv(_at(c, "score.max_energy_cv"))),
+        ("fits.max_energy_cv", lambda c: check_max_cv(_at(c, "fits.max_energy_cv"))),
+        ("decisions", lambda c: parse_constraints(**_at(c, "decisions", {}))),
+        ("carbon", lambda c: check_carbon(_at(c, "carbon"))),
+    ]
+
+
+def _without_key(message: str, key: str) -> str:
+    """A stage's message without the key the line already names ("train: lr must be ...")."""
+    for lead in (f"{key}: ", f"{key}."):
+        if message.startswith(lead):
+            return message[len(lead) :]
+    return message
+
+
+def _at(config: Mapping, key: str, default=None):
+    """The config's value at a dotted key (`score.energy`), or `default` where unset."""
+    node = config
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return default if node is None else node
+
+
+def check_published(config: Mapping) -> list[str]:
+    """With `from_summary`: the published summary (and `figures.trace_table`) read and
+    checked once, before any job, as the jobs would read them (analysis.summary.read_summary):
+    a ConfigError saying every problem, so the console says why, not three jobs' logs.
+    Returns what reading noted (columns an older summary lacks, extra ones ignored)."""
+    summary = config.get("from_summary")
+    if not summary:
+        return []
+    from joulebench.analysis.summary import SummaryError, read_summary
+    from joulebench.tables import TableError
+
+    trace = (config.get("figures") or {}).get("trace_table")
+    check_input_path("from_summary", summary)
+    if trace:
+        check_input_path("figures.trace_table", trace)
+    problems = []
+    with warnings.catch_warnings(record=True) as notes:
+        warnings.simplefilter("always")
+        try:
+            read_summary(summary)
+        except (SummaryError, TableError) as exc:
+            problems.append(f"from_summary: {exc}")
+        if trace:
+            problems += _trace_problems(trace)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return [f"from_summary: note: {w.message}" for w in notes]
+
+
+def _trace_problems(path) -> list[str]:
+    """Why `path` cannot be the trace figure's power trace (tables.TRACE), if it cannot."""
+    from joulebench.tables import TRACE_TABLE_COLUMNS, TableError, read_table
+
+    try:
+        trace = read_table(path)
+    except TableError as exc:
+        return [f"figures.trace_table: {exc}"]
+    missing = [c for c in TRACE_TABLE_COLUMNS if c not in trace.columns]
+    if missing:
+        return [f"figures.trace_table: {path}: not a power trace, it lacks {missing}"]
+    return []
+
+
+def check_input_path(key: str, path: str | os.PathLike) -> None:
+    """A path from the config that becomes a workflow input: Snakemake reads `{` and `}` in
+    one as a wildcard (a WildcardError that never names the path), so say so here."""
+    if "{" in str(path) or "}" in str(path):
+        raise ConfigError(
+            f"{key}: {path}: Snakemake reads {{ and }} in an input path as a wildcard; rename "
+            "the file, or link it under a name without them (ln -s)"
+        )
+
+
+def shell_option(name: str, value) -> str:
+    """`--name=value`, shell-quoted, for a rule's command: glued to its option, a value from
+    the config (a label or path starting with `-`) can never be read as an option itself."""
+    return shlex.quote(f"--{name}={value}")
 
 
 def settings_for(section: str, settings: Mapping | None, accepted: Sequence[str]) -> dict:
@@ -181,4 +326,6 @@ def load_study(configfile: str | Path | None = None, root: Path | None = None) -
         sources.append((str(configfile), study))
         config.update(study)  # a key the study sets replaces the default's whole
     check_config(config, load_schema(root), sources)
-    return with_defaults(config, root / SCHEMA)
+    config = with_defaults(config, root / SCHEMA)
+    check_settings(config, sources)
+    return config

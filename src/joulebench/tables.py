@@ -16,6 +16,7 @@ docs/design.md.
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import re
@@ -32,6 +33,12 @@ import pandas as pd
 # Values that several stages check or write, kept here once.
 PHASES = ("inference", "train")  # `phase`: inference (per image) or train (per sample)
 INPUT_KINDS = ("random", "zeros")  # `input_kind`: what the synthetic batches hold
+# `runtime`: what runs a method's model. TensorRT comes two ways: through ONNX Runtime's
+# TensorRT execution provider (`ort-tensorrt`) or natively through torch-tensorrt.
+RUNTIMES = ("pytorch", "onnxruntime", "ort-tensorrt", "torch-tensorrt")
+# Older names, still accepted in configs and read in published summaries as the runtime they
+# name: `tensorrt` was ONNX Runtime's TensorRT provider before torch-tensorrt came.
+RUNTIME_ALIASES = {"tensorrt": "ort-tensorrt"}
 REASON_MAX_CHARS = 500  # `reason` and `note` columns: one readable line, never a traceback
 ESTIMATE_METER_PREFIX = "estimate:"  # meters that model energy rather than read a counter
 
@@ -438,13 +445,19 @@ PROFILE = Table(
         phase                 string   -      measure.profile.config_fields
             inference, or train: energy_per_image_j is then per training sample
         runtime               string   -      measure.profile.config_fields
-            pytorch, onnxruntime or tensorrt
-        runtime_provider      string   -      measure.runtimes.prepare_exported
-            the ONNX Runtime execution provider that ran it
-        runtime_check_rel_err float64  ratio  measure.runtimes.prepare_exported
+            pytorch, onnxruntime, ort-tensorrt (ONNX Runtime's TensorRT provider; published
+            as tensorrt before there were two) or torch-tensorrt (TensorRT natively)
+        runtime_provider      string   -      measure.runtimes.check_output
+            what ran the graph: the ONNX Runtime execution provider, or TensorRT
+            (torch-tensorrt)
+        runtime_check_rel_err float64  ratio  measure.runtimes.check_output
             max |runtime - PyTorch| / max |PyTorch| on the same batch
-        runtime_detail        string   -      measure.runtimes.prepare_exported
-            JSON: onnx path, opset, exporter, cache hit, tolerance
+        runtime_detail        string   -      measure.runtimes.check_output
+            JSON: cached file (onnx or engine), cache hit, tolerance, versions
+        engine_build_s        float64  s      measure.trt_native.build_engine
+            torch-tensorrt: seconds TensorRT took to build this configuration's engine,
+            apart from the measurement (a cached engine keeps its build's time;
+            runtime_detail says cached); NaN for other runtimes
         optimizer             string   -      measure.profile.config_fields
             train: sgd or adamw
         optimizer_lr          float64  -      measure.profile.config_fields
@@ -1341,23 +1354,54 @@ def remove_stale_temps(path: str | os.PathLike) -> list[Path]:
     return removed
 
 
+class WriteError(OSError):
+    """A file that cannot be written (read-only folder, full disk, a folder in its place);
+    the message names the file and why, in one line."""
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Path:
     """Write a file atomically: `write(tmp)` fills a temp file in the same folder, which then
-    replaces `path` (so readers see the old file or the new one, never half of one)."""
+    replaces `path` (so readers see the old file or the new one, never half of one). An OS
+    error is a WriteError naming `path` (not the temp file)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    _check_writable(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(path)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:
+        raise WriteError(f"cannot write {path}: {_os_reason(err)}") from None
     os.close(fd)
     try:
         write(tmp)
         # mkstemp makes the file private (0600); results get the usual permissions.
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        raise WriteError(f"cannot write {path}: {_os_reason(err)}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _check_writable(path: Path) -> None:
+    """WriteError when `path` is a folder, or a file stands where its folder would be (the
+    OS would say only "File exists")."""
+    if path.is_dir():
+        raise WriteError(f"cannot write {path}: it is a folder; give a file path")
+    for folder in path.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise WriteError(f"cannot write {path}: {folder} is a file, not a folder")
+            return
+
+
+def _os_reason(err: OSError) -> str:
+    """An OS error in words, without the file names it carries (the caller names the file);
+    pyarrow's own errors (e.g. a full disk) say it in their first line."""
+    return err.strerror or str(err).splitlines()[0]
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike, columns: dict[str, str] | None = None):
@@ -1378,19 +1422,9 @@ class TableError(ValueError):
 def read_table(path: str | os.PathLike) -> pd.DataFrame:
     """A parquet (or .csv) table; TableError naming the file if it is not one, or is damaged."""
     path = Path(path)
-    if path.is_dir() or not path.exists():
-        raise TableError(f"no such file: {path}")
+    _check_readable(path)
     if path.suffix == ".csv":
-        try:
-            return pd.read_csv(path)
-        except UnicodeDecodeError as err:
-            raise TableError(
-                f"{path}: not UTF-8 text (it holds the byte {err.object[err.start]:#04x}). "
-                "Save it as UTF-8, e.g. iconv -f latin1 -t utf-8 "
-                f"{_sh(path)} > utf8.csv"
-            ) from None
-        except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-            raise TableError(f"{path}: not a readable CSV table: {err}") from None
+        return _read_csv(path)
     import pyarrow as pa
 
     try:
@@ -1399,6 +1433,46 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
         kind = "truncated or damaged" if _looks_parquet(path) else "not a parquet file"
         hint = "" if path.suffix == ".parquet" else " (a summary may also be a .csv)"
         raise TableError(f"{path}: {kind}{hint}: {str(err).splitlines()[0]}") from None
+
+
+def _check_readable(path: Path) -> None:
+    """TableError saying why `path` is no file to read: missing, a folder, a symlink loop,
+    no permission (each in its own words, never all as "no such file")."""
+    try:
+        if path.is_dir():
+            raise TableError(f"{path}: is a folder, not a table file")
+        with open(path, "rb"):
+            pass
+    except FileNotFoundError:
+        raise TableError(f"no such file: {path}") from None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise TableError(f"{path}: a symbolic link loop (it points back at itself)") from None
+        raise TableError(f"{path}: cannot read: {_os_reason(err)}") from None
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except UnicodeDecodeError as err:
+        raise TableError(_encoding_problem(path, err)) from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise TableError(f"{path}: not a readable CSV table: {err}") from None
+
+
+def _encoding_problem(path: Path, err: UnicodeDecodeError) -> str:
+    """What a CSV that is not UTF-8 holds (UTF-16 by its byte-order mark or NUL bytes, else
+    a one-byte code page) and the command that converts it."""
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in head:
+        kind, source = "UTF-16 text (as Excel's Unicode text saves it)", "utf-16"
+    else:
+        kind = f"not UTF-8 text (it holds the byte {err.object[err.start]:#04x})"
+        source = "latin1"
+    return (
+        f"{path}: {kind}. Save it as UTF-8, e.g. iconv -f {source} -t utf-8 {_sh(path)} > utf8.csv"
+    )
 
 
 def _looks_parquet(path: Path) -> bool:

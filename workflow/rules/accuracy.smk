@@ -16,8 +16,8 @@ rule reference_accuracy:
     params:
         settings=json.dumps(config["reference"], sort_keys=True),
     shell:
-        "joulebench reference --catalog {input.catalog:q} "
-        "--settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
+        "joulebench reference --catalog={input.catalog:q} "
+        "--settings={params.settings:q} --output={output:q} > {log:q} 2>&1"
 
 
 rule prepare:
@@ -34,9 +34,9 @@ rule prepare:
         workers=config["dataset"]["workers"],
         out_root=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
     shell:
-        "joulebench prepare --source {params.source:q} "
-        "--input-config {params.input_config:q} --out-root {params.out_root:q} "
-        "--workers {params.workers:q} > {log:q} 2>&1"
+        "joulebench prepare --source={params.source:q} "
+        "--input-config={params.input_config:q} --out-root={params.out_root:q} "
+        "--workers={params.workers:q} > {log:q} 2>&1"
 
 
 rule measured_accuracy:
@@ -57,9 +57,9 @@ rule measured_accuracy:
         batch_size=config["accuracy"]["batch_size"],
         device=config["accuracy"]["device"],
     shell:
-        "joulebench accuracy --shard-dir {params.shard_dir:q} {params.checkpoints} "
-        "--batch-size {params.batch_size:q} --device {params.device:q} "
-        "--output {output:q} -- {params.models} > {log:q} 2>&1"
+        "joulebench accuracy --shard-dir={params.shard_dir:q} {params.checkpoints} "
+        "--batch-size={params.batch_size:q} --device={params.device:q} "
+        "--output={output:q} -- {params.models} > {log:q} 2>&1"
 
 
 rule accuracy:
@@ -74,5 +74,5 @@ rule accuracy:
     conda:
         ENV
     shell:
-        "joulebench accuracy-table --reference {input.reference:q} "
-        "--output {output:q} --measured {input.measured:q} > {log:q} 2>&1"
+        "joulebench accuracy-table --reference={input.reference:q} "
+        "--output={output:q} -- {input.measured:q} > {log:q} 2>&1"

@@ -14,7 +14,7 @@ rule catalog_part:
     params:
         models=get_catalog_part_models,
     shell:
-        "joulebench catalog --threads {threads} --output {output:q} -- {params.models} "
+        "joulebench catalog --threads={threads} --output={output:q} -- {params.models} "
         "> {log:q} 2>&1"
 
 
@@ -29,4 +29,4 @@ rule catalog:
     conda:
         ENV
     shell:
-        "joulebench concat catalog --output {output:q} -- {input:q} > {log:q} 2>&1"
+        "joulebench concat catalog --output={output:q} -- {input:q} > {log:q} 2>&1"

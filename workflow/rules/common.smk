@@ -3,6 +3,7 @@ import json
 import os
 import re
 import shlex
+import sys
 
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
@@ -25,11 +26,15 @@ from joulebench.plan import one_line, plan_study
 from joulebench.study import (
     ConfigError,
     check_config,
+    check_input_path,
+    check_published,
+    check_settings,
     job_shell_prefix,
     load_schema,
     read_yaml,
+    shell_option,
 )
-from joulebench.tables import TableError, read_table
+from joulebench.safe_text import printable  # every message printed (Snakefile)
 from joulebench.catalog.workloads import named_entry, workload_entries
 
 
@@ -44,12 +49,21 @@ def get_config_sources():
     return sources
 
 
-# One short message per problem (key, where, which file, closest valid key), then defaults.
+# One short message per problem (key, where, which file, closest valid key), then defaults;
+# then what each stage would refuse later (study.check_settings) and, with from_summary, the
+# published summary read once: all before any job, a dry run too.
+CONFIG_SOURCES = get_config_sources()
 try:
-    check_config(config, load_schema(Path(workflow.basedir)), get_config_sources())
+    check_config(config, load_schema(Path(workflow.basedir)), CONFIG_SOURCES)
 except ConfigError as exc:
-    raise WorkflowError(str(exc))
+    raise WorkflowError(printable(str(exc), newlines=True))
 validate(config, schema="../schemas/config.schema.yaml")
+try:
+    check_settings(config, CONFIG_SOURCES)
+    for note in check_published(config):
+        print(printable(note), file=sys.stderr)
+except ConfigError as exc:
+    raise WorkflowError(printable(str(exc), newlines=True))
 
 
 # Every rule's `joulebench ...` runs the package with the Python that runs Snakemake (on
@@ -69,12 +83,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 ENV = "../../envs/joulebench.yaml"
 
 # Figures from existing data: a published summary -> scores, fits, figures; nothing measured.
-FROM_SUMMARY = config.get("from_summary")
-if FROM_SUMMARY:
-    try:  # not a table, or not UTF-8: one clear line, before any job
-        read_table(FROM_SUMMARY)
-    except TableError as exc:
-        raise WorkflowError(f"from_summary: {exc}")
+FROM_SUMMARY = config.get("from_summary")  # checked above (check_published)
 if not FROM_SUMMARY and not config.get("models"):
     raise WorkflowError(
         "The config needs `models:` (or `from_summary:` to replot a summary)."
@@ -108,7 +117,7 @@ envvars:
 try:
     MODELS = [] if FROM_SUMMARY else resolve_models(config["models"])
 except ModelSelectionError as exc:
-    raise WorkflowError(f"Invalid model selection in config:\n{exc}")
+    raise WorkflowError(printable(f"Invalid model selection in config:\n{exc}", newlines=True))
 FIT_TABLES = list(FIT_TABLE_COLUMNS)
 # Custom workloads (docs/workloads.md): name -> entry; jobs get the entry, files the name.
 WORKLOADS = {} if FROM_SUMMARY else workload_entries(config["models"])
@@ -210,18 +219,20 @@ def get_measure_threads(wildcards):
     return measure_threads(DEVICES, wildcards.device, workflow.cores)
 
 
+# Options built here are `--name=value`, shell-quoted (study.shell_option): no value from
+# the config or a device can be read as an option.
 def get_pin_option(wildcards):
-    """`--gpu-uuid GPU-...` for a pinned GPU job (see PINNED), shell-quoted; else empty."""
+    """`--gpu-uuid=GPU-...` for a pinned GPU job (see PINNED); else empty."""
     uuid = PINNED.get(wildcards.device)
-    return shlex.join(["--gpu-uuid", uuid]) if uuid else ""
+    return shell_option("gpu-uuid", uuid) if uuid else ""
 
 
 def get_meter_options(wildcards):
     meter = config["profile"]["meter"]
     tdp_w = config["profile"]["estimate"]["tdp_w"]
-    options = ["--meter", meter] if meter else []
-    options += ["--tdp-w", str(tdp_w)] if tdp_w else []
-    return shlex.join(options)
+    options = [shell_option("meter", meter)] if meter else []
+    options += [shell_option("tdp-w", tdp_w)] if tdp_w else []
+    return " ".join(options)
 
 
 def get_profile_spec(wildcards):
@@ -246,10 +257,23 @@ def get_profile_spec(wildcards):
 
 
 def get_workload_files(wildcards):
-    """A custom workload's file, so that editing it reruns the model's jobs."""
-    entry = WORKLOADS.get(getattr(wildcards, "model", None), "")
+    """A custom workload's file, so that editing it reruns the model's jobs (`wildcards`
+    may be the entry itself)."""
+    if isinstance(wildcards, str):
+        entry = wildcards
+    else:
+        entry = WORKLOADS.get(getattr(wildcards, "model", None), "")
     target = entry.split("=", 1)[-1].rpartition(":")[0]
     return [target] if target.endswith(".py") else []
+
+
+# A workload file is an input: { } in its path would read as a wildcard.
+try:
+    for _entry in WORKLOADS.values():
+        for _file in get_workload_files(_entry):
+            check_input_path(f"models: {_entry}", _file)
+except ConfigError as exc:
+    raise WorkflowError(printable(str(exc), newlines=True))
 
 
 def get_profile_rows(wildcards):
@@ -290,7 +314,7 @@ def get_shard_models(wildcards):
 
 def get_checkpoints_option(wildcards):
     folder = config["accuracy"]["checkpoints"]
-    return f"--checkpoints {shlex.quote(folder)}" if folder else ""
+    return shell_option("checkpoints", folder) if folder else ""
 
 
 def get_measured_accuracy(wildcards):
@@ -298,8 +322,8 @@ def get_measured_accuracy(wildcards):
 
 
 def get_trace_option(wildcards, input):
-    """`--trace PATH`, shell-quoted, when the figures have a power trace to draw."""
-    return shlex.join(["--trace", input.trace]) if "trace" in input.keys() else ""
+    """`--trace=PATH` when the figures have a power trace to draw."""
+    return shell_option("trace", input.trace) if "trace" in input.keys() else ""
 
 
 # The workflow's first and last words.
@@ -310,7 +334,7 @@ def start_message():
     if workflow.local_exec:
         problems = check_devices(DEVICES)
         if problems:
-            raise WorkflowError("\n".join(problems))
+            raise WorkflowError(printable("\n".join(problems), newlines=True))
     elif config["devices"] == "auto":
         raise WorkflowError(
             f"devices: auto looks at this host ({', '.join(DEVICES)}), not at the cluster's "

@@ -25,10 +25,10 @@ rule figures:
         outdir=lambda wildcards, output: os.path.dirname(output.pdf[0]),
         fits_dir=lambda wildcards, input: os.path.dirname(input.fits[0]),
     shell:
-        "joulebench figures --summary {input.summary:q} --scores {input.scores:q} "
-        "--fits-dir {params.fits_dir:q} {params.trace} --best-configs {input.best_configs:q} "
-        "--settings {params.settings:q} "
-        "--outdir {params.outdir:q} > {log:q} 2>&1"
+        "joulebench figures --summary={input.summary:q} --scores={input.scores:q} "
+        "--fits-dir={params.fits_dir:q} {params.trace} --best-configs={input.best_configs:q} "
+        "--settings={params.settings:q} "
+        "--outdir={params.outdir:q} > {log:q} 2>&1"
 
 
 # Stage 10: one self-contained HTML page (works from file://, no server, no CDN).
@@ -48,5 +48,5 @@ rule webapp:
     params:
         settings=json.dumps(config["score"], sort_keys=True),
     shell:
-        "joulebench webapp --summary {input.summary:q} --scores {input.scores:q} "
-        "--settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
+        "joulebench webapp --summary={input.summary:q} --scores={input.scores:q} "
+        "--settings={params.settings:q} --output={output:q} > {log:q} 2>&1"

@@ -19,9 +19,9 @@ rule idle:
         pin=get_pin_option,
         duration_s=config["idle"]["duration_s"],
     shell:
-        "joulebench idle --device-label {wildcards.device:q} "
-        "--device {params.torch_device:q} --duration-s {params.duration_s:q} {params.options} "
-        "{params.pin} --output {output:q} > {log:q} 2>&1"
+        "joulebench idle --device-label={wildcards.device:q} "
+        "--device={params.torch_device:q} --duration-s={params.duration_s:q} {params.options} "
+        "{params.pin} --output={output:q} > {log:q} 2>&1"
 
 
 rule profile:
@@ -44,10 +44,10 @@ rule profile:
         spec=get_profile_spec,
         pin=get_pin_option,
     shell:
-        "joulebench profile-job --device-label {wildcards.device:q} "
-        "--spec {params.spec:q} --idle {input.idle:q} --threads {threads} {params.pin} "
-        "--output {output.rows:q} --repeats-output {output.repeats:q} "
-        "--trace-output {output.trace:q} -- {wildcards.model:q} > {log:q} 2>&1"
+        "joulebench profile-job --device-label={wildcards.device:q} "
+        "--spec={params.spec:q} --idle={input.idle:q} --threads={threads} {params.pin} "
+        "--output={output.rows:q} --repeats-output={output.repeats:q} "
+        "--trace-output={output.trace:q} -- {wildcards.model:q} > {log:q} 2>&1"
 
 
 rule profile_table:
@@ -61,4 +61,4 @@ rule profile_table:
     conda:
         ENV
     shell:
-        "joulebench concat profile --output {output:q} -- {input:q} > {log:q} 2>&1"
+        "joulebench concat profile --output={output:q} -- {input:q} > {log:q} 2>&1"

@@ -14,7 +14,7 @@ rule score:
     params:
         settings=get_score_settings(),
     shell:
-        "joulebench score --settings {params.settings:q} --output {output:q} "
+        "joulebench score --settings={params.settings:q} --output={output:q} "
         "-- {input:q} > {log:q} 2>&1"
 
 
@@ -32,7 +32,7 @@ rule fits:
         settings=get_fits_settings(),
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "joulebench fits --settings {params.settings:q} --outdir {params.outdir:q} "
+        "joulebench fits --settings={params.settings:q} --outdir={params.outdir:q} "
         "-- {input:q} > {log:q} 2>&1"
 
 
@@ -49,5 +49,5 @@ rule best_configs:
     params:
         settings=get_decisions_settings(),
     shell:
-        "joulebench best-configs --settings {params.settings:q} --output {output:q} "
+        "joulebench best-configs --settings={params.settings:q} --output={output:q} "
         "-- {input:q} > {log:q} 2>&1"

@@ -15,6 +15,6 @@ rule summary:
     conda:
         ENV
     shell:
-        "joulebench summary --profile {input.profile:q} --catalog {input.catalog:q} "
-        "--accuracy {input.accuracy:q} --output {output.parquet:q} --csv {output.csv:q} "
+        "joulebench summary --profile={input.profile:q} --catalog={input.catalog:q} "
+        "--accuracy={input.accuracy:q} --output={output.parquet:q} --csv={output.csv:q} "
         "> {log:q} 2>&1"

@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 import pandas as pd
 
 from joulebench.accuracy.shards import input_config, read_manifest, shard_batches
+from joulebench.safe_text import file_name
 from joulebench.tables import ACCURACY_COLUMNS, short_reason, write_table
 
 CHECKPOINT_SUFFIXES = (".safetensors", ".pth", ".pth.tar", ".pt", ".bin")
@@ -62,6 +63,7 @@ def hf_cache_dir() -> Path:
 
 
 def _in_checkpoints(name: str, checkpoints: Path) -> Path | None:
+    name = file_name(name)  # never a path outside the folder
     for suffix in CHECKPOINT_SUFFIXES:
         if (checkpoints / f"{name}{suffix}").is_file():
             return checkpoints / f"{name}{suffix}"

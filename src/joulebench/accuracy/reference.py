@@ -226,6 +226,15 @@ def _load_local(local_dir: str | Path, tables: ReferenceTables) -> ReferenceTabl
     return tables
 
 
+def check_source(local_dir: str | Path | None = None, commit: str | None = None) -> None:
+    """One source of tables at most: a local folder or a commit (the study checks it before
+    any job: study.check_settings)."""
+    if local_dir is not None and commit is not None:
+        raise ValueError("reference: set local_dir or commit, not both")
+    if commit is not None:
+        check_commit(commit)
+
+
 def load_tables(
     cache_dir: str | Path = "data/reference",
     *,
@@ -240,8 +249,7 @@ def load_tables(
     file, e.g. from a newer timm checkout, is used with a warning). `commit`: a timm commit
     fetched once into `cache_dir` (never when `offline`: then only what is cached).
     """
-    if local_dir is not None and commit is not None:
-        raise ValueError("reference: set local_dir or commit, not both")
+    check_source(local_dir, commit)
     tables = ReferenceTables()
     if local_dir is not None:
         return _load_local(local_dir, tables)

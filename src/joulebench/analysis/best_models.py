@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from joulebench.safe_text import printable
+
 MAX_ROWS = 8
 
 
@@ -80,6 +82,7 @@ def format_best(best: pd.DataFrame) -> str:
         "batch": best["batch_size"].astype(str).tolist(),
         "grade": best["grade"].fillna("-").astype(str).tolist(),
     }
+    columns = {name: [printable(v) for v in values] for name, values in columns.items()}
     numeric = {"top-1 %", "mJ/image", "batch"}
     widths = {name: max(len(name), *map(len, values)) for name, values in columns.items()}
 
@@ -93,8 +96,12 @@ def format_best(best: pd.DataFrame) -> str:
 
 
 def end_of_run(results: str | Path = "results") -> str:
-    """What the workflow prints when it succeeds: the outputs and the best models."""
-    results = Path(results)
+    """What the workflow prints when it succeeds: the outputs and the best models, every name
+    from the tables made printable (a terminal never runs what a summary holds)."""
+    return printable("\n".join(_end_lines(Path(results))), newlines=True)
+
+
+def _end_lines(results: Path) -> list[str]:
     lines = ["joulebench: done."]
     page = results / "webapp" / "index.html"
     if page.is_file():
@@ -111,15 +118,15 @@ def end_of_run(results: str | Path = "results") -> str:
         lines.append("  tables:   " + ", ".join(str(p) for p in tables if p.is_file()))
     scores_path = results / "scores.parquet"
     if not scores_path.is_file():
-        return "\n".join(lines)
+        return lines
     best, note = best_per_energy_band(pd.read_parquet(scores_path))
     lines.append("")
     if best.empty:
-        lines.append(f"Best models: none to show: {note}.")
-        return "\n".join(lines)
+        lines.append(f"Best models: none to show: {printable(note)}.")
+        return lines
     lines.append(
         "Most accurate model per energy band (energy per image, at its least-energy "
-        "configuration)" + (f"; {note}" if note else "") + ":"
+        "configuration)" + (f"; {printable(note)}" if note else "") + ":"
     )
     lines += ["  " + line for line in format_best(best).splitlines()]
-    return "\n".join(lines)
+    return lines

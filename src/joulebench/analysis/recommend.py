@@ -24,6 +24,7 @@ import pandas as pd
 
 from joulebench.analysis.best_configs import DecisionError, comparable
 from joulebench.analysis.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
+from joulebench.safe_text import printable
 
 CLOSEST_SHOWN = 5
 
@@ -140,7 +141,7 @@ class Recommendation:
 
 def _close(name: str, choices: Sequence[str]) -> str:
     near = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.5)
-    return f"; closest: {', '.join(near)}" if near else ""
+    return f"; closest: {printable(', '.join(near))}" if near else ""
 
 
 def _check_current(df: pd.DataFrame, current: Current, device: str | None) -> pd.DataFrame:
@@ -162,9 +163,10 @@ def _check_current(df: pd.DataFrame, current: Current, device: str | None) -> pd
     if device is not None:
         hit = hit[hit["device_label"] == device]
     if hit.empty:
-        where = f" on device {device}" if device else ""
+        where = f" on device {printable(device)}" if device else ""
         raise DecisionError(
-            f"--current: {current} was not run{where}; this model was run as: {', '.join(configs)}"
+            f"--current: {printable(current)} was not run{where}; this model was run as: "
+            + printable(", ".join(configs))
         )
     return hit
 
@@ -195,7 +197,8 @@ def recommend(
     devices = sorted(df["device_label"].dropna().unique())
     if device is not None and device not in devices:
         raise DecisionError(
-            f"unknown device {device!r}; devices in the summary: {', '.join(devices) or 'none'}"
+            f"unknown device {device!r}; devices in the summary: "
+            + (printable(", ".join(devices)) or "none")
         )
     if device is not None:
         df = df[df["device_label"] == device]
@@ -224,10 +227,10 @@ def _impossible(limits: Limits, ok: pd.DataFrame) -> str:
     lines = [f"no configuration meets {limits.text()}; closest:"]
     for i in dist.index[:CLOSEST_SHOWN]:
         r = ok.loc[i]
-        lines.append(
-            f"  {r['model']} {r['method']} batch {r['batch_size_requested']} on "
-            f"{r['device_label']}: " + "; ".join(limits.misses(r))
+        where = (
+            f"{r['model']} {r['method']} batch {r['batch_size_requested']} on {r['device_label']}"
         )
+        lines.append(f"  {printable(where)}: " + "; ".join(limits.misses(r)))
     return "\n".join(lines)
 
 
@@ -271,6 +274,9 @@ def _mj(j: float) -> str:
 
 
 def _table(columns: dict[str, list[str]], numeric: set[str]) -> list[str]:
+    """Aligned rows; every cell made printable first (a name may hold escape sequences)."""
+    columns = {printable(k): [printable(t) for t in v] for k, v in columns.items()}
+    numeric = {printable(k) for k in numeric}
     widths = {k: max(len(k), *map(len, v)) for k, v in columns.items()}
 
     def cell(k, t):
@@ -302,7 +308,7 @@ def format_recommendation(rec: Recommendation, top: int = 10) -> str:
     for (device, est), section in rec.ranked.groupby(["device_label", "estimate"], sort=True):
         meters = ", ".join(sorted(set(section["meter"].dropna().astype(str))))
         kind = f"energy ESTIMATED ({meters})" if est else f"measured ({meters})"
-        lines += ["", f"device {device}, {kind}:"]
+        lines += ["", printable(f"device {device}, {kind}:")]
         shown = section.head(top)
         cols = {
             "#": [str(k + 1) for k in range(len(shown))],
@@ -326,13 +332,14 @@ def format_recommendation(rec: Recommendation, top: int = 10) -> str:
             lines.append(f"  ... and {len(section) - top} more (--top N)")
     if rec.current is not None:
         for _, cur in rec.current_rows.iterrows():
-            note = "" if cur["valid"] else f", not comparable: {cur['why_not']}"
+            note = "" if cur["valid"] else printable(f", not comparable: {cur['why_not']}")
+            where = printable(f"{rec.current} on {cur['device_label']}")
             lines.append(
-                f"\ncurrent {rec.current} on {cur['device_label']}: {_mj(cur['energy_j'])} "
+                f"\ncurrent {where}: {_mj(cur['energy_j'])} "
                 f"±{_mj(cur['ci_half_j'])} mJ/image{note}. Saving = 1 - E / E_current; its "
                 "± is the 95% CI of both energies propagated (docs/decisions.md)."
             )
     if rec.left_out:
-        why = ", ".join(f"{k} ({v})" for k, v in sorted(rec.left_out.items()))
+        why = printable(", ".join(f"{k} ({v})" for k, v in sorted(rec.left_out.items())))
         lines.append(f"\nleft out by the score's rules: {why} (docs/scoring.md)")
-    return "\n".join(lines)
+    return printable("\n".join(lines), newlines=True)  # what a flag or reason quotes, too

@@ -290,11 +290,20 @@ def score_summary(
 def in_scope(df: pd.DataFrame, energy_scope: str, energy: str = "total") -> pd.DataFrame:
     """The summary with the headline energy of `energy_scope`: the device's as measured, or
     the whole node's (node_headline); what the score, best_configs and recommend compare."""
+    check_scope(energy_scope, energy)
+    return node_headline(df) if energy_scope == "node" else df
+
+
+def check_scope(energy_scope: str, energy: str = "total") -> None:
+    """energy_scope is device or node, and node goes with total energy (the study checks
+    it before any job: study.check_settings)."""
     if energy_scope not in ENERGY_SCOPES:
         raise ValueError(f"energy_scope must be one of {ENERGY_SCOPES}, got {energy_scope!r}")
     if energy_scope == "node" and energy != "total":
-        raise ValueError("energy_scope node scores total energy (no idle baseline of the node)")
-    return node_headline(df) if energy_scope == "node" else df
+        raise ValueError(
+            "energy_scope node scores total energy (no idle baseline of the node), "
+            f"not score.energy {energy!r}"
+        )
 
 
 def node_headline(df: pd.DataFrame) -> pd.DataFrame:

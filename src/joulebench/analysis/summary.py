@@ -25,6 +25,7 @@ from joulebench.tables import (
     CATALOG_COLUMNS,
     PHASES,
     PROFILE_COLUMNS,
+    RUNTIME_ALIASES,
     SUMMARY,
     SUMMARY_COLUMNS,
     UNFUSED,
@@ -439,13 +440,16 @@ def read_summary(path: str | os.PathLike) -> pd.DataFrame:
     """Read a summary (parquet or csv) from anywhere, check it, return it in declared form.
 
     Missing optional columns are left empty (accuracy_source: "none", or "unknown" where a
-    top-1 is given); impossible values raise SummaryError naming column, row and value; CI
-    lower bounds below 0 J are raised to 0 and flagged `ci-clipped`.
+    top-1 is given); an old runtime name reads as today's (tensorrt: ort-tensorrt);
+    impossible values raise SummaryError naming column, row and value; CI lower bounds
+    below 0 J are raised to 0 and flagged `ci-clipped`.
     """
     df = read_table(path)
     if str(path).endswith(".csv"):
         df = _coerce_csv(df)
     df = _fill_missing(df, path)
+    if "runtime" in df.columns:  # an old name (tensorrt) reads as the runtime it named
+        df = df.assign(runtime=df["runtime"].replace(RUNTIME_ALIASES))
     try:
         validate_summary(df)
     except SummaryError as exc:

@@ -4,11 +4,12 @@
 `backends/` gives each kind of device (cpu, cuda, rocm, simulated) its one module: how its
 devices are found, named, pinned, synchronised and metered; `protocol` decides when windows
 open and close (warm-up, repeats, phase shifts) and knows nothing of torch; `methods`,
-`runtimes` and `train` say how a model runs; `profile` is one job (all methods x batch
-sizes x phases of one model on one device), `config_time` how long a configuration takes,
-and `idle` the device's baseline; `provenance` and `devices` say where a number was
-measured. `sim/` simulates NVIDIA's power sensors to prove the protocol (only the simulated
-backend imports it), and `check/` tests the user's own machine before a study. Outputs:
-results/idle/, results/profile/, results/check/ (docs/profiling.md, docs/protocol.md,
-docs/measurement.md, docs/devices.md). The map of the package: docs/design.md.
+`runtimes` (ONNX Runtime), `trt_native` (TensorRT through torch-tensorrt) and `train` say how
+a model runs; `profile` is one job (all methods x batch sizes x phases of one model on one
+device), `config_time` how long a configuration takes, and `idle` the device's baseline;
+`provenance` and `devices` say where a number was measured. `sim/` simulates NVIDIA's power
+sensors to prove the protocol (only the simulated backend imports it), and `check/` tests
+the user's own machine before a study. Outputs: results/idle/, results/profile/,
+results/check/ (docs/profiling.md, docs/protocol.md, docs/measurement.md, docs/devices.md).
+The map of the package: docs/design.md.
 """

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import socket
 import tempfile
 from pathlib import Path
+
+from joulebench.safe_text import file_name
 
 RUNNING_DIR_ENV = "JOULEBENCH_RUNNING_DIR"
 
@@ -41,8 +42,7 @@ class NodeMeasurements:
     def __init__(self, device_label: str, folder: str | os.PathLike | None = None):
         self.folder = Path(folder) if folder is not None else running_dir()
         self.host = socket.gethostname()
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", device_label)
-        self.path = self.folder / f"{self.host}-{os.getpid()}-{safe}"
+        self.path = self.folder / f"{self.host}-{os.getpid()}-{file_name(device_label)}"
 
     def __enter__(self):
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,11 @@
 """Methods: named ways of running a model (precision, memory format, compilation, runtime).
 
 A method is a small spec resolved once from the config's `methods:` mapping, the way timm
-gives every model a pretrained config: `bf16: {precision: bf16}` names a preset, and
-`ort: {runtime: onnxruntime}` runs the same model through ONNX Runtime. The energy saving of
-any method against the baseline method then comes out of the method savings like any other.
+gives every model a pretrained config: `bf16: {precision: bf16}` names a preset,
+`ort: {runtime: onnxruntime}` runs the same model through ONNX Runtime, and
+`torchtrt-fp16: {runtime: torch-tensorrt, precision: fp16}` through a TensorRT engine.
+The energy saving of any method against the baseline method then comes out of the method
+savings like any other.
 Inference runs a timm model in its deploy form (timm's re-parameterisation,
 joulebench.catalog.deploy_form) unless the method says `reparameterize: false`.
 """
@@ -13,12 +15,20 @@ from __future__ import annotations
 import contextlib
 from dataclasses import asdict, dataclass
 
+from joulebench.tables import RUNTIME_ALIASES, RUNTIMES
+
 PRECISIONS = ("fp32", "fp16", "bf16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-RUNTIMES = ("pytorch", "onnxruntime", "tensorrt")
-# What each exported runtime can run: ONNX Runtime the fp32 graph as exported; TensorRT
-# builds fp16 kernels from that same graph when asked (its trt_fp16_enable option).
-RUNTIME_PRECISIONS = {"onnxruntime": ("fp32",), "tensorrt": ("fp32", "fp16")}
+PYTORCH, ONNXRUNTIME, ORT_TENSORRT, TORCH_TENSORRT = RUNTIMES  # tables.RUNTIMES, named
+# What each runtime outside PyTorch can run: ONNX Runtime the fp32 graph as exported; its
+# TensorRT provider builds fp16 kernels from that same graph when asked (trt_fp16_enable);
+# torch-tensorrt builds fp32 or fp16 engines (fp16 by TensorRT's autocast, or cast weights).
+RUNTIME_PRECISIONS = {
+    ONNXRUNTIME: ("fp32",),
+    ORT_TENSORRT: ("fp32", "fp16"),
+    TORCH_TENSORRT: ("fp32", "fp16"),
+}
+ONNX_RUNTIMES = (ONNXRUNTIME, ORT_TENSORRT)  # those that run an ONNX export (`opset`)
 DEFAULT_OPSET = 18
 # Methods known by name: `joulebench profile --method` (a study names its own in `methods:`).
 PRESETS: dict[str, dict] = {
@@ -29,8 +39,10 @@ PRESETS: dict[str, dict] = {
     "fp16-amp-channels-last": {"precision": "fp16", "channels_last": True},
     "fp32-compile": {"precision": "fp32", "compile": "default"},
     "ort": {"runtime": "onnxruntime"},
-    "trt": {"runtime": "tensorrt"},
-    "trt-fp16": {"runtime": "tensorrt", "precision": "fp16"},
+    "trt": {"runtime": ORT_TENSORRT},
+    "trt-fp16": {"runtime": ORT_TENSORRT, "precision": "fp16"},
+    "torchtrt": {"runtime": TORCH_TENSORRT},
+    "torchtrt-fp16": {"runtime": TORCH_TENSORRT, "precision": "fp16"},
 }
 
 
@@ -41,8 +53,8 @@ class Method:
     autocast: bool = True  # fp16/bf16 by autocast (mixed precision), else weights cast
     channels_last: bool = False
     compile: str | None = None  # a torch.compile mode, or None for eager
-    runtime: str = "pytorch"  # pytorch, onnxruntime or tensorrt (via ONNX Runtime)
-    opset: int = DEFAULT_OPSET  # ONNX opset of the export (exported runtimes only)
+    runtime: str = PYTORCH  # tables.RUNTIMES (or an old name in tables.RUNTIME_ALIASES)
+    opset: int = DEFAULT_OPSET  # ONNX opset of the export (ONNX runtimes only)
     tolerance: float | None = None  # max relative output error vs PyTorch; None: by precision
     reparameterize: bool = (
         True  # inference in timm's fused deploy form (joulebench.catalog.deploy_form)
@@ -53,11 +65,13 @@ class Method:
             raise ValueError(f"method {self.name}: precision must be one of {PRECISIONS}")
         if self.compile not in (None, *COMPILE_MODES):
             raise ValueError(f"method {self.name}: compile must be one of {COMPILE_MODES}")
+        runtime = RUNTIME_ALIASES.get(self.runtime, self.runtime)
+        object.__setattr__(self, "runtime", runtime)  # rows name the runtime, never an alias
         if self.runtime not in RUNTIMES:
             raise ValueError(f"method {self.name}: runtime must be one of {RUNTIMES}")
         if not isinstance(self.reparameterize, bool):
             raise ValueError(f"method {self.name}: reparameterize must be true or false")
-        if self.runtime != "pytorch":
+        if self.runtime != PYTORCH:
             self._check_exported()
 
     def _check_exported(self):
@@ -74,11 +88,21 @@ class Method:
             )
         if self.tolerance is not None and not self.tolerance > 0:
             raise ValueError(f"method {self.name}: tolerance must be > 0")
+        if self.runtime in ONNX_RUNTIMES and not self.autocast and self.precision != "fp32":
+            raise ValueError(
+                f"method {self.name}: autocast false (cast weights) applies to runtime pytorch "
+                f"and {TORCH_TENSORRT}, not {self.runtime}"
+            )
+        if self.runtime not in ONNX_RUNTIMES and self.opset != DEFAULT_OPSET:
+            raise ValueError(
+                f"method {self.name}: opset applies to {ONNX_RUNTIMES} only, not {self.runtime}"
+            )
 
     @property
     def exported(self) -> bool:
-        """True when the model runs outside PyTorch, from an ONNX export."""
-        return self.runtime != "pytorch"
+        """True when the model runs outside PyTorch: from an ONNX export or a TensorRT engine
+        (built from the fp32 model, and checked against it)."""
+        return self.runtime != PYTORCH
 
     def describe(self) -> dict:
         return asdict(self)

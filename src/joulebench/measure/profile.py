@@ -267,9 +267,7 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
             raise NotMeasured(
                 STATUS_SKIPPED, f"training runs in PyTorch only, not {method.runtime}"
             )
-        from joulebench.measure.runtimes import unavailable_reason
-
-        reason = unavailable_reason(method.runtime, job.compute_device)
+        reason = _runtime_backend(method).unavailable_reason(method.runtime, job.compute_device)
         if reason:
             raise NotMeasured(STATUS_SKIPPED, reason)
     train = phase == "train"
@@ -291,9 +289,7 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
         fields_ = {"weights": built.weights, "reparameterized": False}
         return Runner(step, grad=True, fields=fields_, finish=step.losses)
     if method.exported:
-        from joulebench.measure.runtimes import prepare_exported
-
-        step, fields_ = prepare_exported(
+        step, fields_ = _runtime_backend(method).prepare_exported(
             built.model,
             built.x,
             method,
@@ -313,6 +309,13 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
 
     fields_ = {"weights": built.weights, "reparameterized": built.reparameterized}
     return Runner(step, grad=False, fields=fields_)
+
+
+def _runtime_backend(method: Method):
+    """The module that runs a method outside PyTorch: torch-tensorrt's, else ONNX Runtime's."""
+    from joulebench.measure import runtimes, trt_native
+
+    return trt_native if method.runtime == trt_native.TORCH_TENSORRT else runtimes
 
 
 @dataclass
@@ -609,7 +612,11 @@ def profile_now(
         "torch_device": device,
         "methods": {m: PRESETS[m] for m in methods},
         "batch_sizes": list(batch_sizes),
-        "protocol": {"repeats": repeats, "min_repeat_s": min_repeat_s},
+        "protocol": {  # max_repeats caps repeats: as many as asked
+            "repeats": repeats,
+            "min_repeat_s": min_repeat_s,
+            "max_repeats": max(repeats, ProtocolSettings.max_repeats),
+        },
         "meter": meter,
         "estimate": {"tdp_w": tdp_w},
         "phases": list(phases),

@@ -57,6 +57,15 @@ _WINDOW_MARGIN = 1.05  # size windows a little long so the top-up loop is rarely
 _MAX_CHUNK_STEPS = 1_000_000
 
 
+class SettingsError(ValueError):
+    """Settings a stage refuses; `problems` holds one message per setting, each starting
+    with the setting's name (study.check_settings prints one line each)."""
+
+    def __init__(self, what: str, problems: list[str]):
+        super().__init__(f"{what}: " + "; ".join(problems))
+        self.problems = problems
+
+
 @dataclass
 class ProtocolSettings:
     """How long to warm up and how to repeat windows. Defaults equal the schema's protocol
@@ -96,14 +105,22 @@ class ProtocolSettings:
         if not self.warmup_chunk_s > 0:
             problems.append(f"warmup_chunk_s must be > 0, got {self.warmup_chunk_s}")
         if self.warmup_max_s < self.warmup_min_s:
-            problems.append("warmup_max_s must be >= warmup_min_s")
+            problems.append(
+                f"warmup_max_s must be >= warmup_min_s, got {self.warmup_max_s} < "
+                f"{self.warmup_min_s}"
+            )
+        if self.repeats > self.max_repeats:
+            problems.append(
+                f"repeats must be <= max_repeats (the cap on repeats), got {self.repeats} > "
+                f"{self.max_repeats}: raise max_repeats too"
+            )
         if self.ci_target is not None:
             if not self.ci_target > 0:
                 problems.append(f"ci_target must be > 0 or None, got {self.ci_target}")
             if self.max_repeats < _MIN_REPEATS_FOR_CI:
                 problems.append(f"max_repeats must be >= {_MIN_REPEATS_FOR_CI} with ci_target")
         if problems:
-            raise ValueError("invalid protocol settings: " + "; ".join(problems))
+            raise SettingsError("invalid protocol settings", problems)
 
     @classmethod
     def from_dict(cls, config: Mapping | None) -> ProtocolSettings:

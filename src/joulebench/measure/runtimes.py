@@ -1,12 +1,16 @@
-"""Runtimes other than PyTorch: ONNX Runtime, and TensorRT through ONNX Runtime.
+"""Runtimes other than PyTorch: ONNX Runtime, and TensorRT through ONNX Runtime's provider.
 
-A method with `runtime: onnxruntime` (or `tensorrt`) runs the same random-weight model as
+A method with `runtime: onnxruntime` (or `ort-tensorrt`) runs the same random-weight model as
 the PyTorch methods, exported once to ONNX and cached under a folder keyed by model name,
 input shape, opset and a digest of the weights. Before anything is measured, the runtime's
 output on the measured batch is compared with PyTorch's on that same batch: a mismatch is a
 row with status "mismatch" and the error, never a measurement. A runtime that is not
 installed, or a provider this ONNX Runtime lacks, is a row with status "skipped" and why.
 ONNX Runtime is an optional dependency: nothing here imports it until a method needs it.
+
+What every runtime shares lives here too (`NotMeasured`, `check_output`, `cached_build`,
+`weights_digest`): native TensorRT through torch-tensorrt (joulebench.measure.trt_native)
+builds, caches and checks its engines with them.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ import shutil
 import sys
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from joulebench.measure.methods import ONNX_RUNTIMES, ORT_TENSORRT, PYTORCH
+from joulebench.safe_text import file_name
 from joulebench.tables import REASON_MAX_CHARS, short_reason
 
 STATUS_SKIPPED = "skipped"
@@ -69,8 +76,10 @@ def _provider_name(provider) -> str:
 
 def unavailable_reason(runtime: str, torch_device: str) -> str | None:
     """Why `runtime` cannot run on `torch_device` here, or None when it can."""
-    if runtime == "pytorch":
+    if runtime == PYTORCH:
         return None
+    if runtime not in ONNX_RUNTIMES:  # torch-tensorrt: joulebench.measure.trt_native
+        raise ValueError(f"runtimes runs {ONNX_RUNTIMES}, not {runtime}")
     try:
         import onnxruntime as ort
     except ImportError:
@@ -106,12 +115,8 @@ def weights_digest(model) -> str:
     return digest.hexdigest()[:16]
 
 
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
-
-
 @contextlib.contextmanager
-def _stdout_to_stderr():
+def stdout_to_stderr():
     """Send what C++ code prints to stdout (the TorchScript exporter's graph dumps) to stderr,
     so it lands in the job's log and never in a table printed on stdout."""
     sys.stdout.flush()
@@ -132,7 +137,7 @@ def _export(model, x, path: Path, opset: int) -> str:
     errors = []
     for exporter, dynamo in (("dynamo", True), ("torchscript", False)):
         try:
-            with warnings.catch_warnings(), torch.no_grad(), _stdout_to_stderr():
+            with warnings.catch_warnings(), torch.no_grad(), stdout_to_stderr():
                 warnings.simplefilter("ignore")
                 torch.onnx.export(
                     model,
@@ -154,32 +159,77 @@ def _export(model, x, path: Path, opset: int) -> str:
     raise RuntimeError("ONNX export failed: " + " | ".join(errors))
 
 
-def export_onnx(model, x, model_name: str, opset: int, cache_dir) -> tuple[Path, dict]:
-    """The ONNX file of `model` at the shape of `x`: from the cache, else exported once.
+def shape_key(x) -> str:
+    """The input shape as a cache key: 64x3x224x224."""
+    return "x".join(str(d) for d in x.shape)
 
-    The export goes to a temporary folder that is renamed into place, so a killed export
-    never leaves a half-written model, and two processes exporting at once both end well.
-    """
-    shape = "x".join(str(d) for d in x.shape)
-    key = f"{shape}-opset{opset}-{weights_digest(model)}"
-    folder = Path(cache_dir) / _safe(model_name) / key
-    path = folder / "model.onnx"
-    detail = {"onnx_path": str(path), "opset": opset}
-    if path.is_file():
-        info = json.loads((folder / "export.json").read_text())
-        return path, {**detail, "exporter": info.get("exporter", ""), "cached": True}
+
+def _discard(folder: Path) -> None:
+    """Remove a cached build that does not load: renamed aside first, so no process ever
+    reads a half-removed folder."""
+    aside = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.bad."))
+    with contextlib.suppress(OSError):  # already gone: another process discarded it
+        os.replace(folder, aside / "old")
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _build_into(folder: Path, record_name: str, build: Callable[[Path], dict]) -> dict:
+    """Run `build(tmp)` in a temporary folder, write its record last, rename it into place."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{key}."))
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
     try:
-        exporter = _export(model, x, tmp / "model.onnx", opset)
-        (tmp / "export.json").write_text(json.dumps({"exporter": exporter, "model": model_name}))
+        record = build(tmp)
+        (tmp / record_name).write_text(json.dumps(record, default=str))
         try:
             os.replace(tmp, folder)
-        except OSError:  # another process finished the same export first: use theirs
+        except OSError:  # another process finished the same build first: use theirs
             pass
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return path, {**detail, "exporter": exporter, "cached": False}
+    return record
+
+
+def cached_build(folder: Path, record_name: str, build: Callable[[Path], dict], load):
+    """`load(folder)` of something built once: (what load returns, its record, cached).
+
+    `build(tmp)` writes its files into a temporary folder and returns a JSON-able record;
+    the record is written last and the folder renamed into place, so a killed build never
+    leaves a half-written file under the cache's name, and two processes building at once
+    both end well. A cached folder whose record or files do not load (truncated, corrupt,
+    from an incompatible version) is discarded and built again; out of memory while
+    loading is raised as it is (the build is whole; the batch is too big).
+    """
+    record_path = folder / record_name
+    if record_path.is_file():
+        try:
+            record = json.loads(record_path.read_text())
+            return load(folder), record, True
+        except Exception as exc:
+            if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+                raise  # torch.OutOfMemoryError: the cached build may well be whole
+            _discard(folder)
+    record = _build_into(folder, record_name, build)
+    return load(folder), record, False
+
+
+def _onnx_file(folder: Path) -> Path:
+    path = folder / "model.onnx"
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    return path
+
+
+def export_onnx(model, x, model_name: str, opset: int, cache_dir) -> tuple[Path, dict]:
+    """The ONNX file of `model` at the shape of `x`: from the cache, else exported once."""
+    key = f"{shape_key(x)}-opset{opset}-{weights_digest(model)}"
+    folder = Path(cache_dir) / file_name(model_name) / key
+
+    def build(tmp: Path) -> dict:
+        return {"exporter": _export(model, x, tmp / "model.onnx", opset), "model": model_name}
+
+    path, record, cached = cached_build(folder, "export.json", build, _onnx_file)
+    detail = {"onnx_path": str(path), "opset": opset}
+    return path, {**detail, "exporter": record.get("exporter", ""), "cached": cached}
 
 
 def make_session(path: Path, method, torch_device: str, threads: int | None, cache_dir):
@@ -191,7 +241,7 @@ def make_session(path: Path, method, torch_device: str, threads: int | None, cac
     if threads:
         options.intra_op_num_threads = threads  # the same thread count as the PyTorch methods
     providers = _providers(method.runtime, method.precision, torch_device, cache_dir)
-    if method.runtime == "tensorrt":
+    if method.runtime == ORT_TENSORRT:
         (Path(cache_dir) / "tensorrt").mkdir(parents=True, exist_ok=True)  # its engine cache
     session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
     wanted = _provider_name(providers[0])
@@ -250,6 +300,29 @@ def tolerance_for(method, torch_device: str) -> float:
     return DEFAULT_TOLERANCE.get((method.precision, place), 5e-2)
 
 
+def check_output(
+    output, reference, method, torch_device: str, provider: str, detail: dict, known=None
+) -> dict:
+    """The row fields of a runtime's output check against PyTorch's on the same batch, with
+    the `known` fields (kept on a mismatch too); above the method's tolerance,
+    NotMeasured("mismatch") carrying them."""
+    error, tolerance = relative_error(output, reference), tolerance_for(method, torch_device)
+    fields = {
+        **(known or {}),
+        "runtime_provider": provider,
+        "runtime_check_rel_err": error,
+        "runtime_detail": json.dumps({**detail, "tolerance": tolerance}, default=str),
+    }
+    if not error <= tolerance:
+        raise NotMeasured(
+            STATUS_MISMATCH,
+            f"{provider} output differs from PyTorch's on the same batch: "
+            f"max relative error {error:.3g} > tolerance {tolerance:.3g}",
+            fields,
+        )
+    return fields
+
+
 def prepare_exported(
     model, x, method, *, model_name: str, torch_device: str, threads, cache_dir
 ) -> tuple[OrtStep, dict]:
@@ -267,21 +340,6 @@ def prepare_exported(
     session = make_session(path, method, torch_device, threads, cache_dir)
     step = OrtStep(session, x, torch_device)
     step()  # the first run also builds TensorRT engines
-    error, tolerance = relative_error(step.output(), reference), tolerance_for(method, torch_device)
-    provider = session.get_providers()[0]
-    detail.update(
-        ort_version=ort.__version__, tolerance=tolerance, providers=session.get_providers()
-    )
-    fields = {
-        "runtime_provider": provider,
-        "runtime_check_rel_err": error,
-        "runtime_detail": json.dumps(detail, default=str),
-    }
-    if not error <= tolerance:
-        raise NotMeasured(
-            STATUS_MISMATCH,
-            f"{provider} output differs from PyTorch's on the same batch: "
-            f"max relative error {error:.3g} > tolerance {tolerance:.3g}",
-            fields,
-        )
-    return step, fields
+    providers = session.get_providers()
+    detail.update(ort_version=ort.__version__, providers=providers)
+    return step, check_output(step.output(), reference, method, torch_device, providers[0], detail)

@@ -3,9 +3,13 @@ but with the measurement's uncertainty and provenance.
 
 The card shows model, device, method and batch size, energy per 1,000 images with its 95% CI,
 the grade (within the score's comparison group), top-1, the date measured, the joulebench
-version and the meter, with "ESTIMATE" where the energy is modelled. One layout (a list of
-boxes and texts) is drawn twice: as SVG text, every string escaped, and as PNG through
-matplotlib with math parsing off, so labels are always text. The page builds the same card
+version and the meter, with "ESTIMATE" where the energy is modelled. Its lines are declared
+once (LINES: where, how big, and a template over the card's fields) beside the A-G scale;
+`layout` turns them into boxes and texts, drawn twice: as SVG text, every string escaped, and
+as PNG through matplotlib with math parsing off, so labels are always text. Every string
+from data is made printable first (safe_text: no control or bidi character reaches the card,
+so the SVG is valid XML for any name), and the default file names go through
+safe_text.file_name (a label never lands outside results/labels). The page builds the same card
 in the browser (webapp_assets/app.js, labelSvg). docs/decisions.md shows one.
 """
 
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +28,7 @@ from joulebench import __version__
 from joulebench.analysis.best_configs import DecisionError, comparable
 from joulebench.analysis.score import GRADES, score_summary
 from joulebench.report.palettes import GRADE_COLORS
+from joulebench.safe_text import file_name, printable
 from joulebench.tables import atomic_write
 
 WIDTH, HEIGHT = 380, 236
@@ -121,170 +127,109 @@ def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def layout(card: Card) -> list[dict]:
-    """The card as boxes and texts in px (origin top left): what both renderers draw."""
-    items: list[dict] = [
-        {
-            "kind": "rect",
-            "x": 1,
-            "y": 1,
-            "w": WIDTH - 2,
-            "h": HEIGHT - 2,
-            "fill": "#ffffff",
-            "stroke": "#aab3c0",
-        },
-        {
-            "kind": "text",
-            "x": 14,
-            "y": 22,
-            "text": "ENERGY LABEL · joulebench",
-            "size": 10,
-            "color": MUTED,
-            "weight": "bold",
-        },
-        {
-            "kind": "text",
-            "x": 14,
-            "y": 44,
-            "text": _cut(card.model, NAME_CHARS),
-            "size": 15,
-            "color": INK,
-            "weight": "bold",
-        },
-        {
-            "kind": "text",
-            "x": 14,
-            "y": 62,
-            "size": 11,
-            "color": INK,
-            "text": _cut(f"{card.device_label} · {card.method} · batch {card.batch_size}", 56),
-        },
-    ]
-    for i, letter in enumerate(GRADES):  # the A-G scale, the model's grade marked
-        y = 74 + i * 17
-        mine = letter == card.grade
+@dataclass(frozen=True)
+class Box:
+    """A rounded box on the card, in px from the top left."""
+
+    x: int
+    y: int
+    w: int
+    h: int
+    fill: str
+    stroke: str = "none"
+
+
+@dataclass(frozen=True)
+class Text:
+    """A line of text on the card: its baseline's start in px, size in px."""
+
+    x: int
+    y: int
+    text: str
+    size: int
+    color: str = INK
+    weight: str = "normal"
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of the card: where, how, and what it says (a template over card_fields),
+    cut to `chars`; drawn in `estimate_color` when the energy is an estimate."""
+
+    x: int
+    y: int
+    size: int
+    template: str
+    color: str = INK
+    weight: str = "normal"
+    chars: int | None = None
+    estimate_color: str | None = None
+
+
+FOOTER = "{date} · joulebench {version} · grade within its device, method and batch"
+LINES = (
+    Line(14, 22, 10, "ENERGY LABEL · joulebench", MUTED, "bold"),
+    Line(14, 44, 15, "{model}", INK, "bold", chars=NAME_CHARS),
+    Line(14, 62, 11, "{device_label} · {method} · batch {batch_size}", chars=56),
+    Line(150, 90, 10, "Energy per 1,000 images", MUTED),
+    Line(150, 114, 18, "{energy} ± {ci95_half}", INK, "bold"),
+    Line(150, 131, 10, "({wh} Wh; ± is the 95% CI)", MUTED),
+    Line(150, 154, 11, "Top-1 {top1} % ({accuracy_source})", chars=34),
+    Line(150, 176, 10, "{kind}", INK, "bold", estimate_color=ESTIMATE_COLOR),
+    Line(150, 192, 9, "meter {meter}", MUTED, chars=38),
+    Line(150, 206, 9, "{device_name}", MUTED, chars=38),
+    Line(14, 226, 9, FOOTER, MUTED),
+)
+GRADE_X, GRADE_Y, GRADE_STEP = 14, 74, 17  # the A-G scale: one bar per grade, 10 px longer each
+
+
+def card_fields(card: Card) -> dict[str, str]:
+    """What the lines say, as text: every string from data made printable (no control,
+    bidi or other invisible character: safe as XML and as what a reader sees)."""
+    return {
+        "model": printable(card.model),
+        "device_label": printable(card.device_label),
+        "method": printable(card.method),
+        "batch_size": str(card.batch_size),
+        "energy": energy_text(card.energy_per_1k_j),
+        "ci95_half": energy_text(card.ci95_half_per_1k_j),
+        "wh": f"{card.energy_per_1k_j / 3600:.3g}",
+        "top1": f"{card.top1:.1f}",
+        "accuracy_source": printable(card.accuracy_source),
+        "kind": "ESTIMATE (power model)" if card.estimate else "measured (energy counter)",
+        "meter": printable(card.meter),
+        "device_name": printable(card.device_name or card.device_label),
+        "date": printable(card.date),
+        "version": printable(card.version),
+    }
+
+
+def _grade_scale(grade: str | None) -> list[Box | Text]:
+    """The A-G bars, the card's grade outlined and pointed at ("no grade" under it if none)."""
+    items: list[Box | Text] = []
+    for i, letter in enumerate(GRADES):
+        y, mine = GRADE_Y + i * GRADE_STEP, letter == grade
         items.append(
-            {
-                "kind": "rect",
-                "x": 14,
-                "y": y,
-                "w": 34 + 10 * i,
-                "h": 14,
-                "fill": GRADE_COLORS[letter],
-                "stroke": INK if mine else "none",
-            }
+            Box(GRADE_X, y, 34 + 10 * i, 14, GRADE_COLORS[letter], INK if mine else "none")
         )
-        items.append(
-            {
-                "kind": "text",
-                "x": 18,
-                "y": y + 11,
-                "text": letter,
-                "size": 10,
-                "color": "#ffffff" if i >= 3 else INK,
-                "weight": "bold",
-            }
-        )
+        items.append(Text(GRADE_X + 4, y + 11, letter, 10, "#ffffff" if i >= 3 else INK, "bold"))
         if mine:
-            items.append(
-                {
-                    "kind": "text",
-                    "x": 54 + 10 * i,
-                    "y": y + 11,
-                    "text": "◀",
-                    "size": 11,
-                    "color": INK,
-                    "weight": "bold",
-                }
-            )
-    if card.grade is None:
-        items.append(
-            {
-                "kind": "text",
-                "x": 14,
-                "y": 206,
-                "text": "no grade",
-                "size": 9,
-                "color": MUTED,
-                "weight": "normal",
-            }
-        )
-    wh = card.energy_per_1k_j / 3600
-    items += [
-        {
-            "kind": "text",
-            "x": 150,
-            "y": 90,
-            "text": "Energy per 1,000 images",
-            "size": 10,
-            "color": MUTED,
-            "weight": "normal",
-        },
-        {
-            "kind": "text",
-            "x": 150,
-            "y": 114,
-            "size": 18,
-            "color": INK,
-            "weight": "bold",
-            "text": f"{energy_text(card.energy_per_1k_j)} ± {energy_text(card.ci95_half_per_1k_j)}",
-        },
-        {
-            "kind": "text",
-            "x": 150,
-            "y": 131,
-            "size": 10,
-            "color": MUTED,
-            "weight": "normal",
-            "text": f"({wh:.3g} Wh; ± is the 95% CI)",
-        },
-        {
-            "kind": "text",
-            "x": 150,
-            "y": 154,
-            "size": 11,
-            "color": INK,
-            "weight": "normal",
-            "text": _cut(f"Top-1 {card.top1:.1f} % ({card.accuracy_source})", 34),
-        },
-        {
-            "kind": "text",
-            "x": 150,
-            "y": 176,
-            "size": 10,
-            "color": ESTIMATE_COLOR if card.estimate else INK,
-            "weight": "bold",
-            "text": "ESTIMATE (power model)" if card.estimate else "measured (energy counter)",
-        },
-        {
-            "kind": "text",
-            "x": 150,
-            "y": 192,
-            "size": 9,
-            "color": MUTED,
-            "weight": "normal",
-            "text": _cut(f"meter {card.meter}", 38),
-        },
-        {
-            "kind": "text",
-            "x": 150,
-            "y": 206,
-            "size": 9,
-            "color": MUTED,
-            "weight": "normal",
-            "text": _cut(card.device_name or card.device_label, 38),
-        },
-        {
-            "kind": "text",
-            "x": 14,
-            "y": 226,
-            "size": 9,
-            "color": MUTED,
-            "weight": "normal",
-            "text": f"{card.date} · joulebench {card.version} · grade within its "
-            "device, method and batch",
-        },
-    ]
+            items.append(Text(GRADE_X + 40 + 10 * i, y + 11, "◀", 11, INK, "bold"))
+    if grade is None:
+        items.append(Text(GRADE_X, 206, "no grade", 9, MUTED))
+    return items
+
+
+def layout(card: Card) -> list[Box | Text]:
+    """The card as boxes and texts in px (origin top left): what both renderers draw."""
+    fields = card_fields(card)
+    items: list[Box | Text] = [Box(1, 1, WIDTH - 2, HEIGHT - 2, "#ffffff", "#aab3c0")]
+    items += _grade_scale(card.grade)
+    for line in LINES:
+        text = line.template.format(**fields)
+        text = _cut(text, line.chars) if line.chars else text
+        color = line.estimate_color if card.estimate and line.estimate_color else line.color
+        items.append(Text(line.x, line.y, text, line.size, color, line.weight))
     return items
 
 
@@ -295,16 +240,16 @@ def label_svg(card: Card) -> str:
         f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, Arial, sans-serif">'
     ]
     for it in layout(card):
-        if it["kind"] == "rect":
+        if isinstance(it, Box):
             out.append(
-                f'<rect x="{it["x"]}" y="{it["y"]}" width="{it["w"]}" height="{it["h"]}" '
-                f'rx="3" fill="{it["fill"]}" stroke="{it["stroke"]}"/>'
+                f'<rect x="{it.x}" y="{it.y}" width="{it.w}" height="{it.h}" '
+                f'rx="3" fill="{it.fill}" stroke="{it.stroke}"/>'
             )
         else:
             out.append(
-                f'<text x="{it["x"]}" y="{it["y"]}" font-size="{it["size"]}" '
-                f'font-weight="{it.get("weight", "normal")}" fill="{it["color"]}">'
-                f"{html.escape(it['text'], quote=True)}</text>"
+                f'<text x="{it.x}" y="{it.y}" font-size="{it.size}" '
+                f'font-weight="{it.weight}" fill="{it.color}">'
+                f"{html.escape(it.text, quote=True)}</text>"
             )
     out.append("</svg>")
     return "\n".join(out) + "\n"
@@ -327,26 +272,26 @@ def label_png(card: Card, path) -> Path:
         ax.set_axis_off()
         pt = 72 / 100  # px of the layout (100 per inch) to points
         for it in layout(card):
-            if it["kind"] == "rect":
+            if isinstance(it, Box):
                 ax.add_patch(
                     FancyBboxPatch(
-                        (it["x"], it["y"]),
-                        it["w"],
-                        it["h"],
+                        (it.x, it.y),
+                        it.w,
+                        it.h,
                         boxstyle="round,pad=0,rounding_size=3",
-                        facecolor=it["fill"],
-                        edgecolor="none" if it["stroke"] == "none" else it["stroke"],
+                        facecolor=it.fill,
+                        edgecolor=it.stroke,
                         lw=0.8,
                     )
                 )
             else:
                 ax.text(
-                    it["x"],
-                    it["y"],
-                    it["text"],
-                    fontsize=it["size"] * pt,
-                    fontweight=it.get("weight", "normal"),
-                    color=it["color"],
+                    it.x,
+                    it.y,
+                    it.text,
+                    fontsize=it.size * pt,
+                    fontweight=it.weight,
+                    color=it.color,
                     va="baseline",
                 )
         path = Path(path)
@@ -354,20 +299,45 @@ def label_png(card: Card, path) -> Path:
     return path
 
 
+class LabelError(DecisionError):
+    """A label that cannot be written (a folder that cannot be made, no permission): one line."""
+
+
+LABEL_DIR = Path("results/labels")
+
+
+def label_stem(card: Card, output=None) -> Path:
+    """Where a label goes, without its .svg/.png: `output` (a path stem, or a folder when it
+    ends in a separator or is one: the label is written inside it), else
+    results/labels/<device>/<model>, both names through safe_text.file_name."""
+    default = file_name(card.model)
+    if not output:
+        return LABEL_DIR / file_name(card.device_label) / default
+    text = os.fspath(output)
+    if text.endswith(("/", os.sep)) or Path(text).is_dir():
+        return Path(text) / default
+    stem = Path(text)
+    return stem.with_suffix("") if stem.suffix in (".svg", ".png") else stem
+
+
 def run_label(
     summary, model: str, *, device=None, method=None, batch_size=None, output=None
 ) -> list[Path]:
-    """`joulebench label`: <output>.svg and <output>.png (default results/labels/<device>/
-    <model>) for one model of a summary (path)."""
+    """`joulebench label`: <stem>.svg and <stem>.png (label_stem) for one model of a summary
+    (path)."""
     from joulebench.analysis.summary import read_summary
 
     card = card_for(
         read_summary(summary), model, device=device, method=method, batch_size=batch_size
     )
-    stem = Path(output) if output else Path("results/labels") / card.device_label / card.model
-    stem = stem.with_suffix("") if stem.suffix in (".svg", ".png") else stem
-    svg = stem.parent / f"{stem.name}.svg"
-    atomic_write(svg, lambda tmp: Path(tmp).write_text(label_svg(card), encoding="utf-8"))
-    png = label_png(card, stem.parent / f"{stem.name}.png")
-    print(f"label -> {svg}, {png}", file=sys.stderr)
+    stem = label_stem(card, output)
+    svg, png = stem.parent / f"{stem.name}.svg", stem.parent / f"{stem.name}.png"
+    try:
+        atomic_write(svg, lambda tmp: Path(tmp).write_text(label_svg(card), encoding="utf-8"))
+        label_png(card, png)
+    except OSError as exc:  # a folder that cannot be made, no permission, a full disk
+        raise LabelError(
+            f"cannot write the label {printable(os.fspath(svg))} (and .png): {exc.strerror or exc}"
+        ) from None
+    print(printable(f"label -> {svg}, {png}"), file=sys.stderr)
     return [svg, png]

@@ -162,6 +162,8 @@ class Backend(abc.ABC):
     simulated: bool = False
     #: a `joulebench check` report's measured sensor refresh period sizes this kind's windows
     uses_check_refresh: bool = False
+    #: runtimes beyond PyTorch and ONNX Runtime that build for this kind (torch-tensorrt)
+    native_runtimes: tuple[str, ...] = ()
 
     def claims(self, device: str, libs: Libraries) -> bool:
         """Whether this backend serves `device` here, when several serve its spelling (cuda
@@ -278,7 +280,9 @@ class Backend(abc.ABC):
     ) -> list:
         """ONNX Runtime's providers for `runtime` here, best first; DeviceError with the
         reason when this device has none for it."""
-        if runtime == "tensorrt":
+        from joulebench.measure.methods import ORT_TENSORRT
+
+        if runtime == ORT_TENSORRT:
             raise DeviceError(f"TensorRT runs on CUDA devices only, not {device}")
         return ["CPUExecutionProvider"]
 

@@ -17,6 +17,7 @@ from joulebench.measure.backends.torch_gpu import (
     torch_label,
     visible_setting,
 )
+from joulebench.measure.methods import TORCH_TENSORRT
 
 PERSISTENCE_FIX = "nvidia-smi -pm 1"
 
@@ -110,6 +111,7 @@ class CudaBackend(TorchGpuBackend):
     meters = ("nvml",)
     library = "NVML"
     uses_check_refresh = True  # NVIDIA's sensors refresh slowly: the check measures how slowly
+    native_runtimes = (TORCH_TENSORRT,)  # TensorRT builds for NVIDIA GPUs only
 
     def claims(self, device: str, libs: Libraries) -> bool:
         return not libs.is_rocm()

@@ -164,10 +164,12 @@ class TorchGpuBackend(Backend):
     def execution_providers(
         self, device: str, runtime: str, precision: str, engines_dir: str
     ) -> list:
+        from joulebench.measure.methods import ONNXRUNTIME, ORT_TENSORRT
+
         cuda = ("CUDAExecutionProvider", {"device_id": cuda_ordinal(device)})
-        if runtime == "onnxruntime":
+        if runtime == ONNXRUNTIME:
             return [cuda, "CPUExecutionProvider"]
-        if runtime != "tensorrt":
+        if runtime != ORT_TENSORRT:
             raise DeviceError(f"no ONNX Runtime provider for runtime {runtime!r}")
         trt_options = {
             "device_id": cuda_ordinal(device),

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from joulebench.measure.provenance import utc_now
+from joulebench.safe_text import file_name
 from joulebench.tables import CHECK, CHECK_RESULTS, atomic_write, is_estimate_meter
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
@@ -211,15 +212,20 @@ def validate_report(report: dict) -> None:
 
 
 def device_file(device: str) -> str:
-    """'cuda:0' -> 'cuda0', 'cpu' -> 'cpu': the report's file name stem."""
-    return device.replace(":", "")
+    """'cuda:0' -> 'cuda0', 'cpu' -> 'cpu': the report's file name stem (safe_text.file_name)."""
+    return file_name(device.replace(":", ""))
 
 
 def report_path(device: str, check_dir: str | Path = CHECK_DIR) -> Path:
-    """Where the report of `device` is kept, by its one spelling (`cuda` is cuda0.json)."""
-    from joulebench.measure.backends import kind_of
+    """Where the report of `device` is kept, by its one spelling (`cuda` is cuda0.json; a
+    string no backend serves as written, made a safe file name)."""
+    from joulebench.measure.backends import DeviceError, kind_of
 
-    return Path(check_dir) / f"{device_file(kind_of(device).canonical(device))}.json"
+    try:
+        device = kind_of(device).canonical(device)
+    except DeviceError:
+        pass
+    return Path(check_dir) / f"{device_file(device)}.json"
 
 
 def write_report(report: dict, path: str | Path) -> Path:

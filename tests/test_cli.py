@@ -1,0 +1,118 @@
+"""The command line's input: every bad value is one line (`joulebench: error: ...` or argparse's
+usage error), never a traceback; numeric options are range-checked on the way in."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+import yaml
+from decision_rows import decision_summary
+
+from joulebench.analysis.summary import write_summary
+from joulebench.cli import build_parser, main
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    return next(a for a in parser._actions if a.dest == "command").choices
+
+
+def test_every_numeric_option_is_range_checked_one_way():
+    """An option taking or defaulting to a number parses with cli._number (one way of
+    declaring a range), never a bare int or float."""
+    unchecked = []
+    for name, sub in _subcommands().items():
+        for action in sub._actions:
+            numeric = isinstance(action.default, int | float) and not isinstance(
+                action.default, bool
+            )
+            if action.type in (int, float) or (numeric and action.type is None):
+                unchecked.append(f"{name} {action.option_strings}")
+            elif action.type is not None and action.type is not str:
+                assert action.type.__qualname__ == "_number.<locals>.parse", (name, action)
+    assert unchecked == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["profile", "m", "--min-repeat-s", "-1"], "argument --min-repeat-s: must be >= 0, got -1"),
+        (["profile", "m", "--repeats", "0"], "argument --repeats: must be >= 1, got 0"),
+        (["profile", "m", "--batch-size", "2.5"], "argument --batch-size: must be a whole number"),
+        (["profile", "m", "--tdp-w", "0"], "argument --tdp-w: must be > 0, got 0"),
+        (["idle", "--device-label", "c", "--output", "o", "--duration-s", "inf"], "finite"),
+        (["recommend", "--min-top1", "150"], "argument --min-top1: must be <= 100, got 150"),
+        (["check", "--idle-s", "-5"], "argument --idle-s: must be > 0, got -5"),
+        (["plan", "--gpus", "0"], "argument --gpus: must be >= 1, got 0"),
+    ],
+)
+def test_out_of_range_options_are_usage_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+@pytest.fixture
+def summary(tmp_path):
+    path = tmp_path / "summary.parquet"
+    write_summary(decision_summary(), path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ("{bad", "--settings: not valid JSON (Expecting property name enclosed in double quotes"),
+        ("[1, 2]", "--settings: must be a JSON object {...}, not list"),
+    ],
+)
+def test_bad_json_settings_is_one_line(summary, tmp_path, capsys, settings, message):
+    out = tmp_path / "scores.parquet"
+    assert main(["score", str(summary), "--settings", settings, "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"joulebench: error: {message}") and err.count("\n") == 1
+
+
+def test_a_path_that_does_not_exist_is_named(tmp_path, capsys):
+    missing = tmp_path / "models.txt"
+    assert main(["catalog", "--models-file", str(missing), "--output", "x.parquet"]) == 2
+    assert capsys.readouterr().err == f"joulebench: error: {missing}: No such file or directory\n"
+
+
+def _cpu_study(tmp_path):
+    study = tmp_path / "cpu.yaml"
+    study.write_text(yaml.safe_dump({"models": ["resnet18.a1_in1k"], "devices": {"cpu": "cpu"}}))
+    return str(study)
+
+
+def test_plan_gpus_on_a_cpu_study_is_one_line(tmp_path, capsys):
+    assert main(["plan", "--configfile", _cpu_study(tmp_path), "--gpus", "2"]) == 2
+    assert capsys.readouterr().err == (
+        "joulebench: error: --gpus needs a study with a GPU device (its devices: are all cpu)\n"
+    )
+
+
+def test_plan_with_a_profile_folder_that_does_not_exist(tmp_path, capsys):
+    missing = tmp_path / "no-profile"
+    assert main(["plan", "--configfile", _cpu_study(tmp_path), "--profile", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"joulebench: error: cannot read config file {missing}/config.yaml: "
+        "No such file or directory\n"
+    )
+
+
+def test_profile_that_measured_nothing_exits_non_zero_with_the_reason(tmp_path, capsys):
+    workload = tmp_path / "broken.py"
+    workload.write_text("def build():\n    raise RuntimeError('cannot build this model')\n")
+    argv = ["profile", f"{workload}:build", "--repeats", "1", "--min-repeat-s", "0.05"]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert "build-error" in captured.out  # the table still shows the row
+    assert captured.err.splitlines()[-1] == (
+        "joulebench: error: nothing was measured: build-error: "
+        "RuntimeError: cannot build this model"
+    )
