@@ -14,6 +14,7 @@ from joulebench.measure.backends.torch_gpu import (
     TorchGpuBackend,
     cuda_ordinal,
     match_torch,
+    optional_call,
     torch_label,
     visible_setting,
 )
@@ -46,13 +47,7 @@ def nvml_devices(nvml) -> tuple[list[tuple[str | None, str | None, str]], str]:
 
 def _nv(nvml, fn_name: str, *args):
     """An NVML call that may not exist or not be supported: its value or None."""
-    fn = getattr(nvml, fn_name, None)
-    if fn is None:
-        return None
-    try:
-        return fn(*args)
-    except nvml.NVMLError:
-        return None
+    return optional_call(nvml, nvml.NVMLError, fn_name, *args)
 
 
 def _watts(milliwatts) -> float | None:
@@ -109,7 +104,7 @@ class CudaBackend(TorchGpuBackend):
 
     kind = "cuda"
     meters = ("nvml",)
-    library = "NVML"
+    library, library_option = "NVML", "nvml"
     uses_check_refresh = True  # NVIDIA's sensors refresh slowly: the check measures how slowly
     native_runtimes = (TORCH_TENSORRT,)  # TensorRT builds for NVIDIA GPUs only
 
@@ -132,13 +127,6 @@ class CudaBackend(TorchGpuBackend):
             hint = f" ({visible_setting()})" if visible_setting() else ""
             return [], f"NVML sees {names}, but torch sees no CUDA device{hint}"
         return match_torch(torch, found, "NVML")
-
-    def meter(self, device, *, prefer=None, label="", libs=None, **options):
-        from joulebench.measure.meters.registry import make_meter
-
-        self.check_prefer(device, prefer)
-        nvml = (libs or Libraries()).nvml
-        return make_meter("nvml", cuda_index=cuda_ordinal(device), nvml=nvml, **options), []
 
     def not_better(self, meter) -> list[str]:
         if meter.has_energy_counter:

@@ -12,8 +12,8 @@ import math
 from joulebench.measure.backends.base import DeviceIdentity, DeviceState, Libraries
 from joulebench.measure.backends.torch_gpu import (
     TorchGpuBackend,
-    cuda_ordinal,
     match_torch,
+    optional_call,
     torch_label,
 )
 
@@ -26,13 +26,7 @@ _WHOLE = {"amdsmi_get_gpu_compute_partition": "SPX", "amdsmi_get_gpu_memory_part
 
 def _amd(amdsmi, fn_name: str, *args):
     """An AMD SMI call that may not exist or not be supported: its value or None."""
-    fn = getattr(amdsmi, fn_name, None)
-    if fn is None:
-        return None
-    try:
-        return fn(*args)
-    except amdsmi.AmdSmiException:
-        return None
+    return optional_call(amdsmi, amdsmi.AmdSmiException, fn_name, *args)
 
 
 def _number(value) -> float | None:
@@ -82,7 +76,7 @@ class RocmBackend(TorchGpuBackend):
 
     kind = "rocm"
     meters = ("amdsmi",)
-    library = "AMD SMI"
+    library, library_option = "AMD SMI", "amdsmi"
 
     def claims(self, device: str, libs: Libraries) -> bool:
         return libs.is_rocm()
@@ -112,13 +106,6 @@ class RocmBackend(TorchGpuBackend):
                 f"AMD SMI sees {names}, but {torch_label(torch)}: install a ROCm build of torch",
             )
         return match_torch(torch, found, "AMD SMI")
-
-    def meter(self, device, *, prefer=None, label="", libs=None, **options):
-        from joulebench.measure.meters.registry import make_meter
-
-        self.check_prefer(device, prefer)
-        amdsmi = (libs or Libraries()).amdsmi
-        return make_meter("amdsmi", cuda_index=cuda_ordinal(device), amdsmi=amdsmi, **options), []
 
     def not_better(self, meter) -> list[str]:
         return [UNTESTED]

@@ -45,6 +45,18 @@ def visible_setting() -> str:
     return f"{VISIBLE_ENV}={visible!r}" if visible is not None else ""
 
 
+def optional_call(library, error: type[Exception], fn_name: str, *args):
+    """A management library's call that may not exist in this version or not be supported
+    by this GPU (raising `error`): its value, or None."""
+    fn = getattr(library, fn_name, None)
+    if fn is None:
+        return None
+    try:
+        return fn(*args)
+    except error:
+        return None
+
+
 def match_torch(torch, found, source: str) -> tuple[list[DeviceIdentity], str]:
     """Each torch cuda device matched to `found` [(uuid, bus id, name)] by UUID or bus id."""
     from joulebench.measure.meters.nvml import cuda_identity, match_nvml_index
@@ -73,6 +85,7 @@ class TorchGpuBackend(Backend):
     spellings = ("cuda", "cuda:N")
     auto = True
     library = ""  # "NVML", "AMD SMI": for messages
+    library_option = ""  # the meter's option (and Libraries' field) for it: "nvml", "amdsmi"
 
     def canonical(self, device: str) -> str:
         return f"cuda:{cuda_ordinal(device)}"
@@ -134,6 +147,15 @@ class TorchGpuBackend(Backend):
     def not_better(self, meter) -> list[str]:
         """Why a job on this GPU gets a worse reading than the best this kind offers."""
         return []
+
+    def meter(self, device, *, prefer=None, label="", libs=None, **options):
+        """The kind's meter of torch's device `cuda:N`, matched by its UUID or bus id (given in
+        `options`, else torch's), through the library `libs` carries (a fake in tests)."""
+        from joulebench.measure.meters.registry import make_meter
+
+        self.check_prefer(device, prefer)
+        library = {self.library_option: getattr(libs or Libraries(), self.library_option)}
+        return make_meter(self.meters[0], cuda_index=cuda_ordinal(device), **library, **options), []
 
     def open_context(self, device: str, libs: Libraries | None = None) -> None:
         torch = (libs or Libraries()).get_torch()
