@@ -72,3 +72,75 @@ def nan_row(model, method, batch, **kw) -> dict:
     return profile_row(
         model, method, batch, np.nan, np.nan, np.nan, np.nan, status="oom", reason="OOM", **kw
     )
+
+
+def varied_summary(seed: int = 7, n_models: int = 18) -> pd.DataFrame:
+    """A valid summary with every case a decision meets, for comparing implementations: two
+    GPUs, estimated rows (own methods) beside measured ones on one, inference and train,
+    energies on a coarse grid (exact ties) with overlapping CIs, latencies missing (derived
+    from throughput, or unknown), flagged, high-spread and failed rows, models with nothing
+    comparable, unknown top-1 and family, and a catalogued model never profiled (NA keys)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_models):
+        model = f"m{i:02d}"
+        scale = 10 ** rng.uniform(-3, -1)
+        for device, meter, phase in [
+            ("gpu0", "nvml", "inference"),
+            ("gpu1", "nvml", "inference"),
+            ("gpu0", "nvml", "train"),
+            ("gpu0", "estimate:tdp", "inference"),
+        ]:
+            if meter.startswith("estimate") and i % 3:
+                continue
+            prefix = "est-" if meter.startswith("estimate") else ""  # one key, one row
+            for method in (prefix + m for m in ("fp32", "bf16", "fp16")):
+                for batch in (1, 8, 64):
+                    energy = scale * round(rng.uniform(0.5, 1.5), 1)  # grid: exact ties
+                    half = energy * rng.choice([0.0, 0.05, 0.2, np.nan])
+                    img_s = 1 / (scale * rng.uniform(0.05, 2))  # 5 to 20,000 img/s
+                    latency = 1e3 * batch / img_s
+                    kw = {"meter": meter, "is_estimate": meter != "nvml", "phase": phase}
+                    kw["device_label"] = device
+                    r = rng.uniform()
+                    if r < 0.06:
+                        kw.update(status="oom", reason="OOM")
+                        energy = half = latency = img_s = np.nan
+                    elif r < 0.1:
+                        kw["flags"] = "other-load"
+                    elif r < 0.13:
+                        kw["energy_per_image_cv"] = 0.4
+                    elif r < 0.2:
+                        latency = np.nan  # derived from the throughput
+                    elif r < 0.24:
+                        latency = img_s = np.nan  # latency unknown
+                    elif r < 0.4:
+                        kw["latency_ms_p95"] = latency * rng.uniform(1.0, 1.5)
+                    if i == 5:  # nothing comparable on any device
+                        kw["flags"] = "other-process"
+                    if i == 7 and batch == 64:  # impossible: status invalid
+                        energy = 0.0
+                    if i == 9 and device == "gpu1":  # no latency known at all
+                        latency = img_s = np.nan
+                    rows.append(
+                        profile_row(model, method, batch, energy, half, latency, img_s, **kw)
+                    )
+    profile = pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS))
+    models = [f"m{i:02d}" for i in range(n_models)] + ["never_profiled"]
+    catalog = pd.DataFrame(
+        {
+            "model": models,
+            "family": [None if i % 4 == 1 else f"fam{i % 3}" for i in range(len(models))],
+            "status": "ok",
+            "reason": "",
+        }
+    )
+    known = [m for i, m in enumerate(models) if i % 5 != 2]
+    accuracy = pd.DataFrame(
+        {
+            "model": known,
+            "top1": rng.uniform(60, 85, len(known)).round(1),
+            "accuracy_source": "reference",
+        }
+    )
+    return build_summary(profile, catalog, accuracy)

@@ -3,6 +3,8 @@ answers worked by hand (tests/decision_rows.py); flagged and estimated rows foll
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 from decision_rows import decision_summary, profile_row
@@ -13,6 +15,7 @@ from joulebench.analysis.best_configs import (
     parse_constraints,
     run_best_configs,
 )
+from joulebench.analysis.summary import read_summary
 from joulebench.tables import BEST_CONFIGS, read_table
 
 
@@ -187,3 +190,52 @@ def test_node_scope_compares_the_whole_nodes_energy(tmp_path):
         scoped(summary, "node", "dynamic")
     with pytest.raises(DecisionError, match="energy_scope"):
         scoped(summary, "rack")
+
+
+FIXTURE = Path(__file__).parent / "data" / "best_configs"
+CASES = {
+    "expected_total.parquet": {
+        "max_latency_ms": [5, 50],
+        "min_throughput_img_s": [200],
+        "max_batch_size": [1, 8],
+    },
+    "expected_dynamic.parquet": {
+        "energy": "dynamic",
+        "max_energy_cv": None,
+        "max_latency_ms": [20],
+        "min_throughput_img_s": [1000],
+    },
+}
+
+
+@pytest.mark.filterwarnings("ignore:.*summary from another joulebench version lacks")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_same_table_as_the_per_group_implementation(name):
+    """The vectorised table equals, value for value, what the per-group implementation
+    (commit c6071b4, before vectorising) wrote for decision_rows.varied_summary(): ties in
+    energy and within CIs, closest misses, unknown and derived latencies, estimated and
+    measured on one device, two phases and two GPUs, groups with nothing comparable."""
+    summary = read_summary(FIXTURE / "summary.parquet")  # a valid summary, read as a job does
+    expected = pd.read_parquet(FIXTURE / name)
+    got = best_configs(summary, **CASES[name])
+    assert list(got.columns) == list(expected.columns)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
+def test_fixture_covers_the_cases_it_claims():
+    expected = pd.read_parquet(FIXTURE / "expected_total.parquet")
+    notes = expected["note"]
+    assert (expected["ties_within_ci"] > 0).any()
+    assert notes.str.contains("closest: .* unknown").any()  # a closest miss of unknown latency
+    assert notes.str.contains("over by").any() and notes.str.contains("under by").any()
+    assert notes.str.startswith("no comparable configuration").any()
+    assert set(expected["latency_kind"].dropna()) >= {"p95", "mean", "derived"}
+    assert set(expected["phase"]) == {"inference", "train"}
+    assert set(expected["energy_is_estimate"]) == {True, False}
+    assert expected["family"].isna().any() and expected["top1"].isna().any()
+
+
+def test_empty_summary_gives_an_empty_table():
+    summary = decision_summary().iloc[:0]
+    table = best_configs(summary, max_latency_ms=[10])
+    assert table.empty and list(table.columns) == BEST_CONFIGS.names

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from joulebench.analysis.fits import (
     FIT_TABLE_COLUMNS,
+    IMPLAUSIBLE,
     LAW_FORMS,
     accuracy_fits,
     accuracy_law,
@@ -279,3 +282,66 @@ def test_accuracy_law_table_per_group_and_subset():
     few = table[table["method"] == "fp16"]
     assert few["note"].str.contains("too few to compare forms").all()
     assert few["bic"].isna().all()
+
+
+# --- absurd energies: left out with a reason, never a traceback or a numpy warning -----------
+
+
+def _absurd_study(value: float):
+    """12 models on a clean law (fp32 and bf16), the first three bf16 rows at `value`."""
+    e = np.geomspace(1e-3, 1.0, 12)
+    rows = [_row(f"m{i}", v, "fp32", flops_per_image=1e9 * (i + 1)) for i, v in enumerate(e)]
+    rows += [_row(f"m{i}", value if i < 3 else v / 2, "bf16") for i, v in enumerate(e)]
+    acc = pd.DataFrame({"model": [f"m{i}" for i in range(12)], "top1": 90 + 5 * np.log10(e)})
+    return _study(rows, accuracy=acc.assign(accuracy_source="reference"))
+
+
+@pytest.mark.parametrize("value", [1e300, 1e-300, 1e308, 5e-324, 1e7])
+def test_implausible_energies_are_left_out_with_a_reason(value):
+    summary = _absurd_study(value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow warning fails the test
+        tables = all_fits(summary, baseline_method="fp32")
+    acc = tables["accuracy_fits"]
+    bf16 = acc[acc["method"] == "bf16"]
+    assert bf16["note"].str.contains(f"3 rows left out: {IMPLAUSIBLE}", regex=False).all()
+    assert (bf16.loc[bf16["subset"] == "all", "n"] == 9).all()
+    assert not acc.loc[acc["method"] == "fp32", "note"].str.contains("left out").any()
+    law = tables["accuracy_law"]
+    assert law.loc[law["method"] == "bf16", "note"].str.contains("3 rows left out").all()
+    savings = tables["method_savings"].set_index("model")
+    assert savings.loc["m0", "note"] == f"bf16: {IMPLAUSIBLE}"
+    assert np.isnan(savings.loc["m0", "saving"]) and savings.loc["m5", "saving"] == 0.5
+    assert len(tables["batch_scaling"]) == 21  # 24 rows, 3 left out
+
+
+@pytest.mark.parametrize("value", [np.inf, -1.0, 0.0])
+def test_impossible_energies_never_reach_a_fit(value):
+    """The summary makes them status invalid (a published one is refused on reading)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # build_summary's 'marked invalid' warning
+        summary = _absurd_study(value)
+    assert (summary.loc[summary["method"] == "bf16", "status"] == "invalid").sum() == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tables = all_fits(summary, baseline_method="fp32")
+    bf16 = tables["accuracy_fits"].query("method == 'bf16' and subset == 'all'")
+    assert (bf16["n"] == 9).all() and not bf16["note"].str.contains("left out").any()
+
+
+def test_fits_command_names_implausible_rows_and_refuses_impossible_ones(tmp_path, capsys):
+    from joulebench.cli import main
+
+    path = tmp_path / "summary.parquet"
+    _absurd_study(1e300).to_parquet(path)
+    assert main(["fits", str(path), "--outdir", str(tmp_path / "fits")]) == 0
+    err = capsys.readouterr().err
+    assert f"fits: 3 rows left out: {IMPLAUSIBLE}, e.g. m0 bf16 batch 32 on gpu: 1e+300 J" in err
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bad = _absurd_study(1.0)
+    bad.loc[bad["model"] == "m0", "energy_per_image_j"] = -1.0
+    bad.to_parquet(path)
+    assert main(["fits", str(path), "--outdir", str(tmp_path / "fits")]) == 2
+    err = capsys.readouterr().err
+    assert "energy_per_image_j must be > 0" in err and "Traceback" not in err

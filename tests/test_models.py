@@ -3,11 +3,30 @@
 import pytest
 import timm
 
-from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models, split_name
+from joulebench.catalog.models import (
+    ModelSelectionError,
+    chunk,
+    exact_names,
+    resolve_models,
+    split_name,
+)
 
 
 def test_exact_name_with_tag_is_kept():
     assert resolve_models(["resnet50.a1_in1k"]) == ["resnet50.a1_in1k"]
+
+
+def test_exact_names_need_no_registry_and_agree_with_it():
+    entries = [
+        "resnet50.a1_in1k",
+        " convnext_atto.d2_in1k",
+        "mine=tests/workloads/tiny_net.py:build",
+    ]
+    assert exact_names(entries) == ["resnet50.a1_in1k", "convnext_atto.d2_in1k", "mine"]
+    assert exact_names(entries) == resolve_models(entries)
+    assert exact_names(["resnet50.a1_in1k", "resnet50.a1_in1k"]) == ["resnet50.a1_in1k"]
+    for needs_timm in ("resnet50", "convnext_*", "all-pretrained", "convnext_tiny_in22ft1k"):
+        assert exact_names(["resnet50.a1_in1k", needs_timm]) is None, needs_timm
 
 
 def test_bare_architecture_gets_timm_default_tag():

@@ -155,7 +155,7 @@ LAYERS = (
     ("joulebench.tables", "joulebench.study", "joulebench.stats", "joulebench.safe_text"),
     ("joulebench.catalog",),
     ("joulebench.measure",),
-    ("joulebench.plan",),
+    ("joulebench.plan", "joulebench.status"),
     ("joulebench.accuracy",),
     ("joulebench.analysis",),
     ("joulebench.report",),
@@ -205,7 +205,7 @@ KNOWN_UPWARD = {
 
 
 def test_layers_import_one_way():
-    """tables/study/stats < catalog < measure < plan < accuracy < analysis < report < cli."""
+    """tables/study/stats < catalog < measure < plan, status < accuracy < analysis < report."""
     graph = _import_graph()
     upward = [edge for edge in _upward(graph) if edge not in KNOWN_UPWARD]
     assert not upward, upward

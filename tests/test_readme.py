@@ -135,6 +135,8 @@ def check_output(command: str, clone: Path, out: str) -> None:
         assert "resnet50.a1_in1k" in out
     if "joulebench devices" in command:
         assert "devices: auto picks" in out and "meter:" in out
+    if "joulebench status" in command:  # a fresh clone: the default study, not started
+        assert "joulebench status of" in out and "no device has started yet" in out
     if "joulebench plan" in command:
         assert "configurations = " in out and "estimated" in out
 

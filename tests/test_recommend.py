@@ -4,13 +4,21 @@ on the hand-made summary of tests/decision_rows.py (answers worked beside its ro
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from decision_rows import decision_summary, profile_row
 
-from joulebench.analysis.best_configs import DecisionError
-from joulebench.analysis.recommend import Current, format_recommendation, recommend, saving
+from joulebench.analysis.best_configs import DecisionError, comparable
+from joulebench.analysis.recommend import (
+    Current,
+    Limits,
+    format_recommendation,
+    recommend,
+    saving,
+)
 
 
 def _ranked(rec) -> list[tuple]:
@@ -168,3 +176,17 @@ def test_names_from_the_summary_reach_the_terminal_as_escapes(tmp_path, capsys, 
     assert main(["recommend", "--summary", str(summary), "--device", "nope"]) == 2
     err = capsys.readouterr().err
     assert _only_printable(err) and "devices in the summary: gpu\\" in err
+
+
+def test_vectorised_limits_agree_with_each_rows_misses():
+    """Limits.meets (all rows at once) keeps exactly the rows misses() finds nothing in,
+    and shortfalls is 0 there and inf where a value asked about is unknown."""
+    summary = pd.read_parquet(Path(__file__).parent / "data" / "best_configs" / "summary.parquet")
+    df = comparable(summary)
+    for limits in (Limits(70), Limits(None, 5), Limits(65, 50, 300), Limits(None, None, 1e4)):
+        by_row = [limits.misses(r) for r in df.to_dict("records")]
+        assert limits.meets(df).tolist() == [not m for m in by_row]
+        far = limits.shortfalls(df)
+        assert (far[limits.meets(df)] == 0).all()
+        unknown = [any("unknown" in x for x in m) for m in by_row]
+        assert np.isinf(far[unknown]).all() and np.isfinite(far[~np.array(unknown)]).all()

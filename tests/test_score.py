@@ -12,6 +12,7 @@ from joulebench.analysis.score import (
     SCORE_COLUMNS,
     front_energy,
     grade_of,
+    grades_of,
     pareto_front,
     parse_grade_thresholds,
     score_summary,
@@ -257,3 +258,38 @@ def test_package_defaults_match_the_config_schema():
         props = schema["properties"][section]["properties"]
         assert tuple(props["invalid_flags"]["default"]) == DEFAULT_INVALID_FLAGS
         assert props["max_energy_cv"]["default"] == DEFAULT_MAX_ENERGY_CV
+
+
+def test_front_by_sorting_equals_the_definition_pairwise():
+    """pareto_front sorts (O(n log n)); it must agree with the definition checked pair by
+    pair, on coarse grids (many exact ties in top-1, energy or both) and with NaNs."""
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        n = int(rng.integers(1, 40))
+        a = rng.integers(60, 60 + int(rng.integers(1, 8)), n).astype(float)
+        e = rng.integers(1, 1 + int(rng.integers(1, 8)), n) / 100
+        if trial % 4 == 0:
+            a[rng.uniform(size=n) < 0.2] = np.nan
+            e[rng.uniform(size=n) < 0.1] = np.nan
+        want = [
+            not any(
+                a[j] >= a[i] and e[j] <= e[i] and (a[j] > a[i] or e[j] < e[i]) for j in range(n)
+            )
+            for i in range(n)
+        ]
+        assert pareto_front(a, e).tolist() == want, (a, e)
+
+
+def test_grades_of_an_array_equal_grade_of_each_value():
+    t = DEFAULT_GRADE_THRESHOLDS
+    x = np.array([*t.values(), *np.nextafter(list(t.values()), 0), 1.0, 0.0, np.nan, np.inf])
+    assert grades_of(x).tolist() == [grade_of(v) for v in x]
+
+
+def test_a_high_spread_flag_carried_by_the_summary_is_a_note_without_the_check():
+    """A published summary may carry high-spread itself; with the check off (no CV limit)
+    the note says so without a limit to quote."""
+    extra = [_profile_row("noisy", 0.001, flags="high-spread", energy_per_image_cv=0.9)]
+    s = _by_model(score_summary(hand_summary(extra, {"noisy": 99.0}), max_energy_cv=None))
+    assert s.loc["noisy", "score_note"].startswith("flagged high-spread: not scored")
+    assert not s.loc["noisy", "scored"]

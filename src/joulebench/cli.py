@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -368,6 +369,25 @@ def _cmd_plan(args) -> int:
     return 0
 
 
+def _cmd_status(args) -> int:
+    """A live view of a run: done, failed and left per device, ETA, what is measured now."""
+    from pathlib import Path
+
+    from joulebench.status.view import run_status
+
+    if not Path(args.directory).is_dir():
+        _say(f"joulebench: error: --directory {args.directory}: no such folder", file=sys.stderr)
+        return 2
+    return run_status(
+        args.directory,
+        args.configfile,
+        as_json=args.json,
+        watch_s=args.watch,
+        failures=args.failures,
+        say=_say,
+    )
+
+
 def _cmd_columns(args) -> int:
     """Every output table's columns (the registry in joulebench.tables)."""
     from joulebench.tables import columns_markdown, columns_text
@@ -384,6 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     from joulebench.measure.methods import PRESETS
     from joulebench.measure.profile import DEFAULT_ONNX_CACHE, ProtocolSettings
     from joulebench.measure.train import OPTIMIZERS, TrainSpec
+    from joulebench.status.view import run_status
     from joulebench.study import IDLE_DURATION_S
     from joulebench.tables import INPUT_KINDS, PHASES, TABLES
 
@@ -591,6 +612,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", type=_COUNT, help="as on a node with this many GPUs like the study's")
     p.set_defaults(func=_cmd_plan)
 
+    p = sub.add_parser("status", help="a live view of a run: done, failed, left, ETA (read-only)")
+    p.add_argument("--configfile", help="the run's study file over config.yaml")
+    p.add_argument("--directory", "-d", default=".", help="the run's working folder (default .)")
+    p.add_argument("--json", action="store_true", help="the same as one JSON object")
+    p.add_argument("--watch", type=_POSITIVE, metavar="SECONDS", help="refresh until Ctrl-C")
+    p.add_argument(
+        "--failures",
+        type=_COUNT,
+        default=_default(run_status, "failures"),
+        help="how many of the last failures to show",
+    )
+    p.set_defaults(func=_cmd_status)
+
     p = sub.add_parser("columns", help="every output table's columns: unit, meaning, producer")
     p.add_argument("--markdown", action="store_true", help="as docs/columns.md")
     p.add_argument("--table", choices=list(TABLES), help="only this table")
@@ -633,6 +667,9 @@ def main(argv: list[str] | None = None) -> int:
     ) as exc:
         _say(f"joulebench: error: {exc}", file=sys.stderr)  # bad input: no traceback
         return 2
+    except BrokenPipeError:  # `joulebench status | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0
     except OSError as exc:
         if exc.filename is None:
             raise  # not about a path the user gave: a bug or the machine, with its traceback

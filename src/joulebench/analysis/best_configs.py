@@ -123,11 +123,10 @@ def comparable(
     )
     df["latency_ms"] = p95.where(np.isfinite(p95), mean.where(np.isfinite(mean), derived))
     df["top1"] = number("top1")
-    flag = invalidating_flag(df, energy, invalid_flags, max_energy_cv)
-    df["why_not"] = [
-        "" if ok else (f"flagged {f}" if f else f"status {s}" if s != "ok" else "no energy")
-        for ok, f, s in zip(df["valid"], flag, df["status"].fillna("?"), strict=True)
-    ]
+    flag = invalidating_flag(df, energy, invalid_flags, max_energy_cv).to_numpy(object)
+    status = df["status"].fillna("?").astype(str).to_numpy(object)
+    why = np.where(status != "ok", "status " + status, "no energy")
+    df["why_not"] = np.where(df["valid"], "", np.where(flag != "", "flagged " + flag, why))
     return df
 
 
@@ -150,64 +149,90 @@ def miss(row, kind: str, value: float) -> str:
     return f"{column} {x:.3g}{unit} ({'over' if op == '<=' else 'under'} by {abs(x - value):.3g})"
 
 
-def _best_row(group: pd.DataFrame, base: dict, label: str, kind: str, value: float) -> dict:
-    ok = group[group["valid"]]
-    sel = ok if kind == OVERALL else ok[meets(ok, kind, value).to_numpy()]
-    row = {
-        **base,
-        "constraint": label,
-        "constraint_kind": kind,
-        "constraint_value": value,
-        "configurations": len(ok),
-        "configurations_meeting": len(sel),
-        "met": len(sel) > 0,
-    }
-    if not len(ok):
-        why = sorted(set(group["why_not"]) - {""})
-        row["note"] = "no comparable configuration (" + "; ".join(why) + ")"
-        return row
-    if not len(sel):
-        closest = ok.loc[ok.apply(lambda r: _shortfall(r, kind, value), axis=1).idxmin()]
-        row["note"] = (
-            f"no configuration meets {constraint_text(kind, value)}; closest: "
-            f"{closest['method']} batch {closest['batch_size']}: {miss(closest, kind, value)}"
-        )
-        return row
-    best = sel.loc[sel["energy_j"].idxmin()]
-    overlaps = (sel["ci_low_j"] <= best["ci_high_j"]) & (sel.index != best.name)
-    row.update(
-        {
-            c: best[c]
-            for c in (
-                "method",
-                "runtime",
-                "batch_size_requested",
-                "batch_size",
-                "meter",
-                "latency_ms",
-                "latency_kind",
-                "throughput_img_s",
-            )
-            if c in best.index
-        }
-    )
-    row.update(
-        energy_per_image_j=best["energy_j"],
-        energy_per_image_ci95_low_j=best["ci_low_j"],
-        energy_per_image_ci95_high_j=best["ci_high_j"],
-        ties_within_ci=int(overlaps.sum()),
-        note="",
-    )
-    return row
+# a best configuration's own columns, carried into its row
+BEST_FROM_ROW = (
+    "method",
+    "runtime",
+    "batch_size_requested",
+    "batch_size",
+    "meter",
+    "latency_ms",
+    "latency_kind",
+    "throughput_img_s",
+)
+
+# the other columns of comparable() a decision reads
+USED = ("valid", "estimate", "energy_j", "ci_low_j", "ci_high_j", "why_not", "top1")
 
 
-def _shortfall(row, kind: str, value: float) -> float:
-    """Relative distance to meeting a constraint (0 when met; inf when unknown)."""
+def _shortfall(df: pd.DataFrame, kind: str, value: float) -> np.ndarray:
+    """Each row's relative distance to meeting a constraint (0 when met; inf when unknown)."""
     column, op, _ = CONSTRAINTS[kind]
-    x = float(row[column]) if pd.notna(row[column]) else math.nan
-    if not (math.isfinite(x) and x > 0):
-        return math.inf
-    return max(0.0, x / value - 1.0) if op == "<=" else max(0.0, value / x - 1.0)
+    x = pd.to_numeric(df[column], errors="coerce").astype(float).to_numpy()
+    known = np.isfinite(x) & (x > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = x / value - 1.0 if op == "<=" else value / x - 1.0
+    return np.where(known, np.maximum(0.0, relative), np.inf)
+
+
+def _first_per_group(rows: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Each group's row with the least `by`, indexed by group; a tie goes to the earliest
+    row (as idxmin would). `_row` keeps the row's label."""
+    ranked = rows.assign(_row=rows.index).sort_values(["_group", by, "_row"], kind="stable")
+    return ranked.drop_duplicates("_group").set_index("_group")
+
+
+def _nothing_comparable(df: pd.DataFrame) -> pd.Series:
+    """The note of each group given: why none of its rows counts (distinct reasons, sorted)."""
+    why = df.loc[df["why_not"] != "", ["_group", "why_not"]].drop_duplicates()
+    joined = why.sort_values(["_group", "why_not"]).groupby("_group")["why_not"].agg("; ".join)
+    return ("no comparable configuration (" + joined.astype(object) + ")").astype(object)
+
+
+def _best_row(df: pd.DataFrame, n_groups: int, kind: str, value: float) -> pd.DataFrame:
+    """One constraint over every group at once (df's `_group`: 0..n_groups-1): the row of
+    each group, its least-energy configuration meeting it, or a note saying why none."""
+    ok = df[df["valid"]]
+    sel = ok if kind == OVERALL else ok[meets(ok, kind, value).to_numpy()]
+    label = OVERALL if kind == OVERALL else constraint_label(kind, value)
+    out = pd.DataFrame(
+        {"constraint": label, "constraint_kind": kind, "constraint_value": value},
+        index=pd.RangeIndex(n_groups),
+    )
+    out["configurations"] = np.bincount(ok["_group"], minlength=n_groups)
+    out["configurations_meeting"] = np.bincount(sel["_group"], minlength=n_groups)
+    out["met"] = out["configurations_meeting"] > 0
+    best = _first_per_group(sel, "energy_j")
+    for c in BEST_FROM_ROW:
+        if c in best.columns:
+            out[c] = best[c]
+    out["energy_per_image_j"] = best["energy_j"]
+    out["energy_per_image_ci95_low_j"] = best["ci_low_j"]
+    out["energy_per_image_ci95_high_j"] = best["ci_high_j"]
+    group = sel["_group"].to_numpy()
+    ties = sel["ci_low_j"].to_numpy() <= best["ci_high_j"].reindex(group).to_numpy()
+    ties &= sel.index.to_numpy() != best["_row"].reindex(group).to_numpy()
+    count = pd.Series(np.bincount(group[ties], minlength=n_groups))
+    out["ties_within_ci"] = count.where(out["met"]).astype("Int64")
+    out["note"] = pd.Series("", index=out.index, dtype=object).where(out["met"])
+    if kind != OVERALL:
+        missed = _closest_misses(ok[~out["met"].to_numpy()[ok["_group"].to_numpy()]], kind, value)
+        out.loc[missed.index, "note"] = missed.to_numpy()
+    none = _nothing_comparable(df[(out["configurations"] == 0).to_numpy()[df["_group"]]])
+    out.loc[none.index, "note"] = none.to_numpy()
+    return out
+
+
+def _closest_misses(rows: pd.DataFrame, kind: str, value: float) -> pd.Series:
+    """The note of each group given (none of whose rows meets the constraint): the row
+    closest to meeting it, and by how much it misses."""
+    closest = _first_per_group(rows.assign(_short=_shortfall(rows, kind, value)), "_short")
+    notes = [
+        f"no configuration meets {constraint_text(kind, value)}; closest: "
+        f"{r['method']} batch {r['batch_size']}: {miss(r, kind, value)}"
+        for r in closest.to_dict("records")
+    ]
+    return pd.Series(notes, index=closest.index, dtype=object)
 
 
 def best_configs(
@@ -221,28 +246,32 @@ def best_configs(
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> pd.DataFrame:
     """One row per (phase, device, model, estimated or not) and constraint (`none` first):
-    the least-energy configuration meeting it, or an empty one whose note says why."""
+    the least-energy configuration meeting it, or an empty one whose note says why.
+
+    Vectorised: one sort and first-per-group pass per constraint over every group."""
     constraints = [(OVERALL, math.nan)] + parse_constraints(
         max_latency_ms, min_throughput_img_s, max_batch_size
     )
     df = comparable(
         summary, energy=energy, invalid_flags=invalid_flags, max_energy_cv=max_energy_cv
     )
-    df = df[df["model"].notna() & df["device_label"].notna()]
-    df["energy_is_estimate"] = df["estimate"]
-    rows = []
-    for key, group in df.groupby(list(KEY), sort=True, dropna=False):
-        base = dict(zip(KEY, key, strict=True))
-        base.update(
-            energy_kind=energy,
-            family=next(iter(group["family"].dropna()), None) if "family" in group else None,
-            top1=next(iter(group["top1"].dropna()), math.nan),
-        )
-        for kind, value in constraints:
-            label = OVERALL if kind == OVERALL else constraint_label(kind, value)
-            rows.append(_best_row(group, base, label, kind, value))
-    out = pd.DataFrame(rows).reindex(columns=list(BEST_CONFIG_COLUMNS))
-    return conform(out, BEST_CONFIG_COLUMNS)
+    keep = [*KEY[:-1], *BEST_FROM_ROW, *USED, "family"]
+    df = df.loc[df["model"].notna() & df["device_label"].notna(), df.columns.isin(keep)]
+    df = df.assign(energy_is_estimate=df["estimate"])
+    df["_group"] = df.groupby(list(KEY), sort=True, dropna=False).ngroup().to_numpy()
+    n_groups = int(df["_group"].max()) + 1 if len(df) else 0
+    base = df.drop_duplicates("_group").set_index("_group").sort_index()[list(KEY)]
+    base["energy_kind"] = energy
+    by_group = df.groupby("_group")
+    base["family"] = by_group["family"].first() if "family" in df.columns else None
+    base["top1"] = by_group["top1"].first()  # the first known, as for family
+    parts = [
+        _best_row(df, n_groups, kind, value).join(base).assign(_constraint=i)
+        for i, (kind, value) in enumerate(constraints)
+    ]
+    out = pd.concat(parts).rename_axis("_group").reset_index()
+    out = out.sort_values(["_group", "_constraint"], kind="stable")
+    return conform(out.reindex(columns=list(BEST_CONFIG_COLUMNS)), BEST_CONFIG_COLUMNS)
 
 
 def scoped(summary: pd.DataFrame, energy_scope: str, energy: str = "total") -> pd.DataFrame:

@@ -34,6 +34,7 @@ from joulebench.analysis.score import (
     pareto_front,
 )
 from joulebench.analysis.summary import read_summary
+from joulebench.safe_text import printable
 from joulebench.tables import (
     ACCURACY_FITS,
     ACCURACY_LAW,
@@ -47,6 +48,11 @@ from joulebench.tables import (
 )
 
 FACTORS = ("flops_per_image", "params", "activations_per_image")
+# An energy per image outside 1 nJ - 1 MJ is no measurement (the smallest models on a GPU
+# spend tens of uJ, training a large one on a CPU tens of J): fits leave it out and say so,
+# so their exponentials of log-energy ratios stay finite.
+PLAUSIBLE_ENERGY_J = (1e-9, 1e6)
+IMPLAUSIBLE = "energy per image outside {:g} to {:g} J".format(*PLAUSIBLE_ENERGY_J)
 ACCURACY_FORMS = ("log-linear", "saturating")
 # The tables' columns (declared in tables.py).
 FACTOR_FIT_COLUMNS = FACTOR_FITS.dtypes
@@ -58,6 +64,57 @@ BATCH_COLUMNS = BATCH_SCALING.dtypes
 # --- the regressions themselves ------------------------------------------------------------
 
 
+def _line_fits(z, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Least squares y = a + b * z for each row of z (closed form on centred sums: far
+    cheaper than lstsq for two parameters): (SSE, a, b), one of each per row."""
+    z = np.atleast_2d(np.asarray(z, float))
+    y = np.asarray(y, float)
+    z_mean, y_mean = z.mean(axis=1), y.mean()
+    zc, yc = z - z_mean[:, None], y - y_mean
+    sxx = np.einsum("ij,ij->i", zc, zc)
+    b = np.divide(zc @ yc, sxx, out=np.zeros_like(sxx), where=sxx > 0)
+    resid = yc - b[:, None] * zc
+    return np.einsum("ij,ij->i", resid, resid), y_mean - b * z_mean, b
+
+
+GRID_POINTS = 121
+GOLDEN_STEPS = 60
+
+
+def _search(design, y, bounds) -> tuple[float, int]:
+    """The parameter p in `bounds` whose line fit of y on design(p) has the least SSE: a log
+    grid (every point in one array pass), then golden section between the best point's
+    neighbours. Returns (p, index of the best grid point)."""
+    grid = np.geomspace(*bounds, GRID_POINTS)
+    z = design(grid[:, None])
+    zc, yc = z - z.mean(axis=1)[:, None], y - y.mean()
+    sxx, sxy = np.einsum("ij,ij->i", zc, zc), zc @ yc
+    # SSE = Syy - Sxy^2 / Sxx: good enough to rank grid points (the minimum is refined below)
+    i = int(np.argmin(yc @ yc - np.divide(sxy * sxy, sxx, out=np.zeros_like(sxx), where=sxx > 0)))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+
+    def sse(p):  # _line_fits for one p, without its 2-D bookkeeping (called 62 times)
+        zc = design(p)
+        zc = zc - zc.mean()
+        sxx = zc @ zc
+        r = yc - (zc @ yc / sxx if sxx > 0 else 0.0) * zc
+        return float(r @ r)
+
+    g = (np.sqrt(5) - 1) / 2
+    p1, p2 = hi - g * (hi - lo), lo + g * (hi - lo)
+    f1, f2 = sse(p1), sse(p2)
+    for _ in range(GOLDEN_STEPS):  # one new evaluation per step
+        if f1 < f2:
+            hi, p2, f2 = p2, p1, f1
+            p1 = hi - g * (hi - lo)
+            f1 = sse(p1)
+        else:
+            lo, p1, f1 = p1, p2, f2
+            p2 = lo + g * (hi - lo)
+            f2 = sse(p2)
+    return 0.5 * (lo + hi), i
+
+
 def linear_fit(x, y) -> dict:
     """y = intercept + slope * x by least squares: slope, its standard error, intercept, R², n."""
     x, y = np.asarray(x, float), np.asarray(y, float)
@@ -65,8 +122,7 @@ def linear_fit(x, y) -> dict:
     nan = {"slope": np.nan, "slope_se": np.nan, "intercept": np.nan, "r2": np.nan, "n": n}
     if n < 2 or np.ptp(x) == 0:
         return nan
-    design = np.column_stack([np.ones(n), x])
-    (intercept, slope), *_ = np.linalg.lstsq(design, y, rcond=None)
+    _, (intercept,), (slope,) = _line_fits(x, y)
     resid = y - (intercept + slope * x)
     ss_tot = float(((y - y.mean()) ** 2).sum())
     r2 = 1.0 - float((resid**2).sum()) / ss_tot if ss_tot > 0 else np.nan
@@ -96,19 +152,11 @@ def fit_log_linear(energy_j, top1) -> dict:
     }
 
 
-def _saturating_sse(c: float, u: np.ndarray, a: np.ndarray):
-    """For a fixed exponent c the model is linear in (A, B): solve it, return SSE and (A, B)."""
-    design = np.column_stack([np.ones_like(u), -np.exp(-c * u)])
-    coef, *_ = np.linalg.lstsq(design, a, rcond=None)
-    resid = a - design @ coef
-    return float(resid @ resid), coef
-
-
 def fit_saturating(energy_j, top1, c_bounds=(1e-3, 3.0)) -> dict:
     """top1 = A - B * (E/E0)**(-c), E0 the geometric mean energy; A is the accuracy ceiling.
 
     Variable projection: for each c, A and B are linear least squares; c is found by a log
-    grid then golden-section refinement. Needs n >= 4 (three parameters plus one).
+    grid then golden-section refinement (_search). Needs n >= 4 (three parameters plus one).
     """
     e, a = np.asarray(energy_j, float), np.asarray(top1, float)
     n = len(e)
@@ -119,19 +167,12 @@ def fit_saturating(energy_j, top1, c_bounds=(1e-3, 3.0)) -> dict:
         return out
     e0 = float(np.exp(np.mean(np.log(e))))
     u = np.log(e / e0)
-    grid = np.geomspace(*c_bounds, 121)
-    sse = [_saturating_sse(c, u, a)[0] for c in grid]
-    i = int(np.argmin(sse))
-    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    g = (np.sqrt(5) - 1) / 2
-    for _ in range(60):  # golden section on [lo, hi]
-        c1, c2 = hi - g * (hi - lo), lo + g * (hi - lo)
-        if _saturating_sse(c1, u, a)[0] < _saturating_sse(c2, u, a)[0]:
-            hi = c2
-        else:
-            lo = c1
-    c = 0.5 * (lo + hi)
-    sse_c, (ceiling, amplitude) = _saturating_sse(c, u, a)
+
+    def design(c):  # for a fixed c the model is a line in -(E/E0)**(-c): A + B * z
+        return -np.exp(-c * u)
+
+    c, _ = _search(design, a, c_bounds)
+    (sse_c,), (ceiling,), (amplitude,) = _line_fits(design(c), a)
     ss_tot = float(((a - a.mean()) ** 2).sum())
     out.update(
         ceiling_pct=ceiling,
@@ -164,26 +205,12 @@ def _fit_double_exponential(energy_j, top1, d_bounds=(1e-3, 1e3)) -> dict:
     u, y = np.log(np.asarray(energy_j, float)), np.asarray(top1, float)
     u0 = float(u.min())
 
-    def sse(d):
-        z = np.log(u - u0 + d)
-        design = np.column_stack([np.ones_like(z), z])
-        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-        resid = y - design @ coef
-        return float(resid @ resid), coef
+    def design(d):
+        return np.log(u - u0 + d)
 
-    grid = np.geomspace(*d_bounds, 121)
-    i = int(np.argmin([sse(d)[0] for d in grid]))
-    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    g = (np.sqrt(5) - 1) / 2
-    for _ in range(60):
-        d1, d2 = hi - g * (hi - lo), lo + g * (hi - lo)
-        if sse(d1)[0] < sse(d2)[0]:
-            hi = d2
-        else:
-            lo = d1
-    d = 0.5 * (lo + hi)
-    rss, (a, b) = sse(d)
-    note = f"offset at the edge of its search range {d_bounds}" if i in (0, len(grid) - 1) else ""
+    d, i = _search(design, y, d_bounds)
+    (rss,), (a,), (b,) = _line_fits(design(d), y)
+    note = f"offset at the edge of its search range {d_bounds}" if i in (0, GRID_POINTS - 1) else ""
     return {"a": a, "b": b, "c": float(np.exp(u0 - d)), "rss": rss, "note": note}
 
 
@@ -305,22 +332,55 @@ def _energy(df: pd.DataFrame, energy: str) -> pd.Series:
     return pd.to_numeric(df[ENERGY_COLUMNS[energy]], errors="coerce").astype(float)
 
 
-def _groups(df: pd.DataFrame, mask: pd.Series):
-    for key, g in df[mask].groupby(list(SCORE_GROUP), dropna=False, sort=True):
+def fitted_mask(
+    df: pd.DataFrame,
+    energy: str = "total",
+    invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+) -> pd.Series:
+    """Rows a fit uses: the score's (measured_mask) with an energy in PLAUSIBLE_ENERGY_J."""
+    plausible = _energy(df, energy).between(*PLAUSIBLE_ENERGY_J)
+    return measured_mask(df, energy, invalid_flags, max_energy_cv) & plausible
+
+
+def _implausible(df: pd.DataFrame, energy: str) -> np.ndarray:
+    """Rows with status ok and an energy, outside PLAUSIBLE_ENERGY_J."""
+    e = _energy(df, energy)
+    ok = (df["status"] == "ok").fillna(False).to_numpy(bool) & e.notna().to_numpy()
+    return ok & ~e.between(*PLAUSIBLE_ENERGY_J).to_numpy(bool)
+
+
+def implausible_note(n: int) -> str:
+    """Why n rows of a group are not in its fits ('' for none)."""
+    return f"{n} row{'' if n == 1 else 's'} left out: {IMPLAUSIBLE}" if n else ""
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def _groups(df: pd.DataFrame, mask: pd.Series, columns: Sequence[str] = ()):
+    """(score group's key, its rows of `mask`, with `columns` only: grouping a summary's
+    hundred columns would cost more than every fit of it)."""
+    keep = [*SCORE_GROUP, *(c for c in columns if c not in SCORE_GROUP)]
+    for key, g in df.loc[mask, keep].groupby(list(SCORE_GROUP), dropna=False, sort=True):
         yield dict(zip(SCORE_GROUP, key, strict=True)), g
 
 
 def _accuracy_subsets(summary, energy, invalid_flags, max_energy_cv):
-    """(score group, "all" | "front", energies, top-1s) of the models whose energy can be
-    compared and that have a top-1: the data every accuracy-energy fit is made on."""
+    """(score group, "all" | "front", energies, top-1s, note) of the models whose energy can
+    be compared and that have a top-1: the data every accuracy-energy fit is made on; the
+    note says how many were left out for an implausible energy."""
     e_all = _energy(summary, energy)
     a_all = pd.to_numeric(summary["top1"], errors="coerce").astype(float)
     mask = measured_mask(summary, energy, invalid_flags, max_energy_cv) & np.isfinite(a_all)
     for key, g in _groups(summary, mask):
         e, a = e_all[g.index].to_numpy(), a_all[g.index].to_numpy()
+        plausible = (e >= PLAUSIBLE_ENERGY_J[0]) & (e <= PLAUSIBLE_ENERGY_J[1])
+        e, a, note = e[plausible], a[plausible], implausible_note(int((~plausible).sum()))
         front = pareto_front(a, e)
-        yield key, "all", e, a
-        yield key, "front", e[front], a[front]
+        yield key, "all", e, a, note
+        yield key, "front", e[front], a[front], note
 
 
 def factor_fits(
@@ -335,17 +395,19 @@ def factor_fits(
     """Log-log fits of energy per image on each factor, overall ("all") and per family."""
     rows = []
     e_all = _energy(summary, energy)
-    for key, g in _groups(summary, measured_mask(summary, energy, invalid_flags, max_energy_cv)):
+    mask = fitted_mask(summary, energy, invalid_flags, max_energy_cv)
+    for key, g in _groups(summary, mask, [*factors, "family"]):
+        e = e_all[g.index].to_numpy()
+        fam = g["family"].astype("string").fillna("").to_numpy(object)
         for factor in factors:
-            x = pd.to_numeric(g[factor], errors="coerce").astype(float)
+            x = pd.to_numeric(g[factor], errors="coerce").astype(float).to_numpy()
             ok = np.isfinite(x) & (x > 0)
             parts = [("all", ok)]
-            fam = g["family"].astype("string").fillna("")
             parts += [(f, ok & (fam == f)) for f in sorted(set(fam[ok])) if f]
             for family, sel in parts:
                 if int(sel.sum()) < min_models:
                     continue
-                f = fit_loglog(x[sel], e_all[g.index][sel])
+                f = fit_loglog(x[sel], e[sel])
                 rows.append(
                     {
                         **key,
@@ -372,11 +434,14 @@ def accuracy_fits(
 ) -> pd.DataFrame:
     """Both diminishing-returns forms, on every scored model and on the front alone."""
     rows = []
-    for key, subset, e, a in _accuracy_subsets(summary, energy, invalid_flags, max_energy_cv):
+    for key, subset, e, a, left_out in _accuracy_subsets(
+        summary, energy, invalid_flags, max_energy_cv
+    ):
         for form in ACCURACY_FORMS:
             fit = fit_log_linear if form == "log-linear" else fit_saturating
             res = fit(e, a) if len(e) >= 2 else {"n": len(e)}
             note = res.pop("note", "") or ("" if len(e) >= 2 else "fewer than 2 models")
+            note = _join(note, left_out)
             rows.append(
                 {
                     **key,
@@ -409,15 +474,17 @@ def accuracy_law(
     """The accuracy-energy law: every form on every scored model and on the front alone, per
     score group, compared by AIC, BIC and k-fold held-out error (docs/scoring.md)."""
     rows = []
-    for key, subset, e, a in _accuracy_subsets(summary, energy, invalid_flags, max_energy_cv):
+    for key, subset, e, a, left_out in _accuracy_subsets(
+        summary, energy, invalid_flags, max_energy_cv
+    ):
         base = {**key, "energy_kind": energy, "subset": subset}
         n = len(e)
         if n < LAW_MIN_MODELS or np.ptp(np.log(e)) == 0:
             note = f"{n} model{'' if n == 1 else 's'}: too few to compare forms "
-            note += f"(need {LAW_MIN_MODELS})"
+            note = _join(note + f"(need {LAW_MIN_MODELS})", left_out)
             rows += [{**base, "form": f, "n": n, "note": note} for f in LAW_FORMS]
             continue
-        rows += [{**base, **r} for r in compare_laws(e, a)]
+        rows += [{**base, **r, "note": _join(r["note"], left_out)} for r in compare_laws(e, a)]
     frame = pd.DataFrame(rows).reindex(columns=list(ACCURACY_LAW.dtypes))
     return conform(frame, ACCURACY_LAW.dtypes)
 
@@ -438,14 +505,17 @@ def method_savings(
     """
     key = ["phase", "device_label", "model", "batch_size_requested"]
     df = summary.dropna(subset=key + ["method"]).copy()
-    df["_e"] = _energy(df, energy).where(measured_mask(df, energy, invalid_flags, max_energy_cv))
+    df["_e"] = _energy(df, energy).where(fitted_mask(df, energy, invalid_flags, max_energy_cv))
+    df["_implausible"] = _implausible(df, energy)
     base = df[df["method"] == baseline_method].drop_duplicates(key)
-    base = base[key + ["batch_size", "_e", "energy_is_estimate", "status"]].rename(
+    base = base[key + ["batch_size", "_e", "energy_is_estimate", "status", "_implausible"]]
+    base = base.rename(
         columns={
             "batch_size": "baseline_batch_size",
             "_e": "_eb",
             "energy_is_estimate": "_est_b",
             "status": "_status_b",
+            "_implausible": "_implausible_b",
         }
     )
     other = df[df["method"] != baseline_method]
@@ -458,11 +528,23 @@ def method_savings(
     mixed = m["energy_is_estimate"].astype("boolean") != m["_est_b"].astype("boolean")
     mixed = mixed.fillna(False).astype(bool)
     m.loc[mixed, "saving"] = np.nan
-    m["note"] = [
-        saving_note(r, baseline_method, mx)
-        for r, mx in zip(m.to_dict("records"), mixed, strict=True)
-    ]
+    m["note"] = _saving_notes(m, baseline_method, mixed)
     return conform(m.reindex(columns=list(SAVINGS_COLUMNS)), SAVINGS_COLUMNS)
+
+
+def _saving_notes(m: pd.DataFrame, baseline: str, mixed: pd.Series) -> list[str]:
+    """saving_note of every row, worded only where there is something to say (a study's
+    rows are mostly plain savings: '' without a Python call each)."""
+    bs, bbs = m["batch_size"], m["baseline_batch_size"]
+    differ = (bs.notna() & bbs.notna() & (bs != bbs)).fillna(False).astype(bool)
+    known = m["_status_b"].notna() & m["_e"].notna() & m["_eb"].notna()
+    odd = (~known | mixed | differ).to_numpy()
+    notes = np.full(len(m), "", dtype=object)
+    cols = ["method", "status", "_status_b", "_e", "_eb", "batch_size", "baseline_batch_size"]
+    cols += ["_implausible", "_implausible_b"]
+    records = m.loc[odd, cols].to_dict("records")
+    notes[odd] = [saving_note(r, baseline, mx) for r, mx in zip(records, mixed[odd], strict=True)]
+    return list(notes)
 
 
 def saving_note(r: dict, baseline: str, mixed: bool) -> str:
@@ -471,10 +553,18 @@ def saving_note(r: dict, baseline: str, mixed: bool) -> str:
     if mixed:
         return "one energy measured, the other estimated: not compared"
     if pd.isna(r["_e"]):
+        if r["_implausible"]:
+            return f"{r['method']}: {IMPLAUSIBLE}"
         return f"{r['method']}: status {r['status']}, no comparable energy"
     if pd.isna(r["_eb"]):
+        if r["_implausible_b"]:  # a baseline row exists here (checked first)
+            return f"{baseline}: {IMPLAUSIBLE}"
         return f"{baseline}: status {r['_status_b']}, no comparable energy"
-    if pd.notna(r["batch_size"]) and r["batch_size"] != r["baseline_batch_size"]:
+    if (
+        pd.notna(r["batch_size"])
+        and pd.notna(r["baseline_batch_size"])
+        and (r["batch_size"] != r["baseline_batch_size"])
+    ):
         return f"batch sizes run differ ({r['batch_size']} vs {r['baseline_batch_size']})"
     return ""
 
@@ -487,7 +577,7 @@ def batch_scaling(
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> pd.DataFrame:
     """Energy per image against the batch size run, per (device, method, model); measured rows."""
-    df = summary[measured_mask(summary, energy, invalid_flags, max_energy_cv)].copy()
+    df = summary[fitted_mask(summary, energy, invalid_flags, max_energy_cv)].copy()
     df["energy_kind"] = energy
     df["energy_per_image_j"] = _energy(df, energy)
     df = df.sort_values(["phase", "device_label", "method", "model", "batch_size"])
@@ -553,6 +643,15 @@ def run_fits(
         if baseline_method:
             print(f"fits: baseline method {baseline_method!r} not in the summary", file=sys.stderr)
         baseline_method = methods[0] if methods else None
+    implausible = _implausible(summary, energy)
+    if implausible.any():
+        first = summary[implausible].iloc[0]
+        example = (
+            f"{first['model']} {first['method']} batch {first['batch_size_requested']} on "
+            f"{first['device_label']}: {_energy(summary, energy)[implausible].iloc[0]:g} J"
+        )
+        note = implausible_note(int(implausible.sum()))
+        print(f"fits: {note}, e.g. {printable(example)}", file=sys.stderr)
     tables = all_fits(
         summary,
         baseline_method=baseline_method,

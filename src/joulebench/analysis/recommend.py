@@ -109,20 +109,33 @@ class Limits:
                 out.append(f"throughput {thr:.3g} img/s ({short:.3g} short)")
         return out
 
-    def shortfall(self, row) -> float:
-        """Relative distance to meeting every constraint: the sum of each relative miss."""
-        total = 0.0
+    def _asked(self) -> list[tuple[float, str, bool]]:
+        """(limit, column, is it a maximum) of each constraint asked, in misses' order."""
         pairs = (
-            (self.min_top1, row["top1"], False),
-            (self.max_latency_ms, row["latency_ms"], True),
-            (self.min_throughput_img_s, row["throughput_img_s"], False),
+            (self.min_top1, "top1", False),
+            (self.max_latency_ms, "latency_ms", True),
+            (self.min_throughput_img_s, "throughput_img_s", False),
         )
-        for limit, x, is_max in pairs:
-            if limit is None:
-                continue
-            if not (np.isfinite(x) and x > 0):
-                return math.inf
-            total += max(0.0, x / limit - 1.0) if is_max else max(0.0, limit / x - 1.0)
+        return [(limit, column, is_max) for limit, column, is_max in pairs if limit is not None]
+
+    def meets(self, df: pd.DataFrame) -> np.ndarray:
+        """Rows meeting every constraint (those misses() finds nothing in), all at once."""
+        ok = np.ones(len(df), bool)
+        for limit, column, is_max in self._asked():
+            x = df[column].to_numpy(float)
+            ok &= np.isfinite(x) & ((x <= limit) if is_max else (x >= limit))
+        return ok
+
+    def shortfalls(self, df: pd.DataFrame) -> np.ndarray:
+        """Each row's relative distance to meeting every constraint: the sum of each
+        relative miss (inf where a value asked about is unknown)."""
+        total = np.zeros(len(df))
+        for limit, column, is_max in self._asked():
+            x = df[column].to_numpy(float)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                relative = x / limit - 1.0 if is_max else limit / x - 1.0
+            known = np.isfinite(x) & (x > 0)
+            total = np.where(known, total + np.maximum(0.0, relative), np.inf)
         return total
 
 
@@ -211,8 +224,7 @@ def recommend(
     if ok.empty:
         reasons = ", ".join(f"{why} ({n})" for why, n in left_out.items()) or "no rows"
         raise DecisionError(f"no comparable configuration in the summary: {reasons}")
-    misses = [limits.misses(r) for _, r in ok.iterrows()]
-    meet = ok[[not m for m in misses]]
+    meet = ok[limits.meets(ok)]
     if meet.empty:
         raise DecisionError(_impossible(limits, ok))
     ranked = meet.sort_values(["device_label", "estimate", "energy_j", "model"])
@@ -223,7 +235,7 @@ def recommend(
 
 
 def _impossible(limits: Limits, ok: pd.DataFrame) -> str:
-    dist = ok.apply(limits.shortfall, axis=1).sort_values(kind="stable")
+    dist = pd.Series(limits.shortfalls(ok), index=ok.index).sort_values(kind="stable")
     lines = [f"no configuration meets {limits.text()}; closest:"]
     for i in dist.index[:CLOSEST_SHOWN]:
         r = ok.loc[i]
@@ -236,34 +248,48 @@ def _impossible(limits: Limits, ok: pd.DataFrame) -> str:
 
 def saving(e_j, h_j, e_cur_j, h_cur_j) -> tuple[float, float]:
     """(1 - E / E_cur, its 95% half-width by first-order propagation of both CIs)."""
-    ratio = e_j / e_cur_j
-    half = ratio * math.sqrt((h_j / e_j) ** 2 + (h_cur_j / e_cur_j) ** 2)
-    return 1.0 - ratio, half
+    s, half = savings(*(np.float64(v) for v in (e_j, h_j, e_cur_j, h_cur_j)))
+    return float(s), float(half)
 
 
 def _with_savings(ranked: pd.DataFrame, current_rows: pd.DataFrame | None) -> pd.DataFrame:
+    """The ranking with each row's saving against the current configuration on its device
+    (the last current row of a device counts), or a note saying why there is none."""
     ranked = ranked.copy()
     ranked["saving"] = np.nan
     ranked["saving_half"] = np.nan
     ranked["saving_note"] = ""
     if current_rows is None:
         return ranked
-    by_device = {r["device_label"]: r for _, r in current_rows.iterrows()}
-    for i, r in ranked.iterrows():
-        cur = by_device.get(r["device_label"])
-        if cur is None:
-            ranked.at[i, "saving_note"] = "current not run on this device"
-        elif not cur["valid"]:
-            ranked.at[i, "saving_note"] = f"current not comparable ({cur['why_not']})"
-        elif bool(cur["estimate"]) != bool(r["estimate"]):
-            ranked.at[i, "saving_note"] = "one energy estimated, one measured: not compared"
-        elif i == cur.name:
-            ranked.at[i, "saving"], ranked.at[i, "saving_half"] = 0.0, 0.0
-            ranked.at[i, "saving_note"] = "current"
-        else:
-            s, h = saving(r["energy_j"], r["ci_half_j"], cur["energy_j"], cur["ci_half_j"])
-            ranked.at[i, "saving"], ranked.at[i, "saving_half"] = s, h
+    cur = current_rows.assign(_row=current_rows.index)
+    cur = cur.drop_duplicates("device_label", keep="last").set_index("device_label")
+    cur = cur.reindex(ranked["device_label"])
+    found = cur["_row"].notna().to_numpy()
+    valid = found & cur["valid"].fillna(False).to_numpy(bool)
+    same_kind = cur["estimate"].fillna(False).to_numpy(bool) == ranked["estimate"].to_numpy(bool)
+    itself = valid & same_kind & (cur["_row"].to_numpy() == ranked.index.to_numpy())
+    compared = valid & same_kind & ~itself
+    notes = np.full(len(ranked), "", dtype=object)
+    notes[~found] = "current not run on this device"
+    notes[found & ~valid] = [
+        f"current not comparable ({w})" for w in cur["why_not"][found & ~valid]
+    ]
+    notes[valid & ~same_kind] = "one energy estimated, one measured: not compared"
+    notes[itself] = "current"
+    ranked["saving_note"] = notes
+    e, h = ranked["energy_j"].to_numpy(float), ranked["ci_half_j"].to_numpy(float)
+    s, half = savings(e, h, cur["energy_j"].to_numpy(float), cur["ci_half_j"].to_numpy(float))
+    ranked["saving"] = np.where(itself, 0.0, np.where(compared, s, np.nan))
+    ranked["saving_half"] = np.where(itself, 0.0, np.where(compared, half, np.nan))
     return ranked
+
+
+def savings(e_j, h_j, e_cur_j, h_cur_j) -> tuple[np.ndarray, np.ndarray]:
+    """saving() of arrays, element by element (NaN where an energy is missing)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = e_j / e_cur_j
+        half = ratio * np.sqrt((h_j / e_j) ** 2 + (h_cur_j / e_cur_j) ** 2)
+    return 1.0 - ratio, half
 
 
 # --- text -------------------------------------------------------------------------------------

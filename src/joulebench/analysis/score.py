@@ -91,14 +91,22 @@ def grade_of(index: float, thresholds: Mapping[str, float] = DEFAULT_GRADE_THRES
 def pareto_front(top1: np.ndarray, energy: np.ndarray) -> np.ndarray:
     """True where no other point has top1 >= and energy <=, with at least one strict.
 
-    Ties (same top1 and energy) are all on the front. O(n^2) memory-light enough for the
-    few thousand models of one group.
+    Ties (same top1 and energy) are all on the front; a point with a NaN is on it and
+    dominates nothing (no comparison with NaN holds). O(n log n): point i is dominated when
+    the least energy among points more accurate is <= E_i, or among points at least as
+    accurate is < E_i.
     """
     a, e = np.asarray(top1, float), np.asarray(energy, float)
     on = np.ones(len(a), bool)
-    for i in range(len(a)):
-        better = (a >= a[i]) & (e <= e[i]) & ((a > a[i]) | (e < e[i]))
-        on[i] = not better.any()
+    known = np.isfinite(a) & np.isfinite(e)
+    a_k, e_k = a[known], e[known]
+    order = np.argsort(-a_k, kind="stable")
+    neg_a, running_min = -a_k[order], np.minimum.accumulate(e_k[order])
+    more = np.searchsorted(neg_a, -a_k, side="left")  # points with top1 > a_i
+    at_least = np.searchsorted(neg_a, -a_k, side="right")  # points with top1 >= a_i
+    least_more = np.where(more > 0, running_min[np.maximum(more - 1, 0)], np.inf)
+    least_at_least = np.where(at_least > 0, running_min[np.maximum(at_least - 1, 0)], np.inf)
+    on[known] = ~((least_more <= e_k) | (least_at_least < e_k))
     return on
 
 
@@ -129,9 +137,12 @@ def _best_top1_within(top1: np.ndarray, energy: np.ndarray) -> np.ndarray:
 
 
 def _flagged(flags: pd.Series, invalid: Sequence[str]) -> pd.Series:
+    """Each row's first flag of `invalid` (or simulated), '' for none; worked out once per
+    distinct flags text (a study has a handful), not once per row."""
     invalid = (*invalid, FLAG_SIMULATED)
-    parts = flags.fillna("").astype(str).str.split(";")
-    return parts.map(lambda fs: next((f.strip() for f in fs if f.strip() in invalid), ""))
+    codes, texts = pd.factorize(flags.fillna("").astype(str))
+    first = [next((f.strip() for f in t.split(";") if f.strip() in invalid), "") for t in texts]
+    return pd.Series(np.asarray(first + [""], dtype=object)[codes], index=flags.index)
 
 
 def energy_cv(df: pd.DataFrame, energy: str = "total") -> pd.Series:
@@ -194,21 +205,28 @@ def invalidating_flag(
 
 def score_notes(
     df: pd.DataFrame, energy_ok: pd.Series, flag: pd.Series, cv: pd.Series, max_cv
-) -> list[list[str]]:
-    notes = [[] for _ in range(len(df))]
-    for i, (status, e_ok, f, src, acc, c) in enumerate(
-        zip(df["status"], energy_ok, flag, df["accuracy_source"], df["top1"], cv, strict=True)
-    ):
-        if status != "ok":
-            notes[i].append(f"status {status}: not scored")
-        elif f == FLAG_HIGH_SPREAD:
-            notes[i].append(f"flagged {f} (energy CV {c:.0%} > {max_cv:.0%}): not scored")
-        elif f:
-            notes[i].append(f"flagged {f}: not scored")
-        elif not e_ok:
-            notes[i].append("no energy: not scored")
-        elif not np.isfinite(acc):
-            notes[i].append(f"no top1 (accuracy_source {src}): no efficiency index or grade")
+) -> np.ndarray:
+    """Why each row gets no score or grade ('' where it gets both): the first reason of
+    status, flag, energy, top-1; worded only for the rows that have one."""
+    notes = np.full(len(df), "", dtype=object)
+    f = np.asarray(flag, dtype=object)
+    bad_status = (df["status"] != "ok").fillna(True).to_numpy(bool)
+    rest = ~bad_status
+    spread = rest & (f == FLAG_HIGH_SPREAD) & (max_cv is not None)
+    flagged = rest & ~spread & (f != "")
+    no_energy = rest & (f == "") & ~np.asarray(energy_ok, bool)
+    no_top1 = rest & (f == "") & ~no_energy & ~np.isfinite(np.asarray(df["top1"], float))
+    notes[bad_status] = [f"status {x}: not scored" for x in df["status"][bad_status]]
+    notes[spread] = [
+        f"flagged {FLAG_HIGH_SPREAD} (energy CV {c:.0%} > {max_cv:.0%}): not scored"
+        for c in np.asarray(cv, float)[spread]
+    ]
+    notes[flagged] = [f"flagged {x}: not scored" for x in f[flagged]]
+    notes[no_energy] = "no energy: not scored"
+    notes[no_top1] = [
+        f"no top1 (accuracy_source {x}): no efficiency index or grade"
+        for x in df["accuracy_source"][no_top1]
+    ]
     return notes
 
 
@@ -258,33 +276,70 @@ def score_summary(
         out[column] = values
     out["top1"] = a
     out["scored"] = scored
-    for c in ("front_energy_per_image_j", "efficiency_index", "top1_gap_pct"):
-        out[c] = np.nan
-    for c in ("reference_energy_per_image_j", "energy_index"):
-        out[c] = np.nan
-    out["on_front"] = pd.array([pd.NA] * len(df), dtype="boolean")
-    out["group_models"] = out["front_models"] = pd.array([pd.NA] * len(df), dtype="Int64")
     out["reference_model"] = reference_model or ""
+    groups = df[measured].groupby(list(SCORE_GROUP), dropna=False, sort=False).groups
+    indices = [np.asarray(idx) for idx in groups.values()]
+    front = _front_columns(indices, scored, a, e)
+    for c in ("on_front", "front_energy_per_image_j", "efficiency_index", "top1_gap_pct"):
+        out[c] = front[c]
+    out["group_models"], out["front_models"] = front["group_models"], front["front_models"]
+    is_ref = (df["model"] == reference_model).fillna(False).to_numpy(bool)
+    reference, no_reference = energy_index(indices, is_ref, e)
+    out["reference_energy_per_image_j"] = reference
+    out["energy_index"] = e / reference
+    out["grade"] = grades_of(out["efficiency_index"], thresholds)
+    if reference_model:
+        notes = _add_note(
+            notes, no_reference, f"reference {reference_model} not measured in this group"
+        )
+    out["score_note"] = notes
+    return conform(out.reindex(columns=list(SCORE_COLUMNS)), SCORE_COLUMNS)
 
-    keys = list(SCORE_GROUP)
-    for _, idx in df[measured].groupby(keys, dropna=False, sort=False).groups.items():
-        idx = np.asarray(idx)
-        energy_index(out, idx, df, e, reference_model, notes)
-        s = idx[scored[idx].to_numpy()]
+
+def _add_note(notes: np.ndarray, where: np.ndarray, note: str) -> np.ndarray:
+    """`notes` with `note` after the one a row has ('; '-joined), on the rows `where`."""
+    out = notes.copy()
+    both = where & (notes != "")
+    out[where & ~both] = note
+    out[both] = notes[both] + "; " + note
+    return out
+
+
+def _front_columns(indices, scored: pd.Series, a: pd.Series, e: pd.Series) -> dict:
+    """The front's columns for every scored row, group by group (`indices`: each group's
+    rows), filled in arrays and handed back whole (NaN / NA for rows not scored)."""
+    n = len(scored)
+    a, e, scored = a.to_numpy(float), e.to_numpy(float), scored.to_numpy(bool)
+    cols = {c: np.full(n, np.nan) for c in ("front_energy_per_image_j", "efficiency_index")}
+    cols["top1_gap_pct"] = np.full(n, np.nan)
+    on_front, group_models, front_models = np.zeros(n, bool), np.zeros(n, int), np.zeros(n, int)
+    for idx in indices:
+        s = idx[scored[idx]]
         if not len(s):
             continue
         on = pareto_front(a[s], e[s])
         fe = front_energy(a[s], e[s], a[s])
-        out.loc[s, "on_front"] = on
-        out.loc[s, "front_energy_per_image_j"] = fe
-        out.loc[s, "efficiency_index"] = np.where(on, 1.0, fe / e[s])
-        out.loc[s, "top1_gap_pct"] = _best_top1_within(a[s], e[s]) - a[s].to_numpy()
-        out.loc[s, "group_models"] = len(s)
-        out.loc[s, "front_models"] = int(on.sum())
+        on_front[s] = on
+        cols["front_energy_per_image_j"][s] = fe
+        cols["efficiency_index"][s] = np.where(on, 1.0, fe / e[s])
+        cols["top1_gap_pct"][s] = _best_top1_within(a[s], e[s]) - a[s]
+        group_models[s] = len(s)
+        front_models[s] = int(on.sum())
+    cols["on_front"] = pd.arrays.BooleanArray(on_front, ~scored)
+    cols["group_models"] = pd.arrays.IntegerArray(group_models, ~scored)
+    cols["front_models"] = pd.arrays.IntegerArray(front_models, ~scored)
+    return cols
 
-    out["grade"] = [grade_of(v, thresholds) for v in out["efficiency_index"]]
-    out["score_note"] = ["; ".join(n) for n in notes]
-    return conform(out.reindex(columns=list(SCORE_COLUMNS)), SCORE_COLUMNS)
+
+def grades_of(index, thresholds: Mapping[str, float] = DEFAULT_GRADE_THRESHOLDS) -> np.ndarray:
+    """grade_of for every index at once (None where the index is NaN)."""
+    x = np.asarray(index, float)
+    finite = np.isfinite(x)
+    letters = np.select(
+        [finite & (x >= thresholds[g]) for g in GRADES[:-1]], GRADES[:-1], GRADES[-1]
+    ).astype(object)
+    letters[~finite] = None
+    return letters
 
 
 def in_scope(df: pd.DataFrame, energy_scope: str, energy: str = "total") -> pd.DataFrame:
@@ -323,18 +378,18 @@ def node_headline(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def energy_index(out, idx, df, e, reference_model, notes) -> None:
-    """Energy index of one group's measured rows relative to the reference model's energy."""
-    if not reference_model:
-        return
-    is_ref = (df.loc[idx, "model"] == reference_model).to_numpy()
-    if not is_ref.any():
-        for i in idx:
-            notes[i].append(f"reference {reference_model} not measured in this group")
-        return
-    e_ref = float(e[idx[is_ref][0]])
-    out.loc[idx, "reference_energy_per_image_j"] = e_ref
-    out.loc[idx, "energy_index"] = e[idx] / e_ref
+def energy_index(indices, is_ref: np.ndarray, e: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """reference_energy_per_image_j of each group's measured rows (the reference model's
+    first row in the group; energy_index is E / that), and the rows whose group lacks it."""
+    e = e.to_numpy(float)
+    reference, missing = np.full(len(is_ref), np.nan), np.zeros(len(is_ref), bool)
+    for idx in indices:
+        ref = idx[is_ref[idx]]
+        if len(ref):
+            reference[idx] = e[ref[0]]
+        else:
+            missing[idx] = True
+    return reference, missing
 
 
 def run_score(summary, output, **settings) -> pd.DataFrame:

@@ -200,8 +200,9 @@ def add_flag(flags: pd.Series, where, flag: str) -> pd.Series:
     """`flags` (;-joined) with `flag` appended on the rows `where` is true, never twice."""
     where = pd.Series(where, index=flags.index).fillna(False).astype(bool)
     old = flags.astype("string").fillna("")
-    has = old.str.split(";").map(lambda fs: flag in [f.strip() for f in fs])
-    add = where & ~has.astype(bool)
+    codes, texts = pd.factorize(old)  # once per distinct flags text, not once per row
+    has = np.array([flag in [f.strip() for f in t.split(";")] for t in texts] + [False])
+    add = where & ~has[codes]
     joined = old.where(old == "", old + ";") + flag
     return old.where(~add, joined).astype("string")
 

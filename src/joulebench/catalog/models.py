@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 
-from joulebench.catalog.workloads import WorkloadError, check_entry, is_workload
+from joulebench.catalog.workloads import WorkloadError, check_entry, is_workload, parse_entry
 
 ALL_PRETRAINED = "all-pretrained"
 GLOB_CHARS = "*?["
@@ -106,6 +106,26 @@ def resolve_models(entries: list[str]) -> list[str]:
     if problems:
         raise ModelSelectionError("\n".join(problems))
     return list(resolved)
+
+
+def exact_names(entries: list[str]) -> list[str] | None:
+    """The models of `entries` when each is an exact name (`arch.tag`) or a custom workload,
+    found without timm's registry (so without torch: `joulebench status`); None when one
+    entry needs the registry (a glob, a bare architecture, `all-pretrained`, an old name)."""
+    if isinstance(entries, str):
+        entries = [entries]
+    names: dict[str, None] = {}
+    for entry in entries:
+        entry = entry.strip()
+        if is_workload(entry):
+            names[parse_entry(entry).name] = None
+        elif entry == ALL_PRETRAINED or any(c in entry for c in GLOB_CHARS):
+            return None
+        elif all(split_name(entry)):
+            names[entry] = None
+        else:
+            return None
+    return list(names)
 
 
 def chunk(models: list[str], size: int) -> list[list[str]]:

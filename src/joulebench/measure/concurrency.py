@@ -55,15 +55,23 @@ class NodeMeasurements:
 
     def count(self) -> int:
         """Live measurements on this host, this one included (at least 1)."""
-        n = 0
-        prefix = f"{self.host}-"
-        try:
-            entries = list(self.folder.iterdir())
-        except FileNotFoundError:
-            return 1
-        for entry in entries:
-            rest = entry.name[len(prefix) :] if entry.name.startswith(prefix) else None
-            pid = rest.split("-", 1)[0] if rest else ""
-            if pid.isdigit() and (int(pid) == os.getpid() or _alive(int(pid))):
-                n += 1
-        return max(n, 1)
+        return max(len(live_markers(self.folder)), 1)
+
+
+def live_markers(folder: str | os.PathLike | None = None) -> list[tuple[int, str]]:
+    """(pid, device label as `file_name` writes it) of each live measurement on this host:
+    the markers whose process is alive. Read-only (`joulebench status` reads it mid-run)."""
+    folder = Path(folder) if folder is not None else running_dir()
+    prefix = f"{socket.gethostname()}-"
+    try:
+        names = sorted(entry.name for entry in folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    live = []
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        pid, _, label = name[len(prefix) :].partition("-")
+        if pid.isdigit() and label and (int(pid) == os.getpid() or _alive(int(pid))):
+            live.append((int(pid), label))
+    return live

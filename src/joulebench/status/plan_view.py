@@ -1,0 +1,135 @@
+"""The study's plan as status needs it: which models and devices, what a configuration and
+a model job are expected to take. The one place status imports the plan from.
+
+Models come from the study without timm when every entry is an exact name or a workload;
+otherwise `joulebench resolve` runs in a child process (timm's registry needs torch, which
+this process never imports). Devices are the study's; `devices: auto` is the labels the run
+has started on (the workflow resolves `auto` on the run's host, which may not be this one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from joulebench.catalog.models import exact_names
+
+# The plan's home today; issue 24 moves it next to study.py: fix this one line then.
+from joulebench.measure.config_time import config_estimate_s, format_duration
+from joulebench.measure.devices import AUTO, RESOLVED_ENV
+from joulebench.plan import plan_study
+from joulebench.study import load_study
+
+RESOLVE_TIMEOUT_S = 600.0
+__all__ = ["StudyPlan", "format_duration", "parse_duration", "study_plan"]
+
+
+@dataclass
+class StudyPlan:
+    study: str  # the study file, or config.yaml
+    models: list[str] | None  # None: could not be resolved
+    models_source: str
+    devices: dict[str, str]  # label -> torch device
+    devices_source: str
+    configs_per_model: int
+    config_estimate_s: float  # one configuration, the plan's average
+    job_overhead_s: float  # one model job beyond its configurations: start-up, idle read
+    method_estimate_s: dict[str, float] = field(default_factory=dict)  # by method name
+    measuring: bool = True  # False: from_summary, nothing is measured
+    auto: bool = False  # devices: auto, seen on disk: status adds labels as they appear
+
+    def planned(self, label: str) -> int | None:
+        """Configurations the study plans on `label` (None: its models are unknown)."""
+        if self.models is None:
+            return None
+        return len(self.models) * self.configs_per_model if label in self.devices else 0
+
+
+def resolve_in_child(entries: list[str], directory: Path) -> list[str]:
+    """`joulebench resolve` in a child process (it imports timm, so torch)."""
+    res = subprocess.run(
+        [sys.executable, "-m", "joulebench", "resolve", "--", *entries],
+        capture_output=True,
+        text=True,
+        cwd=directory,
+        timeout=RESOLVE_TIMEOUT_S,
+    )
+    if res.returncode != 0:
+        lines = (res.stderr or res.stdout).strip().splitlines()
+        raise ValueError(lines[-1] if lines else f"exit status {res.returncode}")
+    return res.stdout.split()
+
+
+def _models(entries, directory: Path, resolve) -> tuple[list[str] | None, str]:
+    names = exact_names(entries)
+    if names is not None:
+        return names, "the study's names"
+    try:
+        return resolve(entries, directory), "resolved by timm (joulebench resolve)"
+    except (OSError, ValueError, subprocess.SubprocessError) as err:
+        return None, f"unknown: the study's models: entries did not resolve ({err})"
+
+
+def _devices(spec, seen: dict[str, str]) -> tuple[dict[str, str], str, bool]:
+    """label -> torch device, where from, and whether more may appear on disk; `seen`:
+    labels on disk with the torch device their rows say."""
+    if spec != AUTO:
+        return dict(spec), "the study's devices", False
+    if os.environ.get(RESOLVED_ENV):
+        return json.loads(os.environ[RESOLVED_ENV]), f"devices: auto (${RESOLVED_ENV})", False
+    return dict(seen), "devices: auto: the labels this run has started on", True
+
+
+def _configfile(configfile: str | None, directory: Path) -> str | None:
+    """The study file as given, else inside the run's directory (where tests write it)."""
+    if configfile is None or Path(configfile).exists():
+        return configfile
+    inside = directory / configfile
+    return str(inside) if inside.exists() else configfile
+
+
+def study_plan(
+    directory: Path, configfile: str | None, seen: dict[str, str], resolve=resolve_in_child
+) -> StudyPlan:
+    """The plan of the study a run in `directory` measures (see the module doc)."""
+    configfile = _configfile(configfile, directory)
+    config = load_study(configfile)
+    study = configfile or "config.yaml (the default study)"
+    if config.get("from_summary"):
+        return StudyPlan(study, [], "from_summary", {}, "none", 0, 0.0, 0.0, measuring=False)
+    models, models_source = _models(config["models"], directory, resolve)
+    devices, devices_source, auto = _devices(config["devices"], seen)
+    one = plan_study(config, ["one model"], {"one device": "cpu"}, None)
+    per_model = one.devices[0].configurations
+    protocol = config.get("protocol")
+    return StudyPlan(
+        study,
+        models,
+        models_source,
+        devices,
+        devices_source,
+        configs_per_model=per_model,
+        config_estimate_s=one.config_estimate_s,
+        job_overhead_s=max(one.model_job_s - per_model * one.config_estimate_s, 0.0),
+        method_estimate_s={
+            name: config_estimate_s(protocol, bool((spec or {}).get("compile")))
+            for name, spec in config["methods"].items()
+        },
+        auto=auto,
+    )
+
+
+_UNITS_S = {"s": 1, "min": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float | None:
+    """format_duration's text back in seconds ("2 h 05 min" -> 7500); None if not one."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*(min|s|h|d)\b", text or "")
+    if not parts or re.sub(r"(\d+(?:\.\d+)?)\s*(min|s|h|d)\b", "", text).strip():
+        return None
+    return sum(float(n) * _UNITS_S[unit] for n, unit in parts)

@@ -1,0 +1,289 @@
+"""A run's progress against its plan, as one dict (`joulebench status --json` prints it).
+
+Per device: configurations done (status ok), not ok (by status) and left of the study's
+plan; the measured time of the configurations done beside what the plan expected for
+them; an ETA for what is left, from the measured time per configuration where there are
+rows, else from the plan (`eta_source` says which), divided among the jobs a device runs at
+once (a pool's GPUs, SLURM allocations). Which models are measured now and why status
+thinks so (`evidence`), jobs that stopped without rows, and the last failures.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from joulebench.measure.backends import DeviceError, host_backend, kind_of
+from joulebench.measure.concurrency import live_markers
+from joulebench.safe_text import file_name, printable
+from joulebench.status import observe
+from joulebench.status.plan_view import StudyPlan, format_duration, parse_duration, study_plan
+
+MIN_ACTIVE_S = 600.0  # a log written this recently is a running job's (a config's lines
+# come at its start and end, so a healthy job is silent for one configuration at most)
+FAILURES_SHOWN = 5
+SQUEUE_RUNNING = "running"
+
+
+def _durations_s(frame: pd.DataFrame) -> pd.Series:
+    start = pd.to_datetime(frame["start_time_utc"], utc=True, errors="coerce", format="ISO8601")
+    end = pd.to_datetime(frame["end_time_utc"], utc=True, errors="coerce", format="ISO8601")
+    return (end - start).dt.total_seconds()
+
+
+def _active_s(plan: StudyPlan, durations: pd.Series) -> float:
+    longest = float(durations.max()) if durations.notna().any() else 0.0
+    return max(MIN_ACTIVE_S, 2 * longest, 2 * plan.config_estimate_s)
+
+
+def rows_path(device: str, model: str) -> str:
+    """A profile job's rows output (workflow/rules/profile.smk), as its command names it."""
+    return f"results/profile/{device}/rows/{model}.parquet"
+
+
+def _evidence(log: observe.JobLog, process, unread: int, marks, slurm, active_s) -> str:
+    """Why `log`'s job is thought running ("" when it is not): `process` is the measuring
+    process writing its rows, if one is; `unread` how many of its device's live markers
+    have a process status cannot read (it counts them for its newest logs)."""
+    if process is not None:
+        return f"process {process.pid} is measuring it"
+    if unread > 0:
+        return "a live measuring marker on this host"
+    jobid = marks.incomplete.get(rows_path(log.device, log.model))
+    if jobid and slurm and slurm.get("states", {}).get(jobid) == SQUEUE_RUNNING:
+        return f"SLURM job {jobid} is running"
+    if log.crashed:
+        return ""
+    if log.age_s < active_s:
+        return f"its log was written {format_duration(max(log.age_s, 0.0))} ago"
+    return ""
+
+
+def classify_jobs(logs, processes, marks, slurm, active_s: float):
+    """(running, stopped): (log, evidence) of each model without rows yet, and the idle
+    baselines being measured, by the evidence for each (see _evidence)."""
+    ours = {p.output: p for p in processes if p.here}
+    unread = Counter(p.label for p in processes if p.here is None)
+    running, stopped = [], []
+    for log in sorted(logs, key=lambda item: (item.device, item.age_s)):
+        process = ours.get(rows_path(log.device, log.model))
+        label = file_name(log.device)
+        evidence = _evidence(log, process, unread[label], marks, slurm, active_s)
+        if process is None and unread[label] > 0:
+            unread[label] -= 1
+        (running if evidence else stopped).append((log, evidence))
+    for output, process in sorted(ours.items()):
+        if output.startswith("results/idle/"):
+            idle = observe.JobLog(Path(output).stem, "(idle baseline)", "", 0.0)
+            running.append((idle, f"process {process.pid} is measuring it"))
+    return running, stopped
+
+
+def _gpu_breakdown(rows: pd.DataFrame) -> list[dict]:
+    """ok / not ok per GPU of a pool, where the rows say which GPU measured them."""
+    column = next((c for c in observe.GPU_COLUMNS if c in rows and rows[c].notna().any()), None)
+    if column is None:
+        return []
+    out = []
+    for gpu, group in rows.groupby(rows[column].astype("string").fillna("?"), sort=True):
+        ok = int((group["status"] == "ok").sum())
+        out.append({"gpu": str(gpu), "ok": ok, "not_ok": len(group) - ok})
+    return out
+
+
+def _status_counts(rows: pd.DataFrame) -> tuple[int, dict[str, int]]:
+    status = rows["status"].astype("string").fillna("?")
+    counts = status[status != "ok"].value_counts()
+    return int((status == "ok").sum()), {str(k): int(v) for k, v in counts.sort_index().items()}
+
+
+def device_status(label: str, rows: pd.DataFrame, jobs: list, plan: StudyPlan) -> dict:
+    """One device's (or pool's) counts, times and ETA (see the module doc)."""
+    ours = rows if plan.models is None else rows[rows["model"].isin(plan.models)]
+    ok, not_ok = _status_counts(ours)
+    planned = plan.planned(label)
+    in_jobs = sum(log.finished for log, _ in jobs)
+    left = None if planned is None else max(planned - len(ours) - in_jobs, 0)
+    durations = _durations_s(ours)
+    timed = durations.notna()
+    measured_s = float(durations[timed].sum())
+    expected = ours.loc[timed, "method"].map(plan.method_estimate_s)
+    planned_s = float(expected.astype("float64").fillna(plan.config_estimate_s).sum())
+    parallel = max(1, len(jobs), len(_gpu_breakdown(rows)))
+    out = {
+        "label": label,
+        "torch_device": plan.devices.get(label) or _torch_device(rows, label),
+        "planned": planned,
+        "ok": ok,
+        "not_ok": sum(not_ok.values()),
+        "not_ok_by_status": not_ok,
+        "in_running_jobs": in_jobs,
+        "left": left,
+        "outside_study": len(rows) - len(ours),
+        "measured_s": measured_s,
+        "planned_s": planned_s,
+        "eta_source": "measured" if timed.any() else "plan",
+        "eta_s": None,
+        "jobs_at_once": parallel,
+        "gpus": _gpu_breakdown(rows),
+    }
+    if left is not None:
+        rate_s = measured_s / int(timed.sum()) if timed.any() else plan.config_estimate_s
+        started = ours["model"].nunique() + len(jobs)
+        unstarted = max(len(plan.models) - started, 0)
+        out["eta_s"] = (left * rate_s + unstarted * plan.job_overhead_s) / parallel
+    return out
+
+
+def _torch_device(rows: pd.DataFrame, label: str) -> str:
+    known = rows["torch_device"].dropna()
+    host = host_backend()  # the host's label is its device string: cpu
+    return str(known.iloc[0]) if len(known) else (host.kind if label == host.kind else "?")
+
+
+def _is_host(torch_device: str) -> bool:
+    """The host's CPU measures after the others (it takes every slot); "?" is not it."""
+    try:
+        return kind_of(torch_device).is_host
+    except DeviceError:
+        return False
+
+
+def total_status(devices: list[dict]) -> dict:
+    """The run as a whole; its ETA as the plan counts one host: GPU devices at once (the
+    longest), each CPU device after the others (it takes every slot)."""
+    keys = ("planned", "ok", "not_ok", "in_running_jobs", "left", "measured_s", "planned_s")
+    out: dict = {
+        key: None if any(d[key] is None for d in devices) else sum(d[key] for d in devices)
+        for key in keys
+    }
+    etas = [d for d in devices if d["eta_s"] is not None]
+    cpu = sum(d["eta_s"] for d in etas if _is_host(d["torch_device"]))
+    gpu = max((d["eta_s"] for d in etas if not _is_host(d["torch_device"])), default=0.0)
+    out["eta_s"] = cpu + gpu if etas and len(etas) == len(devices) else None
+    sources = {d["eta_source"] for d in devices}
+    out["eta_source"] = (
+        sources.pop() if len(sources) == 1 else "measured where rows exist, else plan"
+    )
+    return out
+
+
+def _job_dict(log: observe.JobLog, evidence: str) -> dict:
+    return {
+        "device": log.device,
+        "gpu": None,  # which GPU of a pool (issue 24 item 1): not in the log yet
+        "model": log.model,
+        "config": log.config,
+        "configs": log.configs,
+        "current": log.current,
+        "finished": log.finished,
+        "elapsed": log.elapsed,
+        "eta": log.eta,
+        "eta_s": parse_duration(log.eta),
+        "log_age_s": round(log.age_s, 1),
+        "evidence": evidence,
+        "last_line": log.last_line,
+        "log": log.path,
+    }
+
+
+def last_failures(rows: pd.DataFrame, n: int) -> list[dict]:
+    """The newest `n` rows whose status is not ok, with their reasons (from data: printable)."""
+    bad = rows[rows["status"].astype("string").fillna("?") != "ok"]
+    bad = bad.assign(_end=bad["end_time_utc"].astype("string")).sort_values(
+        "_end", ascending=False, na_position="last", kind="stable"
+    )
+    keys = ("device_label", "model", "phase", "method", "batch_size_requested", "status")
+    return [
+        {
+            **{key: None if pd.isna(row[key]) else _plain(row[key]) for key in keys},
+            "reason": printable("" if pd.isna(row["reason"]) else row["reason"]),
+            "time_utc": None if pd.isna(row["end_time_utc"]) else str(row["end_time_utc"]),
+        }
+        for _, row in bad.head(n).iterrows()
+    ]
+
+
+def _plain(value):
+    return int(value) if isinstance(value, int) or hasattr(value, "__index__") else str(value)
+
+
+def status_of(
+    directory: str | Path = ".",
+    configfile: str | None = None,
+    *,
+    plan: StudyPlan | None = None,
+    failures: int = FAILURES_SHOWN,
+    now: float | None = None,
+    markers: list[tuple[int, str]] | None = None,
+    slurm_run=None,
+    cache: dict | None = None,
+) -> dict:
+    """Everything `joulebench status` shows, as plain data (see the module doc)."""
+    directory = Path(directory)
+    now = time.time() if now is None else now
+    seen = observe.read_rows(directory, cache)
+    rows = seen.frame
+    labels = observe.device_labels(directory)
+    seen_devices = {d: _torch_device(rows[rows["device_label"] == d], d) for d in labels}
+    if plan is None:
+        plan = study_plan(directory, configfile, seen_devices)
+    elif plan.auto:  # devices: auto: labels appear as their first jobs start
+        plan = replace(plan, devices={**seen_devices, **plan.devices})
+    with_rows = set(zip(rows["device_label"].astype(str), rows["model"].astype(str), strict=True))
+    logs = observe.job_logs(directory, with_rows, now)
+    marks = observe.snakemake_marks(directory)
+    slurm = observe.slurm_jobs(directory, **({"run": slurm_run} if slurm_run else {}))
+    processes = observe.measuring(directory, live_markers() if markers is None else markers)
+    active_s = _active_s(plan, _durations_s(rows))
+    running, stopped = classify_jobs(logs, processes, marks, slurm, active_s)
+    device_labels = sorted(set(plan.devices) | set(labels) | set(rows["device_label"].dropna()))
+    devices = [
+        device_status(
+            label,
+            rows[rows["device_label"] == label],
+            [job for job in running if job[0].device == label],
+            plan,
+        )
+        for label in device_labels
+    ]
+    return {
+        "directory": str(directory.resolve()),
+        "time_utc": dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "study": plan.study,
+        "measuring": plan.measuring,
+        "plan": _plan_dict(plan),
+        "devices": devices,
+        "total": total_status(devices),
+        "running": [_job_dict(log, evidence) for log, evidence in running],
+        "stopped": [_job_dict(log, "") for log, _ in stopped],
+        "failures": last_failures(rows, failures),
+        "snakemake": {"locked": marks.locked, "incomplete": len(marks.incomplete)},
+        "slurm": None if slurm is None else {k: v for k, v in slurm.items() if k != "states"},
+        "row_files": seen.files,
+        "unreadable": seen.unreadable,
+        "active_s": active_s,
+    }
+
+
+def _plan_dict(plan: StudyPlan) -> dict:
+    models = None if plan.models is None else len(plan.models)
+    per_device = None if models is None else models * plan.configs_per_model
+    return {
+        "models": models,
+        "per_device_configurations": per_device,
+        "per_device_estimate_s": None
+        if models is None
+        else per_device * plan.config_estimate_s + models * plan.job_overhead_s,
+        "models_source": plan.models_source,
+        "devices": plan.devices,
+        "devices_source": plan.devices_source,
+        "configs_per_model": plan.configs_per_model,
+        "config_estimate_s": plan.config_estimate_s,
+        "job_overhead_s": plan.job_overhead_s,
+    }
