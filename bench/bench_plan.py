@@ -1,5 +1,6 @@
 """Measure the overheads `joulebench plan` adds to the protocol's measuring time
-(src/joulebench/analysis/plan.py), and compare a finished run with the plan's estimate.
+(src/joulebench/plan.py, src/joulebench/measure/config_time.py), and compare a finished run
+with the plan's estimate.
 
     .venv/bin/python bench/bench_plan.py overheads [--rounds 3]
         a profile job's start-up (imports), building each default model (fp32 and bf16,
@@ -51,7 +52,7 @@ def startup_s(rounds: int) -> list[float]:
 def overheads(rounds: int) -> None:
     import torch
 
-    from joulebench.measure.meters import select_meter
+    from joulebench.measure.backends import select_meter
     from joulebench.measure.methods import parse_methods
     from joulebench.measure.profile import build
     from joulebench.measure.protocol import ProtocolSettings, warm_up
@@ -107,7 +108,7 @@ DONE_LINE = re.compile(r"^(\S+): (\d+) configurations in")
 def run_report(workdir: Path, wall_s: float | None) -> None:
     import pandas as pd
 
-    from joulebench.analysis.plan import format_duration, plan_study
+    from joulebench.plan import format_duration, plan_study
     from joulebench.study import load_study
 
     results = workdir / "results"

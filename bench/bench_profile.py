@@ -31,7 +31,7 @@ def window_vs_bare(model_name: str, batch_size: int, seconds: float, rounds: int
     import timm
     import torch
 
-    from joulebench.measure.meters import select_meter
+    from joulebench.measure.backends import select_meter
     from joulebench.measure.protocol import ProtocolSettings, measure
 
     model = timm.create_model(model_name).eval()

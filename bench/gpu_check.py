@@ -2,7 +2,7 @@
 
 The GPU checks of issue 4 (counter vs trace, repeat CV, idle) and issue 15 (the sensor's
 refresh period and window, zeros vs random, environment, Zeus) are all in `joulebench check`
-(src/joulebench/measure/check.py); this wrapper only puts its JSON report and printed table where a
+(src/joulebench/measure/check/); this wrapper only puts its JSON report and printed table where a
 device session collects files.
 
     PYTHONPATH=src python bench/gpu_check.py --out $OUT [--device cuda:0] [--quick]
@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 def main() -> int:
     from joulebench.cli import main as cli_main
-    from joulebench.measure.check_report import device_file
+    from joulebench.measure.check.report import device_file
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)

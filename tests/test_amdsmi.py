@@ -14,10 +14,12 @@ from types import SimpleNamespace
 import pytest
 from fake_nvml import ManualClock
 
+from joulebench.measure.backends import Libraries, backend_for, select_meter
+from joulebench.measure.check.environment import environment_rows
+from joulebench.measure.check.report import FAIL, PASS, SKIP, WARN
 from joulebench.measure.devices import auto_devices, describe_devices
 from joulebench.measure.meters import MeterUnavailable
-from joulebench.measure.meters.amdsmi import AmdSmiMeter, energy_uj
-from joulebench.measure.meters.select import select_meter
+from joulebench.measure.meters.amdsmi import AmdSmiMeter, energy_uj, load_amdsmi
 
 FAKE_DIR = Path(__file__).parent / "fake_amdsmi"
 
@@ -197,3 +199,43 @@ def test_the_devices_command_lists_amd_gpus_when_amdsmi_is_installed(tmp_path):
     assert "AMD SMI sees AMD Instinct MI300X, AMD Instinct MI300X" in done.stdout, done
     assert "install a ROCm build of torch" in done.stdout
     assert done.returncode == 0  # the CPU can always be measured
+
+
+def test_amdsmi_can_be_forced_on_a_cuda_device(gpus):
+    """--meter amdsmi (profile.meter: amdsmi) picks the AMD backend whatever torch says."""
+    m, reasons = select_meter("cuda:0", prefer="amdsmi", amdsmi=amdsmi, uuid=MI300X["uuid"])
+    with m:
+        assert isinstance(m, AmdSmiMeter) and reasons == []
+    assert backend_for("cuda:0", prefer="amdsmi").kind == "rocm"
+    assert backend_for("cuda:0", Libraries(rocm=False)).kind == "cuda"
+
+
+def test_check_reads_the_amd_gpus_state_through_its_backend(gpus):
+    rocm = backend_for("cuda:0", Libraries(rocm=True))
+    with meter() as m:
+        state = rocm.state(m)
+        rows = {r.name: r for r in environment_rows(m, state)}
+        assert m.read_power_w() == 150.0
+    assert (state.power_limit_w, state.default_power_limit_w) == (750.0, 750.0)
+    assert state.partitioned is False and state.temperature_c == 45.0
+    assert state.library.startswith("AMD SMI")
+    assert rows["power limit"].status == PASS and rows["partition"].value == "off"
+    assert rows["persistence mode"].status == SKIP  # AMD SMI has none: not reported
+    gpus[1].compute_partition, gpus[1].power_cap_w = "CPX", 500.0
+    with meter() as m:
+        rows = {r.name: r for r in environment_rows(m, rocm.state(m))}
+    assert rows["partition"].status == FAIL and rows["power limit"].status == WARN
+
+
+def test_an_amdsmi_without_rocms_library_is_unavailable(tmp_path, monkeypatch):
+    """pip's amdsmi without ROCm prints a line and raises KeyError when imported."""
+    package = tmp_path / "amdsmi"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "print('Unable to find libamd_smi.so library')\nraise KeyError('libamd_smi.so')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "amdsmi", raising=False)
+    with pytest.raises(MeterUnavailable, match="cannot load ROCm's libamd_smi.so") as err:
+        load_amdsmi()
+    assert err.value.reason == "no-library" and "Unable to find" in str(err.value)

@@ -14,14 +14,14 @@ import pytest
 from test_profile import job
 
 from joulebench.cli import main as cli_main
-from joulebench.measure.check import rapl_rows
-from joulebench.measure.check_report import (
+from joulebench.measure.backends import backend_for
+from joulebench.measure.check.cpu import rapl_rows
+from joulebench.measure.check.report import (
     FAIL,
     PASS,
     WARN,
     CheckReport,
     Row,
-    check_meter_options,
     checked_fields,
     device_check,
     format_table,
@@ -31,9 +31,9 @@ from joulebench.measure.check_report import (
     verdict,
     write_report,
 )
+from joulebench.measure.check.sensor_fit import fit_refresh, fit_sensor
 from joulebench.measure.meters import RaplMeter
 from joulebench.measure.profile import run_profile
-from joulebench.measure.sensor_fit import fit_refresh, fit_sensor
 
 
 def small_report(device="cpu", uuid=None, status=WARN, refresh_s=None) -> dict:
@@ -68,9 +68,30 @@ def test_cli_check_cpu_prints_its_table_and_writes_the_report(capsys, tmp_path):
     assert not list(out.parent.glob(".*.tmp"))  # written atomically, nothing left behind
 
 
-def test_cli_check_refuses_an_unknown_device(capsys):
+def test_cli_check_refuses_an_unknown_device_or_meter(capsys):
     assert cli_main(["check", "--device", "tpu:0"]) == 2
-    assert "cpu, cuda or cuda:N" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--device must be cpu, cuda, cuda:N or sim:<gpu>, not 'tpu:0'" in err
+    assert cli_main(["check", "--device", "sim:h100", "--meter", "rapl"]) == 2
+    assert "device 'sim:h100' is measured with nvml, not 'rapl'" in capsys.readouterr().err
+
+
+def test_cli_check_of_a_simulated_gpu_passes_and_writes_its_report(capsys, tmp_path):
+    """The simulated proof of the check: every GPU check on a simulated H100 (in simulated
+    time), its report validated, found again by the device's own name."""
+    out = tmp_path / "check" / "simh100.json"
+    assert cli_main(["check", "--device", "sim:h100", "--quick", "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads(out.read_text())
+    validate_report(report)
+    assert printed.startswith("joulebench check  sim:h100  NVIDIA H100")
+    assert report["verdict"] == PASS and report["device"] == "sim:h100"
+    assert report["meter"] == "nvml:sim" and report["check_id"].startswith("simh100-")
+    rows = {r["name"]: r for r in report["results"]}
+    assert rows["refresh period"]["value"] == pytest.approx(100.0, rel=0.10)  # hopper's, ms
+    assert rows["MIG"]["status"] == rows["persistence mode"]["status"] == PASS
+    assert report_path("sim:h100", tmp_path / "check") == out
+    assert cli_main(["check", "--device", "sim:x9", "--quick", "-o", str(out)]) == 2
 
 
 def test_report_layout_is_enforced(tmp_path):
@@ -163,8 +184,10 @@ def test_a_check_of_another_gpu_is_not_used(tmp_path):
     assert device_check("cuda:0", tmp_path, "GPU-aaaa")["check_id"] == report["check_id"]
     assert device_check("cuda:0", tmp_path, "GPU-bbbb") is None  # CUDA_VISIBLE_DEVICES moved
     assert device_check("cuda:1", tmp_path, "GPU-aaaa") is None  # no report for that device
-    assert check_meter_options(report, "cuda:0") == {"refresh_s": 0.12}
-    assert check_meter_options(report, "cpu") == {} and check_meter_options(None, "cuda:0") == {}
+    nvidia, cpu = backend_for("cuda:0", prefer="nvml"), backend_for("cpu")
+    assert nvidia.meter_options_from_check(report) == {"refresh_s": 0.12}
+    assert cpu.meter_options_from_check(report) == {}
+    assert nvidia.meter_options_from_check(None) == {}
     assert checked_fields(None) == {"check_id": "", "check_verdict": ""}
     (tmp_path / "cuda0.json").write_text("{not json")
     assert device_check("cuda:0", tmp_path, "GPU-aaaa") is None  # unreadable: as if none

@@ -16,15 +16,16 @@ import pytest
 from conftest import REPO
 from fake_nvml import FakeGpu, FakeNvml
 
+from joulebench.measure.backends.base import short_gpu_name
 from joulebench.measure.devices import (
     AUTO,
     RESOLVED_ENV,
     auto_devices,
     check_devices,
     describe_devices,
+    devices_for,
     format_devices,
     resolve_devices,
-    short_gpu_name,
 )
 
 A100 = FakeGpu(
@@ -236,3 +237,29 @@ def test_jobs_on_a_device_that_is_not_here_say_what_is_missing(argv, tmp_path, c
     err = capsys.readouterr().err
     assert err.startswith("joulebench: error: devices: ") and "is cuda:99, but" in err
     assert "Traceback" not in err and not out.exists()
+
+
+@pytest.mark.parametrize("device", ["tpu", "", "cuda:x", "sim:"])
+def test_an_unknown_device_string_says_which_are_valid(device, capsys):
+    """issue 21: `profile --device tpu` once failed with a TypeError."""
+    from joulebench.cli import main
+
+    assert main(["profile", "resnet18.a1_in1k", "--device", device]) == 2
+    err = capsys.readouterr().err
+    assert "no device joulebench measures; use cpu, cuda, cuda:N or sim:<gpu>" in err, err
+    assert "Traceback" not in err
+    (problem,) = check_devices({"x": device})
+    assert problem.startswith(f"devices: 'x' is {device!r}: no device joulebench measures")
+
+
+def test_simulated_devices_are_listed_only_when_asked():
+    plain, measurable = devices_for()
+    assert measurable and "sim:" not in plain and "nvml:sim" not in plain
+    with_sim, _ = devices_for(simulated=True)
+    assert with_sim.startswith(plain)
+    assert "simulated devices" in with_sim and "sim-hopper: sim:hopper, NVIDIA H100" in with_sim
+    assert "meter: nvml:sim" in with_sim
+    done = subprocess.run(
+        [sys.executable, "-m", "joulebench", "devices", "--sim"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "sim:a100" in done.stdout, done.stderr

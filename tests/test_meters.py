@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from fake_nvml import FakeGpu, FakeNvml, ManualClock, integrate
 
+from joulebench.measure.backends import select_meter
 from joulebench.measure.meters import (
     TRACE_COLUMNS,
     EstimateMeter,
     MeterUnavailable,
     NvmlMeter,
     RaplMeter,
-    select_meter,
 )
 from joulebench.measure.meters.estimate import DEFAULT_W_PER_CPU, available_cpus, lookup_tdp
 from joulebench.measure.meters.nvml import (

@@ -14,6 +14,8 @@ from fake_nvml import ManualClock
 from test_devices import A100, H200, fake_torch
 from test_meters import FakePowercap
 
+from joulebench.measure.backends import kind_of, select_meter
+from joulebench.measure.backends.sim import sim_generation, wall_sim_gpu
 from joulebench.measure.concurrency import NodeMeasurements
 from joulebench.measure.devices import (
     check_devices,
@@ -25,10 +27,8 @@ from joulebench.measure.devices import (
 )
 from joulebench.measure.meters.estimate import EstimateMeter
 from joulebench.measure.meters.node import ESTIMATE_NO_DRAM, FLAG_HOST_SHARED, NO_GPU, NodeMeter
-from joulebench.measure.meters.select import select_meter
 from joulebench.measure.protocol import ProtocolSettings, measure
 from joulebench.measure.sim import simulated_gpu
-from joulebench.measure.sim.wall import is_simulated, sim_generation, wall_sim_gpu
 
 NODE = {"h200-0": "cuda:0", "h200-1": "cuda:1", "cpu": "cpu"}
 
@@ -192,7 +192,7 @@ def test_the_node_count_ignores_markers_of_dead_jobs(tmp_path):
 
 
 def test_simulated_gpus_are_named_checked_and_metered_by_nvml():
-    assert is_simulated("sim:h100") and not is_simulated("cuda:0")
+    assert kind_of("sim:h100").simulated and not kind_of("cuda:0").simulated
     assert sim_generation("sim:h100") == "hopper" and sim_generation("sim:a100") == "a100"
     assert check_devices({"g0": "sim:h100"}) == []
     assert "unknown simulated GPU" in check_devices({"g0": "sim:x9"})[0]

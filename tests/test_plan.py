@@ -11,17 +11,10 @@ import timm
 import yaml
 from conftest import REPO
 
-from joulebench.analysis import plan as planning
-from joulebench.analysis.plan import (
-    Eta,
-    config_estimate_s,
-    config_min_s,
-    format_duration,
-    format_plan,
-    one_line,
-    plan_study,
-    slurm_settings,
-)
+from joulebench import plan as planning
+from joulebench.measure import config_time
+from joulebench.measure.config_time import Eta, config_estimate_s, config_min_s, format_duration
+from joulebench.plan import format_plan, one_line, plan_study, slurm_settings
 from joulebench.study import load_study
 
 DEFAULT_PROTOCOL = {"repeats": 4, "min_repeat_s": 5.0, "warmup_min_s": 2.0, "pause_s": [0.2, 1.0]}
@@ -114,7 +107,7 @@ def test_ci_target_counts_the_fewest_windows_and_compile_costs_more():
     plan = plan_study(study(protocol=protocol), MODELS, {"cpu": "cpu"}, None)
     assert any("up to 12" in note for note in plan.notes)
     eager = config_estimate_s(DEFAULT_PROTOCOL)
-    assert config_estimate_s(DEFAULT_PROTOCOL, compile_=True) == eager + planning.COMPILE_S
+    assert config_estimate_s(DEFAULT_PROTOCOL, compile_=True) == eager + config_time.COMPILE_S
 
 
 def test_slurm_allocations_from_the_profile(tmp_path):

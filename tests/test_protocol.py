@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from joulebench.analysis.stats import spread, t_cdf, t_quantile
 from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
 from joulebench.measure.protocol import (
     FLAG_CI_TARGET_NOT_MET,
@@ -25,6 +24,7 @@ from joulebench.measure.protocol import (
     measure_idle,
     warm_up,
 )
+from joulebench.stats import spread, t_cdf, t_quantile
 
 
 class Clock:

@@ -16,20 +16,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from joulebench.measure.check import (
-    CheckSettings,
-    check_gpu,
-    environment_rows,
-    instant_power_reader,
-    square_wave,
-)
-from joulebench.measure.check_report import FAIL, PASS, WARN, validate_report
+from joulebench.measure.backends import backend_for
+from joulebench.measure.check.environment import environment_rows
+from joulebench.measure.check.gpu import check_gpu, square_wave
+from joulebench.measure.check.report import FAIL, PASS, WARN, validate_report
+from joulebench.measure.check.rows import CheckSettings
+from joulebench.measure.check.sensor_fit import fit_sensor
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS, expected_sensor
 from joulebench.measure.protocol import ProtocolSettings, measure
-from joulebench.measure.sensor_fit import fit_sensor
 from joulebench.measure.sim import experiment
 from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
 from joulebench.measure.sim.workload import PowerSignal, Workload
+
+SIM = backend_for("sim:hopper")  # the simulated GPUs' backend: their state is read as NVML's
 
 # ---------------------------------------------------------------- the true power signal
 
@@ -209,7 +208,7 @@ def test_simulated_check_recovers_refresh_and_window(generation):
     rig = simulated_gpu(generation, phase_s=0.3 * spec.refresh_s, seed=3)
     target = SimCheckTarget(rig)
     with target.meter() as meter:
-        times, watts, busy = square_wave(target, CheckSettings(), instant_power_reader(meter))
+        times, watts, busy = square_wave(target, CheckSettings(), meter.read_power_w)
     fit = fit_sensor(times, watts, busy)
     assert fit.refresh_s == pytest.approx(spec.refresh_s, rel=0.10)
     assert fit.window_s == pytest.approx(spec.window_s, rel=0.10)
@@ -217,7 +216,7 @@ def test_simulated_check_recovers_refresh_and_window(generation):
 
 def test_simulated_check_reports_the_h100_sensor_and_validates():
     rig = simulated_gpu("hopper", phase_s=0.0123, seed=2)
-    report = check_gpu(SimCheckTarget(rig)).as_dict()
+    report = check_gpu(SimCheckTarget(rig), state=SIM.state).as_dict()
     validate_report(report)
     rows = {r["name"]: r for r in report["results"]}
     assert rows["refresh period"]["value"] == pytest.approx(100.0, rel=0.10)  # ms
@@ -240,10 +239,10 @@ def test_simulated_check_flags_other_process_mig_and_a_lowered_power_limit():
     }
     rig = simulated_gpu("a100", board=board)
     with rig.meter() as meter:
-        rows = {r.name: r for r in environment_rows(meter)}
+        rows = {r.name: r for r in environment_rows(meter, SIM.state(meter))}
     assert rows["other processes"].status == FAIL and rows["other processes"].value == 1
     assert rows["MIG"].status == FAIL
     assert rows["power limit"].status == WARN and rows["power limit"].value == 250.0
     with simulated_gpu("a100").meter() as meter:
-        clean = {r.name: r.status for r in environment_rows(meter)}
+        clean = {r.name: r.status for r in environment_rows(meter, SIM.state(meter))}
     assert clean["other processes"] == clean["MIG"] == clean["power limit"] == PASS

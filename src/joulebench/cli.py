@@ -183,8 +183,8 @@ def _cmd_idle(args) -> int:
 
 def _cmd_check(args) -> int:
     """Can this machine's energy numbers be trusted? A pass/warn/fail table and a JSON report."""
-    from joulebench.measure.check import run_check
-    from joulebench.measure.check_report import FAIL, format_table
+    from joulebench.measure.check.command import run_check
+    from joulebench.measure.check.report import FAIL, format_table
     from joulebench.measure.meters import MeterUnavailable
 
     def progress(message: str) -> None:
@@ -350,14 +350,14 @@ def _cmd_devices(args) -> int:
     """What `devices: auto` (or the study's devices) picks, and each device's meter."""
     from joulebench.measure.devices import devices_for
 
-    text, measurable = devices_for(args.configfile)
+    text, measurable = devices_for(args.configfile, simulated=args.sim)
     _say(text)
     return 0 if measurable else 2
 
 
 def _cmd_plan(args) -> int:
     """The cost of a study before it runs: configurations, measuring and wall time."""
-    from joulebench.analysis.plan import plan_for
+    from joulebench.plan import plan_for
 
     _say(plan_for(args.configfile, args.profile, args.gpus))
     return 0
@@ -394,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line; defaults come from the stage functions (equal to the schema's)."""
     from joulebench.accuracy.measured import measure_models
     from joulebench.accuracy.shards import prepare
+    from joulebench.measure.backends import meter_names, spellings
     from joulebench.measure.methods import PRESETS
     from joulebench.measure.profile import DEFAULT_ONNX_CACHE, ProtocolSettings
     from joulebench.measure.train import OPTIMIZERS, TrainSpec
@@ -428,18 +429,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "model", help="a timm name (exact, bare architecture) or a workload (file.py:function)"
     )
-    p.add_argument(
-        "--device",
-        default="cpu",
-        help="cpu, cuda, cuda:N or a simulated GPU sim:<gpu> (default cpu)",
-    )
+    p.add_argument("--device", default="cpu", help=f"{spellings()} (default cpu)")
     p.add_argument(
         "--method", action="append", choices=sorted(PRESETS), help="repeatable (default fp32)"
     )
     p.add_argument("--batch-size", type=_COUNT, action="append", help="repeatable (default 1)")
     p.add_argument("--repeats", type=_COUNT, default=ProtocolSettings.repeats)
     p.add_argument("--min-repeat-s", type=_number(minimum=0), default=ProtocolSettings.min_repeat_s)
-    p.add_argument("--meter", choices=["nvml", "rapl", "estimate"], help="force a meter")
+    p.add_argument("--meter", choices=meter_names(), help="force a meter")
     p.add_argument("--tdp-w", type=_POSITIVE, help="CPU power for the estimate meter")
     p.add_argument("--threads", type=_COUNT, help="torch CPU threads")
     p.add_argument("--output", "-o", help="also write the rows to this parquet")
@@ -580,23 +577,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "check", help="can this machine's energy numbers be trusted? (run before a study)"
     )
-    p.add_argument(
-        "--device",
-        default="cpu",
-        help="cpu, cuda, cuda:N or a simulated GPU sim:<gpu> (default cpu)",
-    )
+    p.add_argument("--device", default="cpu", help=f"{spellings()} (default cpu)")
     p.add_argument("--quick", action="store_true", help="short runs: a first look, not a study")
     p.add_argument("--idle-s", type=_POSITIVE, help="seconds of idle power (default 10)")
-    p.add_argument("--meter", choices=["rapl", "estimate"], help="CPU: force a meter")
+    p.add_argument("--meter", choices=meter_names(), help="force one of the device's meters")
     p.add_argument("--tdp-w", type=_POSITIVE, help="CPU power for the estimate meter")
     p.add_argument("--output", "-o", help="default results/check/<device>.json")
     p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("idle", help="measure the idle power baseline of a device")
     p.add_argument("--device-label", required=True)
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="cpu", help=spellings())
     p.add_argument("--duration-s", type=_POSITIVE, default=IDLE_DURATION_S)
-    p.add_argument("--meter", choices=["nvml", "rapl", "estimate"])
+    p.add_argument("--meter", choices=meter_names())
     p.add_argument("--tdp-w", type=_POSITIVE)
     p.add_argument("--output", required=True)
     p.add_argument("--gpu-uuid", help="pin to this GPU (CUDA_VISIBLE_DEVICES); it is cuda:0")
@@ -604,6 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("devices", help="the devices a study measures and each one's meter")
     p.add_argument("--configfile", help="a study file (default: devices: auto)")
+    p.add_argument("--sim", action="store_true", help="also list the simulated GPUs (sim:<gpu>)")
     p.set_defaults(func=_cmd_devices)
 
     p = sub.add_parser("plan", help="what a study costs: configurations and time, before it runs")
@@ -645,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     from joulebench.analysis.summary import SummaryError
     from joulebench.catalog.models import ModelSelectionError
     from joulebench.catalog.workloads import WorkloadError
-    from joulebench.measure.devices import DeviceError
+    from joulebench.measure.backends import DeviceError
     from joulebench.measure.protocol import SettingsError
     from joulebench.study import ConfigError
     from joulebench.tables import TableError, WriteError

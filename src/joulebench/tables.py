@@ -273,7 +273,9 @@ IDLE = Table(
     key=("device_label",),
 )
 
-_ROW = "measure.profile.measure_configs"
+_ROW = "measure.profile.config_row"
+_JOB = "measure.profile.job_start"
+_LOOP = "measure.profile.measure_configs"
 _SUMMARY = "measure.protocol.summarize"
 
 PROFILE = Table(
@@ -282,17 +284,17 @@ PROFILE = Table(
     "configuration (device, model, phase, method, batch size), measured under the protocol",
     _declare(
         f"""
-        device_label          string   -      {_ROW}
+        device_label          string   -      {_JOB}
             the config's name for the device (cpu, h200-0): in every row and in paths
-        model                 string   -      {_ROW}
+        model                 string   -      {_JOB}
             timm name (arch.tag) or custom workload name
-        method                string   -      {_ROW}
+        method                string   -      {_LOOP}
             the config's name for the method (methods:)
-        batch_size_requested  Int64    images {_ROW}
+        batch_size_requested  Int64    images {_LOOP}
             the batch size the study asked for
-        batch_size            Int64    images {_ROW}
+        batch_size            Int64    images {_LOOP}
             the batch size run: smaller than requested after an out-of-memory retry
-        torch_device          string   -      {_ROW}
+        torch_device          string   -      {_JOB}
             cpu, cuda or cuda:N
         device_name           string   -      measure.provenance.device_name
             the GPU's or CPU's product name
@@ -306,7 +308,7 @@ PROFILE = Table(
             the torch.compile mode; empty for eager
         reparameterized       boolean  -      measure.profile.prepare
             True: measured in timm's fused deploy form; empty when nothing was built
-        threads               Int64    count  {_ROW}
+        threads               Int64    count  {_JOB}
             torch CPU threads
         status                string   -      {_ROW}
             ok, oom, build-error, error, skipped or mismatch
@@ -359,7 +361,7 @@ PROFILE = Table(
             highest power sample in any window
         idle_power_w          float64  W      {_SUMMARY}
             the device's idle baseline (results/idle), which dynamic energy subtracts
-        idle_power_pre_w      float64  W      {_ROW}
+        idle_power_pre_w      float64  W      {_LOOP}
             a short idle read just before this model
         trace_disagreement_max float64 ratio  {_SUMMARY}
             |counter - integrated trace| / counter, worst repeat
@@ -386,13 +388,13 @@ PROFILE = Table(
         flags                 string   -      {_SUMMARY}
             ;-joined: other-process, mig, other-load, warmup_not_steady,
             train_loss_not_finite, ...; empty when none
-        weights               string   -      {_ROW}
+        weights               string   -      {_JOB}
             random or pretrained
-        input_kind            string   -      {_ROW}
+        input_kind            string   -      {_JOB}
             random (default) or zeros: what the measured batches held
-        check_id              string   -      measure.check_report.checked_fields
+        check_id              string   -      measure.check.report.checked_fields
             the latest `joulebench check` of the device; empty when none
-        check_verdict         string   -      measure.check_report.checked_fields
+        check_verdict         string   -      measure.check.report.checked_fields
             that check's verdict: pass, warn or fail; empty when none
         driver_version        string   -      measure.profile.result_fields
             the NVIDIA driver (empty off NVML)
@@ -404,14 +406,14 @@ PROFILE = Table(
             timm that built the model
         host                  string   -      measure.provenance.software
             the machine's host name
-        start_time_utc        string   -      {_ROW}
+        start_time_utc        string   -      {_LOOP}
             when the configuration started, ISO 8601 UTC
         end_time_utc          string   -      {_ROW}
             when the configuration ended, ISO 8601 UTC (with microseconds)
         concurrent_measurements Int64  count  {_SUMMARY}
             most measurements running on this host at once during the configuration's
             windows (this one included; measure.concurrency)
-        is_simulated          boolean  -      {_ROW}
+        is_simulated          boolean  -      {_JOB}
             True: a simulated GPU (`sim:` device; the model ran on the CPU, the power is the
             sensor simulator's): never scored, never published
         energy_gpu_per_image_j float64 J      {_SUMMARY}
@@ -1124,11 +1126,11 @@ PAGE = Table(
 
 # --- the check report (results/check/<device>.json) -------------------------------------------
 
-_REPORT = "measure.check_report.CheckReport.as_dict"
+_REPORT = "measure.check.report.CheckReport.as_dict"
 
 CHECK = Table(
     "check",
-    "results/check/<device>.json (JSON, validated against check_report.REPORT_SCHEMA)",
+    "results/check/<device>.json (JSON, validated against check.report.report_schema)",
     "`joulebench check` of a device",
     _declare(
         f"""
@@ -1137,7 +1139,7 @@ CHECK = Table(
         check_id              string   -      {_REPORT}
             <device>-<UTC time>-<random>: what profile rows record in check_id
         device                string   -      {_REPORT}
-            cpu or cuda:N
+            cpu, cuda:N or sim:<gpu> (a simulated GPU)
         device_name           string   -      {_REPORT}
             the GPU's or CPU's product name
         uuid                  string   -      {_REPORT}
@@ -1172,19 +1174,19 @@ CHECK_RESULTS = Table(
     "check: what, how it came out, and what that means for the numbers",
     _declare(
         """
-        group                 string   -      measure.check_report.Row
+        group                 string   -      measure.check.report.Row
             environment, idle, sensor, counter, repeat, input, cross-check or rapl
-        name                  string   -      measure.check_report.Row
+        name                  string   -      measure.check.report.Row
             what was checked
-        status                string   -      measure.check_report.Row
+        status                string   -      measure.check.report.Row
             pass, warn, fail or skip
-        value                 object   -      measure.check_report.Row
+        value                 object   -      measure.check.report.Row
             the measured value (number, text, yes/no; null when none)
-        unit                  string   -      measure.check_report.Row
+        unit                  string   -      measure.check.report.Row
             the value's unit ("" for ratios)
-        target                string   -      measure.check_report.Row
+        target                string   -      measure.check.report.Row
             what passes
-        detail                string   -      measure.check_report.Row
+        detail                string   -      measure.check.report.Row
             a sentence on what the value means for the numbers
         """
     ),

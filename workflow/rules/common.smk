@@ -22,7 +22,7 @@ from joulebench.measure.devices import (
 from joulebench.report.figures import FIGURE_NAMES as FIGURES
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
-from joulebench.analysis.plan import one_line, plan_study
+from joulebench.plan import one_line, plan_study
 from joulebench.study import (
     ConfigError,
     check_config,

@@ -9,7 +9,6 @@ can re-parameterise is evaluated in its fused deploy form, the form its energy i
 
 from __future__ import annotations
 
-import gc
 import math
 import os
 import sys
@@ -240,8 +239,9 @@ def measure_models(
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
 ) -> pd.DataFrame:
     """ACCURACY_COLUMNS rows for models sharing one shard folder; a failure is a row."""
-    import torch
+    from joulebench.measure.backends import backend_for
 
+    backend = backend_for(device)
     manifest = read_manifest(shard_dir)
     rows = []
     for name in models:
@@ -258,9 +258,7 @@ def measure_models(
         except Exception as exc:  # one model never takes the job down
             row = _row(name, None, accuracy_note=f"evaluation failed: {type(exc).__name__}: {exc}")
         rows.append(row)
-        gc.collect()
-        if device.startswith("cuda"):
-            torch.cuda.empty_cache()
+        backend.free_memory(device)  # and the device's cached memory (a CUDA GPU's)
         shown = f"top1 {row['top1']:.3f}" if row["accuracy_source"] == "measured" else "none"
         log(f"accuracy {name}: {shown} ({row['accuracy_note']})")
     return pd.DataFrame(rows, columns=list(ACCURACY_COLUMNS)).astype(

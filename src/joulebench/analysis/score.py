@@ -23,6 +23,7 @@ import pandas as pd
 
 from joulebench.analysis.carbon import carbon_columns
 from joulebench.analysis.summary import add_flag, read_summary
+from joulebench.measure.backends.base import FLAG_SIMULATED
 from joulebench.tables import SCORE_COLUMNS, conform, write_table
 
 GRADES = ("A", "B", "C", "D", "E", "F", "G")
@@ -45,9 +46,8 @@ DEFAULT_MAX_ENERGY_CV = 0.25
 FLAG_HIGH_SPREAD = "high-spread"
 # Flags that make a measurement unusable for comparison (set by the meters, and high-spread).
 DEFAULT_INVALID_FLAGS = ("other-process", "mig", "other-load", FLAG_HIGH_SPREAD)
-# A simulated GPU's row (is_simulated; devices `sim:<gpu>`) is never scored, whatever the
-# config's invalid_flags say: its energy is the sensor simulator's, not a GPU's.
-FLAG_SIMULATED = "simulated"
+# A simulated GPU's row (is_simulated; devices `sim:<gpu>`, flag FLAG_SIMULATED) is never
+# scored, whatever the config's invalid_flags say: its energy is the sensor simulator's.
 ENERGY_COLUMNS = {"total": "energy_per_image_j", "dynamic": "dynamic_energy_per_image_j"}
 # `energy_scope`: device (its own meter) or node (GPU + CPU packages + DRAM, meters.node)
 ENERGY_SCOPES = ("device", "node")

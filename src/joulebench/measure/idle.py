@@ -45,17 +45,14 @@ def run_idle(
     tdp_w: float | None = None,
 ) -> dict:
     """`joulebench idle`: measure the baseline and write it; returns the row."""
+    from joulebench.measure.backends import backend_for, select_meter
     from joulebench.measure.concurrency import NodeMeasurements
     from joulebench.measure.devices import require_measurable
-    from joulebench.measure.meters import select_meter
 
     if not duration_s > 0:
         raise ValueError(f"idle: duration_s must be > 0, got {duration_s}")
     require_measurable(device_label, torch_device)
-    if torch_device.startswith("cuda"):
-        import torch
-
-        torch.zeros(1, device=torch_device)  # the CUDA context, as during profiling
+    backend_for(torch_device).open_context(torch_device)  # as during profiling (CUDA context)
     started = utc_now()
     options = {"tdp_w": tdp_w} if tdp_w else {}
     chosen, reasons = select_meter(torch_device, prefer=meter, label=device_label, **options)

@@ -13,7 +13,7 @@ a timm model, or a custom workload (joulebench.catalog.workloads) when the job n
 
 from __future__ import annotations
 
-import gc
+import functools
 import json
 import math
 import sys
@@ -23,13 +23,12 @@ from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
-from joulebench.analysis.plan import Eta, config_estimate_s
-from joulebench.analysis.score import FLAG_SIMULATED
+from joulebench.measure.backends import FLAG_SIMULATED, Backend, backend_for
+from joulebench.measure.config_time import Eta, config_estimate_s
 from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
 from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured
-from joulebench.measure.sim.wall import is_simulated
 from joulebench.measure.train import TrainSpec
 from joulebench.study import IDLE_PRE_S
 from joulebench.tables import (
@@ -123,10 +122,15 @@ class ProfileJob:
             **job_fields_from_spec(spec),  # phases, train, workload, onnx_cache, input_kind
         )
 
+    @functools.cached_property
+    def backend(self) -> Backend:
+        """The backend of the job's device (DeviceError for a string none serves)."""
+        return backend_for(self.torch_device)
+
     @property
     def compute_device(self) -> str:
-        """Where torch runs the model: the device itself, or the CPU for a `sim:` GPU."""
-        return "cpu" if is_simulated(self.torch_device) else self.torch_device
+        """Where torch runs the model: the device itself, or the CPU for a simulated GPU."""
+        return self.backend.compute_device(self.torch_device)
 
     def configs(self) -> list[tuple[str, Method, int]]:
         """(phase, method, batch size) in the order they are measured."""
@@ -167,23 +171,6 @@ def is_oom(exc: BaseException) -> bool:
         return True
     text = str(exc).lower()
     return any(phrase in text for phrase in OOM_PHRASES)
-
-
-def _sync_for(torch_device: str) -> Callable[[], None]:
-    import torch
-
-    if torch_device.startswith("cuda"):
-        device = torch.device(torch_device)
-        return lambda: torch.cuda.synchronize(device)
-    return lambda: None
-
-
-def _free_memory(torch_device: str) -> None:
-    import torch
-
-    gc.collect()
-    if torch_device.startswith("cuda"):
-        torch.cuda.empty_cache()
 
 
 @dataclass
@@ -355,19 +342,15 @@ def measure_config(
     except Exception as exc:
         return Outcome("oom" if is_oom(exc) else "build-error", short_reason(exc))
     finally:
-        _free_memory(job.compute_device)  # a freed PyTorch model (exported runtimes) leaves
+        job.backend.free_memory(job.torch_device)  # a freed PyTorch model (exported runtimes)
 
     meter, reasons = meter_factory()
-    step = runner.step
-    if is_simulated(job.torch_device):  # the simulated board is busy while a step runs
-        from joulebench.measure.sim.wall import wall_sim_gpu
-
-        step = wall_sim_gpu(job.torch_device, job.device_label).run(step)
+    step = job.backend.wrap_step(job.torch_device, job.device_label, runner.step)
     try:
         with torch.enable_grad() if runner.grad else torch.inference_mode():
             result = measure(
                 step,
-                _sync_for(job.compute_device),
+                functools.partial(job.backend.sync, job.torch_device),
                 meter,
                 images_per_step=batch_size,
                 settings=job.settings,
@@ -380,7 +363,7 @@ def measure_config(
     finally:
         meter.close()
         runner = None  # free before the next configuration
-        _free_memory(job.compute_device)
+        job.backend.free_memory(job.torch_device)
 
 
 def config_fields(job: ProfileJob, phase: str, method: Method) -> dict:
@@ -399,8 +382,8 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
     """Measure every (phase, method, batch size) of one model on one device."""
     import torch
 
+    from joulebench.measure.backends import select_node_meter
     from joulebench.measure.concurrency import NodeMeasurements
-    from joulebench.measure.meters.select import select_node_meter
 
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     if job.threads:
@@ -424,73 +407,20 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
 
 def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) -> ProfileOutput:
     """The rows of `run_profile`: every configuration in turn, while the job's marker is up."""
-    import torch
-
-    from joulebench.measure.check_report import check_meter_options, checked_fields, device_check
-
-    base = {
-        "device_label": job.device_label,
-        "torch_device": job.torch_device,
-        "device_name": device_name(job.torch_device),
-        "is_simulated": is_simulated(job.torch_device),
-        "model": job.model,
-        "threads": torch.get_num_threads(),
-        "weights": "" if job.workload else "random",  # a workload's spec says, once built
-        "input_kind": job.input_kind,
-        **software(),
-    }
-
-    meter, reasons = meter_factory()
-    with meter:
-        idle = measure_idle(meter, job.idle_pre_s)
-        uuid = meter.describe().get("uuid")
-    log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
-    check = device_check(job.torch_device, job.check_dir, uuid)
-    base.update(checked_fields(check))
-    meter_options.update(check_meter_options(check, job.torch_device))
-
+    base, idle = job_start(job, meter_factory, meter_options, log)
     rows, repeats, traces = [], [], []
     configs = job.configs()
     eta = Eta(len(configs), config_estimate_s(asdict(job.settings)), time.monotonic)
     for i, (phase, method, requested) in enumerate(configs, 1):
         started = utc_now(precise=True)
-        batch_size = requested
         label = method.name if phase == "inference" else f"{method.name} {phase}"
         log(f"config {i}/{len(configs)} {job.model} {label} bs{requested}, {eta.line(i - 1)}")
-        while True:
-            outcome = measure_config(job, method, batch_size, meter_factory, phase=phase)
-            if outcome.status == "oom" and job.oom_retry and batch_size > 1:
-                log(f"  {label} bs{batch_size}: out of memory, retrying at half the batch")
-                batch_size //= 2
-                continue
-            break
-        key = {
-            "method": method.name,
-            "batch_size_requested": requested,
-            "batch_size": batch_size,
-        }
-        row = {
-            **base,
-            **key,
-            **config_fields(job, phase, method),
-            "precision": method.precision,
-            "autocast": method.autocast,
-            "channels_last": method.channels_last,
-            "compile": method.compile or "",
-            "status": outcome.status,
-            "reason": outcome.reason,
-            "idle_power_pre_w": idle.power_w,
-            "start_time_utc": started,
-            "end_time_utc": utc_now(precise=True),
-            **outcome.fields,
-        }
+        outcome, batch_size = measure_with_retry(job, phase, method, requested, meter_factory, log)
+        key = {"method": method.name, "batch_size_requested": requested, "batch_size": batch_size}
+        timing = {"idle_power_pre_w": idle.power_w, "start_time_utc": started}
+        row = config_row(job, {**base, **key, **timing}, phase, method, outcome)
         result = outcome.result
         if result is not None:
-            row.update(result_fields(result, outcome.meter_info))
-            if not math.isfinite(row.get("train_loss_last", 0.0)):
-                row["flags"] = ";".join(f for f in (row["flags"], FLAG_LOSS_NOT_FINITE) if f)
-            if row["is_simulated"]:  # a simulated GPU: never scored (analysis.score)
-                row["flags"] = ";".join(f for f in (row["flags"], FLAG_SIMULATED) if f)
             repeats.append(result.repeats.assign(**base_key(job, key, phase)))
             traces.append(result.trace.assign(**base_key(job, key, phase)))
             detail = (
@@ -499,7 +429,6 @@ def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) ->
                 f"{result.summary['throughput_img_s']:.1f} img/s"
             )
         else:
-            row.update(meter=outcome.meter_info.get("meter", ""), is_estimate=None)
             detail = outcome.reason
         rows.append(row)
         log(f"[{i}/{len(configs)}] {job.model} {label} bs{batch_size}: {outcome.status} {detail}")
@@ -511,6 +440,78 @@ def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) ->
         repeats=_concat(repeats, REPEAT_TABLE_COLUMNS),
         trace=_concat(traces, TRACE_TABLE_COLUMNS),
     )
+
+
+def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple[dict, object]:
+    """The fields every row of the job shares, and the short idle read before the model.
+    The device's latest check is found (by the meter's UUID) and its meter options taken."""
+    import torch
+
+    from joulebench.measure.check.report import checked_fields, device_check
+
+    base = {
+        "device_label": job.device_label,
+        "torch_device": job.torch_device,
+        "device_name": device_name(job.torch_device),
+        "is_simulated": job.backend.simulated,
+        "model": job.model,
+        "threads": torch.get_num_threads(),
+        "weights": "" if job.workload else "random",  # a workload's spec says, once built
+        "input_kind": job.input_kind,
+        **software(),
+    }
+    meter, _ = meter_factory()
+    with meter:
+        idle = measure_idle(meter, job.idle_pre_s)
+        uuid = meter.describe().get("uuid")
+    log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
+    check = device_check(job.torch_device, job.check_dir, uuid)
+    base.update(checked_fields(check))
+    meter_options.update(job.backend.meter_options_from_check(check))
+    return base, idle
+
+
+def measure_with_retry(
+    job: ProfileJob, phase: str, method: Method, requested: int, meter_factory, log
+):
+    """(outcome, batch size measured): out of memory retries at half the batch (oom_retry)."""
+    batch_size = requested
+    label = method.name if phase == "inference" else f"{method.name} {phase}"
+    while True:
+        outcome = measure_config(job, method, batch_size, meter_factory, phase=phase)
+        if outcome.status == "oom" and job.oom_retry and batch_size > 1:
+            log(f"  {label} bs{batch_size}: out of memory, retrying at half the batch")
+            batch_size //= 2
+            continue
+        return outcome, batch_size
+
+
+def config_row(job: ProfileJob, known: dict, phase: str, method: Method, outcome) -> dict:
+    """One profile row: the fields `known` before measuring (the job's, the configuration's
+    key and start), the method's, and the outcome's."""
+    row = {
+        **known,
+        **config_fields(job, phase, method),
+        "precision": method.precision,
+        "autocast": method.autocast,
+        "channels_last": method.channels_last,
+        "compile": method.compile or "",
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "end_time_utc": utc_now(precise=True),
+        **outcome.fields,
+    }
+    if outcome.result is None:
+        row.update(meter=outcome.meter_info.get("meter", ""), is_estimate=None)
+        return row
+    row.update(result_fields(outcome.result, outcome.meter_info))
+    extra = []
+    if not math.isfinite(row.get("train_loss_last", 0.0)):
+        extra.append(FLAG_LOSS_NOT_FINITE)
+    if row["is_simulated"]:  # a simulated GPU: never scored (analysis.score)
+        extra.append(FLAG_SIMULATED)
+    row["flags"] = ";".join(f for f in (row["flags"], *extra) if f)
+    return row
 
 
 def base_key(job: ProfileJob, key: dict, phase: str = "inference") -> dict:

@@ -38,9 +38,9 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 import pandas as pd
 
-from joulebench.analysis.stats import spread
 from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
 from joulebench.measure.meters.node import COMPONENTS as NODE_PARTS
+from joulebench.stats import spread
 from joulebench.tables import WINDOW
 
 #: Columns of `ProtocolResult.repeats`, one row per repeat (declared in tables.WINDOW).

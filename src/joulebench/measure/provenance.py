@@ -26,15 +26,10 @@ def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
 
 
 def device_name(torch_device: str) -> str:
-    import torch
+    """The device's product name, as its backend knows it (`... (simulated)` for a sim GPU)."""
+    from joulebench.measure.backends import backend_for
 
-    from joulebench.measure.sim.wall import BOARD, is_simulated, sim_generation
-
-    if is_simulated(torch_device):
-        return f"{BOARD[sim_generation(torch_device)]} (simulated)"
-    if torch_device.startswith("cuda"):
-        return torch.cuda.get_device_name(torch.device(torch_device))
-    return cpu_name()
+    return backend_for(torch_device).name(torch_device)
 
 
 def software() -> dict:

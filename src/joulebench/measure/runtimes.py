@@ -28,14 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-from joulebench.measure.methods import ONNX_RUNTIMES, ONNXRUNTIME, ORT_TENSORRT, PYTORCH
+from joulebench.measure.methods import ONNX_RUNTIMES, ORT_TENSORRT, PYTORCH
 from joulebench.safe_text import file_name
 from joulebench.tables import REASON_MAX_CHARS, short_reason
 
 STATUS_SKIPPED = "skipped"
 STATUS_MISMATCH = "mismatch"
-PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
-TENSORRT = "TensorrtExecutionProvider"
 # Largest |runtime - PyTorch| / max |PyTorch| accepted on the same batch. On CUDA both sides
 # may use TF32 for fp32 matrix products; TensorRT fp16 is compared with PyTorch's fp32.
 DEFAULT_TOLERANCE = {("fp32", "cpu"): 1e-3, ("fp32", "cuda"): 1e-2, ("fp16", "cuda"): 5e-2}
@@ -56,13 +54,24 @@ def _root_cause(exc: BaseException) -> BaseException:
     return exc
 
 
-def _device_type(torch_device: str) -> str:
-    return torch_device.split(":", 1)[0]
+def _providers(runtime: str, precision: str, torch_device: str, cache_dir) -> list:
+    """ONNX Runtime's providers for `runtime` on the device, best first (its backend's);
+    DeviceError when the device has none for it (TensorRT off CUDA)."""
+    from joulebench.measure.backends import backend_for
+
+    engines = str(Path(cache_dir) / "tensorrt")
+    return backend_for(torch_device).execution_providers(torch_device, runtime, precision, engines)
 
 
-def _device_index(torch_device: str) -> int:
-    _, _, index = torch_device.partition(":")
-    return int(index or 0)
+def _onnx_device(torch_device: str) -> tuple[str, int] | None:
+    """ONNX Runtime's device name and index for binding inputs and outputs; None: host."""
+    from joulebench.measure.backends import backend_for
+
+    return backend_for(torch_device).onnx_device(torch_device)
+
+
+def _provider_name(provider) -> str:
+    return provider if isinstance(provider, str) else provider[0]
 
 
 def unavailable_reason(runtime: str, torch_device: str) -> str | None:
@@ -80,19 +89,16 @@ def unavailable_reason(runtime: str, torch_device: str) -> str | None:
             __import__(package)
         except ImportError:
             return f"{package} is not installed; torch.onnx.export needs it (pip install {package})"
+    from joulebench.measure.backends import DeviceError
+
     available = ort.get_available_providers()
-    device_type = _device_type(torch_device)
-    if runtime == ORT_TENSORRT:
-        if device_type != "cuda":
-            return f"TensorRT runs on CUDA devices only, not {torch_device}"
-        wanted = TENSORRT
-    else:
-        wanted = PROVIDERS.get(device_type)
-        if wanted is None:
-            return f"ONNX Runtime has no execution provider for {torch_device} in joulebench"
+    try:
+        wanted = _provider_name(_providers(runtime, "fp32", torch_device, cache_dir="")[0])
+    except DeviceError as err:
+        return str(err)
     if wanted not in available:
-        hint = " (install onnxruntime-gpu and its CUDA/TensorRT libraries)"
-        hint = hint if device_type == "cuda" else ""
+        gpu = _onnx_device(torch_device) is not None
+        hint = " (install onnxruntime-gpu and its CUDA/TensorRT libraries)" if gpu else ""
         return f"this onnxruntime {ort.__version__} has no {wanted}; it has {available}{hint}"
     return None
 
@@ -226,24 +232,6 @@ def export_onnx(model, x, model_name: str, opset: int, cache_dir) -> tuple[Path,
     return path, {**detail, "exporter": record.get("exporter", ""), "cached": cached}
 
 
-def _providers(runtime: str, precision: str, torch_device: str, cache_dir) -> list:
-    device_type = _device_type(torch_device)
-    if device_type == "cpu":
-        return [PROVIDERS["cpu"]]
-    cuda = (PROVIDERS["cuda"], {"device_id": _device_index(torch_device)})
-    if runtime == ONNXRUNTIME:
-        return [cuda, PROVIDERS["cpu"]]
-    engines = Path(cache_dir) / "tensorrt"
-    engines.mkdir(parents=True, exist_ok=True)
-    trt_options = {
-        "device_id": _device_index(torch_device),
-        "trt_fp16_enable": precision == "fp16",
-        "trt_engine_cache_enable": True,  # built on the first run (the check), then reused
-        "trt_engine_cache_path": str(engines),
-    }
-    return [(TENSORRT, trt_options), cuda, PROVIDERS["cpu"]]
-
-
 def make_session(path: Path, method, torch_device: str, threads: int | None, cache_dir):
     """An InferenceSession on the method's provider; a silent fallback to another is refused."""
     import onnxruntime as ort
@@ -253,8 +241,10 @@ def make_session(path: Path, method, torch_device: str, threads: int | None, cac
     if threads:
         options.intra_op_num_threads = threads  # the same thread count as the PyTorch methods
     providers = _providers(method.runtime, method.precision, torch_device, cache_dir)
+    if method.runtime == ORT_TENSORRT:
+        (Path(cache_dir) / "tensorrt").mkdir(parents=True, exist_ok=True)  # its engine cache
     session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
-    wanted = providers[0] if isinstance(providers[0], str) else providers[0][0]
+    wanted = _provider_name(providers[0])
     got = session.get_providers()
     if got[0] != wanted:
         raise NotMeasured(
@@ -275,12 +265,13 @@ class OrtStep:
         self.binding = session.io_binding()
         input_name = session.get_inputs()[0].name
         output_name = session.get_outputs()[0].name
-        if _device_type(torch_device) == "cuda":
-            index = _device_index(torch_device)
+        bound = _onnx_device(torch_device)
+        if bound is not None:  # on the device: bound where the tensor already is
+            place, index = bound
             self.binding.bind_input(
-                input_name, "cuda", index, np.float32, tuple(x.shape), x.data_ptr()
+                input_name, place, index, np.float32, tuple(x.shape), x.data_ptr()
             )
-            self.binding.bind_output(output_name, "cuda", index)
+            self.binding.bind_output(output_name, place, index)
         else:
             self._array = x.detach().cpu().numpy()
             self.binding.bind_cpu_input(input_name, self._array)
@@ -305,7 +296,8 @@ def relative_error(output: np.ndarray, reference: np.ndarray) -> float:
 def tolerance_for(method, torch_device: str) -> float:
     if method.tolerance is not None:
         return float(method.tolerance)
-    return DEFAULT_TOLERANCE.get((method.precision, _device_type(torch_device)), 5e-2)
+    place = (_onnx_device(torch_device) or ("cpu", 0))[0]  # keyed by ONNX Runtime's device
+    return DEFAULT_TOLERANCE.get((method.precision, place), 5e-2)
 
 
 def check_output(

@@ -121,11 +121,14 @@ def make_train_step(model, x, num_classes: int, method, spec: TrainSpec, torch_d
     """A TrainStep for a prepared model (train mode) and batch, per the method and spec."""
     import torch
 
+    from joulebench.measure.backends import backend_for
+
     device_type = torch.device(torch_device).type
     model.train()
     labels = synthetic_labels(x.shape[0], num_classes, torch_device, spec.seed)
     optimizer = make_optimizer(model.parameters(), spec)
     scaler = None
-    if method.precision == "fp16" and method.autocast and device_type == "cuda":
-        scaler = torch.amp.GradScaler("cuda")
+    scaled = backend_for(torch_device).grad_scaler_device(torch_device)  # None on a CPU
+    if method.precision == "fp16" and method.autocast and scaled:
+        scaler = torch.amp.GradScaler(scaled)
     return TrainStep(model, x, labels, optimizer, method.context(device_type), scaler)

@@ -60,7 +60,9 @@ def gpu_target(torch_device: str) -> tuple[dict, str]:
     ({}, why not and how to fix it)."""
     import torch
 
-    if torch_device.split(":", 1)[0] != "cuda":
+    from joulebench.measure.backends import backend_for
+
+    if TORCH_TENSORRT not in backend_for(torch_device).native_runtimes:
         return {}, f"torch-tensorrt runs on CUDA GPUs only, not {torch_device}: use a cuda device"
     if not torch.cuda.is_available():
         build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"

@@ -5,7 +5,7 @@ rows (a few columns of each model's file), the profile jobs' logs (their last li
 host's measuring markers (`measure.concurrency`), Snakemake's incomplete marks and locks,
 and on SLURM the executor's job logs and `squeue`. Half-written temp files, files that
 appear or vanish mid-read and a missing `results/` are expected, never errors. `progress`
-sets that beside the study's plan (`analysis.plan`): per device, configurations done, not
+sets that beside the study's plan (`joulebench.plan`): per device, configurations done, not
 ok and left, measured against planned time, an ETA, what is measured now and the last
 failures, as a dict (`--json`) or text. Nothing here imports torch (docs/status.md). The
 map of the package: docs/design.md.

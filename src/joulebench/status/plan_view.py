@@ -17,10 +17,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# The plan's home today; issue 24 moves it next to study.py: fix this one line then.
-from joulebench.analysis.plan import config_estimate_s, format_duration, plan_study
 from joulebench.catalog.models import exact_names
+
+# The plan's home today; issue 24 moves it next to study.py: fix this one line then.
+from joulebench.measure.config_time import config_estimate_s, format_duration
 from joulebench.measure.devices import AUTO, RESOLVED_ENV
+from joulebench.plan import plan_study
 from joulebench.study import load_study
 
 RESOLVE_TIMEOUT_S = 600.0

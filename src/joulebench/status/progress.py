@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from joulebench.measure.backends import DeviceError, host_backend, kind_of
 from joulebench.measure.concurrency import live_markers
 from joulebench.safe_text import file_name, printable
 from joulebench.status import observe
@@ -141,7 +142,16 @@ def device_status(label: str, rows: pd.DataFrame, jobs: list, plan: StudyPlan) -
 
 def _torch_device(rows: pd.DataFrame, label: str) -> str:
     known = rows["torch_device"].dropna()
-    return str(known.iloc[0]) if len(known) else ("cpu" if label == "cpu" else "?")
+    host = host_backend()  # the host's label is its device string: cpu
+    return str(known.iloc[0]) if len(known) else (host.kind if label == host.kind else "?")
+
+
+def _is_host(torch_device: str) -> bool:
+    """The host's CPU measures after the others (it takes every slot); "?" is not it."""
+    try:
+        return kind_of(torch_device).is_host
+    except DeviceError:
+        return False
 
 
 def total_status(devices: list[dict]) -> dict:
@@ -153,8 +163,8 @@ def total_status(devices: list[dict]) -> dict:
         for key in keys
     }
     etas = [d for d in devices if d["eta_s"] is not None]
-    cpu = sum(d["eta_s"] for d in etas if d["torch_device"] == "cpu")
-    gpu = max((d["eta_s"] for d in etas if d["torch_device"] != "cpu"), default=0.0)
+    cpu = sum(d["eta_s"] for d in etas if _is_host(d["torch_device"]))
+    gpu = max((d["eta_s"] for d in etas if not _is_host(d["torch_device"])), default=0.0)
     out["eta_s"] = cpu + gpu if etas and len(etas) == len(devices) else None
     sources = {d["eta_source"] for d in devices}
     out["eta_source"] = (

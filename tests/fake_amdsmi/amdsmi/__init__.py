@@ -61,6 +61,8 @@ class FakeAmdGpu:
     counter_resolution_uj: float = 15.259  # µJ per accumulator count (MI300X)
     energy_accumulator: int = 123_456_789
     power_w: float = 150.0  # current_socket_power
+    power_cap_w: float = 750.0
+    default_power_cap_w: float = 750.0
     temperature_c: int = 45
     gfx_clock_mhz: int = 2100
     compute_partition: str = "SPX"
@@ -123,21 +125,21 @@ def amdsmi_get_processor_handles() -> list[_Handle]:
     return [_Handle(i) for i in range(len(FAKE.gpus))]
 
 
-def amdsmi_get_gpu_device_uuid(handle) -> str:
-    return _gpu(handle, "amdsmi_get_gpu_device_uuid").uuid
+def amdsmi_get_gpu_device_uuid(processor_handle) -> str:
+    return _gpu(processor_handle, "amdsmi_get_gpu_device_uuid").uuid
 
 
-def amdsmi_get_gpu_device_bdf(handle) -> str:
-    return _gpu(handle, "amdsmi_get_gpu_device_bdf").bdf
+def amdsmi_get_gpu_device_bdf(processor_handle) -> str:
+    return _gpu(processor_handle, "amdsmi_get_gpu_device_bdf").bdf
 
 
-def amdsmi_get_gpu_asic_info(handle) -> dict:
-    gpu = _gpu(handle, "amdsmi_get_gpu_asic_info")
+def amdsmi_get_gpu_asic_info(processor_handle) -> dict:
+    gpu = _gpu(processor_handle, "amdsmi_get_gpu_asic_info")
     return {"market_name": gpu.market_name, "vendor_id": "0x1002", "device_id": "0x74a1"}
 
 
-def amdsmi_get_gpu_driver_info(handle) -> dict:
-    _gpu(handle, "amdsmi_get_gpu_driver_info")
+def amdsmi_get_gpu_driver_info(processor_handle) -> dict:
+    _gpu(processor_handle, "amdsmi_get_gpu_driver_info")
     return {"driver_name": "amdgpu", "driver_version": "6.10.5", "driver_date": "2015/01/01"}
 
 
@@ -146,8 +148,8 @@ def amdsmi_get_lib_version() -> dict:
     return {"year": 25, "major": 3, "minor": 0, "release": 0, "build": "25.3.0"}
 
 
-def amdsmi_get_energy_count(handle) -> dict:
-    gpu = _gpu(handle, "amdsmi_get_energy_count")
+def amdsmi_get_energy_count(processor_handle) -> dict:
+    gpu = _gpu(processor_handle, "amdsmi_get_energy_count")
     key = "power" if FAKE.legacy_energy_key else "energy_accumulator"
     return {
         key: gpu.energy_accumulator,
@@ -156,40 +158,51 @@ def amdsmi_get_energy_count(handle) -> dict:
     }
 
 
-def amdsmi_get_power_info(handle) -> dict:
-    gpu = _gpu(handle, "amdsmi_get_power_info")
+def amdsmi_get_power_info(processor_handle, sensor_ind=0) -> dict:
+    gpu = _gpu(processor_handle, "amdsmi_get_power_info")
     return {
         "current_socket_power": gpu.power_w,
         "average_socket_power": NA,  # not reported by MI300
         "gfx_voltage": NA,
         "soc_voltage": NA,
         "mem_voltage": NA,
-        "power_limit": 750_000_000,  # µW
+        "power_limit": round(gpu.power_cap_w * 1e6),  # µW
     }
 
 
-def amdsmi_get_temp_metric(handle, sensor_type, metric) -> int:
-    return _gpu(handle, "amdsmi_get_temp_metric").temperature_c
+def amdsmi_get_power_cap_info(processor_handle) -> dict:
+    gpu = _gpu(processor_handle, "amdsmi_get_power_cap_info")
+    return {  # µW
+        "power_cap": round(gpu.power_cap_w * 1e6),
+        "default_power_cap": round(gpu.default_power_cap_w * 1e6),
+        "dpm_cap": 0,
+        "min_power_cap": 0,
+        "max_power_cap": round(gpu.default_power_cap_w * 1e6),
+    }
 
 
-def amdsmi_get_clock_info(handle, clk_type) -> dict:
-    gpu = _gpu(handle, "amdsmi_get_clock_info")
+def amdsmi_get_temp_metric(processor_handle, sensor_type, metric) -> int:
+    return _gpu(processor_handle, "amdsmi_get_temp_metric").temperature_c
+
+
+def amdsmi_get_clock_info(processor_handle, clock_type) -> dict:
+    gpu = _gpu(processor_handle, "amdsmi_get_clock_info")
     return {"clk": gpu.gfx_clock_mhz, "min_clk": 500, "max_clk": 2100, "clk_locked": False}
 
 
-def amdsmi_get_gpu_process_list(handle) -> list[dict]:
-    gpu = _gpu(handle, "amdsmi_get_gpu_process_list")
+def amdsmi_get_gpu_process_list(processor_handle) -> list[dict]:
+    gpu = _gpu(processor_handle, "amdsmi_get_gpu_process_list")
     if not gpu.processes_readable:
         raise AmdSmiLibraryException(AmdSmiStatus.NO_PERM)
     return [{"name": "python", "pid": pid, "mem": 0} for pid in gpu.pids]
 
 
-def amdsmi_get_gpu_compute_partition(handle) -> str:
-    return _gpu(handle, "amdsmi_get_gpu_compute_partition").compute_partition
+def amdsmi_get_gpu_compute_partition(processor_handle) -> str:
+    return _gpu(processor_handle, "amdsmi_get_gpu_compute_partition").compute_partition
 
 
-def amdsmi_get_gpu_memory_partition(handle) -> str:
-    return _gpu(handle, "amdsmi_get_gpu_memory_partition").memory_partition
+def amdsmi_get_gpu_memory_partition(processor_handle) -> str:
+    return _gpu(processor_handle, "amdsmi_get_gpu_memory_partition").memory_partition
 
 
 def _from_environment() -> None:

@@ -1,6 +1,6 @@
 """AMD GPU energy from AMD SMI (the `amdsmi` package of ROCm), for ROCm builds of torch.
 
-On ROCm, torch's `cuda` devices are AMD GPUs (torch.version.hip is set). The meter reads
+On a ROCm build of torch, its `cuda` devices are AMD GPUs. The meter reads
 the GPU's energy accumulator (amdsmi_get_energy_count: a count and its resolution in µJ per
 count) at begin and end, and samples power (amdsmi_get_power_info: current_socket_power,
 else average_socket_power) for a trace that cross-checks it. As with NVML, AMD SMI numbers
@@ -15,7 +15,9 @@ NOT YET RUN ON AMD HARDWARE: the first AMD run should be checked against an exte
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 import logging
 import math
 import os
@@ -35,23 +37,25 @@ STATE_KEYS = ("temperature_c", "sm_clock_mhz", "power_w")
 
 
 def load_amdsmi():
-    """Import amdsmi (ROCm's AMD SMI Python package) only when an AMD meter is made."""
+    """Import amdsmi (ROCm's AMD SMI Python package) only when an AMD meter is made.
+
+    The package loads ROCm's libamd_smi.so when imported: installed without it, the import
+    prints a line and raises KeyError. That is MeterUnavailable too, with what it printed."""
+    printed = io.StringIO()
     try:
-        return importlib.import_module("amdsmi")
+        with contextlib.redirect_stdout(printed):
+            return importlib.import_module("amdsmi")
     except ImportError as err:
         raise MeterUnavailable(
             "not-installed",
             "AMD GPU meter needs the amdsmi package of ROCm (pip install amdsmi, matching "
             "the ROCm version; or /opt/rocm/share/amd_smi)",
         ) from err
-
-
-def torch_is_rocm() -> bool:
-    """True when the torch that is imported is a ROCm build (its cuda devices are AMD's)."""
-    import sys
-
-    torch = sys.modules.get("torch")
-    return bool(torch is not None and getattr(torch.version, "hip", None))
+    except Exception as err:  # KeyError 'libamd_smi.so', OSError: ROCm's library is missing
+        said = (printed.getvalue().strip().splitlines() or [repr(err)])[-1]
+        raise MeterUnavailable(
+            "no-library", f"amdsmi is installed but cannot load ROCm's libamd_smi.so ({said})"
+        ) from err
 
 
 def energy_uj(counts: dict) -> float:
@@ -94,6 +98,8 @@ class AmdSmiMeter(GpuWindowMeter):
     name = "amdsmi"
     is_estimate = False
     refresh_s = None  # the accumulator counts continuously (about every ms); no phase shifts
+    has_energy_counter = True  # amdsmi_get_energy_count, on every GPU amdsmi supports
+    sensor = None  # no published sensor characterisation (NVIDIA's: nvidia_sensors)
 
     def __init__(
         self,
@@ -159,14 +165,23 @@ class AmdSmiMeter(GpuWindowMeter):
         except self.amdsmi.AmdSmiException:
             return math.nan
 
-    def _read_sample(self) -> dict:
-        a, h = self.amdsmi, self.handle
+    def _power(self) -> tuple[float, float]:
+        """(current socket power, its average) in W; NaN where "N/A" or unreadable."""
         try:
-            power = a.amdsmi_get_power_info(h)
-        except a.AmdSmiException:
+            power = self.amdsmi.amdsmi_get_power_info(self.handle)
+        except self.amdsmi.AmdSmiException:
             power = {}
         instant = _watts(power.get("socket_power", power.get("current_socket_power")))
-        avg = _watts(power.get("average_socket_power"))
+        return instant, _watts(power.get("average_socket_power"))
+
+    def read_power_w(self) -> float:
+        """The GPU's power reading now (W): current socket power, else its average."""
+        instant, avg = self._power()
+        return instant if math.isfinite(instant) else avg
+
+    def _read_sample(self) -> dict:
+        a, h = self.amdsmi, self.handle
+        instant, avg = self._power()
         clock = self._call(lambda: a.amdsmi_get_clock_info(h, a.AmdSmiClkType.GFX)["clk"])
         temp = self._call(
             a.amdsmi_get_temp_metric,

@@ -16,13 +16,14 @@ from pathlib import Path
 from joulebench.measure.meters.base import Meter, Reading
 
 FLAG_OTHER_LOAD = "other-load"
+PROC_STAT_ALL = "cpu"  # the label of /proc/stat's first line: every CPU's time summed
 DEFAULT_THRESHOLD = 0.10  # share of all CPUs' time used by other processes in the window
 
 
 def system_busy_s(read: Callable[[], str] = lambda: Path("/proc/stat").read_text()) -> float:
     """CPU-seconds all CPUs spent busy since boot (user, nice, system, irq, softirq, steal)."""
     fields = read().splitlines()[0].split()
-    assert fields[0] == "cpu", "the first line of /proc/stat sums all CPUs"
+    assert fields[0] == PROC_STAT_ALL, "the first line of /proc/stat sums all CPUs"
     user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 

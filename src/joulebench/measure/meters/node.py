@@ -25,7 +25,8 @@ from collections.abc import Callable
 from joulebench.measure.meters.base import Meter, Reading
 from joulebench.measure.meters.contention import system_busy_s
 
-COMPONENTS = ("gpu", "cpu", "dram")
+GPU_PART, CPU_PART = "gpu", "cpu"  # the node's parts a device's own reading can be
+COMPONENTS = (GPU_PART, CPU_PART, "dram")
 FLAG_HOST_SHARED = "host-shared"
 NO_GPU = "no GPU in this measurement (the device is the CPU)"
 ESTIMATE_NO_DRAM = "the CPU estimate models the packages only; DRAM needs RAPL"
@@ -55,7 +56,7 @@ class NodeMeter(Meter):
         busy_s: Callable[[], float] = system_busy_s,
         own_cpu_s: Callable[[], float] = time.process_time,
     ):
-        if device_component not in ("gpu", "cpu"):
+        if device_component not in (GPU_PART, CPU_PART):
             raise ValueError(f"device_component must be gpu or cpu, not {device_component!r}")
         self.device, self.host = device, host
         self.device_component = device_component
@@ -63,7 +64,7 @@ class NodeMeter(Meter):
         self.refresh_s = device.refresh_s
         self.concurrent = concurrent
         self.busy_s, self.own_cpu_s = busy_s, own_cpu_s
-        host_meter = device if device_component == "cpu" else host
+        host_meter = device if device_component == CPU_PART else host
         self.host_meter_name = host_meter.name if host_meter is not None else ""
         self.host_is_estimate = bool(host_meter is not None and host_meter.is_estimate)
         self.component_reasons = self._reasons(host_meter, host_reason)
@@ -71,7 +72,7 @@ class NodeMeter(Meter):
 
     def _reasons(self, host_meter: Meter | None, host_reason: str) -> dict[str, str]:
         reasons = {}
-        if self.device_component == "cpu":
+        if self.device_component == CPU_PART:
             reasons["gpu"] = NO_GPU
         if host_meter is None:
             reasons["cpu"] = reasons["dram"] = host_reason or "no CPU meter"
@@ -95,7 +96,7 @@ class NodeMeter(Meter):
         running = max(running0, self.concurrent())
         node = dict.fromkeys(COMPONENTS, math.nan)
         node[self.device_component] = float(reading.energy_j)
-        source = reading if self.device_component == "cpu" else host
+        source = reading if self.device_component == CPU_PART else host
         if source is not None:
             if self.device_component == "gpu":
                 node["cpu"] = float(source.energy_j)

@@ -212,7 +212,7 @@ class NvmlMeter(GpuWindowMeter):
         devices = []
         for index in range(nv.nvmlDeviceGetCount()):
             handle = nv.nvmlDeviceGetHandleByIndex(index)
-            devices.append((nv.nvmlDeviceGetUUID(handle), _bus_id(nv.nvmlDeviceGetPciInfo(handle))))
+            devices.append((nv.nvmlDeviceGetUUID(handle), bus_id(nv.nvmlDeviceGetPciInfo(handle))))
         try:
             self.nvml_index, self.matched_by = match_nvml_index(uuid, pci_bus_id, devices)
         except LookupError as err:
@@ -293,6 +293,18 @@ class NvmlMeter(GpuWindowMeter):
                 member = _VALUE_MEMBER.get(value.valueType, "uiVal")
                 out[column] = float(getattr(value.value, member)) / 1000.0  # mW -> W
         return out
+
+    def read_power_w(self) -> float:
+        """The GPU's power reading now (W), as directly as NVML gives it: the instant field,
+        else nvmlDeviceGetPowerUsage (`joulebench check` samples it as fast as NVML answers)."""
+        nv, h = self.nvml, self.handle
+        field_id = self.power_fields.get("power_w")
+        if field_id is None:
+            return nv.nvmlDeviceGetPowerUsage(h) / 1000.0
+        value = nv.nvmlDeviceGetFieldValues(h, [field_id])[0]
+        if value.nvmlReturn != nv.NVML_SUCCESS:
+            return math.nan
+        return float(getattr(value.value, _VALUE_MEMBER.get(value.valueType, "uiVal"))) / 1000.0
 
     def _read_sample(self) -> dict:
         nv, h = self.nvml, self.handle
@@ -405,7 +417,7 @@ def _not_supported(nvml, err) -> bool:
     return getattr(err, "value", None) == getattr(nvml, "NVML_ERROR_NOT_SUPPORTED", 3)
 
 
-def _bus_id(pci_info) -> str | None:
+def bus_id(pci_info) -> str | None:
     """The PCI bus id string from nvmlDeviceGetPciInfo (pynvml gives bytes)."""
     for name in ("busId", "busIdLegacy"):
         value = getattr(pci_info, name, None)

@@ -1,4 +1,4 @@
-"""A simulated GPU on the wall clock, driven by the job's actual work (device `sim:<generation>`).
+"""A simulated GPU on the wall clock, driven by the job's actual work (devices `sim:<gpu>`).
 
 The model runs on the CPU; while a step runs the simulated board draws `busy_w`, between
 steps `idle_w`, so its true power follows what the job really does, in real time. Its sensor
@@ -8,13 +8,13 @@ the real NvmlMeter, matched by the board's UUID, with the meter's own sampler th
 NVML meter, idle and profile rows) on a machine without a GPU: for tests and benches.
 
 Every row it produces says so (`is_simulated`, meter `nvml:sim`, device name `... (simulated)`),
-and the score never ranks it (analysis.score).
+and the score never ranks it (analysis.score). The device strings and one board per label
+are the simulated backend's (joulebench.measure.backends.sim).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -26,27 +26,8 @@ from joulebench.measure.sim.fake_pynvml import SimBoard, SimNvml
 from joulebench.measure.sim.sensor import SimSensor
 from joulebench.measure.sim.workload import SimGpu
 
-SIM_PREFIX = "sim:"
-SIM_PATTERN = re.compile(r"sim:([a-z0-9]+)")
-# the `sim:` spellings people type, beside the generations' own names
-ALIASES = {"h100": "hopper", "h200": "hopper", "v100": "volta", "p100": "pascal", "t4": "turing"}
 IDLE_W = 60.0  # the simulated board's idle power
 BUSY_W = 300.0  # its power while a step runs
-
-
-def is_simulated(torch_device: str) -> bool:
-    return isinstance(torch_device, str) and torch_device.startswith(SIM_PREFIX)
-
-
-def sim_generation(torch_device: str) -> str:
-    """'sim:h100' -> 'hopper'; ValueError naming the known ones otherwise."""
-    match = SIM_PATTERN.fullmatch(torch_device)
-    name = match[1] if match else ""
-    name = ALIASES.get(name, name)
-    if name not in GENERATIONS or name not in BOARD:
-        known = sorted({*BOARD, *ALIASES})
-        raise ValueError(f"unknown simulated GPU {torch_device!r}; use sim:<one of {known}>")
-    return name
 
 
 def sim_uuid(label: str) -> str:
@@ -91,7 +72,7 @@ class WallSimGpu:
 
     def __init__(
         self,
-        torch_device: str,
+        generation: str,
         label: str,
         *,
         busy_w: float = BUSY_W,
@@ -99,7 +80,7 @@ class WallSimGpu:
         clock: Callable[[], float] = time.monotonic,
         seed: int = 0,
     ):
-        self.generation = sim_generation(torch_device)
+        self.generation = generation  # a key of nvidia_sensors.GENERATIONS and BOARD
         self.busy_w, self.idle_w = float(busy_w), float(idle_w)
         self.lock = threading.RLock()  # the meter's sampler thread reads while we work
         self.clock = _WallClock(clock)
@@ -157,13 +138,3 @@ class WallSimGpu:
         )
         meter.name = "nvml:sim"
         return meter
-
-
-_BOARDS: dict[str, WallSimGpu] = {}
-
-
-def wall_sim_gpu(torch_device: str, label: str) -> WallSimGpu:
-    """The process's board for a `sim:` device (one per label, as a GPU is one per job)."""
-    if label not in _BOARDS:
-        _BOARDS[label] = WallSimGpu(torch_device, label)
-    return _BOARDS[label]

@@ -1,11 +1,12 @@
 """The cost of a study before it runs: configurations, minimum measuring time, wall time.
 
 A configuration is one (device, model, phase, method, batch size) measured under the
-protocol. Its *minimum measuring time* follows from the protocol alone: `repeats` windows
-of at least `min_repeat_s` each. Its *estimated wall time* adds what every configuration
-also costs, measured on the development machine by bench/bench_plan.py (docs/benchmarks.md):
-building the model, warming up, the pauses between windows, and per model job the process
-start-up and the short idle read. Assumptions (docs/plan.md):
+protocol. Its minimum measuring time and estimated wall time are
+joulebench.measure.config_time's; here the plan adds what every model job also costs,
+measured on the development machine by bench/bench_plan.py (docs/benchmarks.md): the
+process start-up and the short idle read, the catalog and the analysis. The plan sits above
+`measure` (it reads the protocol's settings and resolves the devices) and below `accuracy`
+(docs/design.md, layers). Assumptions (docs/plan.md):
 
 - windows are bounded by time (`min_repeat_s`), not by `min_repeat_batches`: true unless a
   batch takes longer than min_repeat_s / min_repeat_batches (156 ms at the defaults), as
@@ -27,27 +28,29 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from joulebench.measure.backends import kind_of
+from joulebench.measure.config_time import (
+    MIN_REPEATS_FOR_CI,
+    config_estimate_s,
+    config_min_s,
+    format_duration,
+    protocol_settings,
+)
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
 from joulebench.tables import PHASES
 
 # Overheads measured by bench/bench_plan.py on the development machine (2-core VM, CPU, no GPU,
 # busy with other work: load average 5), docs/benchmarks.md "Plan", 2026-12-03. Medians.
+# (Those of one configuration are in joulebench.measure.config_time.)
 JOB_START_S = 6.7  # a profile or idle job's process start: python, torch, timm, the package
-BUILD_S = 0.2  # building a model and its batch, per configuration (default models)
-WARMUP_EXTRA_S = 11.3  # warm-up beyond warmup_min_s until throughput is steady (busy CPU)
-CONFIG_EXTRA_S = 0.3  # a fresh meter and the row's bookkeeping, per configuration
 CATALOG_JOB_S = 6.7  # a catalog job's imports (as a profile job's)
 CATALOG_MODEL_S = 0.26  # counting one model: params, FLOPs, activations (issue 3 benchmark)
 # Concatenations, reference accuracy, summary, scores, fits, figures and page of the default
 # study: 20 s in its `make run` of 2026-12-03 (machine quiet by then; 55 s was assumed before).
 ANALYSIS_S = 20.0
-# Not measured here (no GPU): torch.compile's first call, per configuration, an assumption.
-COMPILE_S = 40.0
-WINDOW_MARGIN = 1.05  # windows are sized a little past min_repeat_s (protocol.py)
-MIN_REPEATS_FOR_CI = 3
 
 
 @dataclass
@@ -97,9 +100,9 @@ class Plan:
     @property
     def measuring_wall_s(self) -> float:
         """One host: the GPUs at once (the longest), each CPU device on its own."""
-        cpu = sum(d.estimate_s for d in self.devices if d.torch_device == "cpu")
-        gpus = [d.estimate_s for d in self.devices if d.torch_device != "cpu"]
-        return cpu + max(gpus, default=0.0)
+        host = sum(d.estimate_s for d in self.devices if _is_host(d.torch_device))
+        gpus = [d.estimate_s for d in self.devices if not _is_host(d.torch_device)]
+        return host + max(gpus, default=0.0)
 
     @property
     def one_at_a_time_s(self) -> float:
@@ -109,37 +112,6 @@ class Plan:
     @property
     def total_s(self) -> float:
         return self.measuring_wall_s + self.catalog_s + self.analysis_s
-
-
-def _protocol(protocol: dict | None) -> dict:
-    """The protocol section with the settings it leaves out at their defaults (the schema's)."""
-    from joulebench.measure.protocol import ProtocolSettings
-
-    return asdict(ProtocolSettings.from_dict(protocol))
-
-
-def repeats_counted(protocol: dict) -> int:
-    """Windows per configuration the estimate counts (the fewest that can run)."""
-    protocol = _protocol(protocol)
-    if protocol["ci_target"] is not None:
-        return MIN_REPEATS_FOR_CI
-    return int(protocol["repeats"])
-
-
-def config_min_s(protocol: dict) -> float:
-    """The protocol's minimum measuring time of one configuration."""
-    return repeats_counted(protocol) * float(_protocol(protocol)["min_repeat_s"])
-
-
-def config_estimate_s(protocol: dict, compile_: bool = False) -> float:
-    """Estimated wall time of one configuration: build, warm-up, windows, pauses."""
-    repeats = repeats_counted(protocol)
-    protocol = _protocol(protocol)
-    pause_lo, pause_hi = protocol["pause_s"]
-    windows = repeats * float(protocol["min_repeat_s"]) * WINDOW_MARGIN
-    warmup = float(protocol["warmup_min_s"]) + WARMUP_EXTRA_S
-    pauses = (repeats - 1) * (float(pause_lo) + float(pause_hi)) / 2
-    return BUILD_S + CONFIG_EXTRA_S + warmup + windows + pauses + (COMPILE_S if compile_ else 0)
 
 
 def _phase_configs(config: dict) -> list[tuple[str, dict, int]]:
@@ -183,7 +155,7 @@ def plan_study(
     config: dict, models: list[str], devices: dict[str, str], slurm_profile: str | Path | None
 ) -> Plan:
     """The plan of a study whose models and devices are resolved (see the module doc)."""
-    protocol = _protocol(config.get("protocol"))
+    protocol = protocol_settings(config.get("protocol"))
     configs = _phase_configs(config)
     per_config = [config_estimate_s(protocol, bool(m.get("compile"))) for _, m, _ in configs]
     idle_pre_s = float((config.get("profile") or {}).get("idle_pre_s", IDLE_PRE_S))
@@ -242,20 +214,6 @@ def plan_study(
     return plan
 
 
-def format_duration(seconds: float) -> str:
-    """42 s, 11 min, 2 h 05 min, 8 d 11 h: as precise as a plan can be."""
-    if not math.isfinite(seconds):
-        return "?"
-    s = round(seconds)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s" if s < 600 else f"{round(s / 60)} min"
-    if s < 86400:
-        return f"{s // 3600} h {(s % 3600) // 60:02d} min"
-    return f"{s // 86400} d {(s % 86400) // 3600} h"
-
-
 def _count_line(plan: Plan) -> str:
     phases = plan.batch_sizes
     if len(set(phases.values())) <= 1:
@@ -304,7 +262,7 @@ def format_plan(plan: Plan) -> str:
         f"{'total':<12} {'':<8} {plan.configurations:>14,} "
         f"{format_duration(plan.measuring_min_s):>13} {format_duration(plan.total_s):>12}"
     )
-    gpus = sum(1 for d in plan.devices if d.torch_device != "cpu")
+    gpus = sum(1 for d in plan.devices if not _is_host(d.torch_device))
     if gpus > 1:
         lines.append(
             f"(one host: the {gpus} GPUs measure at once, each every model; one at a time "
@@ -336,25 +294,9 @@ def format_plan(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-class Eta:
-    """elapsed and ETA of a job measuring `total` configurations one after another.
-
-    Before the first finishes, the ETA is the plan's estimate; then the average so far.
-    """
-
-    def __init__(self, total: int, estimate_s: float, clock):
-        self.total, self.estimate_s, self.clock = total, estimate_s, clock
-        self.start = clock()
-
-    def elapsed(self) -> str:
-        return format_duration(self.clock() - self.start)
-
-    def line(self, done: int) -> str:
-        """'elapsed 1 min 02 s, ETA 3 min 10 s' with `done` configurations finished."""
-        elapsed = self.clock() - self.start
-        per_config = elapsed / done if done else self.estimate_s
-        eta = per_config * (self.total - done)
-        return f"elapsed {format_duration(elapsed)}, ETA {format_duration(eta)}"
+def _is_host(torch_device: str) -> bool:
+    """The host's CPU measures alone (it takes every measuring slot); GPUs measure at once."""
+    return kind_of(torch_device).is_host
 
 
 def with_gpus(devices: dict[str, str], gpus: int) -> dict[str, str]:
@@ -362,13 +304,13 @@ def with_gpus(devices: dict[str, str], gpus: int) -> dict[str, str]:
     label them (h200-0 .. h200-7); its CPU device, if any, stays."""
     if gpus < 1:
         raise ConfigError(f"--gpus must be >= 1, got {gpus}")
-    first = next((label for label, d in devices.items() if d != "cpu"), None)
+    first = next((label for label, d in devices.items() if not _is_host(d)), None)
     if first is None:
         raise ConfigError("--gpus needs a study with a GPU device (its devices: are all cpu)")
     kind = devices[first]
-    out = {label: d for label, d in devices.items() if d == "cpu"}
+    out = {label: d for label, d in devices.items() if _is_host(d)}
     for i in range(gpus):
-        out[f"{first}-{i}"] = kind if kind.startswith("sim:") else f"cuda:{i}"
+        out[f"{first}-{i}"] = kind_of(kind).sibling(kind, i)
     return out
 
 

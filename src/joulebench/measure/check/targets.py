@@ -1,25 +1,29 @@
 """What `joulebench check` drives: a standard load on the device, on real time.
 
 A target has `device`, `cuda_index` (None off CUDA), `clock`, `sleep`, `timer` (None: real
-threads), `meter(**kw)` (GPU), `busy(seconds, input_kind)` (GPU), `step(input_kind)` (one
-unit of the standard load, for the protocol) and `sync()`. The simulator's
-(joulebench.measure.sim.rig.SimCheckTarget) has the same shape on simulated time.
+threads), `meter(**kw)` (GPU: its backend's meter), `busy(seconds, input_kind)` (GPU),
+`step(input_kind)` (one unit of the standard load, for the protocol) and `sync()`. The
+simulator's (joulebench.measure.sim.rig.SimCheckTarget) has the same shape on simulated time;
+each device's backend builds its target (Backend.check_target).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 
 class TorchGpuTarget:
-    """A CUDA GPU driven by fp16 matmuls (torch), read by the real NVML meter."""
+    """A GPU torch drives as `cuda:N`, loaded by fp16 matmuls, read by `make_meter(**kw)`
+    (its backend's meter: NVML, AMD SMI)."""
 
-    def __init__(self, device: str = "cuda:0", size: int = 8192):
+    def __init__(self, device: str, make_meter: Callable[..., object], size: int = 8192):
         import torch
 
         self.torch = torch
+        self.make_meter = make_meter
         self.device = device
         self.dev = torch.device(device)
         self.cuda_index = self.dev.index or 0
@@ -46,9 +50,7 @@ class TorchGpuTarget:
         self.torch.cuda.synchronize(self.dev)
 
     def meter(self, **kw):
-        from joulebench.measure.meters.nvml import NvmlMeter
-
-        return NvmlMeter(self.cuda_index, **kw)
+        return self.make_meter(**kw)
 
     def busy(self, seconds: float, input_kind: str = "random") -> None:
         a = self.inputs[input_kind]

@@ -1,9 +1,9 @@
 """The report of `joulebench check`: its rows, its JSON layout, where it is kept, and how a
 profile finds the latest one of its device.
 
-A report is JSON at results/check/<device>.json (`cuda0.json`, `cpu.json`), written
-atomically and validated against REPORT_SCHEMA (documented in docs/measurement.md). Rows are
-plain text: the table never parses labels.
+A report is JSON at results/check/<device>.json (`cuda0.json`, `cpu.json`, `simh100.json`),
+written atomically and validated against report_schema() (documented in
+docs/measurement.md). Rows are plain text: the table never parses labels.
 """
 
 from __future__ import annotations
@@ -134,7 +134,16 @@ def new_check_id(device: str) -> str:
 # ------------------------------------------------------------------ the report
 
 
-REPORT_SCHEMA = {
+def report_schema() -> dict:
+    """The report's JSON schema; its device pattern is the device registry's."""
+    from joulebench.measure.backends import device_pattern
+
+    schema = {**_REPORT_SCHEMA, "properties": dict(_REPORT_SCHEMA["properties"])}
+    schema["properties"]["device"] = {"type": "string", "pattern": device_pattern()}
+    return schema
+
+
+_REPORT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "joulebench check report",
     "type": "object",
@@ -143,7 +152,6 @@ REPORT_SCHEMA = {
     "properties": {
         "schema_version": {"const": SCHEMA_VERSION},
         "check_id": {"type": "string", "pattern": r"^[A-Za-z0-9_.-]+$"},
-        "device": {"type": "string", "pattern": r"^(cpu|cuda(:\d+)?)$"},
         "device_name": {"type": "string"},
         "uuid": {"type": ["string", "null"]},
         "verdict": {"enum": [PASS, WARN, FAIL]},
@@ -197,10 +205,10 @@ REPORT_SCHEMA = {
 
 
 def validate_report(report: dict) -> None:
-    """Raise jsonschema.ValidationError if the report does not follow REPORT_SCHEMA."""
+    """Raise jsonschema.ValidationError if the report does not follow report_schema()."""
     import jsonschema
 
-    jsonschema.validate(report, REPORT_SCHEMA)
+    jsonschema.validate(report, report_schema())
 
 
 def device_file(device: str) -> str:
@@ -209,6 +217,14 @@ def device_file(device: str) -> str:
 
 
 def report_path(device: str, check_dir: str | Path = CHECK_DIR) -> Path:
+    """Where the report of `device` is kept, by its one spelling (`cuda` is cuda0.json; a
+    string no backend serves as written, made a safe file name)."""
+    from joulebench.measure.backends import DeviceError, kind_of
+
+    try:
+        device = kind_of(device).canonical(device)
+    except DeviceError:
+        pass
     return Path(check_dir) / f"{device_file(device)}.json"
 
 
@@ -248,14 +264,6 @@ def checked_fields(report: dict | None) -> dict:
     if report is None:
         return {"check_id": "", "check_verdict": ""}
     return {"check_id": report["check_id"], "check_verdict": report["verdict"]}
-
-
-def check_meter_options(report: dict | None, device: str) -> dict:
-    """Meter options from a check: a GPU's measured sensor refresh period (sizes windows)."""
-    refresh = (report or {}).get("protocol", {}).get("sensor_refresh_s")
-    if device.startswith("cuda") and refresh:
-        return {"refresh_s": float(refresh)}
-    return {}
 
 
 def format_table(report: dict) -> str:

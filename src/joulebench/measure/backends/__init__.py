@@ -1,0 +1,54 @@
+"""Device backends: one module per kind of device, and the registry that finds them.
+
+`base` is the interface every kind implements (Backend: discover, describe, meter, pin,
+sync, free memory, execution providers, check target and state) and the records it
+answers with; `registry` says which backend serves a device string (loaded by module name,
+as entry points are); `select` builds a device's meter and the whole node's. The kinds:
+`cpu` (RAPL, else the estimate), `cuda` (NVIDIA, NVML), `rocm` (AMD, AMD SMI), and `sim`
+(simulated GPUs over measure/sim, for tests; production code never imports it).
+`torch_gpu` is what cuda and rocm share. Adding a kind: docs/devices.md. The map of the
+package: docs/design.md.
+"""
+
+from joulebench.measure.backends.base import (
+    FLAG_SIMULATED,
+    Backend,
+    DeviceError,
+    DeviceIdentity,
+    DeviceInfo,
+    DeviceState,
+    Libraries,
+)
+from joulebench.measure.backends.registry import (
+    backend_for,
+    backends,
+    device_pattern,
+    host_backend,
+    kind_of,
+    meter_names,
+    register,
+    spellings,
+    unregister,
+)
+from joulebench.measure.backends.select import select_meter, select_node_meter
+
+__all__ = [
+    "FLAG_SIMULATED",
+    "Backend",
+    "DeviceError",
+    "DeviceIdentity",
+    "DeviceInfo",
+    "DeviceState",
+    "Libraries",
+    "backend_for",
+    "backends",
+    "device_pattern",
+    "host_backend",
+    "kind_of",
+    "meter_names",
+    "register",
+    "select_meter",
+    "select_node_meter",
+    "spellings",
+    "unregister",
+]

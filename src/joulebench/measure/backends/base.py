@@ -1,0 +1,297 @@
+"""What every kind of device provides (the Backend interface), and the records it answers with.
+
+A backend owns one kind of device: the device strings it serves (`cpu`, `cuda:N`, ...), how
+its devices are found and named, why one cannot be measured (and the command that fixes
+it), its meter, how a job is pinned to one device, where the model runs, how work on it is
+synchronised and its memory freed, the runtimes' execution providers, and the state
+`joulebench check` reports. Code above the backends asks them; it never tests a device
+string (tests/test_package.py). Modelled on Zeus's zeus/device/gpu (an ABC per vendor,
+`get_gpus()` picking one); adding a kind is one module (docs/devices.md).
+
+`Libraries` carries the libraries a backend reads the machine through (torch, pynvml,
+amdsmi), loaded on first use; tests pass fakes.
+"""
+
+from __future__ import annotations
+
+import abc
+import gc
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+FLAG_SIMULATED = "simulated"  # every row of a simulated device: never scored (analysis.score)
+# Words of product names that say nothing about the GPU.
+_VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "radeon"}
+
+
+class DeviceError(ValueError):
+    """A device cannot be measured here, or is no device joulebench knows; the message says
+    which and what to do (one line, no traceback)."""
+
+
+@dataclass
+class Libraries:
+    """torch, pynvml and amdsmi as a backend reads them; None: imported when first needed.
+    `rocm` forces (True/False) whether torch's cuda devices are AMD GPUs."""
+
+    torch: object = None
+    nvml: object = None
+    amdsmi: object = None
+    rocm: bool | None = None
+
+    def get_torch(self):
+        if self.torch is None:
+            import torch
+
+            self.torch = torch
+        return self.torch
+
+    def get_nvml(self):
+        """pynvml; MeterUnavailable when nvidia-ml-py is not installed."""
+        if self.nvml is None:
+            from joulebench.measure.meters.nvml import load_pynvml
+
+            self.nvml = load_pynvml()
+        return self.nvml
+
+    def get_amdsmi(self):
+        """amdsmi; MeterUnavailable when it is not installed (or ROCm's library is missing)."""
+        if self.amdsmi is None:
+            from joulebench.measure.meters.amdsmi import load_amdsmi
+
+            self.amdsmi = load_amdsmi()
+        return self.amdsmi
+
+    def is_rocm(self) -> bool:
+        """Whether torch is a ROCm build (torch.version.hip): its cuda devices are AMD's."""
+        if self.rocm is not None:
+            return self.rocm
+        torch = self.torch or sys.modules.get("torch") or self.get_torch()
+        return bool(getattr(getattr(torch, "version", None), "hip", None))
+
+
+@dataclass
+class DeviceIdentity:
+    """One device as its backend finds it. `device` is the string a study names it by
+    (`cuda:1`); `ordinal` its position among the devices of its kind as torch numbers them;
+    `index` the management library's own index (NVML's, AMD SMI's), which is not torch's."""
+
+    device: str
+    name: str
+    uuid: str | None = None
+    bus_id: str | None = None
+    ordinal: int = 0
+    index: int | None = None
+    serial: str | None = None
+
+
+@dataclass
+class DeviceInfo:
+    """What `joulebench devices` prints for one device."""
+
+    label: str
+    torch_device: str
+    name: str = ""
+    meter: str = ""  # the meter a job would use; empty when none can read this device
+    not_better: list[str] = field(default_factory=list)  # why a better meter is not used
+    problems: list[str] = field(default_factory=list)  # why it cannot be measured at all
+    is_host: bool = False  # the host's CPU (it measures alone)
+
+
+@dataclass
+class DeviceState:
+    """A device's settings and state that change (or invalidate) what is measured, as
+    `joulebench check` reports them. None: this device or driver does not report it.
+    `fixes` maps a field to the command that sets it as a study wants it."""
+
+    device_name: str | None = None
+    driver_version: str | None = None
+    library: str = ""  # the management library and its version, e.g. "NVML 12.570"
+    persistence_mode: bool | None = None
+    power_limit_w: float | None = None
+    default_power_limit_w: float | None = None
+    power_limit_range_w: tuple[float, float] | None = None  # what a limit may be set to
+    app_clock_mhz: int | None = None  # application (target) SM clock
+    default_app_clock_mhz: int | None = None
+    ecc: bool | None = None
+    partitioned: bool | None = None  # MIG on, or an AMD compute/memory partition
+    partition_name: str = "MIG"
+    temperature_c: float | None = None
+    energy_counter: bool = True  # a hardware energy counter (else the integrated trace)
+    energy_source: str = ""  # the counter's function, or how energy is had without one
+    power_fields: list[str] = field(default_factory=list)  # trace power columns read
+    instant_power: bool = True  # the trace reads instant power (not a 1 s average)
+    power_source: str = ""
+    fixes: dict[str, str] = field(default_factory=dict)
+
+
+def short_gpu_name(name: str) -> str:
+    """'NVIDIA H200' -> 'h200', 'NVIDIA GeForce RTX 4090' -> 'rtx4090',
+    'NVIDIA A100-SXM4-80GB' -> 'a100': the words up to the first with a digit."""
+    words = [w for w in re.split(r"[\s\-_]+", name.lower()) if w and w not in _VENDOR_WORDS]
+    kept = []
+    for word in words:
+        kept.append(word)
+        if any(c.isdigit() for c in word):
+            break
+    short = re.sub(r"[^a-z0-9]", "", "".join(kept))
+    return short or "gpu"
+
+
+class Backend(abc.ABC):
+    """One kind of device. Class attributes say what the kind is; methods take the device
+    string (one of `pattern`'s) and, where they read the machine, the `Libraries`."""
+
+    #: short name of the kind: "cpu", "cuda", "rocm", "sim"
+    kind: str = ""
+    #: regex (without anchors) of the device strings served; the schema's pattern joins them
+    pattern: str = ""
+    #: how a user writes them, for messages: ("cuda", "cuda:N")
+    spellings: tuple[str, ...] = ()
+    #: meters that can read this kind, best first (the first is the default)
+    meters: tuple[str, ...] = ()
+    #: which part of the node the device's own reading is (meters.node): "gpu" or "cpu"
+    node_part: str = "gpu"
+    #: the host's CPU: it measures alone (every measuring slot and core) and is its own host
+    is_host: bool = False
+    #: `devices: auto` picks devices of this kind (in registration order)
+    auto: bool = False
+    #: simulated: rows say is_simulated and are never scored; listed only when asked
+    simulated: bool = False
+    #: a `joulebench check` report's measured sensor refresh period sizes this kind's windows
+    uses_check_refresh: bool = False
+    #: runtimes beyond PyTorch and ONNX Runtime that build for this kind (torch-tensorrt)
+    native_runtimes: tuple[str, ...] = ()
+
+    def claims(self, device: str, libs: Libraries) -> bool:
+        """Whether this backend serves `device` here, when several serve its spelling (cuda
+        strings are NVIDIA's or, on a ROCm build of torch, AMD's)."""
+        return True
+
+    # -- finding and naming devices
+
+    @abc.abstractmethod
+    def discover(self, libs: Libraries) -> tuple[list[DeviceIdentity], str]:
+        """The devices of this kind that can be measured here, and, when none, why."""
+
+    def label(self, identity: DeviceIdentity) -> str:
+        """The label `devices: auto` gives a device: short name and ordinal (`h200-0`)."""
+        return f"{short_gpu_name(identity.name)}-{identity.ordinal}"
+
+    def pool_key(self, identity: DeviceIdentity) -> str:
+        """What groups identical devices of a host into one pool: the product name."""
+        return identity.name
+
+    def canonical(self, device: str) -> str:
+        """The one spelling of `device` (`cuda` -> `cuda:0`): report file names use it."""
+        return device
+
+    def sibling(self, device: str, ordinal: int) -> str:
+        """The device string of device `ordinal` of a node with several like `device`."""
+        return device
+
+    @abc.abstractmethod
+    def name(self, device: str, libs: Libraries | None = None) -> str:
+        """The device's product name for provenance (`device_name` in every row)."""
+
+    @abc.abstractmethod
+    def describe(
+        self, label: str, device: str, libs: Libraries, meter_options: dict | None = None
+    ) -> DeviceInfo:
+        """Its name, the meter a job would use and why a better one is not, or why it
+        cannot be measured at all (problems, each naming the device and the fix)."""
+
+    def problems(self, label: str, device: str, libs: Libraries) -> list[str]:
+        """Why `device` cannot be measured here, one line each; [] when it can."""
+        return self.describe(label, device, libs).problems
+
+    # -- measuring
+
+    @abc.abstractmethod
+    def meter(
+        self,
+        device: str,
+        *,
+        prefer: str | None = None,
+        label: str = "",
+        libs: Libraries | None = None,
+        **options,
+    ) -> tuple[object, list[str]]:
+        """(meter, reasons the better meters were not used). `prefer` forces one of
+        `meters`; options go to the meters that accept them (meters.registry)."""
+
+    def check_prefer(self, device: str, prefer: str | None) -> None:
+        """DeviceError unless `prefer` is None or a meter of this kind."""
+        if prefer is not None and prefer not in self.meters:
+            raise DeviceError(
+                f"device {device!r} is measured with {' or '.join(self.meters)}, not {prefer!r}"
+            )
+
+    def meter_options_from_check(self, report: dict | None) -> dict:
+        """Meter options from the device's latest `joulebench check` report."""
+        refresh = (report or {}).get("protocol", {}).get("sensor_refresh_s")
+        return {"refresh_s": float(refresh)} if self.uses_check_refresh and refresh else {}
+
+    def compute_device(self, device: str) -> str:
+        """The torch device the job's model runs on (a simulated GPU's is the CPU)."""
+        return device
+
+    def open_context(self, device: str, libs: Libraries | None = None) -> None:
+        """Bring the device to the state jobs measure it in (a CUDA context) before idle."""
+        return None  # the CPU, a simulated GPU: nothing to open
+
+    def sync(self, device: str) -> None:
+        """Wait until the work queued on the device is done (windows open and close after)."""
+        return None  # synchronous (the CPU)
+
+    def free_memory(self, device: str) -> None:
+        """Free what a finished configuration left (and the device's cached memory)."""
+        gc.collect()
+
+    def wrap_step(self, device: str, label: str, step: Callable[[], object]) -> Callable:
+        """The protocol's step as this device runs it (a simulated board draws while it runs)."""
+        return step
+
+    def grad_scaler_device(self, device: str) -> str | None:
+        """The torch device type whose GradScaler fp16 training uses here; None: unscaled."""
+        return None
+
+    # -- pinning a job to one device (before torch starts)
+
+    def pin_value(self, device: str, libs: Libraries) -> str | None:
+        """What pins a job to this device (`GPU-<uuid>` for CUDA_VISIBLE_DEVICES), or None."""
+        return None
+
+    def pin(self, device: str, value: str, env) -> str:
+        """Apply `pin_value` to the job's environment; returns the device the job then uses."""
+        return device
+
+    # -- runtimes (ONNX Runtime)
+
+    def onnx_device(self, device: str) -> tuple[str, int] | None:
+        """ONNX Runtime's device name and index where inputs and outputs stay bound
+        (IOBinding), e.g. ("cuda", 0); None: in host memory."""
+        return None
+
+    def execution_providers(
+        self, device: str, runtime: str, precision: str, engines_dir: str
+    ) -> list:
+        """ONNX Runtime's providers for `runtime` here, best first; DeviceError with the
+        reason when this device has none for it."""
+        from joulebench.measure.methods import ORT_TENSORRT
+
+        if runtime == ORT_TENSORRT:
+            raise DeviceError(f"TensorRT runs on CUDA devices only, not {device}")
+        return ["CPUExecutionProvider"]
+
+    # -- joulebench check
+
+    def check_target(self, device: str, prefer: str | None = None, libs: Libraries | None = None):
+        """What `joulebench check` drives on this device (measure.check.targets)."""
+        raise DeviceError(f"joulebench check cannot drive {device} (kind {self.kind})")
+
+    def state(self, meter) -> DeviceState:
+        """The device's settings and state, read through `meter`'s management library."""
+        return DeviceState()

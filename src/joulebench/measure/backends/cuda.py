@@ -1,0 +1,149 @@
+"""NVIDIA GPUs (`cuda`, `cuda:N` with a CUDA build of torch), read through NVML.
+
+`devices: auto` picks every GPU both torch and NVML see, matched by UUID (else PCI bus id).
+A job is pinned to its GPU by UUID (CUDA_VISIBLE_DEVICES=GPU-<uuid>: it then sees it as
+cuda:0). `nvml_state` reads what `joulebench check` reports (persistence, power limit,
+clocks, ECC, MIG, temperature) through the meter's NVML handle; the simulated GPUs
+(backends.sim) share it, as they are read through a fake NVML.
+"""
+
+from __future__ import annotations
+
+from joulebench.measure.backends.base import DeviceIdentity, DeviceState, Libraries
+from joulebench.measure.backends.torch_gpu import (
+    TorchGpuBackend,
+    cuda_ordinal,
+    match_torch,
+    optional_call,
+    torch_label,
+    visible_setting,
+)
+from joulebench.measure.methods import TORCH_TENSORRT
+
+PERSISTENCE_FIX = "nvidia-smi -pm 1"
+
+
+def nvml_devices(nvml) -> tuple[list[tuple[str | None, str | None, str]], str]:
+    """[(uuid, pci bus id, name)] of every GPU NVML sees, and why there are none."""
+    from joulebench.measure.meters.nvml import bus_id
+
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as err:
+        return [], f"NVML: {err} (no NVIDIA driver)"
+    try:
+        out = []
+        for index in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            name = nvml.nvmlDeviceGetName(handle)
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            out.append(
+                (nvml.nvmlDeviceGetUUID(handle), bus_id(nvml.nvmlDeviceGetPciInfo(handle)), name)
+            )
+        return out, "" if out else "NVML sees no GPU"
+    finally:
+        nvml.nvmlShutdown()
+
+
+def _nv(nvml, fn_name: str, *args):
+    """An NVML call that may not exist or not be supported: its value or None."""
+    return optional_call(nvml, nvml.NVMLError, fn_name, *args)
+
+
+def _watts(milliwatts) -> float | None:
+    return None if milliwatts is None else milliwatts / 1000.0
+
+
+def nvml_state(meter) -> DeviceState:
+    """The GPU's settings and state, read through an NvmlMeter's handle."""
+    nv, h = meter.nvml, meter.handle
+    info = meter.describe()
+    persistence = _nv(nv, "nvmlDeviceGetPersistenceMode", h)
+    limit = _nv(nv, "nvmlDeviceGetPowerManagementLimit", h) or _nv(
+        nv, "nvmlDeviceGetEnforcedPowerLimit", h
+    )
+    limits = _nv(nv, "nvmlDeviceGetPowerManagementLimitConstraints", h)
+    sm = getattr(nv, "NVML_CLOCK_SM", 1)
+    target_id = getattr(nv, "NVML_CLOCK_ID_APP_CLOCK_TARGET", 1)
+    default_id = getattr(nv, "NVML_CLOCK_ID_APP_CLOCK_DEFAULT", 2)
+    ecc = _nv(nv, "nvmlDeviceGetEccMode", h)
+    mig = _nv(nv, "nvmlDeviceGetMigMode", h)
+    counter = bool(meter.has_energy_counter)
+    return DeviceState(
+        device_name=info.get("device_name"),
+        driver_version=info.get("driver_version"),
+        library=f"NVML {info.get('nvml_version')}",
+        persistence_mode=None
+        if persistence is None
+        else persistence == getattr(nv, "NVML_FEATURE_ENABLED", 1),
+        power_limit_w=_watts(limit),
+        default_power_limit_w=_watts(_nv(nv, "nvmlDeviceGetPowerManagementDefaultLimit", h)),
+        power_limit_range_w=None if limits is None else (limits[0] / 1000.0, limits[1] / 1000.0),
+        app_clock_mhz=_nv(nv, "nvmlDeviceGetClock", h, sm, target_id),
+        default_app_clock_mhz=_nv(nv, "nvmlDeviceGetClock", h, sm, default_id),
+        ecc=None if ecc is None else bool(ecc[0]),
+        partitioned=None if mig is None else mig[0] == getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1),
+        partition_name="MIG",
+        temperature_c=_nv(
+            nv, "nvmlDeviceGetTemperature", h, getattr(nv, "NVML_TEMPERATURE_GPU", 0)
+        ),
+        energy_counter=counter,
+        energy_source="nvmlDeviceGetTotalEnergyConsumption"
+        if counter
+        else "not supported (pre-Volta): energy is the integrated power trace "
+        "(meter nvml:power-integration)",
+        power_fields=sorted(meter.power_fields),
+        instant_power="power_w" in meter.power_fields,
+        power_source=str(info.get("power_source")),
+        fixes={"persistence_mode": PERSISTENCE_FIX},
+    )
+
+
+class CudaBackend(TorchGpuBackend):
+    """NVIDIA GPUs through NVML; the energy counter where the GPU has one (Volta and newer)."""
+
+    kind = "cuda"
+    meters = ("nvml",)
+    library, library_option = "NVML", "nvml"
+    uses_check_refresh = True  # NVIDIA's sensors refresh slowly: the check measures how slowly
+    native_runtimes = (TORCH_TENSORRT,)  # TensorRT builds for NVIDIA GPUs only
+
+    def claims(self, device: str, libs: Libraries) -> bool:
+        return not libs.is_rocm()
+
+    def discover(self, libs: Libraries) -> tuple[list[DeviceIdentity], str]:
+        try:
+            nvml = libs.get_nvml()
+        except Exception as err:  # MeterUnavailable: nvidia-ml-py not installed
+            return [], f"NVML: {err}"
+        found, why = nvml_devices(nvml)
+        if not found:
+            return [], why
+        torch = libs.get_torch()
+        names = ", ".join(name for _, _, name in found)
+        if not getattr(torch.version, "cuda", None):
+            return [], f"NVML sees {names}, but {torch_label(torch)}: install a CUDA build of torch"
+        if not torch.cuda.is_available():
+            hint = f" ({visible_setting()})" if visible_setting() else ""
+            return [], f"NVML sees {names}, but torch sees no CUDA device{hint}"
+        return match_torch(torch, found, "NVML")
+
+    def not_better(self, meter) -> list[str]:
+        if meter.has_energy_counter:
+            return []
+        return [
+            "nvml: no total-energy counter on this GPU (older than Volta): energy is "
+            "the sampled power integrated"
+        ]
+
+    def pin_value(self, device: str, libs: Libraries) -> str | None:
+        from joulebench.measure.meters.nvml import cuda_identity, normalize_uuid
+
+        uuid, _ = cuda_identity(cuda_ordinal(device), cuda=libs.get_torch().cuda)
+        return "GPU-" + normalize_uuid(uuid) if normalize_uuid(uuid) else None
+
+    def state(self, meter) -> DeviceState:
+        return nvml_state(meter)
+
+
+BACKEND = CudaBackend()

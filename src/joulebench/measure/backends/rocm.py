@@ -1,0 +1,117 @@
+"""AMD GPUs: `cuda`, `cuda:N` on a ROCm build of torch (torch.version.hip), read through AMD SMI.
+
+`devices: auto` picks them when no NVIDIA GPU is found. HIP's UUIDs are not AMD SMI's, so
+a GPU is matched by PCI bus id, and jobs keep `cuda:N` (no pinning by UUID). Tested against
+a fake of amdsmi (tests/fake_amdsmi), not yet on AMD hardware (docs/measurement.md#amd-gpus).
+"""
+
+from __future__ import annotations
+
+import math
+
+from joulebench.measure.backends.base import DeviceIdentity, DeviceState, Libraries
+from joulebench.measure.backends.torch_gpu import (
+    TorchGpuBackend,
+    match_torch,
+    optional_call,
+    torch_label,
+)
+
+UNTESTED = (
+    "AMDSMI: the AMD meter is tested against a fake of amdsmi only, not yet run "
+    "on AMD hardware (docs/measurement.md#amd-gpus)"
+)
+_WHOLE = {"amdsmi_get_gpu_compute_partition": "SPX", "amdsmi_get_gpu_memory_partition": "NPS1"}
+
+
+def _amd(amdsmi, fn_name: str, *args):
+    """An AMD SMI call that may not exist or not be supported: its value or None."""
+    return optional_call(amdsmi, amdsmi.AmdSmiException, fn_name, *args)
+
+
+def _number(value) -> float | None:
+    """A reported number; None for "N/A" and the like."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def amdsmi_state(meter) -> DeviceState:
+    """The GPU's settings and state, read through an AmdSmiMeter's handle."""
+    a, h = meter.amdsmi, meter.handle
+    info = meter.describe()
+    cap = _amd(a, "amdsmi_get_power_cap_info", h) or {}
+    power_cap, default_cap = _number(cap.get("power_cap")), _number(cap.get("default_power_cap"))
+    low, high = _number(cap.get("min_power_cap")), _number(cap.get("max_power_cap"))
+    partitions = [_amd(a, fn, h) for fn in _WHOLE]
+    modes = [(str(p), whole) for p, whole in zip(partitions, _WHOLE.values(), strict=True) if p]
+    temperature = _amd(
+        a,
+        "amdsmi_get_temp_metric",
+        h,
+        a.AmdSmiTemperatureType.HOTSPOT,
+        a.AmdSmiTemperatureMetric.CURRENT,
+    )
+    version = _amd(a, "amdsmi_get_lib_version") or {}
+    return DeviceState(
+        device_name=info.get("device_name"),
+        driver_version=info.get("driver_version"),
+        library=f"AMD SMI {version.get('build', '')}".strip(),
+        power_limit_w=None if power_cap is None else power_cap / 1e6,  # µW
+        default_power_limit_w=None if default_cap is None else default_cap / 1e6,
+        power_limit_range_w=None if low is None or high is None else (low / 1e6, high / 1e6),
+        partitioned=any(mode not in ("", whole, "N/A") for mode, whole in modes) if modes else None,
+        partition_name="partition",
+        temperature_c=_number(temperature),
+        energy_source="amdsmi_get_energy_count",
+        power_fields=["power_w", "power_avg_w"],
+        power_source="amdsmi_get_power_info",
+    )
+
+
+class RocmBackend(TorchGpuBackend):
+    """AMD GPUs through AMD SMI's energy accumulator."""
+
+    kind = "rocm"
+    meters = ("amdsmi",)
+    library, library_option = "AMD SMI", "amdsmi"
+
+    def claims(self, device: str, libs: Libraries) -> bool:
+        return libs.is_rocm()
+
+    def discover(self, libs: Libraries) -> tuple[list[DeviceIdentity], str]:
+        from joulebench.measure.meters.amdsmi import amd_devices
+
+        try:
+            amdsmi = libs.get_amdsmi()
+        except Exception as err:  # MeterUnavailable: amdsmi not installed
+            return [], f"AMD SMI: {err}"
+        try:
+            amdsmi.amdsmi_init()
+        except amdsmi.AmdSmiException as err:
+            return [], f"AMD SMI: {err} (no amdgpu driver)"
+        try:
+            found = [(uuid, bdf, name) for _, uuid, bdf, name in amd_devices(amdsmi)]
+        finally:
+            amdsmi.amdsmi_shut_down()
+        if not found:
+            return [], "AMD SMI sees no GPU"
+        torch = libs.get_torch()
+        names = ", ".join(name for _, _, name in found)
+        if not getattr(torch.version, "hip", None):
+            return (
+                [],
+                f"AMD SMI sees {names}, but {torch_label(torch)}: install a ROCm build of torch",
+            )
+        return match_torch(torch, found, "AMD SMI")
+
+    def not_better(self, meter) -> list[str]:
+        return [UNTESTED]
+
+    def state(self, meter) -> DeviceState:
+        return amdsmi_state(meter)
+
+
+BACKEND = RocmBackend()

@@ -1,0 +1,129 @@
+"""Simulated NVIDIA GPUs (`sim:<gpu>`: sim:h100, sim:a100, ...), for tests and benches.
+
+The one module outside measure/sim that imports the simulator; production code reaches it
+only through the registry, by name. A job's model runs on the CPU while a board on the wall
+clock (measure.sim.wall, one per device label and process) draws busy power during each step
+and idle power between, read through a fake NVML by the real NvmlMeter (meter `nvml:sim`).
+`joulebench check --device sim:h100` drives the same checks as on a GPU, on a board of that
+generation in simulated time (measure.sim.rig): the simulated proof of the check itself.
+Rows say `is_simulated`, flag `simulated`, and are never scored; `joulebench devices` lists
+these devices only with --sim.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from joulebench.measure.backends.base import (
+    Backend,
+    DeviceIdentity,
+    DeviceInfo,
+    DeviceState,
+    Libraries,
+)
+from joulebench.measure.backends.cuda import nvml_state
+from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
+from joulebench.measure.meters.nvidia_sensors import GENERATIONS
+from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
+from joulebench.measure.sim.wall import WallSimGpu, sim_uuid
+
+SIM_PATTERN = r"sim:[a-z0-9]+"
+# the `sim:` spellings people type, beside the generations' own names
+ALIASES = {"h100": "hopper", "h200": "hopper", "v100": "volta", "p100": "pascal", "t4": "turing"}
+METER_OPTIONS = ("sample_interval_s", "refresh_s")  # what the board's NVML meter takes
+CHECK_PHASE_S = 0.0123  # where the check's board refreshes relative to its load
+_BOARDS: dict[str, WallSimGpu] = {}
+
+
+def sim_generation(device: str) -> str:
+    """'sim:h100' -> 'hopper'; ValueError naming the known ones otherwise."""
+    name = device.partition(":")[2] if re.fullmatch(SIM_PATTERN, device) else ""
+    name = ALIASES.get(name, name)
+    if name not in GENERATIONS or name not in BOARD:
+        known = sorted({*BOARD, *ALIASES})
+        raise ValueError(f"unknown simulated GPU {device!r}; use sim:<one of {known}>")
+    return name
+
+
+def wall_sim_gpu(device: str, label: str) -> WallSimGpu:
+    """The process's board for a `sim:` device (one per label, as a GPU is one per job)."""
+    if label not in _BOARDS:
+        _BOARDS[label] = WallSimGpu(sim_generation(device), label)
+    return _BOARDS[label]
+
+
+class DeviceCheckTarget(SimCheckTarget):
+    """The simulator's check target as this device's: its report is the device's
+    (results/check/simh100.json), its meter named as the device's rows name it (`nvml:sim`)."""
+
+    def __init__(self, rig, device: str):
+        super().__init__(rig)
+        self.device = device
+
+    def meter(self, **kw):
+        meter = super().meter(**kw)
+        meter.name = "nvml:sim"
+        return meter
+
+
+class SimBackend(Backend):
+    """A simulated GPU: NVML's meter over the sensor simulator, the model on the CPU."""
+
+    kind = "sim"
+    pattern = SIM_PATTERN
+    spellings = ("sim:<gpu>",)
+    meters = ("nvml",)
+    simulated = True
+
+    def discover(self, libs: Libraries) -> tuple[list[DeviceIdentity], str]:
+        """One simulated board per generation the simulator knows."""
+        generations = sorted(set(BOARD) & set(GENERATIONS))
+        found = [
+            DeviceIdentity(f"sim:{g}", self.name(f"sim:{g}"), uuid=sim_uuid(f"sim-{g}"))
+            for g in generations
+        ]
+        return found, ""
+
+    def label(self, identity: DeviceIdentity) -> str:
+        return identity.device.replace(":", "-")
+
+    def name(self, device: str, libs: Libraries | None = None) -> str:
+        return f"{BOARD[sim_generation(device)]} (simulated)"
+
+    def describe(
+        self, label: str, device: str, libs: Libraries, meter_options: dict | None = None
+    ) -> DeviceInfo:
+        info = DeviceInfo(label, device)
+        try:
+            info.name = self.name(device)
+        except ValueError as err:
+            info.problems.append(f"devices: '{label}' is {device}, but {err}")
+            return info
+        info.meter = "nvml:sim"
+        info.not_better = ["SIM: a simulated GPU: the model runs on the CPU; never scored"]
+        return info
+
+    def meter(self, device, *, prefer=None, label="", libs=None, **options):
+        self.check_prefer(device, prefer)
+        kept = {k: v for k, v in options.items() if k in METER_OPTIONS}
+        return wall_sim_gpu(device, label or device).meter(**kept), []
+
+    def compute_device(self, device: str) -> str:
+        return "cpu"
+
+    def wrap_step(self, device: str, label: str, step: Callable[[], object]) -> Callable:
+        """The board draws busy power while the step runs."""
+        return wall_sim_gpu(device, label).run(step)
+
+    def check_target(self, device: str, prefer: str | None = None, libs: Libraries | None = None):
+        """A board of the device's generation in simulated time, driven as a GPU is."""
+        self.check_prefer(device, prefer)
+        rig = simulated_gpu(sim_generation(device), phase_s=CHECK_PHASE_S)
+        return DeviceCheckTarget(rig, device)
+
+    def state(self, meter) -> DeviceState:
+        return nvml_state(meter)
+
+
+BACKEND = SimBackend()

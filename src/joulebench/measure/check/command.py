@@ -1,0 +1,63 @@
+"""The `joulebench check` command: the device's backend says how it is driven and read.
+
+The host's CPU gets the CPU checks (check.cpu); any other device the GPU checks (check.gpu)
+on the target its backend builds (a torch GPU with its backend's meter, or a simulated
+board), with the state its backend reads. The report goes to results/check/<device>.json.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from joulebench.measure.check.rows import CheckSettings
+
+
+def run_check(
+    device: str = "cpu",
+    *,
+    quick: bool = False,
+    idle_s: float | None = None,
+    meter: str | None = None,
+    tdp_w: float | None = None,
+    output=None,
+    progress=None,
+) -> tuple[dict, Path]:
+    """`joulebench check`: check `device` (cpu, cuda, cuda:N, sim:<gpu>), write the report
+    (default results/check/<device>.json); returns the report and where it went. A device
+    that cannot be measured raises MeterUnavailable; a bad option, ConfigError."""
+    from joulebench.measure.backends import DeviceError, backend_for, spellings
+    from joulebench.measure.check.report import report_path, write_report
+    from joulebench.measure.meters import MeterUnavailable
+    from joulebench.study import ConfigError
+
+    try:
+        backend = backend_for(device, prefer=meter)
+    except DeviceError:
+        raise ConfigError(f"check: --device must be {spellings()}, not {device!r}") from None
+    try:
+        backend.check_prefer(device, meter)
+    except DeviceError as err:
+        raise ConfigError(f"check: --meter: {err}") from None
+    device = backend.canonical(device)
+    settings = CheckSettings.quick() if quick else CheckSettings()
+    if idle_s is not None:
+        if not 0 < idle_s <= 3600:
+            raise ConfigError("check: --idle-s must be in (0, 3600]")
+        settings.idle_s = idle_s
+    if backend.is_host:
+        from joulebench.measure.check.cpu import check_cpu
+
+        options = {"tdp_w": tdp_w} if tdp_w else {}
+        report = check_cpu(settings, progress, prefer=meter, **options)
+    else:
+        from joulebench.measure.backends import Libraries
+        from joulebench.measure.check.gpu import check_gpu
+
+        libs = Libraries()
+        problems = backend.problems(device, device, libs)
+        if problems:
+            raise MeterUnavailable("no-device", problems[0])
+        target = backend.check_target(device, meter, libs)
+        report = check_gpu(target, settings, progress, state=backend.state)
+    data = report.as_dict()
+    return data, write_report(data, output or report_path(device))

@@ -1,0 +1,267 @@
+"""A GPU's checks, in order, on a *target* (measure.check.targets: a torch GPU on real time,
+the simulator's on simulated time; the same code runs on both):
+
+- environment: its settings and state, as its backend reads them (check.environment);
+- idle: mean power over `idle_s` and its stability (spread of 1 s means);
+- sensor: a square-wave load (busy/idle stretches of known length) read as fast as the
+  library answers, fitted as SC24 does (check.sensor_fit): refresh period and averaging
+  window, beside the published values for the GPU's generation;
+- counter vs trace on a steady load (target <= 3 %); repeat CV of the protocol on a standard
+  load (target <= 1 %); energy per matmul on zeros vs random inputs; optionally Zeus's
+  ZeusMonitor on the same steady window (if the `zeus` package is installed).
+From the counter on, the meter uses the refresh period the sensor fit measured, as the
+profile will. Further parts go in MEASURED_PARTS.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import asdict
+
+from joulebench.measure.check.environment import environment_rows
+from joulebench.measure.check.report import PASS, SKIP, WARN, CheckReport, Row, new_check_id
+from joulebench.measure.check.rows import (
+    CheckSettings,
+    grade,
+    idle_rows,
+    input_rows,
+    rel,
+    repeat_rows,
+    run_guarded,
+)
+from joulebench.measure.check.sensor_fit import SensorFit, fit_sensor
+from joulebench.measure.meters.nvidia_sensors import DEFAULT_REFRESH_S, SensorSpec
+from joulebench.measure.meters.sampler import Sampler
+from joulebench.measure.protocol import ProtocolSettings
+from joulebench.measure.provenance import utc_now
+
+COUNTER_TRACE_TARGET = 0.03
+SENSOR_TOLERANCE = 0.10  # measured refresh/window vs the published value
+ZEUS_TARGET = 0.05
+
+
+def square_wave(target, settings: CheckSettings, read_power) -> tuple[list, list, list]:
+    """Busy/idle stretches of random known lengths while `read_power()` is sampled fast.
+
+    Returns (times, watts, busy intervals), all on the target's clock.
+    """
+    rng = random.Random(settings.seed)
+    sampler = Sampler(
+        lambda: {"power_w": read_power()},
+        settings.fast_interval_s,
+        clock=target.clock,
+        name="joulebench-sampler-check",
+        timer=target.timer,
+    )
+    target.sleep(max(settings.square_half_s))  # start from idle
+    sampler.start(0.0)
+    busy = []
+    end = target.clock() + settings.square_s
+    try:
+        while target.clock() < end:
+            start = target.clock()
+            target.busy(rng.uniform(*settings.square_half_s))
+            busy.append((start, target.clock()))
+            target.sleep(rng.uniform(*settings.square_half_s))
+    finally:
+        rows = sampler.stop()
+    times = [r["t_s"] for r in rows if r.get("power_w") is not None]
+    watts = [r["power_w"] for r in rows if r.get("power_w") is not None]
+    return times, watts, busy
+
+
+def sensor_rows(fit: SensorFit | None, expected: SensorSpec | None) -> list[Row]:
+    """Measured refresh and window beside the published values of the generation."""
+    published = (
+        f"published for {expected.generation} ({expected.example}): "
+        f"{expected.refresh_s * 1e3:g} ms / {expected.window_s * 1e3:g} ms"
+        if expected
+        else "generation not in the published table"
+    )
+    if fit is None:
+        return [
+            Row(
+                "sensor",
+                "refresh period",
+                WARN,
+                None,
+                "ms",
+                detail="the reading changed too rarely to fit; the protocol assumes "
+                f"{(expected.refresh_s if expected else DEFAULT_REFRESH_S) * 1e3:g} ms. "
+                + published,
+            )
+        ]
+    rows = []
+    for name, measured, want in (
+        ("refresh period", fit.refresh_s, expected.refresh_s if expected else None),
+        ("averaging window", fit.window_s, expected.window_s if expected else None),
+    ):
+        off = rel(measured, want) if want else math.nan
+        status = PASS if want is None or off <= SENSOR_TOLERANCE else WARN
+        detail = published
+        if want and off > SENSOR_TOLERANCE:
+            detail += "; this GPU differs: the protocol uses the measured refresh period"
+        rows.append(
+            Row(
+                "sensor",
+                name,
+                status,
+                measured * 1e3,
+                "ms",
+                f"published +-{SENSOR_TOLERANCE:.0%}" if want else "",
+                detail,
+            )
+        )
+    coverage = min(1.0, fit.window_s / fit.refresh_s)
+    rows.append(
+        Row(
+            "sensor",
+            "time seen",
+            PASS,  # a property of the GPU, not a fault: the protocol is built for it
+            coverage,
+            "",
+            "",
+            f"the reading sees {coverage:.0%} of the time (rise time {fit.rise_s * 1e3:.1f} ms, "
+            f"fit rms {fit.rms_w:.2f} W over {fit.refreshes} refreshes); "
+            + (
+                "short windows and periodic loads are misread: the protocol shifts phase "
+                "inside long windows"
+                if coverage < 0.99
+                else "nothing is missed"
+            ),
+        )  # fmt: skip
+    )
+    return rows
+
+
+def counter_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[Row]:
+    """Energy counter vs the integrated power trace over a steady load."""
+    seconds = settings.steady_s
+    if not meter.has_energy_counter:
+        return [
+            Row(
+                "counter",
+                "counter vs trace",
+                SKIP,
+                detail="no energy counter: the energy is the integrated trace",
+            )
+        ]
+    target.sync()
+    meter.begin()
+    target.busy(seconds)
+    reading = meter.end()
+    off = rel(reading.energy_trace_j, reading.energy_j)
+    return [
+        Row(
+            "counter",
+            "counter vs trace",
+            grade(off, COUNTER_TRACE_TARGET, 0.10),
+            off,
+            "",
+            f"<= {COUNTER_TRACE_TARGET:.0%}",
+            f"{seconds:g} s steady load: counter {reading.energy_j:.1f} J, trace "
+            f"{reading.energy_trace_j:.1f} J",
+        )
+    ]
+
+
+def zeus_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[Row]:
+    """The same steady window through Zeus's ZeusMonitor, if zeus is installed."""
+    seconds = settings.steady_s
+    try:
+        from zeus.monitor import ZeusMonitor
+    except ImportError:
+        return [Row("cross-check", "Zeus", SKIP, detail="zeus is not installed (pip install zeus)")]
+    index = getattr(target, "cuda_index", None)
+    if index is None:
+        return [Row("cross-check", "Zeus", SKIP, detail="not a CUDA device (simulated)")]
+    monitor = ZeusMonitor(gpu_indices=[index])
+    target.sync()
+    meter.begin()
+    monitor.begin_window("joulebench-check")
+    target.busy(seconds)
+    measurement = monitor.end_window("joulebench-check")
+    reading = meter.end()
+    zeus_j = float(measurement.gpu_energy[index])
+    off = rel(zeus_j, reading.energy_j)
+    return [
+        Row(
+            "cross-check",
+            "Zeus",
+            grade(off, ZEUS_TARGET, ZEUS_TARGET),
+            off,
+            "",
+            f"<= {ZEUS_TARGET:.0%}",
+            f"ZeusMonitor {zeus_j:.1f} J vs joulebench {reading.energy_j:.1f} J",
+        )
+    ]
+
+
+# What runs once the sensor is fitted, in order: (group, row name, progress line, the part).
+# A part takes (target, meter, settings, idle power in W) and returns its rows.
+MEASURED_PARTS = (
+    ("counter", "counter vs trace", "counter vs trace ({steady_s:g} s)", counter_rows),
+    ("repeat", "repeat CV", "repeat CV of the protocol (standard load)", repeat_rows),
+    ("input", "zeros vs random", "zeros vs random inputs", input_rows),
+    ("cross-check", "Zeus", "", zeus_rows),
+)
+
+
+def protocol_from(meter, fitted: bool) -> dict:
+    """What a profile with the default protocol will use on this device (the report's)."""
+    default = ProtocolSettings()
+    refresh_s = meter.refresh_s
+    min_window_s = default.min_repeat_s
+    if refresh_s:
+        min_window_s = max(min_window_s, default.min_window_refreshes * refresh_s)
+    return {
+        "sensor_refresh_s": refresh_s,
+        "refresh_source": "check" if fitted else meter.describe().get("sensor_refresh_source"),
+        "min_window_s": min_window_s,
+        "phase_shifts": default.phase_shifts,
+    }
+
+
+def check_gpu(
+    target, settings: CheckSettings | None = None, progress=None, *, state
+) -> CheckReport:
+    """Every GPU check on `target`; a failing part becomes a row, never a crash. `state(meter)`
+    is the device's settings and state (its backend's DeviceState)."""
+    settings = settings or CheckSettings()
+    progress = progress or (lambda message: None)
+    started, t0 = utc_now(), time.monotonic()
+    rows: list[Row] = []
+    with target.meter() as meter:
+        expected = getattr(meter, "sensor", None)  # the published sensor of its generation
+        rows += environment_rows(meter, state(meter))
+        progress(f"idle power ({settings.idle_s:g} s)")
+        idle_part, idle_w = idle_rows(meter, settings.idle_s, target.sleep)
+        rows += idle_part
+        progress(f"sensor: square-wave load ({settings.square_s:g} s)")
+        times, watts, busy = square_wave(target, settings, meter.read_power_w)
+        fit = fit_sensor(times, watts, busy)
+        rows += sensor_rows(fit, expected)
+    # from here on the protocol uses what was measured, as the profile will
+    with target.meter(refresh_s=fit.refresh_s if fit is not None else None) as meter:
+        for group, name, line, part in MEASURED_PARTS:
+            if line:
+                progress(line.format(steady_s=settings.steady_s))
+            rows += run_guarded(group, name, part, target, meter, settings, idle_w)
+        info = meter.describe()
+        protocol = protocol_from(meter, fit is not None)
+    sensor = {
+        "fit": fit.as_dict() if fit else None,
+        "expected": asdict(expected) if expected else None,
+    }
+    return CheckReport(
+        device=target.device,
+        rows=rows,
+        meter=info,
+        sensor=sensor,
+        protocol=protocol,
+        check_id=new_check_id(target.device),
+        start_time_utc=started,
+        duration_s=time.monotonic() - t0,
+    )

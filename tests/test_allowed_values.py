@@ -1,0 +1,63 @@
+"""One source for every list of allowed values: each of the config schema's enums and
+patterns equals the code's tuple (or the device registry), and the command line offers the
+same choices (docs/design.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+
+from joulebench.cli import build_parser
+from joulebench.measure.backends import device_pattern, meter_names
+from joulebench.measure.methods import COMPILE_MODES, PRECISIONS
+from joulebench.measure.train import OPTIMIZERS
+from joulebench.tables import INPUT_KINDS, PHASES, RUNTIME_ALIASES, RUNTIMES
+
+SCHEMA = yaml.safe_load(Path(REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+PROPS = SCHEMA["properties"]
+METHOD = PROPS["methods"]["additionalProperties"]["properties"]
+
+
+@pytest.mark.parametrize(
+    ("schema_values", "code_values"),
+    [
+        (METHOD["precision"]["enum"], list(PRECISIONS)),
+        (METHOD["compile"]["enum"], [False, *COMPILE_MODES]),
+        (METHOD["runtime"]["enum"], [*RUNTIMES, *RUNTIME_ALIASES]),  # old names still read
+        (PROPS["profile"]["properties"]["meter"]["enum"], [None, *meter_names()]),
+        (PROPS["profile"]["properties"]["input_kind"]["enum"], list(INPUT_KINDS)),
+        (PROPS["phases"]["items"]["enum"], list(PHASES)),
+        (PROPS["train"]["properties"]["optimizer"]["enum"], list(OPTIMIZERS)),
+    ],
+    ids=["precision", "compile", "runtime", "meter", "input_kind", "phases", "optimizer"],
+)
+def test_each_schema_enum_is_the_codes_tuple(schema_values, code_values):
+    assert schema_values == code_values
+
+
+def test_device_patterns_are_the_registrys():
+    devices = PROPS["devices"]["anyOf"][1]["additionalProperties"]["pattern"]
+    assert devices == device_pattern()
+    # measured accuracy runs on a torch device: no simulated GPU
+    assert PROPS["accuracy"]["properties"]["device"]["pattern"] == device_pattern(simulated=False)
+    assert meter_names() == ("rapl", "estimate", "nvml", "amdsmi")  # amdsmi can be forced
+
+
+def _choices(command: str, option: str) -> list:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    return list(next(a for a in sub._actions if option in a.option_strings).choices)
+
+
+@pytest.mark.parametrize("command", ["profile", "idle", "check"])
+def test_every_meter_option_offers_the_registrys_meters(command):
+    assert _choices(command, "--meter") == list(meter_names())
+
+
+def test_the_profile_command_offers_the_codes_values():
+    assert _choices("profile", "--phase") == list(PHASES)
+    assert _choices("profile", "--input-kind") == list(INPUT_KINDS)
+    assert _choices("profile", "--optimizer") == list(OPTIMIZERS)
