@@ -805,3 +805,84 @@ def test_node_scope_is_named_and_a_secondary_axis_shows_the_units_people_use(tmp
     seen.clear()
     figures.accuracy_vs_energy(plain, tmp_path / "c", secondary_unit="gco2e_per_1k_images")
     assert "gCO2e per 1,000 images (estimate)" not in [lab for lab, _ in seen]
+
+
+# --- rows without a key: the summary's own not-profiled rows have no device, method, batch ----
+
+
+def _study_with_an_unprofiled_model():
+    """A study where one catalogued model never got a profile row (its build failed): the
+    summary keeps it as a not-profiled row with NA device, method and batch size."""
+    profile, catalog, accuracy, trace = synthetic_study(n_models=6, estimated=False)
+    broken = catalog.iloc[[0]].assign(model="broken.in1k", status="error", reason="build failed")
+    catalog = pd.concat([catalog, broken], ignore_index=True)
+    summary = build_summary(profile, catalog, accuracy)
+    return summary, trace
+
+
+def test_a_model_that_never_ran_keeps_the_figures(tmp_path, monkeypatch):
+    """Not-profiled rows (NA keys) and rows lacking any one key column are left out; every
+    figure is still drawn from the rest, with the same points as without them."""
+    summary, trace = _study_with_an_unprofiled_model()
+    lone = summary[summary["status"] == "not-profiled"]
+    assert len(lone) == 1
+    assert lone[["device_label", "method", "batch_size_requested"]].isna().all(axis=None)
+    extra = summary[summary["model"] == "convnext_3.in1k"].copy()  # copies with one key missing
+    extra["model"] = [f"nokey_{i}.in1k" for i in range(len(extra))]
+    for i, key in enumerate(["phase", "device_label", "method", "batch_size_requested", "model"]):
+        extra.iloc[i, extra.columns.get_loc(key)] = pd.NA
+    dirty = pd.concat([summary, extra.iloc[:5]], ignore_index=True)
+    clean = summary[summary["status"] != "not-profiled"]
+
+    def draw(table, out):
+        seen = {}
+
+        def spy(fig, stem):
+            texts = [t.get_text() for t, _ in _drawn_texts(fig)]
+            points = sorted(
+                tuple(np.round(xy, 9))
+                for ax in fig.axes
+                for c in ax.collections
+                for xy in np.asarray(c.get_offsets())
+            )
+            seen[Path(stem).name] = (any(t.startswith("No data") for t in texts), points)
+
+        _watch_saves(monkeypatch, spy)
+        scores = score_summary(table, reference_model="resnet_0.in1k")
+        fits = all_fits(table, baseline_method="fp32")
+        out_paths = figures.render_all(table, scores, fits, trace, tmp_path / out)
+        for paths in out_paths.values():
+            _assert_written(paths)
+        return seen
+
+    with_na, without = draw(dirty, "dirty"), draw(clean, "clean")
+    assert set(with_na) == set(figures.FIGURE_NAMES)
+    assert {n for n, (empty, _) in with_na.items() if empty} == {"train_vs_inference"}
+    for name in ("accuracy_vs_energy", "energy_vs_factors", "throughput_vs_energy"):
+        assert with_na[name][1] == without[name][1], name
+
+
+def test_figures_without_any_placeable_row_say_why(tmp_path, monkeypatch):
+    """Every row lacks its device: each figure says "No data" and counts the rows so."""
+    summary, trace = _study_with_an_unprofiled_model()
+    summary["device_label"] = pd.NA
+    trace["device_label"] = pd.NA
+    scores = score_summary(summary, reference_model="resnet_0.in1k")
+    said = {}
+    real = figures.no_data
+
+    def spy(stem, title, why):
+        said[Path(stem).name] = why
+        return real(stem, title, why)
+
+    monkeypatch.setattr(figures, "no_data", spy)
+    figures.render_all(summary, scores, all_fits(summary, baseline_method="fp32"), trace, tmp_path)
+    assert set(said) == set(figures.FIGURE_NAMES)
+    n_ok, n_failed = int((summary["status"] == "ok").sum()), int((summary["status"] != "ok").sum())
+    for name, why in said.items():
+        if name == "train_vs_inference":
+            assert why == "no model measured in both phases (phases: [inference, train])"
+        elif name == "power_trace":
+            assert why == f"no power samples to plot: {len(trace)} samples without device_label"
+        else:
+            assert f"{n_ok} without device_label, {n_failed} failed" in why, (name, why)

@@ -318,7 +318,7 @@ def energy_index(out, idx, df, e, reference_model, notes) -> None:
     """Energy index of one group's measured rows relative to the reference model's energy."""
     if not reference_model:
         return
-    is_ref = (df.loc[idx, "model"] == reference_model).to_numpy()
+    is_ref = (df.loc[idx, "model"] == reference_model).fillna(False).to_numpy(bool)
     if not is_ref.any():
         for i in idx:
             notes[i].append(f"reference {reference_model} not measured in this group")

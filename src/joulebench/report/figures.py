@@ -181,7 +181,7 @@ def _plain_log(*axes) -> None:
 
 def group_title(row) -> str:
     """A comparison group for a figure: device · method · batch, user strings cut short."""
-    est = " (estimated)" if bool(row.get("energy_is_estimate")) else ""
+    est = " (estimated)" if _is_true(row.get("energy_is_estimate")) else ""
     dev, method = short(row["device_label"], 20), short(row["method"], 20)
     return f"{dev} · {method} · batch {row['batch_size_requested']}{est}"
 
@@ -243,7 +243,7 @@ def _pick_group(df: pd.DataFrame, keys: Sequence[str], want: dict) -> pd.DataFra
     """Rows of one comparison group: the requested one, else the group with the most rows."""
     for k, v in want.items():
         if v is not None:
-            df = df[df[k] == v]
+            df = df[matches(df[k], v)]
     if df.empty:
         return df
     sizes = df.groupby(list(keys), dropna=False, sort=True).size()
@@ -251,7 +251,7 @@ def _pick_group(df: pd.DataFrame, keys: Sequence[str], want: dict) -> pd.DataFra
     best = best if isinstance(best, tuple) else (best,)
     mask = np.ones(len(df), bool)
     for k, v in zip(keys, best, strict=True):
-        mask &= (df[k].isna() if pd.isna(v) else df[k] == v).to_numpy(dtype=bool)
+        mask &= matches(df[k], v)
     return df[mask]
 
 
@@ -305,6 +305,45 @@ def _selectors(**kw) -> dict:
     return {k: v for k, v in kw.items() if v is not None}
 
 
+# What places a row in a group or a series. A row without one of these (the summary's own
+# not-profiled rows have no device, method or batch size) cannot be placed: figures leave it
+# out, and count it ("without device_label") where they say why they are empty.
+PLACE_KEYS = ("device_label", "method", "model", "batch_size_requested")
+
+
+def matches(values: pd.Series, value) -> np.ndarray:
+    """`values == value` as a plain bool array, NA-safe: NA matches NA (as the score's groups,
+    grouped with dropna=False, do) and nothing else, never a "boolean value of NA" error."""
+    if pd.isna(value):
+        return values.isna().to_numpy(bool)
+    return (values == value).fillna(False).to_numpy(bool)
+
+
+def missing_key(df: pd.DataFrame, keys: Sequence[str] = PLACE_KEYS) -> pd.Series:
+    """Per row, the first of `keys` it lacks ('' when it has them all)."""
+    out = pd.Series("", index=df.index, dtype=object)
+    for k in reversed([k for k in keys if k in df.columns]):
+        out = out.mask(df[k].isna().to_numpy(bool), k)
+    return out
+
+
+def placed(df: pd.DataFrame, keys: Sequence[str] = PLACE_KEYS) -> pd.DataFrame:
+    """The rows that have every one of `keys`: the rows a figure can put somewhere."""
+    return df[(missing_key(df, keys) == "").to_numpy(bool)]
+
+
+def _one_device(df: pd.DataFrame, device_label: str | None) -> pd.DataFrame:
+    """The rows of `device_label`, else of the device with the most rows."""
+    if device_label is None and not df.empty:
+        device_label = df["device_label"].value_counts().index[0]
+    return df if device_label is None else df[matches(df["device_label"], device_label)]
+
+
+def _is_true(value) -> bool:
+    """A flag of one row, NA (unknown) as False."""
+    return bool(value) if pd.notna(value) else False
+
+
 # --- (1) accuracy vs energy, the front and the grades -----------------------------------------
 
 
@@ -312,9 +351,11 @@ _FLAGGED_NOTE = re.compile(r"flagged ([^\s:(;]+)")
 
 
 def unscored_reasons(scores: pd.DataFrame) -> pd.Series:
-    """Why each row is not on the plot, from its score note: "failed", "flagged <flag>",
-    "without energy" or "without top-1"; "" for scored rows."""
+    """Why each row is not on the plot, from its score note: "failed", "without <key>" (no
+    device, method, model or batch size), "flagged <flag>", "without energy" or "without
+    top-1"; "" for scored rows."""
     scored = scores["scored"].fillna(False).astype(bool)
+    lacks = missing_key(scores)
     notes = scores["score_note"].astype("string").fillna("") if "score_note" in scores else None
     status = scores["status"].astype("string").fillna("missing")
     e = pd.to_numeric(scores["energy_per_image_j"], errors="coerce")
@@ -322,10 +363,12 @@ def unscored_reasons(scores: pd.DataFrame) -> pd.Series:
     out = []
     for i in range(len(scores)):
         flag = _FLAGGED_NOTE.search(notes.iloc[i]) if notes is not None else None
-        if scored.iloc[i]:
-            out.append("")
-        elif status.iloc[i] != "ok":
+        if status.iloc[i] != "ok":
             out.append("failed")
+        elif lacks.iloc[i]:
+            out.append(f"without {lacks.iloc[i]}")
+        elif scored.iloc[i]:
+            out.append("")
         elif flag:
             out.append(f"flagged {flag.group(1)}")
         elif not (np.isfinite(e.iloc[i]) and e.iloc[i] > 0):
@@ -347,7 +390,7 @@ def _same_setting(scores: pd.DataFrame, row) -> np.ndarray:
     """Rows run like `row` (same phase, device, method, requested batch), whatever the meter."""
     same = np.ones(len(scores), bool)
     for k in SCORE_GROUP[:-1]:
-        same &= (scores[k] == row[k]).fillna(False).to_numpy(bool)
+        same &= matches(scores[k], row[k])
     return same
 
 
@@ -378,7 +421,7 @@ def accuracy_vs_energy(
     reasons = unscored_reasons(scores)
     scored = scores["scored"].fillna(False).astype(bool)
     drawable = reasons.str.startswith("flagged") & _has_point(scores)
-    g = _pick_group(scores[scored], SCORE_GROUP, want)
+    g = _pick_group(scores[scored & (reasons == "")], SCORE_GROUP, want)
     if g.empty:  # nothing scored: show the flagged rows, if any, as such
         g = _pick_group(scores[drawable], SCORE_GROUP, want)
         if g.empty:
@@ -389,8 +432,7 @@ def accuracy_vs_energy(
     row = g.iloc[0]
     group = np.ones(len(scores), bool)
     for k in SCORE_GROUP:
-        v = row[k]
-        group &= (scores[k].isna() if pd.isna(v) else scores[k] == v).fillna(False).to_numpy(bool)
+        group &= matches(scores[k], row[k])
     drawn = group & (scored | drawable).to_numpy()
     shown = scores[drawn]
     unit, scale = energy_unit(shown["energy_per_image_j"])
@@ -441,7 +483,8 @@ def accuracy_vs_energy(
         law_note = _draw_law(ax, law, row, graded["energy_per_image_j"], scale, handles)
     ax.set_xscale("log")
     _plain_log(ax.xaxis)
-    ax.set_xlabel(energy_label(pd.Series([bool(row["energy_is_estimate"])]), energy_base(g), unit))
+    est = pd.Series([_is_true(row["energy_is_estimate"])])
+    ax.set_xlabel(energy_label(est, energy_base(g), unit))
     ax.set_ylabel("Top-1 accuracy (%)")
     ax.grid(True, which="major")
     head = f"{group_title(row)} · {_models(len(graded))} graded"
@@ -467,8 +510,7 @@ def _draw_law(ax, law: pd.DataFrame, row, energy_j: pd.Series, scale: float, han
 
     sel = (law["subset"] == "all").fillna(False).to_numpy(bool)
     for k in SCORE_GROUP:
-        v = row[k]
-        sel &= (law[k].isna() if pd.isna(v) else law[k] == v).fillna(False).to_numpy(bool)
+        sel &= matches(law[k], row[k])
     fits = law[sel & np.isfinite(pd.to_numeric(law["bic"], errors="coerce")).to_numpy()]
     won = fits[fits["best_by_bic"].fillna(False).astype(bool)]
     if won.empty:
@@ -492,11 +534,15 @@ def not_comparable(
     e = pd.to_numeric(summary[ENERGY_COLUMNS[energy]], errors="coerce")
     flags = row_flags(summary, energy, max_energy_cv).fillna("")
     invalid = set(DEFAULT_INVALID_FLAGS)
+    status = summary["status"].astype("string").fillna("missing")
+    lacks = missing_key(summary)
     reasons = []
-    for status, value, fl in zip(summary["status"], e, flags, strict=True):
+    for st, lack, value, fl in zip(status, lacks, e, flags, strict=True):
         hit = next((f.strip() for f in fl.split(";") if f.strip() in invalid), "")
-        if status != "ok":
+        if st != "ok":
             reasons.append("failed")
+        elif lack:
+            reasons.append(f"without {lack}")
         elif not (np.isfinite(value) and value > 0):
             reasons.append("without energy")
         elif hit:
@@ -560,7 +606,7 @@ def energy_vs_factors(
     if factor_fits is not None and len(factor_fits):
         kind = str(factor_fits["energy_kind"].iloc[0])
     comparable = measured_mask(summary, kind, max_energy_cv=max_energy_cv)
-    g = _pick_group(summary[comparable], SCORE_GROUP, want)
+    g = _pick_group(placed(summary[comparable]), SCORE_GROUP, want)
     if g.empty:
         why = not_comparable(summary, kind, max_energy_cv)
         where = f" ({_describe(want)})" if _describe(want) != "all groups" else ""
@@ -614,10 +660,10 @@ def energy_vs_factors(
 def _fit_line(ax, fits, row, factor: str, x_raw: np.ndarray, x_scale: float, e_scale: float):
     if fits is None or fits.empty or not len(x_raw):
         return None
-    sel = (fits["factor"] == factor) & (fits["family"] == "all")
+    sel = matches(fits["factor"], factor) & matches(fits["family"], "all")
     for k in SCORE_GROUP:
-        sel &= (fits[k].isna()) if pd.isna(row[k]) else (fits[k] == row[k])
-    hit = fits[sel.fillna(False).astype(bool)]
+        sel &= matches(fits[k], row[k])
+    hit = fits[sel]
     if hit.empty or not np.isfinite(hit["slope"].iloc[0]):
         return None
     f = hit.iloc[0]
@@ -637,11 +683,8 @@ def _fit_line(ax, fits, row, factor: str, x_raw: np.ndarray, x_scale: float, e_s
 def method_savings(savings: pd.DataFrame, stem, *, device_label: str | None = None, why: str = ""):
     """Distribution of each method's saving against the baseline, one box per batch size."""
     title = "Energy saving of methods"
-    s = savings[np.isfinite(pd.to_numeric(savings["saving"], errors="coerce"))]
-    if device_label is not None:
-        s = s[s["device_label"] == device_label]
-    elif not s.empty:
-        s = s[s["device_label"] == s["device_label"].value_counts().index[0]]
+    s = placed(savings[np.isfinite(pd.to_numeric(savings["saving"], errors="coerce"))])
+    s = _one_device(s, device_label)
     if s.empty:
         what = "no model measured with both a method and the baseline"
         return no_data(stem, title, _empty_because(what, why))
@@ -703,11 +746,8 @@ def energy_vs_batch_size(
     and each method's geometric mean over the models measured at every batch size."""
     title = "Energy per image vs batch size"
     e_all = pd.to_numeric(batch["energy_per_image_j"], errors="coerce")
-    b = batch[np.isfinite(e_all) & (e_all > 0)]
-    if device_label is not None:
-        b = b[b["device_label"] == device_label]
-    elif not b.empty:
-        b = b[b["device_label"] == b["device_label"].value_counts().index[0]]
+    b = placed(batch[np.isfinite(e_all) & (e_all > 0)], (*PLACE_KEYS, "batch_size"))
+    b = _one_device(b, device_label)
     if b.empty or b["batch_size"].nunique() < 2:
         what = "fewer than two batch sizes with a comparable energy"
         return no_data(stem, title, _empty_because(what, why))
@@ -772,17 +812,19 @@ def power_trace(
     """Power over each measurement window of one configuration, repeats overlaid, with the
     idle baseline; the first configuration in the table unless one is named."""
     title = "Power during measurement"
-    t = trace
+    t = placed(trace)
     want = _selectors(device_label=device_label, model=model, method=method)
+    want["batch_size_requested"] = batch_size
     for k, v in want.items():
-        t = t[t[k] == v]
-    if batch_size is not None:
-        t = t[t["batch_size_requested"] == batch_size]
+        if v is not None:
+            t = t[matches(t[k], v)]
     power_col = "power_w"
     if t.empty or not np.isfinite(t[power_col]).any():
         power_col = "power_avg_w"
     if t.empty or not np.isfinite(t[power_col].astype(float)).any():
-        return no_data(stem, title, "no power samples (an estimating meter records none)")
+        unplaced = _counted(missing_key(trace).map(lambda k: f"samples without {k}" if k else ""))
+        why = f"no power samples to plot: {unplaced}" if unplaced else ""
+        return no_data(stem, title, why or "no power samples (an estimating meter records none)")
     key = ["device_label", "model", "method", "batch_size_requested"]
     first = t[key].drop_duplicates().sort_values(key).iloc[0]
     t = t[(t[key] == first).all(axis=1)]
@@ -830,13 +872,9 @@ def throughput_vs_energy(
     """Throughput against energy per image; since E = P / throughput, dotted lines mark
     constant mean power, so distance across them is a difference in power draw."""
     title = "Throughput vs energy per image"
-    s = summary[measured_mask(summary, max_energy_cv=max_energy_cv)]
+    s = placed(summary[measured_mask(summary, max_energy_cv=max_energy_cv)])
     throughput = pd.to_numeric(s["throughput_img_s"], errors="coerce")
-    s = s[np.isfinite(throughput) & (throughput > 0)]
-    if device_label is not None:
-        s = s[s["device_label"] == device_label]
-    elif not s.empty:
-        s = s[s["device_label"] == s["device_label"].value_counts().index[0]]
+    s = _one_device(s[np.isfinite(throughput) & (throughput > 0)], device_label)
     if s.empty:
         why = not_comparable(summary, max_energy_cv=max_energy_cv)
         what = "no configuration with both a comparable energy and a throughput"
@@ -891,13 +929,14 @@ def train_vs_inference(
     """Energy per training sample against energy per inference image, per model, for the
     configurations (device, method, batch size) measured in both phases; dotted: equal."""
     title = "Training vs inference energy per sample"
-    s = summary[measured_mask(summary, max_energy_cv=max_energy_cv)]
+    s = placed(summary[measured_mask(summary, max_energy_cv=max_energy_cv)])
     if device_label is not None:
-        s = s[s["device_label"] == device_label]
+        s = s[matches(s["device_label"], device_label)]
     key = ["device_label", "method", "model", "batch_size_requested"]
-    infer = s[s["phase"] == "inference"].drop_duplicates(key).set_index(key)["energy_per_image_j"]
-    train = s[s["phase"] == "train"]
-    both = train.join(infer.rename("inference_j"), on=key, how="inner")
+    infer = s[matches(s["phase"], "inference")].drop_duplicates(key)
+    infer = infer[key].assign(inference_j=infer["energy_per_image_j"])
+    train = s[matches(s["phase"], "train")]
+    both = train.merge(infer, on=key, how="inner")  # merge: a MultiIndex join fails on NA
     both = both[np.isfinite(both["inference_j"].astype(float))]
     if both.empty:
         what = "no model measured in both phases (phases: [inference, train])"
@@ -975,13 +1014,10 @@ def _best_group(best: pd.DataFrame, device_label: str | None) -> pd.DataFrame:
     and one kind of meter (measured where there is any): never mixed on one axis."""
     b = best[(best["constraint"] == "none") & best["met"].fillna(False).astype(bool)].copy()
     b = b[b["phase"].fillna("inference") == "inference"]
-    b = b[np.isfinite(pd.to_numeric(b["top1"], errors="coerce"))]
-    if device_label is not None:
-        b = b[b["device_label"] == device_label]
+    b = placed(b[np.isfinite(pd.to_numeric(b["top1"], errors="coerce"))])
+    b = _one_device(b, device_label)
     if b.empty:
         return b
-    dev = b["device_label"].value_counts().index[0] if device_label is None else device_label
-    b = b[b["device_label"] == dev]
     est = b["energy_is_estimate"].fillna(False).astype(bool)
     return b[~est] if (~est).any() else b
 
@@ -1095,10 +1131,8 @@ def method_value(
     title = "What each method costs against the best configuration"
     energy = "dynamic" if energy_base(summary).startswith("Energy above") else "total"
     t = method_value_table(summary, energy=energy, max_energy_cv=max_energy_cv)
-    if device_label is not None:
-        t = t[t["device_label"] == device_label]
+    t = _one_device(t, device_label)
     if not t.empty:
-        t = t[t["device_label"] == t["device_label"].value_counts().index[0]]
         measured = ~t["estimate"].astype(bool)
         t = t[measured] if measured.any() else t
     multi = t.groupby("model")["method"].nunique() if not t.empty else pd.Series(dtype=int)
@@ -1258,10 +1292,13 @@ def with_score_flags(summary: pd.DataFrame, scores: pd.DataFrame):
     key = list(SUMMARY_KEY)
     if "flags" not in scores.columns or not set(key) <= set(scores.columns):
         return summary, DEFAULT_MAX_ENERGY_CV
-    flags = scores.drop_duplicates(key).set_index(key)["flags"]
-    joined = summary.join(flags.rename("_score_flags"), on=key)
+    flags = scores.drop_duplicates(key)[[*key, "flags"]].rename(columns={"flags": "_score_flags"})
+    # merge, not join on a MultiIndex: pandas' MultiIndex join raises on NA keys, and the
+    # summary's own not-profiled rows have NA device, method and batch size
+    joined = summary[key].merge(flags, on=key, how="left", validate="many_to_one")
+    score_flags = joined["_score_flags"].astype("string").set_axis(summary.index)
     out = summary.copy()
-    out["flags"] = joined["_score_flags"].astype("string").fillna(summary["flags"].astype("string"))
+    out["flags"] = score_flags.fillna(summary["flags"].astype("string"))
     return out, None
 
 
@@ -1270,10 +1307,10 @@ def choose_trace_config(trace: pd.DataFrame | None, want: dict) -> dict:
     chosen = {k: want.get(k) for k in ("device_label", "model", "method", "batch_size")}
     if trace is None or trace.empty:
         return chosen
-    t = trace
+    t = placed(trace)
     for k, v in chosen.items():
         if v is not None:
-            t = t[t["batch_size_requested" if k == "batch_size" else k] == v]
+            t = t[matches(t["batch_size_requested" if k == "batch_size" else k], v)]
     if t.empty:
         return chosen
     first = t[_TRACE_KEY].drop_duplicates().sort_values(_TRACE_KEY).iloc[0]
@@ -1285,7 +1322,7 @@ def _trace_context(summary: pd.DataFrame, tc: dict) -> tuple[float | None, bool]
     rows = summary
     for k, v in tc.items():
         if v is not None:
-            rows = rows[rows["batch_size_requested" if k == "batch_size" else k] == v]
+            rows = rows[matches(rows["batch_size_requested" if k == "batch_size" else k], v)]
     if rows.empty:
         return None, False
     idle = pd.to_numeric(rows["idle_power_w"], errors="coerce").iloc[0]
