@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
-from test_figures import study_tables  # noqa: E402
+from helpers.figure_study import study_tables  # noqa: E402
 
 from joulebench.analysis.best_configs import best_configs  # noqa: E402
 from joulebench.analysis.fits import accuracy_law  # noqa: E402
