@@ -99,9 +99,9 @@ class Drawn:
         return any(s.startswith("No data") for s in self.said(name))
 
 
-def _draw_all(tables, outdir, *, texts: bool = False, **kw) -> Drawn:
+def _draw_all(tables, outdir, *, texts: bool = False, write: bool = True, **kw) -> Drawn:
     """render_all(*tables, outdir, **kw), keeping each figure (and, with `texts`, the texts
-    it shows, measured before it is saved)."""
+    it shows, measured before it is saved; without `write`, figures are drawn, not saved)."""
     figs, shown = {}, {}
 
     def keep(fig, stem):
@@ -111,6 +111,8 @@ def _draw_all(tables, outdir, *, texts: bool = False, **kw) -> Drawn:
 
     with pytest.MonkeyPatch.context() as mp:
         _watch_saves(mp, keep)
+        if not write:
+            mp.setattr(plot, "save", lambda fig, stem: keep(fig, stem) or [])
         paths = figures.render_all(*tables, outdir, **kw)
     return Drawn(tuple(tables), paths, figs, shown)
 
@@ -755,15 +757,14 @@ def test_a_model_that_never_ran_keeps_the_figures(tmp_path):
         [summary[summary["status"] != "not-profiled"], extra.iloc[[0]]], ignore_index=True
     )
 
-    def draw(table, out):
+    def draw(table, out, write):
         scores = score_summary(table, reference_model="resnet_0.in1k")
         fits = all_fits(table, baseline_method="fp32")
-        drawn = _draw_all((table, scores, fits, trace), tmp_path / out)
-        for paths in drawn.paths.values():
-            _assert_written(paths)
-        return drawn
+        return _draw_all((table, scores, fits, trace), tmp_path / out, write=write)
 
-    with_na, without = draw(dirty, "dirty"), draw(clean, "clean")
+    with_na, without = draw(dirty, "dirty", True), draw(clean, "clean", False)
+    for paths in with_na.paths.values():
+        _assert_written(paths)
     assert set(with_na.figs) == set(figures.FIGURE_NAMES)
     assert {n for n in with_na.figs if with_na.no_data(n)} == {"train_vs_inference"}
     for name in ("accuracy_vs_energy", "energy_vs_factors", "throughput_vs_energy"):
@@ -776,14 +777,8 @@ def test_figures_without_any_placeable_row_say_why(tmp_path, monkeypatch):
     summary["device_label"] = pd.NA
     trace["device_label"] = pd.NA
     scores = score_summary(summary, reference_model="resnet_0.in1k")
-    said = {}
-    real = plot.no_data
-
-    def spy(stem, title, why):
-        said[Path(stem).name] = why
-        return real(stem, title, why)
-
-    monkeypatch.setattr(plot, "no_data", spy)
+    said = {}  # (the "No data" figures themselves are drawn in test_degenerate_input_...)
+    monkeypatch.setattr(plot, "no_data", lambda stem, title, why: said.update({stem.name: why}))
     figures.render_all(summary, scores, all_fits(summary, baseline_method="fp32"), trace, tmp_path)
     assert set(said) == set(figures.FIGURE_NAMES)
     n_ok, n_failed = int((summary["status"] == "ok").sum()), int((summary["status"] != "ok").sum())
