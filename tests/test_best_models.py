@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from test_figures import study_tables
+from helpers.figure_study import study_tables
 
 from joulebench.analysis.best_models import (
     best_per_energy_band,

@@ -1,5 +1,9 @@
 """Figures: every one is drawn from a small synthetic study, degenerate input included, and
-estimated energies say so on the axis."""
+estimated energies say so on the axis.
+
+The studies drawn whole (estimated, measured, default-like, all flagged, 2,000 rows) are
+drawn once per module (`drawn_*` fixtures keep each saved figure and its texts); a test of
+one property of a drawn figure looks at it there. Tests of other inputs draw their own."""
 
 from __future__ import annotations
 
@@ -7,135 +11,31 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REPO
+from helpers.figure_study import default_like_study, study_tables, synthetic_study
 
 from joulebench.analysis.fits import all_fits
 from joulebench.analysis.score import score_summary
 from joulebench.analysis.summary import build_summary
 from joulebench.report import figures
-from joulebench.tables import PROFILE_COLUMNS, TRACE_TABLE_COLUMNS
-
-FAMILIES = ["resnet", "efficientnet", "vision_transformer", "convnext", "mobilenetv3", "regnet"]
+from joulebench.report.figures import plot, registry
 
 
 def _watch_saves(monkeypatch, look) -> None:
-    """Call `look(fig, stem)` on every figure just before the figures module saves it."""
-    real_save = figures._save
+    """Call `look(fig, stem)` on every figure just before a figure module saves it."""
+    real_save = plot.save
 
     def spy(fig, stem):
         look(fig, stem)
         return real_save(fig, stem)
 
-    monkeypatch.setattr(figures, "_save", spy)
-
-
-def synthetic_study(
-    n_models=30,
-    methods=("fp32", "bf16"),
-    batch_sizes=(1, 8, 32),
-    estimated=True,
-    seed=0,
-    failures=2,
-):
-    """A plausible study: E ~ FLOPs^0.9, accuracy saturating in energy, bf16 ~35 % cheaper,
-    batching cheaper per image; the first `failures` models fail at the largest batch.
-    Returns profile, catalog, accuracy and trace tables (the trace is empty for an
-    estimating meter, as in the real one)."""
-    rng = np.random.default_rng(seed)
-    catalog, accuracy, profile, trace = [], [], [], []
-    meter = "estimate:tdp-linear" if estimated else "nvml"
-    for i in range(n_models):
-        fam = FAMILIES[i % len(FAMILIES)]
-        name = f"{fam}_{i}.in1k"
-        flops = 10 ** rng.uniform(8.3, 11.3)
-        catalog.append(
-            {
-                "model": name,
-                "architecture": f"{fam}_{i}",
-                "pretrained_tag": "in1k",
-                "family": fam,
-                "status": "ok",
-                "reason": "",
-                "params": int(flops / 10 ** rng.uniform(1.7, 2.7)),
-                "flops_per_image": flops,
-                "macs_per_image": flops / 2,
-                "activations_per_image": flops / 10 ** rng.uniform(2.5, 3.1),
-                "input_height": 224,
-                "input_width": 224,
-                "num_classes": 1000,
-            }
-        )
-        e_model = 1.8e-10 * flops**0.9 * 10 ** rng.normal(0, 0.12)
-        top1 = 88 - 25 * (e_model / 0.01) ** -0.3 + rng.normal(0, 1.5) + FAMILIES.index(fam) * 0.3
-        accuracy.append(
-            {
-                "model": name,
-                "img_size": 224,
-                "top1": top1,
-                "top5": min(top1 + 12, 99.5),
-                "accuracy_source": "reference",
-            }
-        )
-        for m in methods:
-            for b in batch_sizes:
-                failed = i < failures and m == methods[0] and b == batch_sizes[-1]
-                e = e_model * (0.65 if m != methods[0] else 1.0) * (0.55 + 0.45 / b**0.5)
-                e *= 10 ** rng.normal(0, 0.02)
-                power = 40 + 60 * rng.uniform()
-                profile.append(
-                    {
-                        "device_label": "cpu" if estimated else "h200",
-                        "model": name,
-                        "method": m,
-                        "batch_size_requested": b,
-                        "batch_size": b,
-                        "status": "oom" if failed else "ok",
-                        "reason": "out of memory" if failed else "",
-                        "meter": meter,
-                        "is_estimate": None if failed else estimated,
-                        "energy_per_image_j": np.nan if failed else e,
-                        "dynamic_energy_per_image_j": np.nan if failed else e * 0.7,
-                        "throughput_img_s": np.nan if failed else power / e,
-                        "idle_power_w": 20.0,
-                        "flags": "",
-                    }
-                )
-                if not estimated and not failed and i < 2:
-                    for r in range(4):
-                        t = np.arange(0, 5.0, 0.02)
-                        trace.append(
-                            pd.DataFrame(
-                                {
-                                    "device_label": "h200",
-                                    "model": name,
-                                    "method": m,
-                                    "batch_size_requested": b,
-                                    "batch_size": b,
-                                    "repeat": r,
-                                    "t_s": t,
-                                    "power_w": power
-                                    + 5 * np.sin(7 * t + r)
-                                    + rng.normal(0, 2, len(t)),
-                                    "power_avg_w": power,
-                                }
-                            )
-                        )
-    prof = pd.DataFrame(profile).reindex(columns=list(PROFILE_COLUMNS))
-    tr = pd.concat(trace) if trace else pd.DataFrame(columns=list(TRACE_TABLE_COLUMNS))
-    tr = tr.reindex(columns=list(TRACE_TABLE_COLUMNS))
-    return prof, pd.DataFrame(catalog), pd.DataFrame(accuracy), tr
-
-
-def study_tables(**kw):
-    profile, catalog, accuracy, trace = synthetic_study(**kw)
-    summary = build_summary(profile, catalog, accuracy)
-    scores = score_summary(summary, reference_model="resnet_0.in1k")
-    fits = all_fits(summary, baseline_method="fp32")
-    return summary, scores, fits, trace
+    monkeypatch.setattr(plot, "save", spy)
 
 
 def _assert_written(paths):
@@ -147,48 +47,153 @@ def _assert_written(paths):
     assert not [q for q in paths[0].parent.iterdir() if q.name.endswith(".tmp")]
 
 
-@pytest.mark.parametrize("estimated", [True, False])
-def test_every_figure_is_written(tmp_path, estimated):
-    summary, scores, fits, trace = study_tables(estimated=estimated)
-    out = figures.render_all(summary, scores, fits, trace, tmp_path)
-    assert set(out) == set(figures.FIGURE_NAMES)
-    for paths in out.values():
-        _assert_written(paths)
+# --- what a figure shows: its texts with their extents, as saved ------------------------------
 
 
-def _axis_labels(monkeypatch, call) -> list[str]:
-    """Run a figure function and collect every axis label of the figure it saves."""
-    seen = []
+def _drawn_texts(fig) -> list:
+    """Every piece of text the saved figure shows, with its extent in pixels: tick labels of
+    ticks in view, axis labels, titles, legend entries and titles, annotations."""
+    from matplotlib.text import Text
 
-    def spy(fig, stem):
-        seen.extend([fig.get_supxlabel(), fig.get_supylabel()])
-        for ax in fig.axes:
-            seen.extend([ax.get_xlabel(), ax.get_ylabel()])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    tick_labels, in_view = set(), set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            slack = 1e-9 * max(abs(lo), abs(hi), 1e-300)
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                for label in (tick.label1, tick.label2):
+                    tick_labels.add(id(label))
+                    if lo - slack <= tick.get_loc() <= hi + slack:
+                        in_view.add(id(label))
+    texts = []
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip():
+            continue
+        if id(t) in tick_labels and id(t) not in in_view:
+            continue
+        texts.append((t, t.get_window_extent(renderer)))
+    return texts
 
-    _watch_saves(monkeypatch, spy)
-    call()
+
+@dataclass
+class Drawn:
+    """Figures drawn by render_all from `tables`: their paths, and each figure and its texts
+    as saved."""
+
+    tables: tuple
+    paths: dict
+    figs: dict
+    texts: dict
+
+    def strings(self, name: str) -> list[str]:
+        return [t.get_text() for t, _ in self.texts[name]]
+
+    def said(self, name: str) -> list[str]:
+        """The figure's own texts (what a "No data" figure writes), not legends or ticks."""
+        fig = self.figs[name]
+        return [t.get_text() for t in [*fig.texts, *(t for ax in fig.axes for t in ax.texts)]]
+
+    def no_data(self, name: str) -> bool:
+        return any(s.startswith("No data") for s in self.said(name))
+
+
+def _draw_all(tables, outdir, *, texts: bool = False, write: bool = True, **kw) -> Drawn:
+    """render_all(*tables, outdir, **kw), keeping each figure (and, with `texts`, the texts
+    it shows, measured before it is saved; without `write`, figures are drawn, not saved)."""
+    figs, shown = {}, {}
+
+    def keep(fig, stem):
+        figs[Path(stem).name] = fig
+        if texts:
+            shown[Path(stem).name] = _drawn_texts(fig)
+
+    with pytest.MonkeyPatch.context() as mp:
+        _watch_saves(mp, keep)
+        if not write:
+            mp.setattr(plot, "save", lambda fig, stem: keep(fig, stem) or [])
+        paths = figures.render_all(*tables, outdir, **kw)
+    return Drawn(tuple(tables), paths, figs, shown)
+
+
+def _axis_labels(fig) -> list[str]:
+    seen = [fig.get_supxlabel(), fig.get_supylabel()]
+    for ax in fig.axes:
+        seen.extend([ax.get_xlabel(), ax.get_ylabel()])
     return seen
 
 
-def test_estimated_energies_are_labelled(tmp_path, monkeypatch):
-    summary, scores, fits, _ = study_tables(estimated=True)
-    calls = {
-        "accuracy": lambda: figures.accuracy_vs_energy(scores, tmp_path / "a"),
-        "factors": lambda: figures.energy_vs_factors(summary, fits["factor_fits"], tmp_path / "f"),
-        "savings": lambda: figures.method_savings(fits["method_savings"], tmp_path / "s"),
-        "batch": lambda: figures.energy_vs_batch_size(fits["batch_scaling"], tmp_path / "b"),
-        "throughput": lambda: figures.throughput_vs_energy(summary, tmp_path / "t"),
-    }
-    for name, call in calls.items():
-        labels = _axis_labels(monkeypatch, call)
+@pytest.fixture(scope="module")
+def estimated():
+    return study_tables(estimated=True)
+
+
+@pytest.fixture(scope="module")
+def measured():
+    return study_tables(estimated=False)
+
+
+@pytest.fixture(scope="module")
+def drawn_estimated(estimated, tmp_path_factory):
+    return _draw_all(estimated, tmp_path_factory.mktemp("estimated"))
+
+
+@pytest.fixture(scope="module")
+def drawn_measured(measured, tmp_path_factory):
+    return _draw_all(measured, tmp_path_factory.mktemp("measured"))
+
+
+@pytest.fixture(scope="module")
+def drawn_default(tmp_path_factory):
+    return _draw_all(default_like_study(""), tmp_path_factory.mktemp("default"), texts=True)
+
+
+@pytest.fixture(scope="module")
+def drawn_flagged(tmp_path_factory):
+    """The default study's shape with every row flagged other-load (a busy CPU)."""
+    tables = default_like_study("other-load")
+    return _draw_all(tables, tmp_path_factory.mktemp("flagged"), texts=True)
+
+
+BIG_METHODS = ("fp32", "bf16", "fp16-amp", "channels_last-compile")
+
+
+@pytest.fixture(scope="module")
+def drawn_big(tmp_path_factory):
+    tables = study_tables(n_models=250, methods=BIG_METHODS, batch_sizes=(1, 8), estimated=False)
+    assert len(tables[0]) == 2000
+    return _draw_all(tables, tmp_path_factory.mktemp("big"), texts=True)
+
+
+# --- every figure, and what its axes say ------------------------------------------------------
+
+
+@pytest.mark.parametrize("drawn", ["drawn_estimated", "drawn_measured"])
+def test_every_figure_is_written(drawn, request):
+    out = request.getfixturevalue(drawn)
+    assert set(out.paths) == set(figures.FIGURE_NAMES)
+    for paths in out.paths.values():
+        _assert_written(paths)
+
+
+def test_estimated_energies_are_labelled(drawn_estimated):
+    names = [
+        "accuracy_vs_energy",
+        "energy_vs_factors",
+        "method_savings",
+        "energy_vs_batch_size",
+        "throughput_vs_energy",
+    ]
+    for name in names:
+        labels = _axis_labels(drawn_estimated.figs[name])
         energy_axes = [lab for lab in labels if "Energy" in lab or "Saving" in lab]
         assert energy_axes, (name, labels)
         assert all("estimated" in lab for lab in energy_axes), (name, labels)
 
 
-def test_measured_energies_are_not_labelled_estimated(tmp_path, monkeypatch):
-    summary, scores, _, _ = study_tables(estimated=False, n_models=8)
-    labels = _axis_labels(monkeypatch, lambda: figures.accuracy_vs_energy(scores, tmp_path / "a"))
+def test_measured_energies_are_not_labelled_estimated(drawn_measured):
+    labels = _axis_labels(drawn_measured.figs["accuracy_vs_energy"])
     assert [lab for lab in labels if re.fullmatch(r"Energy per image \((J|mJ|µJ)\)", lab)]
 
 
@@ -198,55 +203,43 @@ def test_mixed_meters_say_partly_estimated():
     assert figures.energy_label(pd.Series([True, True])).endswith("(J, estimated)")
 
 
-def test_estimated_power_trace_is_labelled(tmp_path, monkeypatch):
-    _, _, _, trace = synthetic_study(estimated=False, n_models=3)
-    labels = _axis_labels(
-        monkeypatch,
-        lambda: figures.power_trace(trace, tmp_path / "p", idle_power_w=20.0, estimated=True),
-    )
-    assert any("Power" in lab and "estimated" in lab for lab in labels)
+def test_estimated_power_trace_is_labelled(measured, tmp_path, monkeypatch):
+    trace = measured[3]
+    saved = []
+    _watch_saves(monkeypatch, lambda fig, stem: saved.append(fig))
+    figures.power_trace(trace, tmp_path / "p", idle_power_w=20.0, estimated=True)
+    (fig,) = saved
+    assert any("Power" in lab and "estimated" in lab for lab in _axis_labels(fig))
 
 
-def test_degenerate_input_draws_no_data(tmp_path, monkeypatch):
+def test_degenerate_input_draws_no_data(tmp_path):
     profile, catalog, accuracy, _ = synthetic_study(n_models=1, batch_sizes=(8,))
     profile["status"] = "error"
     profile["energy_per_image_j"] = np.nan
     summary = build_summary(profile, catalog, accuracy)
     scores = score_summary(summary)
     fits = all_fits(summary, baseline_method="fp32")
-    texts = []
-
-    def spy(fig, stem):
-        texts.extend(t.get_text() for ax in fig.axes for t in ax.texts)
-
-    _watch_saves(monkeypatch, spy)
-    out = figures.render_all(summary, scores, fits, None, tmp_path)
-    for paths in out.values():
+    out = _draw_all((summary, scores, fits, None), tmp_path)
+    for paths in out.paths.values():
         _assert_written(paths)
-    assert sum(t.startswith("No data") for t in texts) == len(figures.FIGURE_NAMES)
+    assert set(out.figs) == set(figures.FIGURE_NAMES)
+    said = [s for name in out.figs for s in out.said(name) if s.startswith("No data")]
+    assert len(said) == len(figures.FIGURE_NAMES)  # one each
 
 
-def test_one_model_still_draws(tmp_path, monkeypatch):
-    summary, scores, fits, _ = study_tables(
-        n_models=1, batch_sizes=(8,), methods=("fp32",), failures=0
-    )
-    drawn = []
-
-    def spy(fig, stem):
-        drawn.append((stem.name, any(t.get_text().startswith("No data") for t in fig.texts)))
-        drawn[-1] += (any(ax.collections or ax.lines for ax in fig.axes),)
-
-    _watch_saves(monkeypatch, spy)
-    out = figures.render_all(summary, scores, fits, None, tmp_path)
-    for paths in out.values():
+def test_one_model_still_draws(tmp_path):
+    tables = study_tables(n_models=1, batch_sizes=(8,), methods=("fp32",), failures=0)
+    out = _draw_all((*tables[:3], None), tmp_path)
+    for paths in out.paths.values():
         _assert_written(paths)
-    points = {name for name, _, has_artists in drawn if has_artists}
+    points = {
+        name for name, fig in out.figs.items() if any(ax.collections or ax.lines for ax in fig.axes)
+    }
     assert {"accuracy_vs_energy", "energy_vs_factors", "throughput_vs_energy"} <= points
 
 
-def test_stem_with_dots_keeps_its_name(tmp_path):
-    summary, scores, _, _ = study_tables(n_models=4)
-    paths = figures.accuracy_vs_energy(scores, tmp_path / "resnet50.a1_in1k")
+def test_stem_with_dots_keeps_its_name(estimated, tmp_path):
+    paths = figures.accuracy_vs_energy(estimated[1], tmp_path / "resnet50.a1_in1k")
     assert {p.name for p in paths} == {"resnet50.a1_in1k.pdf", "resnet50.a1_in1k.png"}
 
 
@@ -267,8 +260,11 @@ def test_dynamic_energy_is_named_on_the_axis(tmp_path, monkeypatch):
     profile, catalog, accuracy, _ = synthetic_study(n_models=6)
     summary = build_summary(profile, catalog, accuracy)
     scores = score_summary(summary, energy="dynamic")
-    labels = _axis_labels(monkeypatch, lambda: figures.accuracy_vs_energy(scores, tmp_path / "a"))
+    saved = []
+    _watch_saves(monkeypatch, lambda fig, stem: saved.append(fig))
+    figures.accuracy_vs_energy(scores, tmp_path / "a")
     pattern = r"Energy above idle per image \((J|mJ|µJ), estimated\)"
+    labels = _axis_labels(saved[0])
     assert [lab for lab in labels if re.fullmatch(pattern, lab)], labels
 
 
@@ -295,29 +291,20 @@ def test_figures_from_a_published_summary_without_torch(tmp_path):
     assert len(list((tmp_path / "figs").glob("*.png"))) == len(figures.FIGURE_NAMES)
 
 
-def _saved_figures(monkeypatch) -> list:
-    """Every figure the figure functions save from now on (they are still written)."""
-    saved = []
-    _watch_saves(monkeypatch, lambda fig, stem: saved.append(fig))
-    return saved
-
-
-def test_train_vs_inference_without_training_rows_says_so(tmp_path, monkeypatch):
-    summary, _, _, _ = study_tables(estimated=True)
-    saved = _saved_figures(monkeypatch)
-    _assert_written(figures.train_vs_inference(summary, tmp_path / "none"))  # inference only
-    (fig,) = saved
+def test_train_vs_inference_without_training_rows_says_so(drawn_estimated):
+    fig = drawn_estimated.figs["train_vs_inference"]  # the study is inference only
+    _assert_written(drawn_estimated.paths["train_vs_inference"])
     assert not [ax for ax in fig.axes if ax.collections or ax.lines]
     assert [t for t in fig.texts + fig.axes[0].texts if t.get_text().startswith("No data")]
 
 
-def test_train_vs_inference_draws_each_model_at_its_two_energies(tmp_path, monkeypatch):
+def test_train_vs_inference_draws_each_model_at_its_two_energies(estimated, tmp_path, monkeypatch):
     """One point per (device, method, model, batch size) measured in both phases, at
     (inference energy, training energy) in the unit its axes name, in its method's colour;
     rows that failed in either phase or have no partner are left out."""
     from matplotlib.colors import to_rgba
 
-    summary, _, _, _ = study_tables(estimated=True)
+    summary = estimated[0]
     # training costs a different multiple per row, so swapped or mismatched pairs show
     factor = 2.0 + (np.arange(len(summary)) % 7) / 3
     train = summary.assign(phase="train", energy_per_image_j=summary["energy_per_image_j"] * factor)
@@ -325,7 +312,8 @@ def test_train_vs_inference_draws_each_model_at_its_two_energies(tmp_path, monke
     ok_in_inference = train.index[train["status"] == "ok"][3]
     train.loc[ok_in_inference, ["status", "energy_per_image_j"]] = ["oom", np.nan]
     both = pd.concat([summary, train], ignore_index=True)
-    saved = _saved_figures(monkeypatch)
+    saved = []
+    _watch_saves(monkeypatch, lambda fig, stem: saved.append(fig))
     _assert_written(figures.train_vs_inference(both, tmp_path / "tv"))
 
     key = ["device_label", "method", "model", "batch_size_requested"]
@@ -372,36 +360,10 @@ def test_train_vs_inference_draws_each_model_at_its_two_energies(tmp_path, monke
 PLAIN_NUMBER = re.compile(r"^−?[0-9][0-9,]*(\.[0-9]+)?$")
 
 
-def _drawn_texts(fig) -> list:
-    """Every piece of text the saved figure shows, with its extent in pixels: tick labels of
-    ticks in view, axis labels, titles, legend entries and titles, annotations."""
-    from matplotlib.text import Text
-
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    tick_labels, in_view = set(), set()
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            lo, hi = sorted(axis.get_view_interval())
-            slack = 1e-9 * max(abs(lo), abs(hi), 1e-300)
-            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
-                for label in (tick.label1, tick.label2):
-                    tick_labels.add(id(label))
-                    if lo - slack <= tick.get_loc() <= hi + slack:
-                        in_view.add(id(label))
-    texts = []
-    for t in fig.findobj(Text):
-        if not t.get_visible() or not t.get_text().strip():
-            continue
-        if id(t) in tick_labels and id(t) not in in_view:
-            continue
-        texts.append((t, t.get_window_extent(renderer)))
-    return texts
-
-
-def _text_problems(fig, name: str) -> list[str]:
+def _text_problems(fig, name: str, texts=None) -> list[str]:
+    """Text cut off by the figure's edge, or overlapping other text (`texts`: _drawn_texts)."""
     problems = []
-    texts = _drawn_texts(fig)
+    texts = _drawn_texts(fig) if texts is None else texts
     page = fig.bbox
     for t, box in texts:
         if (
@@ -431,56 +393,31 @@ def _energy_axes(fig) -> list:
     return out
 
 
-def _check_readable(monkeypatch, render) -> dict:
-    """Render figures through `render`; return {figure: [problems]} for every figure saved."""
+def _readability(drawn: Drawn) -> dict:
+    """{figure: [problems]}: overlapping or cut-off text, energy ticks that are not plain
+    numbers or missing, mathtext."""
     found = {}
-
-    def spy(fig, stem):
-        name = Path(stem).name
-        problems = _text_problems(fig, name)
+    for name, fig in drawn.figs.items():
+        texts = drawn.texts[name]
+        problems = _text_problems(fig, name, texts)
         for axis, label in _energy_axes(fig):
-            shown = [
-                t.get_text() for t, _ in _drawn_texts(fig) if t in axis.get_ticklabels(which="both")
-            ]
+            ticks = axis.get_ticklabels(which="both")
+            shown = [t.get_text() for t, _ in texts if t in ticks]
             bad = [s for s in shown if not PLAIN_NUMBER.match(s)]
             if bad:
                 problems.append(f"{name}: energy axis {label!r} has tick labels {bad}")
             if not [s for s in shown if s]:
                 problems.append(f"{name}: energy axis {label!r} has no tick label")
-        for t, _ in _drawn_texts(fig):
+        for t, _ in texts:
             if re.search(r"\\mathdefault|\d\^\{|×\s*10", t.get_text()):
                 problems.append(f"{name}: mathtext in {t.get_text()!r}")
         found[name] = problems
-
-    _watch_saves(monkeypatch, spy)
-    render()
     return found
 
 
-def default_like_study(flag: str = ""):
-    """The default study's shape: 5 models, fp32 and bf16, batch 1 and 8, a CPU estimate."""
-    profile, catalog, accuracy, trace = synthetic_study(
-        n_models=5, batch_sizes=(1, 8), failures=0, estimated=True
-    )
-    profile["flags"] = flag
-    summary = build_summary(profile, catalog, accuracy)
-    scores = score_summary(summary, reference_model="resnet_0.in1k")
-    return summary, scores, all_fits(summary, baseline_method="fp32"), trace
-
-
-BIG_METHODS = ("fp32", "bf16", "fp16-amp", "channels_last-compile")
-
-
-@pytest.mark.parametrize("which", ["default", "default-all-flagged", "2000-rows"])
-def test_figure_text_is_plain_and_never_overlaps(which, tmp_path, monkeypatch):
-    if which == "2000-rows":
-        tables = study_tables(
-            n_models=250, methods=BIG_METHODS, batch_sizes=(1, 8), estimated=False
-        )
-        assert len(tables[0]) == 2000
-    else:
-        tables = default_like_study("other-load" if which.endswith("flagged") else "")
-    found = _check_readable(monkeypatch, lambda: figures.render_all(*tables, tmp_path))
+@pytest.mark.parametrize("drawn", ["drawn_default", "drawn_flagged", "drawn_big"])
+def test_figure_text_is_plain_and_never_overlaps(drawn, request):
+    found = _readability(request.getfixturevalue(drawn))
     assert set(found) == set(figures.FIGURE_NAMES)
     problems = [p for ps in found.values() for p in ps]
     assert not problems, "\n".join(problems)
@@ -493,7 +430,7 @@ HOSTILE_LABELS = {
 }
 
 
-def test_hostile_labels_print_as_text(tmp_path, monkeypatch):
+def test_hostile_labels_print_as_text(tmp_path):
     """Mathtext-breaking and 10,000-character labels: every figure is written, the labels
     appear as written (cut short with an ellipsis, never parsed), nothing leaves the page."""
     profile, catalog, accuracy, trace = synthetic_study(n_models=8, estimated=False)
@@ -505,26 +442,19 @@ def test_hostile_labels_print_as_text(tmp_path, monkeypatch):
     summary = build_summary(profile, catalog, accuracy)
     scores = score_summary(summary)
     fits = all_fits(summary, baseline_method="fp32")
-    shown = []
-
-    def keep_texts(fig, stem):
-        shown.extend(t.get_text() for t, _ in _drawn_texts(fig))
-
-    _watch_saves(monkeypatch, keep_texts)
-    found = _check_readable(
-        monkeypatch, lambda: figures.render_all(summary, scores, fits, trace, tmp_path)
-    )
+    drawn = _draw_all((summary, scores, fits, trace), tmp_path, texts=True)
+    found = _readability(drawn)
     assert set(found) == set(figures.FIGURE_NAMES)
     assert not [p for ps in found.values() for p in ps]
     for name in figures.FIGURE_NAMES:
         _assert_written([tmp_path / f"{name}.pdf", tmp_path / f"{name}.png"])
-    text = "\n".join(shown)
+    text = "\n".join(s for name in drawn.figs for s in drawn.strings(name))
     assert "gpu $x^$" in text and "fp16 $\\frac{1}{0}$" in text
     assert "fam_$x^$_ww" in text and "…" in text and "w" * 100 not in text
 
 
 def test_the_text_check_finds_overlaps_and_cut_off_text():
-    fig, ax = figures._figure(2.0)
+    fig, ax = plot.new_figure(2.0)
     ax.text(0.5, 0.5, "first label")
     ax.text(0.52, 0.5, "second label")
     off = ax.text(0.9, 0.2, "runs off the right edge")
@@ -547,15 +477,13 @@ def _figure_texts(monkeypatch, call) -> tuple[list[str], list]:
     return texts, collections
 
 
-def test_all_rows_flagged_are_drawn_hollow_and_named(tmp_path, monkeypatch):
+def test_all_rows_flagged_are_drawn_hollow_and_named(drawn_flagged):
     """A busy CPU flags every row other-load: the headline figure shows them as flagged and
     says so, instead of "no model with both energy and top-1"."""
-    _, scores, _, _ = default_like_study("other-load")
+    scores = drawn_flagged.tables[1]
     assert not scores["scored"].any() and scores["top1"].notna().all()
-    texts, dots = _figure_texts(
-        monkeypatch, lambda: figures.accuracy_vs_energy(scores, tmp_path / "a")
-    )
-    joined = "\n".join(texts)
+    joined = "\n".join(drawn_flagged.strings("accuracy_vs_energy"))
+    dots = [c for ax in drawn_flagged.figs["accuracy_vs_energy"].axes for c in ax.collections]
     assert "No data" not in joined and "failed or no top-1" not in joined
     assert "none graded: 5 flagged other-load" in joined
     assert "flagged other-load (5, not graded)" in joined
@@ -593,8 +521,8 @@ def test_nothing_to_draw_names_the_reason(tmp_path, monkeypatch):
     assert "No data: no model to plot: 8 without top-1" in texts
 
 
-def test_impossible_throughput_does_not_take_the_figures_down(tmp_path):
-    summary, _, _, _ = study_tables(n_models=6, estimated=False)
+def test_impossible_throughput_does_not_take_the_figures_down(measured, tmp_path):
+    summary = measured[0].copy()
     summary.loc[summary.index[:3], "throughput_img_s"] = -1.0
     summary.loc[summary.index[3], "throughput_img_s"] = 0.0
     _assert_written(figures.throughput_vs_energy(summary, tmp_path / "t"))
@@ -616,18 +544,13 @@ def test_energy_units_and_plain_tick_numbers():
     assert figures.plain_number(1.5e-4) == "0.00015"
 
 
-def test_a_killed_figure_write_leaves_nothing_after_the_next_run(tmp_path):
+def test_a_killed_figure_write_leaves_nothing_after_the_next_run(estimated, tmp_path):
     """kill -9 during savefig leaves a 0-byte temp file; the next run removes it."""
-    from joulebench.analysis.summary import write_summary
-
-    summary, scores, _, _ = study_tables(n_models=4)
-    write_summary(summary, tmp_path / "summary.parquet")
-    scores.to_parquet(tmp_path / "scores.parquet")
+    estimated[1].to_parquet(tmp_path / "scores.parquet")
     out = tmp_path / "figs"
     draw = (
         "import pandas as pd\n"
         "from joulebench.report import figures\n"
-        "from joulebench.analysis.summary import read_summary\n"
         f"scores = pd.read_parquet({str(tmp_path / 'scores.parquet')!r})\n"
         f"figures.accuracy_vs_energy(scores, {str(out / 'accuracy_vs_energy')!r})\n"
     )
@@ -667,17 +590,9 @@ def test_temp_files_of_a_write_in_progress_are_left_alone(tmp_path):
     assert not old.exists() and fresh.exists() and other.exists()
 
 
-def test_figures_emptied_by_flags_say_so(tmp_path, monkeypatch):
+def test_figures_emptied_by_flags_say_so(drawn_flagged):
     """All rows flagged other-load: the figures that then have nothing to draw say why."""
-    tables = default_like_study("other-load")
-    texts = []
-
-    def spy(fig, stem):
-        texts.append((Path(stem).name, [t.get_text() for t, _ in _drawn_texts(fig)]))
-
-    _watch_saves(monkeypatch, spy)
-    figures.render_all(*tables, tmp_path)
-    said = {name: "\n".join(t) for name, t in texts}
+    said = {name: "\n".join(drawn_flagged.strings(name)) for name in drawn_flagged.figs}
     for name in ("energy_vs_factors", "method_savings", "energy_vs_batch_size"):
         assert "No data" in said[name] and "20 flagged other-load" in said[name], said[name]
     assert "20 flagged other-load" in said["throughput_vs_energy"]
@@ -740,8 +655,8 @@ def test_decision_figures_say_why_they_are_empty(tmp_path, monkeypatch):
     summary = decision_summary()
     summary["flags"] = "other-load"
     said = []
-    monkeypatch.setattr(figures, "no_data", lambda stem, title, why: said.append(why) or [])
-    figures.energy_optimal_front(figures._best_from(summary, summary, None), tmp_path / "f")
+    monkeypatch.setattr(plot, "no_data", lambda stem, title, why: said.append(why) or [])
+    figures.energy_optimal_front(figures.best_from(summary, summary, None), tmp_path / "f")
     figures.method_value(summary, tmp_path / "m")
     assert said == [
         "no model has a comparable configuration and a top-1",
@@ -749,33 +664,29 @@ def test_decision_figures_say_why_they_are_empty(tmp_path, monkeypatch):
     ]
 
 
-def test_accuracy_figure_draws_the_law_the_comparison_picks(tmp_path, monkeypatch):
-    summary, scores, fits, _ = study_tables(n_models=30, estimated=False)
-    seen = {}
-
-    def spy(fig, stem):
-        legend = fig.legends[0]
-        seen["labels"] = [t.get_text() for t in legend.get_texts()]
-        seen["title"] = legend.get_title().get_text()
-        seen["dashed"] = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "--"]
-
-    _watch_saves(monkeypatch, spy)
-    figures.accuracy_vs_energy(scores, tmp_path / "a", law=fits["accuracy_law"])
-    law = fits["accuracy_law"]
-    title = seen["title"].splitlines()[0]  # "h200 · bf16 · batch 1 · 30 models graded"
+def test_accuracy_figure_draws_the_law_the_comparison_picks(measured, drawn_measured):
+    fig = drawn_measured.figs["accuracy_vs_energy"]
+    legend = fig.legends[0]
+    labels = [t.get_text() for t in legend.get_texts()]
+    full_title = legend.get_title().get_text()
+    dashed = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "--"]
+    law = measured[2]["accuracy_law"]
+    title = full_title.splitlines()[0]  # "h200 · bf16 · batch 1 · 30 models graded"
     method, batch = title.split(" · ")[1], int(title.split(" · ")[2].split()[1])
     mine = law[(law["method"] == method) & (law["batch_size_requested"] == batch)]
     mine = mine[mine["subset"] == "all"]
     winner = mine.loc[mine["best_by_bic"].astype(bool), "form"].iloc[0]
-    assert f"law: {winner}" in seen["labels"] and len(seen["dashed"]) == 1
+    assert f"law: {winner}" in labels and len(dashed) == 1
     for form in set(mine["form"]) - {winner}:
-        assert form in seen["title"]
+        assert form in full_title
 
 
-def test_node_scope_is_named_and_a_secondary_axis_shows_the_units_people_use(tmp_path, monkeypatch):
+def test_node_scope_is_named_and_a_secondary_axis_shows_the_units_people_use(
+    measured, tmp_path, monkeypatch
+):
     """energy_scope node: the axis says whole node; figures.secondary_unit: a top axis in Wh
     or gCO2e per 1,000 images whose ticks follow the bottom's J (here 1 J = 0.2778 Wh/1k)."""
-    summary, _, fits, trace = study_tables(estimated=False, n_models=8)
+    summary = measured[0].copy()
     summary["energy_node_per_image_j"] = summary["energy_per_image_j"] * 1.5
     summary["host_is_estimate"] = False
     scores = score_summary(
@@ -805,3 +716,143 @@ def test_node_scope_is_named_and_a_secondary_axis_shows_the_units_people_use(tmp
     seen.clear()
     figures.accuracy_vs_energy(plain, tmp_path / "c", secondary_unit="gco2e_per_1k_images")
     assert "gCO2e per 1,000 images (estimate)" not in [lab for lab, _ in seen]
+
+
+# --- rows without a key: the summary's own not-profiled rows have no device, method, batch ----
+
+
+def _study_with_an_unprofiled_model():
+    """A study where one catalogued model never got a profile row (its build failed): the
+    summary keeps it as a not-profiled row with NA device, method and batch size."""
+    profile, catalog, accuracy, trace = synthetic_study(n_models=6, estimated=False)
+    broken = catalog.iloc[[0]].assign(model="broken.in1k", status="error", reason="build failed")
+    catalog = pd.concat([catalog, broken], ignore_index=True)
+    summary = build_summary(profile, catalog, accuracy)
+    return summary, trace
+
+
+def _points(fig) -> list:
+    return sorted(
+        tuple(np.round(xy, 9))
+        for ax in fig.axes
+        for c in ax.collections
+        for xy in np.asarray(c.get_offsets())
+    )
+
+
+def test_a_model_that_never_ran_keeps_the_figures(tmp_path):
+    """Not-profiled rows (NA keys) and rows lacking a device, method, batch size or model are
+    left out; every figure is still drawn from the rest, with the same points as without
+    them. A row without a phase is drawn where the phase does not place it (throughput)."""
+    summary, trace = _study_with_an_unprofiled_model()
+    lone = summary[summary["status"] == "not-profiled"]
+    assert len(lone) == 1
+    assert lone[["device_label", "method", "batch_size_requested"]].isna().all(axis=None)
+    extra = summary[summary["model"] == "convnext_3.in1k"].copy()  # copies with one key missing
+    extra["model"] = [f"nokey_{i}.in1k" for i in range(len(extra))]
+    for i, key in enumerate(["phase", "device_label", "method", "batch_size_requested", "model"]):
+        extra.iloc[i, extra.columns.get_loc(key)] = pd.NA
+    dirty = pd.concat([summary, extra.iloc[:5]], ignore_index=True)
+    clean = pd.concat(
+        [summary[summary["status"] != "not-profiled"], extra.iloc[[0]]], ignore_index=True
+    )
+
+    def draw(table, out, write):
+        scores = score_summary(table, reference_model="resnet_0.in1k")
+        fits = all_fits(table, baseline_method="fp32")
+        return _draw_all((table, scores, fits, trace), tmp_path / out, write=write)
+
+    with_na, without = draw(dirty, "dirty", True), draw(clean, "clean", False)
+    for paths in with_na.paths.values():
+        _assert_written(paths)
+    assert set(with_na.figs) == set(figures.FIGURE_NAMES)
+    assert {n for n in with_na.figs if with_na.no_data(n)} == {"train_vs_inference"}
+    for name in ("accuracy_vs_energy", "energy_vs_factors", "throughput_vs_energy"):
+        assert _points(with_na.figs[name]) == _points(without.figs[name]), name
+
+
+def test_figures_without_any_placeable_row_say_why(tmp_path, monkeypatch):
+    """Every row lacks its device: each figure says "No data" and counts the rows so."""
+    summary, trace = _study_with_an_unprofiled_model()
+    summary["device_label"] = pd.NA
+    trace["device_label"] = pd.NA
+    scores = score_summary(summary, reference_model="resnet_0.in1k")
+    said = {}  # (the "No data" figures themselves are drawn in test_degenerate_input_...)
+    monkeypatch.setattr(plot, "no_data", lambda stem, title, why: said.update({stem.name: why}))
+    figures.render_all(summary, scores, all_fits(summary, baseline_method="fp32"), trace, tmp_path)
+    assert set(said) == set(figures.FIGURE_NAMES)
+    n_ok, n_failed = int((summary["status"] == "ok").sum()), int((summary["status"] != "ok").sum())
+    for name, why in said.items():
+        if name == "train_vs_inference":
+            assert why == "no model measured in both phases (phases: [inference, train])"
+        elif name == "power_trace":
+            assert why == f"no power samples to plot: {len(trace)} samples without device_label"
+        else:
+            assert f"{n_ok} without device_label, {n_failed} failed" in why, (name, why)
+
+
+# --- the registry: names declared once, each figure with its caption --------------------------
+
+
+def test_every_declared_figure_is_registered_with_its_caption():
+    assert set(figures.REGISTRY) == set(figures.FIGURE_NAMES)
+    assert len(set(figures.FIGURE_NAMES)) == len(figures.FIGURE_NAMES)
+    for name, spec in figures.REGISTRY.items():
+        assert spec.name == name and set(spec.needs) <= set(registry.TABLES), name
+        caption = REPO / "workflow" / "report" / f"{name}.rst"
+        assert caption.is_file() and caption.read_text().strip(), caption
+    captions = {p.stem for p in (REPO / "workflow" / "report").glob("*.rst")}
+    assert captions == set(figures.FIGURE_NAMES)  # no caption of a figure that is gone
+
+
+def test_a_figure_must_be_declared_and_name_known_tables():
+    with pytest.raises(ValueError, match="not declared"):
+        registry.figure("energy_vs_mood", needs=("summary",))
+    with pytest.raises(ValueError, match="unknown tables"):
+        registry.figure("power_trace", needs=("traces",))
+    with pytest.raises(ValueError, match="registered twice"):
+        registry.figure("power_trace", needs=("trace",))(lambda inputs, stem: [])
+
+
+def test_a_figure_is_handed_only_the_tables_it_needs(estimated):
+    """`needs` is what a figure reads: the others are None in what it is handed."""
+    summary, scores, fits, trace = estimated
+    inputs = registry.Inputs(
+        summary=summary,
+        scores=scores,
+        fits=fits,
+        trace=trace,
+        best_configs=None,
+        group={},
+        trace_config={},
+        idle_power_w=None,
+        trace_estimated=False,
+        max_energy_cv=None,
+        why="",
+        secondary_unit=None,
+    )
+    only = inputs.only(("fits",))
+    assert only.fits is fits
+    assert only.summary is None and only.scores is None and only.trace is None
+
+
+def test_the_workflow_learns_the_figure_names_without_matplotlib():
+    """What the Snakefile imports (every parse, every cluster job) loads no matplotlib."""
+    sources = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
+    modules = sorted(
+        {
+            m
+            for p in sources
+            for m in re.findall(r"^from (joulebench[\w.]*) import", p.read_text(), re.M)
+        }
+    )
+    assert "joulebench.report.figure_names" in modules
+    code = (
+        "import importlib, sys\n"
+        f"for m in {modules!r}:\n"
+        "    importlib.import_module(m)\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib')\n"
+        "assert not bad, bad[:5]\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from test_figures import study_tables
+from helpers.figure_study import study_tables
 
 README = REPO / "README.md"
 FENCE = re.compile(r"^```(\w*)\s*$")

@@ -10,7 +10,7 @@ import pytest
 import timm
 from conftest import FAST_PROTOCOL, REPO, snakemake
 
-from joulebench.report.figures import FIGURE_NAMES as FIGURES
+from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
 
 pytestmark = pytest.mark.slow
 
@@ -140,7 +140,7 @@ def test_imagefolder_dataset_prepared_once_per_input_config(run_workflow):
 def test_hostile_paths_reach_no_shell(tmp_path):
     """A folder named with a space, $(...), a quote and a `;` holds the published summary,
     the power trace and the working directory: the run succeeds and runs nothing of it."""
-    from test_figures import study_tables
+    from helpers.figure_study import study_tables
 
     from joulebench.analysis.summary import write_summary
     from joulebench.tables import TRACE_TABLE_COLUMNS, write_table

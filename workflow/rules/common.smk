@@ -19,7 +19,7 @@ from joulebench.measure.devices import (
     pinned_uuids,
     resolve_devices,
 )
-from joulebench.report.figures import FIGURE_NAMES as FIGURES
+from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
 from joulebench.plan import one_line, plan_study

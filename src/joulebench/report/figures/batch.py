@@ -1,0 +1,85 @@
+"""(4) energy_vs_batch_size: energy per image against the batch size run, a thin line per
+model and each method's geometric mean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import NullLocator
+
+import joulebench.report.figures.plot as plot
+from joulebench.report.figures.registry import Inputs, figure
+from joulebench.report.figures.rows import (
+    empty_because,
+    energy_base,
+    is_estimated,
+    one_device,
+    placed,
+)
+
+
+@plot.styled
+def energy_vs_batch_size(
+    batch: pd.DataFrame, stem, *, device_label: str | None = None, why: str = ""
+):
+    """Energy per image against the batch size run: a thin line per model, coloured by method,
+    and each method's geometric mean over the models measured at every batch size."""
+    title = "Energy per image vs batch size"
+    e_all = pd.to_numeric(batch["energy_per_image_j"], errors="coerce")
+    placing = ("device_label", "method", "model", "batch_size")  # the batch size run
+    b = placed(batch[np.isfinite(e_all) & (e_all > 0)], placing)
+    b = one_device(b, device_label)
+    if b.empty or b["batch_size"].nunique() < 2:
+        what = "fewer than two batch sizes with a comparable energy"
+        return plot.no_data(stem, title, empty_because(what, why))
+    methods = sorted(b["method"].unique())
+    colors = plot.series_colors(methods)
+    unit, scale = plot.energy_unit(b["energy_per_image_j"])
+    fig, ax = plot.new_figure(2.9)
+    for m in methods:
+        bm = b[b["method"] == m]
+        for _, one in bm.groupby("model"):
+            one = one.sort_values("batch_size")
+            ax.plot(
+                one["batch_size"],
+                one["energy_per_image_j"] * scale,
+                color=colors[m],
+                lw=0.4,
+                alpha=0.35,
+            )
+        wide = bm.pivot_table(index="model", columns="batch_size", values="energy_per_image_j")
+        wide = wide.dropna()
+        if len(wide):
+            gmean = np.exp(np.log(wide).mean())
+            ax.plot(
+                gmean.index,
+                gmean.to_numpy() * scale,
+                color=colors[m],
+                lw=1.8,
+                marker="o",
+                ms=3,
+                label=f"{plot.short(m)} (geo. mean, {plot.models_text(len(wide))})",
+            )
+    sizes = sorted(b["batch_size"].unique())
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    plot.plain_log(ax.yaxis)
+    ax.set_xticks(sizes, [str(int(v)) for v in sizes])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("Batch size (images)")
+    ax.set_ylabel(plot.energy_label(is_estimated(b), energy_base(b), unit))
+    ax.grid(True, which="major")
+    device = plot.short(b["device_label"].iloc[0], 20)
+    head = f"{device} · {plot.models_text(b['model'].nunique())} · thin: one model"
+    ncol = 2 if len(methods) > 3 else 1
+    plot.top_legend(fig, ax.get_legend_handles_labels()[0], head, ncol=ncol)
+    return plot.save(fig, stem)
+
+
+@figure("energy_vs_batch_size", needs=("fits",))
+def _draw(inputs: Inputs, stem) -> list[Path]:
+    return energy_vs_batch_size(
+        inputs.fits["batch_scaling"], stem, device_label=inputs.device_label, why=inputs.why
+    )

@@ -1,0 +1,141 @@
+"""(2) energy_vs_factors: energy per image against GFLOPs, parameters and activations, one
+log-log panel each, with the fits' line."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import joulebench.report.figures.plot as plot
+from joulebench.analysis.score import (
+    DEFAULT_MAX_ENERGY_CV,
+    ENERGY_COLUMNS,
+    SCORE_GROUP,
+    measured_mask,
+)
+from joulebench.report.figures.registry import Inputs, figure
+from joulebench.report.figures.rows import (
+    describe,
+    empty_because,
+    energy_base,
+    is_estimated,
+    matches,
+    not_comparable,
+    pick_group,
+    placed,
+    selectors,
+)
+from joulebench.report.palettes import OKABE_ITO, OTHER_GREY
+
+FACTOR_AXES = {  # column -> (scale, axis label)
+    "flops_per_image": (1e-9, "GFLOPs per image"),
+    "params": (1e-6, "Parameters (millions)"),
+    "activations_per_image": (1e-6, "Activations per image (millions)"),
+}
+
+
+@plot.styled
+def energy_vs_factors(
+    summary: pd.DataFrame,
+    factor_fits: pd.DataFrame,
+    stem,
+    *,
+    factors: Sequence[str] = tuple(FACTOR_AXES),
+    phase: str | None = None,
+    device_label: str | None = None,
+    method: str | None = None,
+    batch_size: int | None = None,
+    max_families: int = 5,
+    max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+) -> list[Path]:
+    """Log-log energy against each factor (one panel each), the overall fit line with slope
+    and R² in the legend; the largest families coloured, the rest grey."""
+    title = "Energy per image vs model size"
+    want = selectors(phase=phase, device_label=device_label, method=method)
+    want["batch_size_requested"] = batch_size
+    kind = "total"
+    if factor_fits is not None and len(factor_fits):
+        kind = str(factor_fits["energy_kind"].iloc[0])
+    comparable = measured_mask(summary, kind, max_energy_cv=max_energy_cv)
+    g = pick_group(placed(summary[comparable]), SCORE_GROUP, want)
+    if g.empty:
+        why = not_comparable(summary, kind, max_energy_cv)
+        where = f" ({describe(want)})" if describe(want) != "all groups" else ""
+        return plot.no_data(stem, title, empty_because(f"no comparable energy{where}", why))
+    row = g.iloc[0]
+    est = is_estimated(g)
+    fam = g["family"].astype("string").fillna("unknown")
+    top = list(fam.value_counts().index[:max_families])
+    height_in = 1.75 * len(factors) + 0.7
+    fig, axes = plot.new_figure(height_in, nrows=len(factors), ncols=1, squeeze=False)
+    axes = axes[:, 0]
+    unit, e_scale = plot.energy_unit(g[ENERGY_COLUMNS[kind]])
+    e = g[ENERGY_COLUMNS[kind]].to_numpy(float) * e_scale
+    for ax, factor in zip(axes, factors, strict=True):
+        x_scale, xlabel = FACTOR_AXES[factor]
+        x = pd.to_numeric(g[factor], errors="coerce").to_numpy(float)
+        _by_family(ax, x * x_scale, e, fam, top, est.to_numpy(), ok=np.isfinite(x) & (x > 0))
+        x_ok = x[np.isfinite(x) & (x > 0)]
+        fit = _fit_line(ax, factor_fits, row, factor, x_ok, x_scale, e_scale)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        plot.plain_log(ax.xaxis, ax.yaxis)
+        ax.set_xlabel(xlabel)
+        ax.grid(True, which="major")
+        if fit is not None:
+            ax.legend(handles=[fit], loc="lower right", handlelength=1.8)
+    base = energy_base(g.assign(energy_kind=kind))
+    fig.supylabel(plot.energy_label(est, base, unit), fontsize=plot.STYLE["axes.labelsize"])
+    handles, labels = axes[0].get_legend_handles_labels()
+    keep = [h for h, lab in zip(handles, labels, strict=True) if not lab.startswith("fit")]
+    head = f"{plot.group_title(row)} · {plot.models_text(len(g))}, by family"
+    plot.top_legend(fig, keep, head, ncol=3)
+    return plot.save(fig, stem)
+
+
+def _by_family(ax, x, e, fam: pd.Series, top: list, est, ok: np.ndarray) -> None:
+    """The points of one panel: the `top` families coloured, the rest grey ("other")."""
+    colors = {f: OKABE_ITO[i] for i, f in enumerate(top)}
+    for f in [*top, None]:
+        sel = (~fam.isin(top)).to_numpy() if f is None else (fam == f).to_numpy()
+        sel = sel & ok
+        if sel.any():
+            color = OTHER_GREY if f is None else colors[f]
+            label = "other" if f is None else plot.short(f, 20)
+            plot.scatter(
+                ax, x[sel], e[sel], est[sel], color=color, s=9, lw=0.3, alpha=0.85, label=label
+            )
+
+
+def _fit_line(ax, fits, row, factor: str, x_raw: np.ndarray, x_scale: float, e_scale: float):
+    """The overall fit of `factor` in `row`'s group as a dashed line (None: not fitted)."""
+    if fits is None or fits.empty or not len(x_raw):
+        return None
+    sel = matches(fits["factor"], factor) & matches(fits["family"], "all")
+    for k in SCORE_GROUP:
+        sel &= matches(fits[k], row[k])
+    hit = fits[sel]
+    if hit.empty or not np.isfinite(hit["slope"].iloc[0]):
+        return None
+    f = hit.iloc[0]
+    xs = np.geomspace(x_raw.min(), x_raw.max(), 50)
+    ys = 10 ** (f["intercept_log10"] + f["slope"] * np.log10(xs))
+    label = f"fit: slope {f['slope']:.2f}, R² = {f['r2']:.2f} (n = {f['n']})"
+    (line,) = ax.plot(
+        xs * x_scale, ys * e_scale, color="black", lw=0.9, ls="--", zorder=3, label=label
+    )
+    return line
+
+
+@figure("energy_vs_factors", needs=("summary", "fits"))
+def _draw(inputs: Inputs, stem) -> list[Path]:
+    return energy_vs_factors(
+        inputs.summary,
+        inputs.fits.get("factor_fits"),
+        stem,
+        max_energy_cv=inputs.max_energy_cv,
+        **inputs.group,
+    )

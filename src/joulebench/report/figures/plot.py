@@ -1,0 +1,248 @@
+"""What every figure draws with: the style, a figure of a paper column's width, the atomic
+PDF + PNG writer, the "No data" figure, energy units, plain-number log ticks, labels and
+legends. Figure modules call these as `plot.<name>` (tests watch `plot.save`)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from joulebench.report.figures.rows import is_true
+from joulebench.report.palettes import OKABE_ITO
+from joulebench.tables import atomic_write
+
+COLUMN_WIDTH_IN = 3.5
+MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+STYLE = {
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "legend.fontsize": 6.5,
+    "legend.frameon": False,
+    "axes.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "lines.linewidth": 1.0,
+    "lines.markersize": 3.5,
+    "grid.linewidth": 0.4,
+    "grid.alpha": 0.35,
+    "pdf.fonttype": 42,  # embed TrueType: text stays text in the PDF
+    "savefig.dpi": 300,
+    # Labels are text: a model, method or device named "$x^$" must print as written, never
+    # go through mathtext (which raises on it). Log axes get plain-number ticks below.
+    "text.parse_math": False,
+}
+# Energies are shown in the unit in which the typical (median) value is at least 1.
+ENERGY_UNITS = (("J", 1.0), ("mJ", 1e3), ("µJ", 1e6))
+LABEL_CHARS = 28  # user strings (models, methods, devices, families) longer than this are cut
+
+
+def styled(func):
+    """Draw and save under STYLE, without touching the caller's matplotlib settings."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context(STYLE):
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+def new_figure(height_in: float, width_in: float = COLUMN_WIDTH_IN, **subplots):
+    """A figure (no pyplot state) and its axes: one, or the grid `subplots` asks for."""
+    fig = Figure(figsize=(width_in, height_in), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(**subplots) if subplots else fig.add_subplot()
+    return fig, axes
+
+
+def save(fig: Figure, stem) -> list[Path]:
+    """Write <stem>.pdf and <stem>.png, each to a temp file in the folder, then rename."""
+    paths = []
+    for fmt in ("pdf", "png"):
+        path = Path(f"{os.fspath(stem)}.{fmt}")  # stems may contain dots (model names)
+        meta = {"CreationDate": None} if fmt == "pdf" else {"Software": "joulebench"}
+        atomic_write(path, lambda tmp, f=fmt, m=meta: fig.savefig(tmp, format=f, metadata=m))
+        paths.append(path)
+    return paths
+
+
+@styled
+def no_data(stem, title: str, reason: str) -> list[Path]:
+    """A figure that says there is nothing to draw and why."""
+    fig, ax = new_figure(1.6)
+    ax.set_axis_off()
+    ax.text(0.5, 0.62, title, ha="center", va="center", fontsize=8, weight="bold")
+    ax.text(0.5, 0.38, f"No data: {reason}", ha="center", va="center", fontsize=7, wrap=True)
+    return save(fig, stem)
+
+
+def short(text, n: int = LABEL_CHARS) -> str:
+    """A user string cut to `n` characters with an ellipsis: a 10,000-character family name
+    must not push the legend off the figure (the full name is in the data and on the page)."""
+    text = str(text)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def energy_unit(values) -> tuple[str, float]:
+    """(unit, factor from joules) in which the median positive energy is at least 1."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return ENERGY_UNITS[0]
+    middle = float(np.median(v))
+    for unit, scale in ENERGY_UNITS:
+        if middle * scale >= 1.0:
+            return unit, scale
+    return ENERGY_UNITS[-1]
+
+
+def plain_number(value: float) -> str:
+    """A tick value as people write it: 0.002, 0.5, 20, 1,000 (never 2 x 10^-3)."""
+    if not np.isfinite(value):
+        return ""
+    if value == 0:
+        return "0"
+    k = math.floor(math.log10(abs(value)))
+    for digits in (1, 2, 3):
+        decimals = max(0, digits - 1 - k)
+        if abs(round(value, decimals) - value) <= 1e-9 * abs(value):
+            break
+    return f"{value:,.{decimals}f}"
+
+
+class LogTicks(LogLocator):
+    """Decades on wide axes; 1-2-5 or finer steps when an axis spans only a decade or two, so
+    a log axis always has a few labelled ticks."""
+
+    def tick_values(self, vmin, vmax):
+        lo, hi = sorted((vmin, vmax))
+        span = math.log10(hi / lo) if lo > 0 and np.isfinite(hi / lo) else 3.0
+        if span > 2.2:
+            subs = (1.0,)
+        elif span > 0.9:
+            subs = (1.0, 2.0, 5.0)
+        elif span > 0.35:
+            subs = (1.0, 2.0, 3.0, 5.0, 7.0)
+        else:
+            subs = tuple(np.arange(1.0, 10.0))
+        self.set_params(subs=subs)
+        return super().tick_values(vmin, vmax)
+
+
+def plain_log(*axes) -> None:
+    """Log-scaled axes labelled with plain numbers at major ticks only."""
+    for axis in axes:
+        axis.set_major_locator(LogTicks(base=10.0))
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos: plain_number(v)))
+        axis.set_minor_formatter(NullFormatter())
+
+
+def group_title(row) -> str:
+    """A comparison group for a figure: device · method · batch, user strings cut short."""
+    est = " (estimated)" if is_true(row.get("energy_is_estimate")) else ""
+    dev, method = short(row["device_label"], 20), short(row["method"], 20)
+    return f"{dev} · {method} · batch {row['batch_size_requested']}{est}"
+
+
+# figures.secondary_unit: a second energy axis in the units people use (analysis.carbon)
+SECONDARY_UNITS = {
+    "wh_per_1k_images": ("energy_per_1k_images_wh", "Wh per 1,000 images"),
+    "gco2e_per_1k_images": ("co2e_per_1k_images_g", "gCO2e per 1,000 images (estimate)"),
+}
+
+
+def secondary_axis(ax, shown: pd.DataFrame, scale: float, unit_name: str | None) -> str:
+    """A top axis in `unit_name` (SECONDARY_UNITS) over an energy x axis drawn at `scale`
+    (J x scale); returns why there is none ("" when drawn or not asked for)."""
+    if not unit_name:
+        return ""
+    column, label = SECONDARY_UNITS[unit_name]
+    values = pd.to_numeric(shown.get(column), errors="coerce") if column in shown else None
+    e = pd.to_numeric(shown["energy_per_image_j"], errors="coerce")
+    ratio = (values / e).replace([np.inf, -np.inf], np.nan).dropna() if values is not None else []
+    if not len(ratio):
+        return "no CO2e axis: set carbon.grid_gco2e_per_kwh"
+    per_j = float(ratio.median())  # a constant of the config (carbon.py): the same on every row
+    top = ax.secondary_xaxis(
+        "top", functions=(lambda x: x / scale * per_j, lambda y: y / per_j * scale)
+    )
+    top.set_xlabel(label, fontsize=STYLE["axes.labelsize"])
+    plain_log(top.xaxis)  # tick labels as plain text (no mathtext), as on every axis
+    return ""
+
+
+def energy_label(estimated: pd.Series, base: str = "Energy per image", unit: str = "J") -> str:
+    """'Energy per image (J)', '(J, estimated)', or '(J, partly estimated: open markers)'."""
+    if len(estimated) and estimated.all():
+        return f"{base} ({unit}, estimated)"
+    if estimated.any():
+        return f"{base} ({unit}, partly estimated: open markers)"
+    return f"{base} ({unit})"
+
+
+def legend_columns(fig: Figure, handles, ncol: int) -> int:
+    """At most `ncol` columns, as many as fit the figure's width: a column takes about
+    0.55 em per character of its longest label, plus the marker and the spacing."""
+    if not handles:
+        return 1
+    em_pt = float(matplotlib.rcParams["legend.fontsize"])
+    longest = max(len(h.get_label()) for h in handles)
+    column_pt = em_pt * (0.55 * longest + 3.5)
+    width_pt = fig.get_figwidth() * 72 - 12
+    return max(1, min(ncol, len(handles), int(width_pt // column_pt)))
+
+
+def top_legend(fig: Figure, handles, title: str, ncol: int = 3) -> None:
+    """The legend above the axes, titled with what the figure shows: never over the data."""
+    fig.legend(
+        handles=handles,
+        loc="outside upper left",
+        ncol=legend_columns(fig, handles, ncol),
+        title=title,
+        title_fontsize=7,
+        alignment="left",
+        handletextpad=0.3,
+        columnspacing=1.0,
+    )
+
+
+def models_text(n: int) -> str:
+    """'1 model', '3 models'."""
+    return f"{n} model{'' if n == 1 else 's'}"
+
+
+def series_colors(labels: Sequence) -> dict:
+    """One Okabe–Ito colour per series label, in the order given (cycling past the end)."""
+    return {lab: OKABE_ITO[i % len(OKABE_ITO)] for i, lab in enumerate(labels)}
+
+
+def scatter(ax, x, y, est, **kw):
+    """Filled markers for measured points, open markers for estimated ones (mixed figures)."""
+    est = np.asarray(est, bool)
+    color = kw.pop("color")
+    if (~est).any():
+        ax.scatter(x[~est], y[~est], color=color, **kw)
+    if est.any():
+        mixed = (~est).any()
+        face = "none" if mixed else color
+        ax.scatter(x[est], y[est], facecolors=face, edgecolors=color, **kw)
+
+
+def dot(color, label: str, marker: str = "o", hollow: bool = False) -> Line2D:
+    """A legend entry: one marker."""
+    face = "none" if hollow else color
+    return Line2D([], [], ls="", marker=marker, ms=4, mfc=face, mec=color, label=label)
