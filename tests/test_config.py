@@ -9,6 +9,9 @@ from conftest import REPO
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from joulebench import rule_settings
+from joulebench.rule_settings import COMMANDS
+
 SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
 
 
@@ -165,39 +168,81 @@ def test_objects_built_from_the_schema_equal_the_code_defaults():
     assert ProfileJob.from_spec("m", "cpu", full) == ProfileJob.from_spec("m", "cpu", minimal)
 
 
-@pytest.mark.parametrize(
-    ("section", "func_path", "also"),
-    [
-        ("score", "joulebench.analysis.score.score_summary", ()),
-        ("fits", "joulebench.analysis.fits.run_fits", ()),
-        ("decisions", "joulebench.analysis.best_configs.run_best_configs", ()),
-        ("figures", "joulebench.report.figures.run_figures", ()),
-        ("reference", "joulebench.accuracy.reference.load_tables", ("cache_dir",)),
-        ("accuracy", "joulebench.accuracy.measured.measure_models", ()),
-    ],
-)
-def test_stage_function_defaults_equal_the_schema(section, func_path, also):
-    """Every key of the section is a keyword of the function its command calls (so the rule's
-    JSON is accepted whole), and each default is the schema's (None: chosen the same way)."""
-    import importlib
-    import inspect
+def _schema_config(**keys) -> dict:
+    """A study of the schema's defaults only (with `keys` set), as the workflow sees it."""
+    return check({"models": ["resnet18.a1_in1k"], **keys})
 
-    module, _, name = func_path.rpartition(".")
-    func = getattr(importlib.import_module(module), name)
-    params = inspect.signature(func).parameters
-    keywords = [p for p in params.values() if p.kind is p.KEYWORD_ONLY or p.name in also]
-    schema = _schema_defaults(section)
-    assert set(schema) <= {p.name for p in keywords}, set(schema) - set(params)
-    code = _keyword_defaults(func)
-    for key, default in schema.items():
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_each_rules_settings_are_its_functions_keywords_with_the_schemas_defaults(command):
+    """What a rule hands its command (rule_settings.build) is exactly the keyword arguments of
+    the function the command calls, and each default of that function is the value a study
+    of the schema's defaults hands (None: chosen the same way)."""
+    from joulebench.analysis.score import parse_grade_thresholds
+
+    accepted = rule_settings.keywords(command)
+    for config in (_schema_config(), _schema_config(from_summary="s.parquet")):
+        assert sorted(rule_settings.build(command, config)) == sorted(accepted)
+    code = _keyword_defaults(rule_settings.function(command))
+    for key, value in rule_settings.build(command, _schema_config()).items():
         if key == "grade_thresholds":  # None means the default thresholds
-            from joulebench.analysis.score import parse_grade_thresholds
-
-            assert list(parse_grade_thresholds(code[key]).values()) == default
-        elif code[key] is None and isinstance(default, dict):
-            assert all(v is None for v in default.values()), (key, default)  # nothing chosen
+            assert list(parse_grade_thresholds(code[key]).values()) == value
+        elif key == "baseline_method":  # None: the summary's first method, here the config's
+            assert code[key] is None and value == "fp32"
+        elif code[key] is None and isinstance(value, dict):
+            assert all(v is None for v in value.values()), (key, value)  # nothing chosen
         else:
-            assert _plain(code[key]) == default, (section, key, code[key], default)
+            assert _plain(code[key]) == value, (command, key, code[key], value)
+
+
+def test_every_rule_with_settings_builds_them_in_its_own_function():
+    """`--settings` comes from get_<rule>_settings (common.smk), never from a config section
+    put there whole."""
+    text = "\n".join(p.read_text() for p in sorted((REPO / "workflow" / "rules").glob("*.smk")))
+    rules = re.findall(r"^rule (\w+):\n(.*?)(?=^rule |\Z)", text, re.MULTILINE | re.DOTALL)
+    with_settings = [(name, body) for name, body in rules if "--settings=" in body]
+    assert len(with_settings) == len(COMMANDS)
+    for name, body in with_settings:
+        assert f"settings=get_{name}_settings()," in body, name
+        assert f"def get_{name}_settings():" in text, name
+
+
+def test_what_the_rules_hand_their_commands_in_a_dry_run(run_workflow):
+    """The commands a dry run prints (the default study, then one from a published summary):
+    each `--settings` holds exactly its command's keywords."""
+    import json
+    import shlex
+
+    from decision_rows import decision_summary
+
+    def settings(result) -> dict:
+        assert result.returncode == 0, result.stderr[-3000:]
+        found = {}
+        for line in (result.stdout + result.stderr).splitlines():
+            words = shlex.split(line.partition("Shell command:")[2])
+            given = [w for w in words if w.startswith("--settings=")]
+            if given:
+                found[words[1]] = json.loads(given[0].partition("=")[2])
+        return found
+
+    default = settings(run_workflow({"batch_sizes": [1]}, "-n", "-p"))
+    summary = run_workflow.workdir / "published.parquet"
+    decision_summary().to_parquet(summary)
+    published = settings(run_workflow({"from_summary": str(summary)}, "-n", "-p"))
+    assert set(published) == set(COMMANDS) - {"reference"}  # nothing to look up
+    for command, given in [*default.items(), *published.items()]:
+        assert sorted(given) == sorted(rule_settings.keywords(command)), command
+    assert set(default) == set(COMMANDS)
+    assert default["webapp"] == {"grade_thresholds": default["score"]["grade_thresholds"]}
+
+
+def test_measured_accuracys_defaults_equal_the_schema():
+    """The accuracy section's keys are the rule's options of measure_models."""
+    from joulebench.accuracy.measured import measure_models
+
+    code = _keyword_defaults(measure_models)
+    for key, default in _schema_defaults("accuracy").items():
+        assert _plain(code[key]) == default, key
 
 
 def test_command_option_defaults_equal_the_schema():
@@ -253,6 +298,17 @@ def test_a_setting_the_stage_does_not_know_is_an_error():
 
     with pytest.raises(ConfigError, match=r"score: unknown setting\(s\) \['energi'\]"):
         settings_for("score", {"energi": "total"}, ["energy"])
+
+
+def test_a_command_refuses_a_setting_its_function_does_not_take(tmp_path, capsys):
+    """The page once took the whole score section and dropped all but one of its keys."""
+    from joulebench.cli import main
+
+    paths = [f"--{o}={tmp_path / o}" for o in ("summary", "scores", "output")]
+    assert main(["webapp", *paths, "--settings", '{"energy": "total"}']) == 2
+    err = capsys.readouterr().err
+    assert "webapp: unknown setting(s) ['energy']; known: grade_thresholds" in err
+    assert not (tmp_path / "output").exists()
 
 
 def test_settings_a_job_would_refuse_stop_the_dry_run_one_line_per_key(run_workflow):

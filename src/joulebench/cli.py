@@ -1,9 +1,9 @@
 """The `joulebench` command line: one subcommand per stage, called by the workflow's rules.
 
 Each command parses its arguments and calls one function of the stage's module; the logic
-lives there (and is tested there). Options a rule passes as `--settings` JSON are the config
-section, whose keys are that function's keyword arguments (study.settings_for). Defaults of
-options equal the schema's (workflow/schemas/config.schema.yaml; tests/test_config.py).
+lives there (and is tested there). A rule's `--settings` JSON is exactly that function's
+keyword arguments, built from the config (rule_settings; an unknown key is an error). Defaults
+of options equal the schema's (workflow/schemas/config.schema.yaml; tests/test_config.py).
 The map of the package: docs/design.md.
 """
 
@@ -76,15 +76,13 @@ def _json(option: str, text: str) -> dict:
     return value
 
 
-def _settings(section: str, text: str, func, also: tuple[str, ...] = ()) -> dict:
-    """The JSON config section as `func`'s keyword-only arguments (and those in `also`)."""
-    import inspect
-
+def _settings(command: str, text: str) -> dict:
+    """`--settings` JSON as the keyword arguments of the function `command` calls, as the
+    workflow builds them (rule_settings); a key it does not take is an error."""
+    from joulebench.rule_settings import keywords
     from joulebench.study import settings_for
 
-    params = inspect.signature(func).parameters.values()
-    accepted = [p.name for p in params if p.kind is p.KEYWORD_ONLY or p.name in also]
-    return settings_for(section, _json("--settings", text), accepted)
+    return settings_for(command, _json("--settings", text), keywords(command))
 
 
 def _cmd_resolve(args) -> int:
@@ -221,24 +219,23 @@ def _cmd_summary(args) -> int:
 
 
 def _cmd_score(args) -> int:
-    from joulebench.analysis.score import run_score, score_summary
+    from joulebench.analysis.score import run_score
 
-    run_score(args.summary, args.output, **_settings("score", args.settings, score_summary))
+    run_score(args.summary, args.output, **_settings("score", args.settings))
     return 0
 
 
 def _cmd_fits(args) -> int:
     from joulebench.analysis.fits import run_fits
 
-    run_fits(args.summary, args.outdir, **_settings("fits", args.settings, run_fits))
+    run_fits(args.summary, args.outdir, **_settings("fits", args.settings))
     return 0
 
 
 def _cmd_best_configs(args) -> int:
     from joulebench.analysis.best_configs import run_best_configs
 
-    settings = _settings("decisions", args.settings, run_best_configs)
-    run_best_configs(args.summary, args.output, **settings)
+    run_best_configs(args.summary, args.output, **_settings("best-configs", args.settings))
     return 0
 
 
@@ -281,7 +278,7 @@ def _cmd_label(args) -> int:
 def _cmd_figures(args) -> int:
     from joulebench.report.figures import run_figures
 
-    settings = _settings("figures", args.settings, run_figures)
+    settings = _settings("figures", args.settings)
     run_figures(
         args.summary,
         args.scores,
@@ -296,10 +293,9 @@ def _cmd_figures(args) -> int:
 
 def _cmd_reference(args) -> int:
     """timm's published accuracy for the catalog's models (the shipped copy unless set)."""
-    from joulebench.accuracy.reference import load_tables, run_reference
+    from joulebench.accuracy.reference import run_reference
 
-    settings = _settings("reference", args.settings, load_tables, also=("cache_dir",))
-    run_reference(args.catalog, args.output, **settings)
+    run_reference(args.catalog, args.output, **_settings("reference", args.settings))
     return 0
 
 
@@ -344,11 +340,9 @@ def _cmd_accuracy_table(args) -> int:
 
 def _cmd_webapp(args) -> int:
     """The study as one self-contained HTML page (works from file://, no network)."""
-    from joulebench.analysis.score import score_summary
     from joulebench.report.webapp import run_webapp
 
-    settings = _settings("score", args.settings, score_summary)
-    run_webapp(args.summary, args.scores, args.output, **settings)
+    run_webapp(args.summary, args.scores, args.output, **_settings("webapp", args.settings))
     return 0
 
 
@@ -512,7 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", help="Pareto front, efficiency index, grades, energy index")
     p.add_argument("summary", help="a summary parquet or csv (ours or published)")
-    p.add_argument("--settings", default="{}", help="JSON: the config's score section")
+    p.add_argument("--settings", default="{}", help="JSON: score section, energy_scope, carbon")
     p.add_argument("--output", required=True)
     p.set_defaults(func=_cmd_score)
 
@@ -569,14 +563,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fits-dir", required=True)
     p.add_argument("--trace", help="a power-trace parquet for the trace figure")
     p.add_argument("--best-configs", help="best_configs parquet (default: from the summary)")
-    p.add_argument("--settings", default="{}", help="JSON: the config's figures section")
+    p.add_argument("--settings", default="{}", help="JSON: figures section, less trace_table")
     p.add_argument("--outdir", required=True)
     p.set_defaults(func=_cmd_figures)
 
     p = sub.add_parser("webapp", help="the interactive web page, one offline HTML file")
     p.add_argument("--summary", required=True)
     p.add_argument("--scores", required=True)
-    p.add_argument("--settings", default="{}", help="JSON: the config's score section")
+    p.add_argument("--settings", default="{}", help="JSON: the score's grade_thresholds")
     p.add_argument("--output", required=True)
     p.set_defaults(func=_cmd_webapp)
 

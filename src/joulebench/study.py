@@ -8,8 +8,9 @@ schema itself. The same goes, before any job, for a setting the stage reading it
 refuse (`check_settings`: each stage's own validator) and a published summary
 (`check_published`).
 
-The schema is where a default is decided. Stage functions take a config section's keys as
-keyword arguments (`settings_for`), with defaults equal to the schema's; the few defaults no
+The schema is where a default is decided. Stage functions take their settings as keyword
+arguments (`settings_for`; rule_settings builds them from the config), with defaults equal
+to the schema's; the few defaults no
 dataclass or function holds are below. tests/test_config.py checks them all. The map of the
 package: docs/design.md.
 """
@@ -292,10 +293,10 @@ def shell_option(name: str, value) -> str:
 
 
 def settings_for(section: str, settings: Mapping | None, accepted: Sequence[str]) -> dict:
-    """A config section as a stage function's keyword arguments.
+    """A command's settings as its stage function's keyword arguments (`accepted`).
 
-    Rules pass the section whole (JSON, with the schema's defaults); a user of the command
-    may pass part of it. A key left out is left out, so the function's default applies, and
+    Rules pass every one (JSON built by rule_settings, with the schema's defaults); a user of
+    the command may pass some. A key left out is left out, so the function's default applies, and
     every such default equals the schema's (tests/test_config.py checks it). An unknown key
     is a ConfigError naming it, never silently ignored.
     """

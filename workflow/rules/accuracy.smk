@@ -14,7 +14,7 @@ rule reference_accuracy:
     conda:
         ENV
     params:
-        settings=json.dumps(config["reference"], sort_keys=True),
+        settings=get_reference_accuracy_settings(),
     shell:
         "joulebench reference --catalog={input.catalog:q} "
         "--settings={params.settings:q} --output={output:q} > {log:q} 2>&1"
@@ -29,10 +29,10 @@ rule prepare:
         ENV
     threads: config["dataset"]["workers"]
     params:
-        source=json.dumps(config["dataset"], sort_keys=True),
+        source=get_prepare_source(),
         input_config=get_shard_input_config,
         workers=config["dataset"]["workers"],
-        out_root=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
+        out_root=get_prepared_root,
     shell:
         "joulebench prepare --source={params.source:q} "
         "--input-config={params.input_config:q} --out-root={params.out_root:q} "
@@ -52,7 +52,7 @@ rule measured_accuracy:
         **MEASURING,
     params:
         models=get_shard_models,
-        shard_dir=lambda wildcards, input: os.path.dirname(input[0]),
+        shard_dir=get_shard_dir,
         checkpoints=get_checkpoints_option,
         batch_size=config["accuracy"]["batch_size"],
         device=config["accuracy"]["device"],

@@ -35,7 +35,8 @@ from joulebench.study import (
     shell_option,
 )
 from joulebench.safe_text import printable  # every message printed (Snakefile)
-from joulebench.catalog.workloads import named_entry, workload_entries
+from joulebench.catalog.workloads import named_entry, parse_entry, workload_entries
+from joulebench.rule_settings import settings_json
 
 
 def get_config_sources():
@@ -117,7 +118,9 @@ envvars:
 try:
     MODELS = [] if FROM_SUMMARY else resolve_models(config["models"])
 except ModelSelectionError as exc:
-    raise WorkflowError(printable(f"Invalid model selection in config:\n{exc}", newlines=True))
+    raise WorkflowError(
+        printable(f"Invalid model selection in config:\n{exc}", newlines=True)
+    )
 FIT_TABLES = list(FIT_TABLE_COLUMNS)
 # Custom workloads (docs/workloads.md): name -> entry; jobs get the entry, files the name.
 WORKLOADS = {} if FROM_SUMMARY else workload_entries(config["models"])
@@ -145,30 +148,36 @@ def get_final_outputs():
     return ["results/catalog.parquet", "results/profile.parquet", *analysis]
 
 
-def get_fits_settings():
-    """The baseline of method savings defaults to the config's first method."""
-    first = None if FROM_SUMMARY else next(iter(config["methods"]))
-    baseline = config["fits"]["baseline_method"] or first
-    return json.dumps({**config["fits"], "baseline_method": baseline}, sort_keys=True)
-
-
-def get_decisions_settings():
-    """The constraints (decisions:) with the score's rules of which rows count and its energy."""
-    rules = {
-        k: config["score"][k] for k in ("energy", "invalid_flags", "max_energy_cv")
-    }
-    rules["energy_scope"] = config["energy_scope"]
-    return json.dumps({**config["decisions"], **rules}, sort_keys=True)
+# Each rule's `--settings`: exactly the keyword arguments of the function its command calls
+# (joulebench.rule_settings builds them; tests/test_config.py checks every rule's keys).
+def get_reference_accuracy_settings():
+    """The reference section: where timm's published accuracy comes from."""
+    return settings_json("reference", config)
 
 
 def get_score_settings():
     """The score section with the headline energy (energy_scope) and the carbon figures."""
-    settings = {
-        **config["score"],
-        "energy_scope": config["energy_scope"],
-        "carbon": config["carbon"],
-    }
-    return json.dumps(settings, sort_keys=True)
+    return settings_json("score", config)
+
+
+def get_fits_settings():
+    """The fits section; the baseline of method savings defaults to the first method."""
+    return settings_json("fits", config)
+
+
+def get_best_configs_settings():
+    """The constraints (decisions:) with the score's rules of which rows count and its energy."""
+    return settings_json("best-configs", config)
+
+
+def get_figures_settings():
+    """The figures section but its trace_table (an input, see get_trace)."""
+    return settings_json("figures", config)
+
+
+def get_webapp_settings():
+    """The grade thresholds the page prints."""
+    return settings_json("webapp", config)
 
 
 def get_summary(wildcards):
@@ -256,22 +265,24 @@ def get_profile_spec(wildcards):
     return json.dumps(spec)  # not sort_keys: methods keep the config's order
 
 
+def _workload_file(entry):
+    """The file of a custom workload entry (catalog.workloads' parser); None for a module."""
+    parsed = parse_entry(entry)
+    return parsed.target if parsed.is_file else None
+
+
 def get_workload_files(wildcards):
-    """A custom workload's file, so that editing it reruns the model's jobs (`wildcards`
-    may be the entry itself)."""
-    if isinstance(wildcards, str):
-        entry = wildcards
-    else:
-        entry = WORKLOADS.get(getattr(wildcards, "model", None), "")
-    target = entry.split("=", 1)[-1].rpartition(":")[0]
-    return [target] if target.endswith(".py") else []
+    """A custom workload's file, so that editing it reruns the model's jobs."""
+    entry = WORKLOADS.get(wildcards.model)
+    file = _workload_file(entry) if entry else None
+    return [file] if file else []
 
 
 # A workload file is an input: { } in its path would read as a wildcard.
 try:
     for _entry in WORKLOADS.values():
-        for _file in get_workload_files(_entry):
-            check_input_path(f"models: {_entry}", _file)
+        if _workload_file(_entry):
+            check_input_path(f"models: {_entry}", _workload_file(_entry))
 except ConfigError as exc:
     raise WorkflowError(printable(str(exc), newlines=True))
 
@@ -312,6 +323,21 @@ def get_shard_models(wildcards):
     return " ".join(shlex.quote(m) for m in SHARDS[wildcards.shard][1])
 
 
+def get_prepare_source():
+    """The dataset section as the source to prepare (its workers are --workers)."""
+    source = {k: v for k, v in config["dataset"].items() if k != "workers"}
+    return json.dumps(source, sort_keys=True)
+
+
+def get_prepared_root(wildcards, output):
+    """The folder of every shard folder (data/prepared)."""
+    return os.path.dirname(os.path.dirname(output[0]))
+
+
+def get_shard_dir(wildcards, input):
+    return os.path.dirname(input[0])
+
+
 def get_checkpoints_option(wildcards):
     folder = config["accuracy"]["checkpoints"]
     return shell_option("checkpoints", folder) if folder else ""
@@ -319,6 +345,19 @@ def get_checkpoints_option(wildcards):
 
 def get_measured_accuracy(wildcards):
     return expand("results/accuracy/measured/{shard}.parquet", shard=SHARDS)
+
+
+def get_fits_outdir(wildcards, output):
+    return os.path.dirname(output[0])
+
+
+def get_fits_dir(wildcards, input):
+    """The folder of the fit tables the figures read."""
+    return os.path.dirname(input.fits[0])
+
+
+def get_figures_outdir(wildcards, output):
+    return os.path.dirname(output.pdf[0])
 
 
 def get_trace_option(wildcards, input):

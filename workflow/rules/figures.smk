@@ -20,10 +20,10 @@ rule figures:
     conda:
         ENV
     params:
-        settings=json.dumps(config["figures"], sort_keys=True),
+        settings=get_figures_settings(),
         trace=get_trace_option,
-        outdir=lambda wildcards, output: os.path.dirname(output.pdf[0]),
-        fits_dir=lambda wildcards, input: os.path.dirname(input.fits[0]),
+        outdir=get_figures_outdir,
+        fits_dir=get_fits_dir,
     shell:
         "joulebench figures --summary={input.summary:q} --scores={input.scores:q} "
         "--fits-dir={params.fits_dir:q} {params.trace} --best-configs={input.best_configs:q} "
@@ -46,7 +46,7 @@ rule webapp:
     conda:
         ENV
     params:
-        settings=json.dumps(config["score"], sort_keys=True),
+        settings=get_webapp_settings(),
     shell:
         "joulebench webapp --summary={input.summary:q} --scores={input.scores:q} "
         "--settings={params.settings:q} --output={output:q} > {log:q} 2>&1"

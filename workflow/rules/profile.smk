@@ -1,6 +1,7 @@
-# Stages 3-4: idle power of each device, then energy and time per image of every
-# model x method x batch size. Each device measures one job at a time (its measuring
-# slot, common.smk's MEASURING); GPUs measure at once, a CPU job takes every slot and core.
+# Stages 3-5: idle power of each device, then energy and time per image (and per training
+# sample) of every model x method x batch size. Each device measures one job at a time (its
+# measuring slot, common.smk's MEASURING); GPUs measure at once, a CPU job takes every slot
+# and core.
 
 
 rule idle:

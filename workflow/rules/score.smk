@@ -1,4 +1,5 @@
-# Stage 8: Pareto front, efficiency index, grades, energy index; fits of energy and accuracy.
+# Stage 8: Pareto front, efficiency index, grades, energy index; fits of energy and accuracy;
+# each model's least-energy configurations.
 
 
 rule score:
@@ -30,7 +31,7 @@ rule fits:
         ENV
     params:
         settings=get_fits_settings(),
-        outdir=lambda wildcards, output: os.path.dirname(output[0]),
+        outdir=get_fits_outdir,
     shell:
         "joulebench fits --settings={params.settings:q} --outdir={params.outdir:q} "
         "-- {input:q} > {log:q} 2>&1"
@@ -47,7 +48,7 @@ rule best_configs:
     conda:
         ENV
     params:
-        settings=get_decisions_settings(),
+        settings=get_best_configs_settings(),
     shell:
         "joulebench best-configs --settings={params.settings:q} --output={output:q} "
         "-- {input:q} > {log:q} 2>&1"

@@ -228,9 +228,9 @@ def build_page(
     return path
 
 
-def run_webapp(summary, scores, output, *, grade_thresholds=None, **_score) -> Path:
-    """`joulebench webapp`: the page for a summary and its scores (paths), with the config's
-    score section (its grade thresholds are printed on the page; other keys do not matter)."""
+def run_webapp(summary, scores, output, *, grade_thresholds=None) -> Path:
+    """`joulebench webapp`: the page for a summary and its scores (paths); the score's grade
+    thresholds are printed on the page (the rest of the score it reads from the scores)."""
     from joulebench.analysis.summary import read_summary
 
     path = build_page(

@@ -98,14 +98,13 @@ def run_figures(
     trace_path=None,
     group: dict | None = None,
     trace: dict | None = None,
-    trace_table=None,
     best_configs_path=None,
     secondary_unit: str | None = None,
 ) -> dict[str, list[Path]]:
     """`joulebench figures`: every figure from the tables' paths (summary, scores, the fits'
     folder, optionally a power trace) and the config's figures section: `group` and `trace`
-    pick what figures show (null keys: chosen automatically); `trace_table` is the workflow's
-    trace with from_summary, given here as `trace_path`."""
+    pick what figures show (null keys: chosen automatically). The section's `trace_table` (the
+    trace with from_summary) is the workflow's input, given here as `trace_path`."""
     from joulebench.analysis.fits import read_fits
     from joulebench.analysis.summary import read_summary
 

@@ -1,0 +1,100 @@
+"""What each rule hands its command as `--settings`: exactly the keyword arguments of the
+function the command calls, built from the config.
+
+`COMMANDS` names, per command, that function and the keywords its own options fill; the rest
+of its arguments with a default are the command's settings (`keywords`). The workflow builds
+them here (common.smk's `get_<rule>_settings`, `build`) and the command reads them against
+the same function (cli: `study.settings_for`, an unknown key is an error), so no function
+takes a key it does not use and no rule hands one that is dropped. Which keys a rule hands
+does not depend on the study (the schema fixes each section's keys): tests/test_config.py
+checks every command's keys, and that each default of its function is the schema's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+from collections.abc import Callable, Mapping
+
+# command -> ("module:function" its --settings are the keyword arguments of, the keywords the
+# command's own options fill). run_score and run_reference pass theirs on to these functions.
+COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "reference": ("joulebench.accuracy.reference:load_tables", ()),
+    "score": ("joulebench.analysis.score:score_summary", ()),
+    "fits": ("joulebench.analysis.fits:run_fits", ()),
+    "best-configs": ("joulebench.analysis.best_configs:run_best_configs", ()),
+    "figures": ("joulebench.report.figures:run_figures", ("trace_path", "best_configs_path")),
+    "webapp": ("joulebench.report.webapp:run_webapp", ()),
+}
+
+# The score's rules of which rows count, shared by the decisions (best configurations).
+SCORE_RULES = ("energy", "invalid_flags", "max_energy_cv")
+
+
+def function(command: str) -> Callable:
+    """The stage function whose keyword arguments `command`'s settings are."""
+    module, _, name = COMMANDS[command][0].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def keywords(command: str) -> list[str]:
+    """The keys of `command`'s settings: its function's arguments with a default, less those
+    the command's own options fill."""
+    options = COMMANDS[command][1]
+    params = inspect.signature(function(command)).parameters.values()
+    return [p.name for p in params if p.default is not p.empty and p.name not in options]
+
+
+def build(command: str, config: Mapping) -> dict:
+    """The settings a rule hands `command`, from the config (with the schema's defaults)."""
+    return _BUILDERS[command](config)
+
+
+def _reference(config: Mapping) -> dict:
+    return dict(config["reference"])
+
+
+def _score(config: Mapping) -> dict:
+    """The score section with the headline energy (energy_scope) and the carbon figures."""
+    return {**config["score"], "energy_scope": config["energy_scope"], "carbon": config["carbon"]}
+
+
+def _fits(config: Mapping) -> dict:
+    """The baseline of method savings defaults to the config's first method (with
+    from_summary, the summary's first: the function's own default)."""
+    first = None if config.get("from_summary") else next(iter(config["methods"]))
+    return {**config["fits"], "baseline_method": config["fits"]["baseline_method"] or first}
+
+
+def _best_configs(config: Mapping) -> dict:
+    """The constraints (decisions:) with the score's rules of which rows count, and its
+    headline energy."""
+    rules = {key: config["score"][key] for key in SCORE_RULES}
+    return {**config["decisions"], **rules, "energy_scope": config["energy_scope"]}
+
+
+def _figures(config: Mapping) -> dict:
+    """The figures section; its trace_table is an input of the rule, handed as --trace."""
+    return {k: v for k, v in config["figures"].items() if k != "trace_table"}
+
+
+def _webapp(config: Mapping) -> dict:
+    """The page prints the grade thresholds; the rest of the score it reads from the scores."""
+    return {"grade_thresholds": config["score"]["grade_thresholds"]}
+
+
+_BUILDERS: dict[str, Callable[[Mapping], dict]] = {
+    "reference": _reference,
+    "score": _score,
+    "fits": _fits,
+    "best-configs": _best_configs,
+    "figures": _figures,
+    "webapp": _webapp,
+}
+
+
+def settings_json(command: str, config: Mapping) -> str:
+    """`build` as the rule's `--settings` JSON (keys sorted: the same settings, the same text,
+    so Snakemake reruns a job only when one changes)."""
+    return json.dumps(build(command, config), sort_keys=True)
