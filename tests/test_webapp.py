@@ -268,7 +268,7 @@ def test_page_meta_carries_the_score_group_and_the_palettes():
     assert meta["score_group"] == list(SCORE_GROUP)
     assert meta["palettes"] == palettes.page_palettes()
     assert list(meta["palettes"]["grade"]) == list(GRADES) == meta["grades"]
-    js = webapp._asset("app.js").lower()
+    js = webapp.page_script().lower()
     colours = {*palettes.GRADE_COLORS.values(), *palettes.PAGE_SERIES, palettes.PAGE_OTHER}
     assert not [c for c in colours | {palettes.PAGE_NO_GRADE} if c.lower() in js]
 
@@ -276,10 +276,10 @@ def test_page_meta_carries_the_score_group_and_the_palettes():
 def test_render_page_refuses_assets_that_would_close_their_tag(monkeypatch):
     real = webapp._asset
     monkeypatch.setattr(
-        webapp, "_asset", lambda n: real(n) + ("// </SCRIPT>" if n == "app.js" else "")
+        webapp, "_asset", lambda n: real(n) + ("// </SCRIPT>" if n == "plot.js" else "")
     )
     summary = synthetic_summary(3)
-    with pytest.raises(ValueError, match="app.js"):
+    with pytest.raises(ValueError, match="plot.js"):
         webapp.render_page(page_data(summary, score_summary(summary)))
 
 

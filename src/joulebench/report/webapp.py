@@ -2,10 +2,11 @@
 
 `results/webapp/index.html` is meant to be mailed around and opened from disk: the data is
 embedded as JSON (column by column, most as base64 typed arrays: `encode_column`, so a
-300,000-row study stays loadable), the script and styles are inlined (hand-written canvas, no plotting
-library, nothing from a CDN), and a Content-Security-Policy allows no network access at all.
-The page's own code lives in `webapp_assets/` as package data; this module only joins the
-summary with its scores, encodes the rows and fills the template.
+300,000-row study stays loadable), the script and styles are inlined (hand-written canvas,
+no plotting library, nothing from a CDN), and a Content-Security-Policy allows no network
+access at all. The page's own code lives in `webapp_assets/` as package data (the script
+in modules, SCRIPT_MODULES, joined into one); this module only joins the summary with its
+scores, encodes the rows and fills the template.
 
 Model names come from anywhere (a study config, a published summary), so the JSON is escaped
 to stay inert inside its <script> tag, and the page shows every string via textContent.
@@ -63,7 +64,9 @@ PAGE_SCORE_COLUMNS: dict[str, str] = {
     if c.name not in PAGE_SUMMARY_COLUMNS
 }
 
-_ASSETS = ("page.html", "app.css", "app.js")
+# The page's script, in the order it is put together: the pure data first (also run under
+# node by the tests), the URL state, DOM helpers, plot, tables, panels, and the start.
+SCRIPT_MODULES = ("data.js", "url.js", "dom.js", "plot.js", "table.js", "panels.js", "main.js")
 # Inside <script type="application/json"> the HTML parser only looks for `</script` and
 # `<!--`; escaping every <, > and & (valid JSON escapes, only ever inside strings) makes both
 # impossible. U+2028/9 are escaped too so the text is also a valid JavaScript literal.
@@ -226,6 +229,13 @@ def _asset(name: str) -> str:
     return resources.files("joulebench.report").joinpath("webapp_assets", name).read_text("utf-8")
 
 
+def page_script() -> str:
+    """The page's one inline script: its modules (SCRIPT_MODULES) in one strict closure, so
+    nothing lands on `window`; each module is a `const jb<Name> = (function (...) {...})()`."""
+    parts = [f"/* ---- webapp_assets/{name} */\n{_asset(name)}" for name in SCRIPT_MODULES]
+    return '"use strict";\n(function () {\n' + "\n".join(parts) + "\n})();\n"
+
+
 def _csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
@@ -237,10 +247,12 @@ def render_page(data: dict, *, docs_href: str = DEFAULT_DOCS_HREF) -> str:
     fetch, image, font or frame source, so the page cannot reach the network and injected
     markup could not run script even if some string ever reached innerHTML.
     """
-    template, css, js = (_asset(n) for n in _ASSETS)
-    for name, text, tag in (("app.css", css, "</style"), ("app.js", js, "</script")):
+    template, css = _asset("page.html"), _asset("app.css")
+    checks = [("app.css", css, "</style"), *((n, _asset(n), "</script") for n in SCRIPT_MODULES)]
+    for name, text, tag in checks:
         if tag in text.lower():
             raise ValueError(f"webapp_assets/{name} must not contain {tag!r}")
+    js = page_script()
     csp = (
         "default-src 'none'; "
         f"script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; "
@@ -303,9 +315,11 @@ def run_webapp(summary, scores, output, *, grade_thresholds=None, **_score) -> P
 __all__ = [
     "DEFAULT_TITLE",
     "PAGE_COLUMNS",
+    "SCRIPT_MODULES",
     "build_page",
     "embed_json",
     "page_data",
+    "page_script",
     "page_table",
     "render_page",
 ]
