@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -128,10 +129,23 @@ def synthetic_summary(
 
 
 def expected_rows(table: pd.DataFrame, mask=None) -> pd.DataFrame:
-    """The rows the page should plot: positive energy and a top-1, within `mask`."""
+    """The rows the page should plot, those the figures plot (report/figures.py): status ok,
+    a finite energy above 0 and a finite top-1, within `mask`."""
     e = table["scored_energy_per_image_j"].astype(float)
-    ok = (e > 0) & table["top1"].notna()
+    ok = (table["status"] == "ok").fillna(False) & np.isfinite(e) & (e > 0)
+    ok &= np.isfinite(table["top1"].astype(float))
     return table[ok if mask is None else ok & mask]
+
+
+def decoded(column: dict, n_rows: int) -> list:
+    """A column of the embedded data (webapp.encode_column) as a list of JSON values."""
+    if "f64" in column:
+        floats = np.frombuffer(base64.b64decode(column["f64"]), "<f8")
+        return [None if np.isnan(v) else float(v) for v in floats]
+    if "codes" not in column:
+        return column["values"][:1] * n_rows
+    codes = np.frombuffer(base64.b64decode(column["codes"]), f"<u{column['width']}")
+    return [column["values"][k] for k in codes]
 
 
 def embedded_data(html: str):
@@ -190,7 +204,7 @@ def test_build_page_is_one_self_contained_file(tmp_path):
     assert HOSTILE not in text and "<!--" not in text
     embedded = embedded_data(text)
     assert embedded == json.loads(json.dumps(page_data(summary, scores, title="A <b>study</b>")))
-    assert HOSTILE in embedded["data"]["model"]
+    assert HOSTILE in decoded(embedded["data"]["model"], embedded["meta"]["rows"])
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', text).group(1)
     assert "default-src &#x27;none&#x27;" in csp and "connect-src &#x27;none&#x27;" in csp
     assert csp.count("sha256-") == 2
@@ -200,8 +214,51 @@ def test_build_page_scores_the_summary_when_no_scores_are_given(tmp_path):
     summary = synthetic_summary(10)
     out = build_page(summary, None, tmp_path / "index.html")
     data = embedded_data(out.read_text("utf-8"))
-    assert any(g == "A" for g in data["data"]["grade"])
+    assert "A" in decoded(data["data"]["grade"], data["meta"]["rows"])
     assert data["meta"]["grade_thresholds"]["A"] == 0.8
+
+
+def test_every_embedded_column_decodes_to_the_page_table_exactly():
+    summary = synthetic_summary(40, extra_names=[HOSTILE, "ctl\x00\u202e"])
+    scores = score_summary(summary)
+    table = page_table(summary, scores)
+    data = page_data(summary, scores)
+    kinds = set()
+    for c in PAGE_COLUMNS:
+        kinds.add("f64" if "f64" in data["data"][c] else "codes" in data["data"][c])
+        assert decoded(data["data"][c], len(table)) == webapp._json_values(table[c]), c
+    assert kinds == {"f64", True, False}  # floats, dictionaries and one-value columns
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pd.Series([1.5, None, np.inf, -0.25, 1.5]),
+        pd.Series(["a", None, "b", "a"], dtype="string"),
+        pd.Series([True, pd.NA, False], dtype="boolean"),
+        pd.Series([1, pd.NA, 3, 2**40], dtype="Int64"),
+        pd.Series([True, 1, "1", None, 1.0], dtype=object),  # True and 1 stay apart
+        pd.Series(np.arange(300) * 0.1),  # many distinct numbers: float64
+        pd.Series(np.arange(70_000) % 66_000),  # > 65,536 distinct values: 4-byte codes
+        pd.Series([], dtype="float64"),
+        pd.Series([None] * 5, dtype="string"),
+    ],
+)
+def test_encode_column_is_exact(column):
+    want = webapp._json_values(column)
+    encoded = webapp.encode_column(column)
+    got = decoded(encoded, len(column))
+    assert got == want
+    if "f64" not in encoded:  # (JavaScript has one kind of number: 3 and 3.0 are the same)
+        assert [type(v) for v in got] == [type(v) for v in want]
+
+
+def test_the_embedded_data_stays_small_per_row():
+    """The size the README's 8-GPU study (292,160 rows) depends on: the data at 20,000 rows
+    is under 260 characters a row (plain JSON lists took about 800)."""
+    summary = synthetic_summary(10_000, failed=False)
+    text = embed_json(page_data(summary, score_summary(summary)))
+    assert len(text) / len(summary) < 260, len(text) / len(summary)
 
 
 def test_page_meta_carries_the_score_group_and_the_palettes():
@@ -211,7 +268,7 @@ def test_page_meta_carries_the_score_group_and_the_palettes():
     assert meta["score_group"] == list(SCORE_GROUP)
     assert meta["palettes"] == palettes.page_palettes()
     assert list(meta["palettes"]["grade"]) == list(GRADES) == meta["grades"]
-    js = webapp._asset("app.js").lower()
+    js = webapp.page_script().lower()
     colours = {*palettes.GRADE_COLORS.values(), *palettes.PAGE_SERIES, palettes.PAGE_OTHER}
     assert not [c for c in colours | {palettes.PAGE_NO_GRADE} if c.lower() in js]
 
@@ -219,10 +276,10 @@ def test_page_meta_carries_the_score_group_and_the_palettes():
 def test_render_page_refuses_assets_that_would_close_their_tag(monkeypatch):
     real = webapp._asset
     monkeypatch.setattr(
-        webapp, "_asset", lambda n: real(n) + ("// </SCRIPT>" if n == "app.js" else "")
+        webapp, "_asset", lambda n: real(n) + ("// </SCRIPT>" if n == "plot.js" else "")
     )
     summary = synthetic_summary(3)
-    with pytest.raises(ValueError, match="app.js"):
+    with pytest.raises(ValueError, match="plot.js"):
         webapp.render_page(page_data(summary, score_summary(summary)))
 
 
@@ -266,7 +323,7 @@ def site(tmp_path_factory):
 class App:
     """One page opened from file:// with every non-file request aborted and recorded."""
 
-    def __init__(self, browser, path: Path):
+    def __init__(self, browser, path: Path, *, ready: str = "html[data-ready=true]", timeout_s=10):
         self.context = browser.new_context(
             accept_downloads=True, viewport={"width": 1360, "height": 1000}
         )
@@ -276,8 +333,8 @@ class App:
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.on("dialog", self._dialog)
-        self.page.goto(path.as_uri())
-        self.page.wait_for_selector("html[data-ready=true]", timeout=10_000)
+        self.page.goto(path.as_uri(), timeout=timeout_s * 1000)
+        self.page.wait_for_selector(ready, timeout=timeout_s * 1000)
 
     def _route(self, route):
         if route.request.url.startswith("file:"):
@@ -514,6 +571,80 @@ def test_an_empty_study_still_loads(browser, tmp_path):
 
 
 @needs_browser
+@pytest.mark.parametrize("breakage", ["rows", "colour"])
+def test_a_startup_failure_is_shown_on_the_page(browser, tmp_path, monkeypatch, breakage):
+    """A page that cannot start says so where the plot would be, not with a blank page: data
+    that does not decode (the rows say one more than the columns hold), or a failure while
+    drawing the first plot (a colour that is not #rrggbb)."""
+    summary = synthetic_summary(6)
+    if breakage == "colour":
+        grey = {"grade": dict.fromkeys(GRADES, "grey"), "no_grade": "grey"}
+        monkeypatch.setattr(webapp, "page_palettes", lambda: {**palettes.page_palettes(), **grey})
+    path = build_page(summary, score_summary(summary), tmp_path / "index.html")
+    if breakage == "rows":
+        rows = f'"rows":{len(summary)},'
+        path.write_text(path.read_text("utf-8").replace(rows, f'"rows":{len(summary) + 1},'))
+    app = App(browser, path, ready="html[data-error=true]")
+    box = app.page.locator("#startup")
+    expect(box).to_be_visible()
+    expect(box).to_contain_text("The page could not start: Error: ")
+    n = len(summary)
+    expect(box).to_contain_text(f"codes for {n + 1} rows" if breakage == "rows" else "colour grey")
+    assert app.page.get_attribute("html", "data-ready") is None
+    assert len(app.errors) == 1 and app.errors[0] in box.inner_text()  # and in the console
+    app.context.close()
+
+
+@needs_browser
+def test_failed_rows_that_carry_energies_are_in_the_table_not_the_plot(browser, tmp_path):
+    """The page plots what the figures plot: a failed row keeps its energy in the table."""
+    summary = synthetic_summary(12, failed=False)
+    broken = summary.index[:3]
+    summary.loc[broken, ["status", "reason"]] = ["oom", "out of memory in the last repeat"]
+    table = page_table(summary, score_summary(summary))
+    assert (table.loc[broken, "energy_per_image_j"] > 0).all() and table["top1"].notna().any()
+    app = App(browser, build_page(summary, score_summary(summary), tmp_path / "index.html"))
+    app.visible(len(expected_rows(table)))
+    assert len(expected_rows(table)) == len(table[table["top1"].notna()]) - 3
+    expect(app.page.locator("#table")).to_have_attribute("data-row-count", str(len(table)))
+    expect(app.page.locator("#counts")).to_contain_text("rows are not plotted: failed")
+    app.assert_clean()
+    app.context.close()
+
+
+CONTROL_NAME = "ctl\x00\x1b]0\x07\u202egpj\u2066x\u2069\x7f"  # NUL, OSC, RLO, LRI, PDI, DEL
+
+
+@needs_browser
+def test_the_energy_label_is_well_formed_whatever_the_name(browser, tmp_path):
+    """NUL and other controls would make the SVG malformed XML and bidi overrides would show
+    the name reversed: on the page's label, as on `joulebench label`'s, each such character
+    is its visible escape (joulebench.safe_text.printable)."""
+    import xml.etree.ElementTree as ET
+
+    summary = synthetic_summary(8, extra_names=[CONTROL_NAME], failed=False)
+    summary.loc[summary["device_label"] == "cpu", "device_label"] = "cpu\u202d\x01"
+    app = App(browser, build_page(summary, score_summary(summary), tmp_path / "index.html"))
+    page = app.page
+    page.check("#best-only")
+    page.fill("#search", "ctl")
+    expect(page.locator("#best-table")).to_have_attribute("data-row-count", "2")
+    runs = []
+    for k in range(2):
+        with page.expect_download() as info:
+            page.locator("#best-table tbody tr").nth(k).get_by_role("button").click()
+        svg = ET.parse(info.value.path()).getroot()  # well-formed
+        texts = [e.text for e in svg.iter("{http://www.w3.org/2000/svg}text")]
+        runs += [t for t in texts if " · batch " in t]
+        want = "ctl\\x00\\x1b]0\\x07\\u202egpj\\u2066x\\u2069\\x7f"
+        assert want in texts, texts
+        assert not [t for t in texts if re.search("[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069]", t)]
+    assert sorted(runs) == ["cpu\\u202d\\x01 · fp32 · batch 64", "gpu · fp32 · batch 64"]
+    app.assert_clean()
+    app.context.close()
+
+
+@needs_browser
 def test_screenshot_is_written_as_an_artifact(app, site, tmp_path):
     page = app.page
     page.uncheck('input[data-facet="device_label"][value="cpu"]')
@@ -535,6 +666,60 @@ def test_screenshot_is_written_as_an_artifact(app, site, tmp_path):
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, folder / "webapp.png")
     app.assert_clean()
+
+
+BIG_DEVICES = (*DEVICES, *((f"gpu{k}", "nvml", "NVIDIA H200", f"cuda:{k}") for k in (1, 2)))
+BIG_METHODS = tuple(f"method{k}" for k in range(10))
+
+
+@pytest.fixture(scope="module")
+def big_site(tmp_path_factory):
+    """A 300,002-row study (7,500 models x 4 devices x 10 methods, the scale of the README's
+    8-GPU study), scored in 40 groups."""
+    summary = synthetic_summary(7_500, devices=BIG_DEVICES, methods=BIG_METHODS)
+    assert len(summary) > 300_000
+    scores = score_summary(summary)
+    path = build_page(summary, scores, tmp_path_factory.mktemp("big") / "index.html")
+    return path, page_table(summary, scores)
+
+
+@needs_browser
+@pytest.mark.slow
+def test_a_300000_row_page_starts_plots_and_reaches_every_row(browser, big_site, tmp_path):
+    path, t = big_site
+    assert path.stat().st_size < 100e6  # (plain JSON lists: 240 MB)
+    app = App(browser, path, timeout_s=240)
+    page = app.page
+    shown = expected_rows(t)
+    app.visible(len(shown))
+    expect(page.locator("#table")).to_have_attribute("data-row-count", str(len(t)))
+    # the plot holds points: a good part of its area is coloured
+    rgb = app.canvas_rgb()
+    assert (np.abs(rgb - 255).max(axis=2) > 60).mean() > 0.1
+    # hovering a point shows its card
+    app.page.mouse.move(*app.point_xy(shown, len(shown) // 2))
+    expect(page.locator("#card")).to_be_visible()
+    # the table reaches every row, in its order: efficiency index, best first, empty last
+    order = t.assign(_id=np.arange(len(t))).sort_values(
+        ["efficiency_index", "_id"], ascending=[False, True], na_position="last"
+    )
+    wrap = page.locator("#table-wrap")
+    for k in (len(t) // 3, len(t) - 1):
+        wrap.evaluate("(w, k) => { w.scrollTop = k * 30; }", k)
+        row = page.locator(f'#table tbody tr.row[data-id="{order["_id"].iloc[k]}"]')
+        expect(row.locator("td.model")).to_have_text(order["model"].iloc[k])
+    last = page.locator("#table tbody tr.row").last
+    expect(last).to_have_attribute("data-id", str(order["_id"].iloc[-1]))
+    # a filter redraws all of it
+    page.uncheck('input[data-facet="device_label"][value="cpu"]')
+    app.visible(len(expected_rows(t, t["device_label"] != "cpu")))
+    page.screenshot(path=str(tmp_path / "webapp-300k.png"))
+    if os.environ.get("JOULEBENCH_TEST_ARTIFACTS"):
+        folder = Path(os.environ["JOULEBENCH_TEST_ARTIFACTS"])
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(tmp_path / "webapp-300k.png", folder / "webapp-300k.png")
+    app.assert_clean()
+    app.context.close()
 
 
 def _hex_rgb(colour: str) -> np.ndarray:

@@ -1,10 +1,12 @@
 """The webapp stage: one self-contained HTML page to compare models by accuracy and energy.
 
 `results/webapp/index.html` is meant to be mailed around and opened from disk: the data is
-embedded as JSON, the script and styles are inlined (hand-written canvas, no plotting
-library, nothing from a CDN), and a Content-Security-Policy allows no network access at all.
-The page's own code lives in `webapp_assets/` as package data; this module only joins the
-summary with its scores, encodes the rows and fills the template.
+embedded as JSON (column by column, most as base64 typed arrays: `encode_column`, so a
+300,000-row study stays loadable), the script and styles are inlined (hand-written canvas,
+no plotting library, nothing from a CDN), and a Content-Security-Policy allows no network
+access at all. The page's own code lives in `webapp_assets/` as package data (the script
+in modules, SCRIPT_MODULES, joined into one); this module only joins the summary with its
+scores, encodes the rows and fills the template.
 
 Model names come from anywhere (a study config, a published summary), so the JSON is escaped
 to stay inert inside its <script> tag, and the page shows every string via textContent.
@@ -25,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from joulebench import __version__
@@ -61,7 +64,9 @@ PAGE_SCORE_COLUMNS: dict[str, str] = {
     if c.name not in PAGE_SUMMARY_COLUMNS
 }
 
-_ASSETS = ("page.html", "app.css", "app.js")
+# The page's script, in the order it is put together: the pure data first (also run under
+# node by the tests), the URL state, DOM helpers, plot, tables, panels, and the start.
+SCRIPT_MODULES = ("data.js", "url.js", "dom.js", "plot.js", "table.js", "panels.js", "main.js")
 # Inside <script type="application/json"> the HTML parser only looks for `</script` and
 # `<!--`; escaping every <, > and & (valid JSON escapes, only ever inside strings) makes both
 # impossible. U+2028/9 are escaped too so the text is also a valid JavaScript literal.
@@ -112,6 +117,64 @@ def _json_values(column: pd.Series) -> list:
     return values
 
 
+def _code_width(n_values: int) -> int:
+    return 1 if n_values <= 1 << 8 else 2 if n_values <= 1 << 16 else 4
+
+
+def _b64(array: np.ndarray) -> str:
+    return base64.b64encode(array.tobytes()).decode("ascii")
+
+
+def _factorize(column: pd.Series) -> tuple[np.ndarray, pd.Series]:
+    """Codes (0, 1, ... in order of first appearance; -1 for missing) and the distinct values.
+    An object column is told apart by type too, so that True and 1 stay two values."""
+    if column.dtype != object:
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        return codes, pd.Series(uniques, dtype=object)
+    codes, _ = pd.factorize(pd.Series([(type(v).__name__, v) for v in column.tolist()]))
+    _, first = np.unique(codes, return_index=True)
+    return codes, column.iloc[first].reset_index(drop=True)
+
+
+def _f64_chars(n_rows: int) -> int:
+    return 4 * math.ceil(n_rows * 8 / 3)
+
+
+def encode_column(column: pd.Series) -> dict:
+    """One column as the page decodes it, whichever is smaller: {"values", "codes", "width"}
+    (the distinct JSON values, and per row the index of its value as little-endian unsigned
+    ints of `width` bytes, base64; no "codes" when every row holds values[0]) or, for
+    numbers with many distinct values, {"f64": base64 of little-endian float64, NaN for
+    missing}. Both are exact; a 300,000-row page is a third of the size of plain JSON lists
+    and decodes without building a JavaScript value per cell."""
+    column = column.reset_index(drop=True)
+    n = len(column)
+    codes, uniques = _factorize(column)
+    width = _code_width(len(uniques) + 1)
+    numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+    code_chars = 4 * math.ceil(n * width / 3)
+    # each distinct number takes at least 2 characters ("1,") in the list of values
+    if numeric and len(uniques) > 1 and 2 * len(uniques) + code_chars > _f64_chars(n):
+        return _f64(column)
+    values = _json_values(uniques)
+    if (codes < 0).any():
+        codes = np.where(codes < 0, len(values), codes)
+        values.append(None)
+    if numeric and len(values) > 1:
+        if len(json.dumps(values, allow_nan=False)) + code_chars > _f64_chars(n):
+            return _f64(column)
+    if len(values) <= 1:
+        return {"values": values}
+    return {"values": values, "codes": _b64(codes.astype(f"<u{width}")), "width": width}
+
+
+def _f64(column: pd.Series) -> dict:
+    floats = pd.to_numeric(column, errors="coerce").astype("Float64")
+    floats = floats.to_numpy(dtype="<f8", na_value=np.nan)
+    floats[~np.isfinite(floats)] = np.nan  # inf is no number on the page, as in JSON
+    return {"f64": _b64(floats)}
+
+
 def co2e_g_per_j(table: pd.DataFrame) -> float | None:
     """Grams of CO2e per joule the scores assumed (carbon.grid_gco2e_per_kwh x PUE / 3.6e6),
     for the page's gCO2e unit; None when the study set no grid intensity."""
@@ -129,7 +192,7 @@ def page_data(
     generated_by: str | None = None,
     grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
 ) -> dict:
-    """What the page embeds: meta plus the rows column by column (compact for 2,000+ rows).
+    """What the page embeds: meta plus the rows column by column, each as `encode_column`.
 
     The meta carries what the script would otherwise retype: the score's comparison group
     (SCORE_GROUP) and the colours (palettes.py), so page, score and figures cannot drift apart.
@@ -153,7 +216,7 @@ def page_data(
         "co2e_g_per_j": co2e_g_per_j(table),
     }
     columns = list(PAGE_COLUMNS)
-    return {"meta": meta, "columns": columns, "data": {c: _json_values(table[c]) for c in columns}}
+    return {"meta": meta, "columns": columns, "data": {c: encode_column(table[c]) for c in columns}}
 
 
 def embed_json(data) -> str:
@@ -164,6 +227,13 @@ def embed_json(data) -> str:
 
 def _asset(name: str) -> str:
     return resources.files("joulebench.report").joinpath("webapp_assets", name).read_text("utf-8")
+
+
+def page_script() -> str:
+    """The page's one inline script: its modules (SCRIPT_MODULES) in one strict closure, so
+    nothing lands on `window`; each module is a `const jb<Name> = (function (...) {...})()`."""
+    parts = [f"/* ---- webapp_assets/{name} */\n{_asset(name)}" for name in SCRIPT_MODULES]
+    return '"use strict";\n(function () {\n' + "\n".join(parts) + "\n})();\n"
 
 
 def _csp_hash(text: str) -> str:
@@ -177,10 +247,12 @@ def render_page(data: dict, *, docs_href: str = DEFAULT_DOCS_HREF) -> str:
     fetch, image, font or frame source, so the page cannot reach the network and injected
     markup could not run script even if some string ever reached innerHTML.
     """
-    template, css, js = (_asset(n) for n in _ASSETS)
-    for name, text, tag in (("app.css", css, "</style"), ("app.js", js, "</script")):
+    template, css = _asset("page.html"), _asset("app.css")
+    checks = [("app.css", css, "</style"), *((n, _asset(n), "</script") for n in SCRIPT_MODULES)]
+    for name, text, tag in checks:
         if tag in text.lower():
             raise ValueError(f"webapp_assets/{name} must not contain {tag!r}")
+    js = page_script()
     csp = (
         "default-src 'none'; "
         f"script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; "
@@ -243,9 +315,11 @@ def run_webapp(summary, scores, output, *, grade_thresholds=None) -> Path:
 __all__ = [
     "DEFAULT_TITLE",
     "PAGE_COLUMNS",
+    "SCRIPT_MODULES",
     "build_page",
     "embed_json",
     "page_data",
+    "page_script",
     "page_table",
     "render_page",
 ]
