@@ -10,7 +10,7 @@ as PNG through matplotlib with math parsing off, so labels are always text. Ever
 from data is made printable first (safe_text: no control or bidi character reaches the card,
 so the SVG is valid XML for any name), and the default file names go through
 safe_text.file_name (a label never lands outside results/labels). The page builds the same card
-in the browser (webapp_assets/app.js, labelSvg). docs/decisions.md shows one.
+in the browser (webapp_assets/data.js, labelItems). docs/decisions.md shows one.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Series (methods, families, compared models) use the Okabe–Ito palette and the ordered grades
 viridis, light A to dark G; both stay readable with the common colour-vision deficiencies.
 Colours are hex strings: matplotlib takes them as they are, and the page gets them through its
-embedded metadata (`page_palettes`), so app.js types no colour of its own. No imports: the
+embedded metadata (`page_palettes`), so the page script types no colour of its own. No imports: the
 figures and the page can both use this without pulling anything in.
 """
 
