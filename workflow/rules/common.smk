@@ -19,6 +19,7 @@ from joulebench.measure.devices import (
     pinned_uuids,
     resolve_devices,
 )
+from joulebench.measure.methods import expand_methods
 from joulebench.report.figures import FIGURE_NAMES as FIGURES
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
@@ -146,8 +147,9 @@ def get_final_outputs():
 
 
 def get_fits_settings():
-    """The baseline of method savings defaults to the config's first method."""
-    first = None if FROM_SUMMARY else next(iter(config["methods"]))
+    """The baseline of method savings defaults to the config's first method (a sweep's
+    first value, fp16@1.0, where the first method is a sweep)."""
+    first = None if FROM_SUMMARY else next(iter(expand_methods(config["methods"])))
     baseline = config["fits"]["baseline_method"] or first
     return json.dumps({**config["fits"], "baseline_method": baseline}, sort_keys=True)
 

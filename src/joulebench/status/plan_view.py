@@ -21,6 +21,7 @@ from pathlib import Path
 from joulebench.analysis.plan import config_estimate_s, format_duration, plan_study
 from joulebench.catalog.models import exact_names
 from joulebench.measure.devices import AUTO, RESOLVED_ENV
+from joulebench.measure.methods import expand_methods
 from joulebench.study import load_study
 
 RESOLVE_TIMEOUT_S = 600.0
@@ -116,7 +117,7 @@ def study_plan(
         job_overhead_s=max(one.model_job_s - per_model * one.config_estimate_s, 0.0),
         method_estimate_s={
             name: config_estimate_s(protocol, bool((spec or {}).get("compile")))
-            for name, spec in config["methods"].items()
+            for name, spec in expand_methods(config["methods"]).items()
         },
         auto=auto,
     )
