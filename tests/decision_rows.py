@@ -144,3 +144,44 @@ def varied_summary(seed: int = 7, n_models: int = 18) -> pd.DataFrame:
         }
     )
     return build_summary(profile, catalog, accuracy)
+
+
+# A power-limit sweep on one GPU whose board's default limit is 700 W: energy per image falls
+# as the cap tightens until the slower clocks' longer run costs more than the cap saves (the
+# knee). small's least energy is at 0.6 of the limit, big's at 0.8; fp32 sets no knob.
+SWEEP_DEFAULT_LIMIT_W = 700.0
+# model -> {fraction: (energy J, img/s)} at batch 64
+SWEEP = {
+    "small": {
+        1.0: (0.0100, 2000.0),
+        0.8: (0.0086, 1900.0),
+        0.6: (0.0078, 1650.0),
+        0.5: (0.0081, 1300.0),
+    },
+    "big": {1.0: (0.0500, 400.0), 0.8: (0.0440, 380.0), 0.6: (0.0460, 300.0), 0.5: (0.0520, 240.0)},
+}
+SWEEP_METHODS = {"fp32": {}, "fp16": {"precision": "fp16", "power_limit": [1.0, 0.8, 0.6, 0.5]}}
+
+
+def sweep_summary() -> pd.DataFrame:
+    """The summary of that sweep, its rows made as a profile job makes them: the methods
+    parsed from SWEEP_METHODS (fp16@1.0 ... fp16@0.5), their knob columns from
+    Method.knob_fields with the limit a device would read back (fraction x 700 W)."""
+    from joulebench.measure.methods import KnobReadback, parse_methods
+
+    rows = []
+    for model, points in SWEEP.items():
+        fp32_j, fp32_img_s = 2 * points[1.0][0], points[1.0][1] / 2
+        for method in parse_methods(SWEEP_METHODS).values():
+            fraction = method.power_limit
+            energy, img_s = (fp32_j, fp32_img_s) if fraction is None else points[fraction]
+            read = (
+                KnobReadback(power_limit_w=fraction * SWEEP_DEFAULT_LIMIT_W) if fraction else None
+            )
+            knobs = method.knob_fields(read)
+            latency_ms = 1e3 * 64 / img_s
+            row = profile_row(
+                model, method.name, 64, energy, energy / 50, latency_ms, img_s, **knobs
+            )
+            rows.append(row)
+    return decision_summary(rows, configs=[])

@@ -7,16 +7,18 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from decision_rows import decision_summary, profile_row
+from decision_rows import decision_summary, profile_row, sweep_summary
 
 from joulebench.analysis.best_configs import (
     DecisionError,
     best_configs,
+    configuration_text,
+    knob_text,
     parse_constraints,
     run_best_configs,
 )
 from joulebench.analysis.summary import read_summary
-from joulebench.tables import BEST_CONFIGS, read_table
+from joulebench.tables import BEST_CONFIGS, KNOB_COLUMNS, read_table
 
 
 def _pick(table, model, constraint="none", **where) -> pd.Series:
@@ -218,8 +220,14 @@ def test_same_table_as_the_per_group_implementation(name):
     summary = read_summary(FIXTURE / "summary.parquet")  # a valid summary, read as a job does
     expected = pd.read_parquet(FIXTURE / name)
     got = best_configs(summary, **CASES[name])
-    assert list(got.columns) == list(expected.columns)
-    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    newer = [c for c in got.columns if c not in expected.columns]  # columns it predates
+    assert newer == [*KNOB_COLUMNS, "configuration"]
+    pd.testing.assert_frame_equal(got[list(expected.columns)], expected, check_exact=True)
+    assert got[list(KNOB_COLUMNS)].isna().all().all()  # no method of the fixture sets a knob
+    met = got["met"].to_numpy(bool)
+    plain = got["method"] + ", batch " + got["batch_size"].astype("string")
+    assert (got.loc[met, "configuration"] == plain[met]).all()
+    assert got.loc[~met, "configuration"].isna().all()
 
 
 def test_fixture_covers_the_cases_it_claims():
@@ -239,3 +247,51 @@ def test_empty_summary_gives_an_empty_table():
     summary = decision_summary().iloc[:0]
     table = best_configs(summary, max_latency_ms=[10])
     assert table.empty and list(table.columns) == BEST_CONFIGS.names
+
+
+def test_a_power_limit_sweep_names_the_cheapest_limit_with_the_batch_size():
+    """decision_rows.SWEEP: small's least energy is at 0.6 of the default limit, big's at 0.8;
+    under a throughput floor small's is the tightest cap still fast enough (0.8)."""
+    table = best_configs(sweep_summary(), min_throughput_img_s=[1800])
+    small = _pick(table, "small")
+    assert small["method"] == "fp16@0.6" and small["batch_size"] == 64
+    assert small["power_limit_requested_fraction"] == 0.6
+    assert small["power_limit_readback_w"] == pytest.approx(420.0)
+    assert pd.isna(small["power_limit_requested_w"]) and pd.isna(small["sm_clock_readback_mhz"])
+    assert small["configuration"] == "fp16@0.6 (power limit 60 % of default = 420 W), batch 64"
+    assert _pick(table, "big")["method"] == "fp16@0.8"
+    fast = _pick(table, "small", "throughput_img_s>=1800")
+    assert fast["configuration"] == "fp16@0.8 (power limit 80 % of default = 560 W), batch 64"
+    assert _pick(table, "big", "throughput_img_s>=1800")["note"].startswith(
+        "no configuration meets throughput >= 1800 img/s; closest: fp16@1.0 (power limit 100 % "
+        "of default = 700 W) batch 64"
+    )
+
+
+@pytest.mark.parametrize(
+    ("knobs", "text"),
+    [
+        ({}, ""),
+        ({"power_limit_requested_fraction": 0.6}, "power limit 60 % of default"),
+        ({"power_limit_requested_w": 250.0}, "power limit 250 W"),
+        ({"power_limit_requested_w": 250.0, "power_limit_readback_w": 250.2}, "power limit 250 W"),
+        (
+            {"power_limit_requested_w": 250.0, "power_limit_readback_w": 240.0},
+            "power limit 250 W (read back 240 W)",
+        ),
+        ({"sm_clock_requested_mhz": 1410.0}, "SM clock 1410 MHz"),
+        (
+            {"sm_clock_requested_preset": "max", "sm_clock_readback_mhz": 1980.0},
+            "SM clock max = 1980 MHz",
+        ),
+        (
+            {"power_limit_requested_fraction": 0.55, "sm_clock_requested_preset": "base"},
+            "power limit 55 % of default, SM clock base",
+        ),
+        ({"power_limit_requested_w": float("nan"), "sm_clock_requested_preset": pd.NA}, ""),
+    ],
+)
+def test_knobs_in_words(knobs, text):
+    row = {"method": "m", "batch_size": 8, **knobs}
+    assert knob_text(row) == text
+    assert configuration_text(row) == (f"m ({text}), batch 8" if text else "m, batch 8")

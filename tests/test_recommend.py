@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from decision_rows import decision_summary, profile_row
+from decision_rows import decision_summary, profile_row, sweep_summary
 
 from joulebench.analysis.best_configs import DecisionError, comparable
 from joulebench.analysis.recommend import (
@@ -190,3 +190,21 @@ def test_vectorised_limits_agree_with_each_rows_misses():
         assert (far[limits.meets(df)] == 0).all()
         unknown = [any("unknown" in x for x in m) for m in by_row]
         assert np.isinf(far[unknown]).all() and np.isfinite(far[~np.array(unknown)]).all()
+
+
+def test_a_power_limit_sweep_recommends_the_cheapest_cap_and_says_so():
+    """decision_rows.SWEEP: small's least energy is fp16 at 0.6 of the default limit (7.8 mJ
+    against 10 mJ at the full limit: 22 % less)."""
+    rec = recommend(sweep_summary(), current="small:fp16@1.0:64")
+    assert _ranked(rec)[0] == ("small", "fp16@0.6", 64)
+    small = rec.ranked.set_index("model").loc["small"]
+    assert small["saving"] == pytest.approx(1 - 0.0078 / 0.0100)
+    text = format_recommendation(rec)
+    header = next(line for line in text.splitlines() if line.lstrip().startswith("#"))
+    assert "power limit, SM clock" in header
+    assert "power limit 60 % of default = 420 W" in text
+    assert "least energy: small fp16@0.6 (power limit 60 % of default = 420 W), batch 64" in text
+    plain = format_recommendation(recommend(decision_summary()))
+    assert "power limit" not in plain and "least energy" not in plain  # no knob, no column
+    with pytest.raises(DecisionError, match=r"small fp16@1\.0 \(power limit 100 % of default"):
+        recommend(sweep_summary(), min_throughput_img_s=5000)

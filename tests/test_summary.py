@@ -210,8 +210,8 @@ def test_column_names_carry_units():
     for col in SUMMARY_COLUMNS:
         if "energy" in col and not col.endswith(("_cv", "_is_estimate")):
             assert col.endswith("_j"), col
-        if "power" in col:
-            assert col.endswith("_w"), col
+        if "power" in col:  # watts, or a ratio of two powers (a fraction of the default limit)
+            assert col.endswith(("_w", "_fraction")), col
 
 
 def test_rows_carry_their_own_phase():
@@ -234,6 +234,11 @@ def test_rows_carry_their_own_phase():
         ("energy_per_image_j", np.inf, "energy_per_image_j = inf"),
         ("energy_per_image_cv", -0.1, "energy_per_image_cv must not be negative"),
         ("batch_size", 0, "batch_size must be at least 1"),
+        ("power_limit_requested_w", 0.0, "power_limit_requested_w must be > 0 where a knob"),
+        ("power_limit_readback_w", -250.0, "power_limit_readback_w = -250.0"),
+        ("sm_clock_readback_mhz", 0.0, "sm_clock_readback_mhz must be > 0"),
+        ("power_limit_requested_fraction", 60.0, "must lie in (0, 1.5] (a fraction of the"),
+        ("power_limit_requested_fraction", 0.0, "power_limit_requested_fraction = 0.0"),
     ],
 )
 def test_impossible_values_are_named_with_row_and_value(column, value, words, tmp_path):
@@ -247,6 +252,25 @@ def test_impossible_values_are_named_with_row_and_value(column, value, words, tm
     s.to_parquet(tmp_path / "hostile.parquet")
     with pytest.raises(SummaryError, match=r"(?s)hostile\.parquet: .*" + column):
         read_summary(tmp_path / "hostile.parquet")
+
+
+def test_knob_columns_are_carried_from_the_rows_and_empty_where_no_knob_is_set():
+    from joulebench.tables import KNOB_COLUMNS
+
+    profile = _profile()
+    n = len(profile)
+    profile["power_limit_requested_fraction"] = [0.6] + [np.nan] * (n - 1)
+    profile["power_limit_readback_w"] = [84.0] + [np.nan] * (n - 1)
+    profile["sm_clock_requested_preset"] = ["", "max"] + [""] * (n - 2)
+    profile["sm_clock_readback_mhz"] = [np.nan, 1980.0] + [np.nan] * (n - 2)
+    s = build_summary(profile)
+    validate_summary(s)
+    assert set(KNOB_COLUMNS) <= set(s.columns)
+    row = s[(s["method"] == profile.loc[0, "method"]) & (s["model"] == profile.loc[0, "model"])]
+    row = row[row["batch_size_requested"] == profile.loc[0, "batch_size_requested"]].iloc[0]
+    assert (row["power_limit_requested_fraction"], row["power_limit_readback_w"]) == (0.6, 84.0)
+    assert s["sm_clock_requested_preset"].fillna("").tolist().count("max") == 1
+    assert s["power_limit_requested_w"].isna().all()  # no row asked for watts
 
 
 def test_many_impossible_rows_are_counted_not_listed():

@@ -114,13 +114,20 @@ class Plan:
         return self.measuring_wall_s + self.catalog_s + self.analysis_s
 
 
+def _methods(config: dict) -> dict[str, dict]:
+    """The study's methods, sweeps expanded as the profile job expands them."""
+    from joulebench.measure.methods import expand_methods
+
+    return expand_methods(config["methods"])
+
+
 def _phase_configs(config: dict) -> list[tuple[str, dict, int]]:
     """(phase, method spec, batch size) measured per model; train runs PyTorch only."""
     out = []
     train_sizes = (config.get("train") or {}).get("batch_sizes")
     for phase in config.get("phases") or PHASES[:1]:
         sizes = train_sizes if phase == "train" and train_sizes else config["batch_sizes"]
-        for method in config["methods"].values():
+        for method in _methods(config).values():
             exported = (method or {}).get("runtime") not in (None, "pytorch")
             if phase == "train" and exported:
                 continue  # a skipped row, not a measurement
@@ -180,7 +187,7 @@ def plan_study(
         batch_sizes.setdefault(phase, set()).add(batch)
     plan = Plan(
         models=n_models,
-        methods=len(config["methods"]),
+        methods=len(_methods(config)),
         batch_sizes={phase: len(sizes) for phase, sizes in batch_sizes.items()},
         configurations=sum(d.configurations for d in device_plans),
         config_min_s=config_min_s(protocol),

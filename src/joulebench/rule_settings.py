@@ -63,7 +63,9 @@ def _score(config: Mapping) -> dict:
 def _fits(config: Mapping) -> dict:
     """The baseline of method savings defaults to the config's first method (with
     from_summary, the summary's first: the function's own default)."""
-    first = None if config.get("from_summary") else next(iter(config["methods"]))
+    from joulebench.measure.methods import expand_methods  # a sweep's first value: fp16@1.0
+
+    first = None if config.get("from_summary") else next(iter(expand_methods(config["methods"])))
     return {**config["fits"], "baseline_method": config["fits"]["baseline_method"] or first}
 
 

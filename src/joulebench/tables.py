@@ -39,6 +39,14 @@ RUNTIMES = ("pytorch", "onnxruntime", "ort-tensorrt", "torch-tensorrt")
 # Older names, still accepted in configs and read in published summaries as the runtime they
 # name: `tensorrt` was ONNX Runtime's TensorRT provider before torch-tensorrt came.
 RUNTIME_ALIASES = {"tensorrt": "ort-tensorrt"}
+# Device settings a method may ask for (measure.methods; docs/power.md): a power limit in
+# watts or as a fraction of the board's default limit, a locked SM clock in MHz or by name.
+# The bounds catch a unit slip (60 for 0.6, NVML's milliwatts, Hz); the board's own allowed
+# range is checked when its backend sets the value.
+POWER_LIMIT_FRACTION_MAX = 1.5
+POWER_LIMIT_W_MAX = 3000.0
+SM_CLOCK_MHZ_MAX = 5000
+SM_CLOCK_PRESETS = ("max", "base")
 REASON_MAX_CHARS = 500  # `reason` and `note` columns: one readable line, never a traceback
 ESTIMATE_METER_PREFIX = "estimate:"  # meters that model energy rather than read a counter
 
@@ -276,6 +284,7 @@ IDLE = Table(
 _ROW = "measure.profile.config_row"
 _JOB = "measure.profile.job_start"
 _LOOP = "measure.profile.measure_configs"
+_KNOB = "measure.methods.Method.knob_fields"
 _SUMMARY = "measure.protocol.summarize"
 
 PROFILE = Table(
@@ -306,6 +315,23 @@ PROFILE = Table(
             True: channels-last memory format
         compile               string   -      {_ROW}
             the torch.compile mode; empty for eager
+        power_limit_requested_w float64 W     {_KNOB}
+            the power limit the method asks for in watts (power_limit_w); empty when it asks
+            none, or asks a fraction
+        power_limit_requested_fraction float64 ratio {_KNOB}
+            the power limit the method asks for as a fraction of the board's default limit
+            (power_limit); empty when it asks none, or asks watts
+        power_limit_readback_w float64 W      {_KNOB}
+            the power limit in force while measuring, as the device's backend read it back
+            after setting it; empty when the method sets none (docs/power.md)
+        sm_clock_requested_mhz float64 MHz    {_KNOB}
+            the SM clock the method asks to lock, in MHz (sm_clock_mhz); empty when it asks
+            none, or asks max or base
+        sm_clock_requested_preset string -    {_KNOB}
+            max or base: the SM clock the method asks to lock, by name; empty otherwise
+        sm_clock_readback_mhz float64 MHz     {_KNOB}
+            the locked SM clock in force while measuring, as the device's backend read it
+            back after locking it; empty when the method locks none (docs/power.md)
         reparameterized       boolean  -      measure.profile.prepare
             True: measured in timm's fused deploy form; empty when nothing was built
         threads               Int64    count  {_JOB}
@@ -547,6 +573,10 @@ WINDOW = _declare(
         measurements running on this host in the window (this one included)
     """
 )
+
+# A method's knobs as row columns (asked for, and read back by the device's backend), in the
+# profile's order: every later table that names a configuration carries them.
+KNOB_COLUMNS = tuple(c.name for c in PROFILE.columns if c.producer == f"joulebench.{_KNOB}")
 
 REPEATS = Table(
     "repeats",
@@ -988,6 +1018,15 @@ BEST_CONFIGS = Table(
         *_same(SUMMARY, "family", "top1"),
         *_same(SCORES, "energy_kind"),
         *_same(SUMMARY, "method", "runtime", "batch_size_requested", "batch_size", "meter"),
+        *_same(SUMMARY, *KNOB_COLUMNS),
+        *_declare(
+            """
+            configuration         string   -      analysis.best_configs.best_configs
+                what to run, in words: the method with its power limit and locked clock, and
+                the batch size (fp16@0.6 (power limit 60 % of default = 420 W), batch 64);
+                empty where nothing meets the constraint
+            """
+        ),
         *_declare(
             f"""
             energy_per_image_j    float64  J      {_BEST_ROW}

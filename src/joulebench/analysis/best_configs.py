@@ -30,7 +30,13 @@ from joulebench.analysis.score import (
     measured_mask,
 )
 from joulebench.analysis.summary import read_summary
-from joulebench.tables import BEST_CONFIGS, conform, energy_is_estimate, write_table
+from joulebench.tables import (
+    BEST_CONFIGS,
+    KNOB_COLUMNS,
+    conform,
+    energy_is_estimate,
+    write_table,
+)
 
 BEST_CONFIG_COLUMNS = BEST_CONFIGS.dtypes
 # constraint kind -> (column compared, sense, how it reads)
@@ -159,7 +165,75 @@ BEST_FROM_ROW = (
     "latency_ms",
     "latency_kind",
     "throughput_img_s",
+    *KNOB_COLUMNS,  # the method's power limit and locked clock (docs/power.md)
 )
+
+
+def _number(row, column: str) -> float:
+    """A row's value as a float, NaN where missing (or the column absent)."""
+    try:
+        value = float(row.get(column))
+    except (TypeError, ValueError):  # None, NA, text
+        return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
+def _with_readback(text: str, asked: float, read: float, unit: str) -> str:
+    """`text` with the value the device read back: '= 420 W' for a relative or named ask,
+    '(read back 248 W)' where it differs from an absolute one."""
+    if not math.isfinite(read):
+        return text
+    if not math.isfinite(asked):
+        return f"{text} = {read:.0f} {unit}"
+    return text if abs(read - asked) < 0.5 else f"{text} (read back {read:.0f} {unit})"
+
+
+def knob_text(row) -> str:
+    """A row's device settings in words ('power limit 60 % of default = 420 W', 'power
+    limit 250 W', 'SM clock 1410 MHz', 'SM clock max = 1980 MHz'); '' when it sets none."""
+    parts = []
+    fraction = _number(row, "power_limit_requested_fraction")
+    watts = _number(row, "power_limit_requested_w")
+    if math.isfinite(fraction) or math.isfinite(watts):
+        asked = f"{fraction * 100:.3g} % of default" if math.isfinite(fraction) else f"{watts:g} W"
+        read = _number(row, "power_limit_readback_w")
+        parts.append(_with_readback(f"power limit {asked}", watts, read, "W"))
+    mhz = _number(row, "sm_clock_requested_mhz")
+    preset = row.get("sm_clock_requested_preset")
+    preset = preset if isinstance(preset, str) else ""
+    if math.isfinite(mhz) or preset:
+        asked = f"{mhz:.0f} MHz" if math.isfinite(mhz) else preset
+        read = _number(row, "sm_clock_readback_mhz")
+        parts.append(_with_readback(f"SM clock {asked}", mhz, read, "MHz"))
+    return ", ".join(parts)
+
+
+def method_text(row) -> str:
+    """The method with its knobs: 'fp16@0.6 (power limit 60 % of default = 420 W)'."""
+    knobs = knob_text(row)
+    return f"{row['method']} ({knobs})" if knobs else str(row["method"])
+
+
+def configuration_text(row) -> str:
+    """What to run, in one line: 'fp16@0.6 (power limit 60 % of default), batch 64'."""
+    batch = _number(row, "batch_size")
+    return f"{method_text(row)}, batch {int(batch) if math.isfinite(batch) else '?'}"
+
+
+def configurations(table: pd.DataFrame) -> pd.Series:
+    """configuration_text of each row that names a configuration (`met`), else NA: worded
+    row by row only where a knob is set, the rest in one pass."""
+    batch = pd.to_numeric(table["batch_size"], errors="coerce").round().astype("Int64")
+    text = table["method"].astype("string") + ", batch " + batch.astype("string")
+    knobs = table.reindex(columns=list(KNOB_COLUMNS))
+    preset = knobs["sm_clock_requested_preset"].fillna("").astype(str) != ""
+    knobbed = knobs.drop(columns="sm_clock_requested_preset").notna().any(axis=1) | preset
+    knobbed &= table["met"].fillna(False).astype(bool)
+    if knobbed.any():
+        rows = table.loc[knobbed, ["method", "batch_size", *KNOB_COLUMNS]]
+        text[knobbed] = [configuration_text(r) for r in rows.to_dict("records")]
+    return text.where(table["met"].fillna(False).astype(bool))
+
 
 # the other columns of comparable() a decision reads
 USED = ("valid", "estimate", "energy_j", "ci_low_j", "ci_high_j", "why_not", "top1")
@@ -229,7 +303,7 @@ def _closest_misses(rows: pd.DataFrame, kind: str, value: float) -> pd.Series:
     closest = _first_per_group(rows.assign(_short=_shortfall(rows, kind, value)), "_short")
     notes = [
         f"no configuration meets {constraint_text(kind, value)}; closest: "
-        f"{r['method']} batch {r['batch_size']}: {miss(r, kind, value)}"
+        f"{method_text(r)} batch {r['batch_size']}: {miss(r, kind, value)}"
         for r in closest.to_dict("records")
     ]
     return pd.Series(notes, index=closest.index, dtype=object)
@@ -271,6 +345,7 @@ def best_configs(
     ]
     out = pd.concat(parts).rename_axis("_group").reset_index()
     out = out.sort_values(["_group", "_constraint"], kind="stable")
+    out["configuration"] = configurations(out)
     return conform(out.reindex(columns=list(BEST_CONFIG_COLUMNS)), BEST_CONFIG_COLUMNS)
 
 

@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from joulebench.analysis.best_configs import DecisionError, comparable
+from joulebench.analysis.best_configs import (
+    DecisionError,
+    comparable,
+    configuration_text,
+    knob_text,
+    method_text,
+)
 from joulebench.analysis.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
 from joulebench.safe_text import printable
 
@@ -240,7 +246,8 @@ def _impossible(limits: Limits, ok: pd.DataFrame) -> str:
     for i in dist.index[:CLOSEST_SHOWN]:
         r = ok.loc[i]
         where = (
-            f"{r['model']} {r['method']} batch {r['batch_size_requested']} on {r['device_label']}"
+            f"{r['model']} {method_text(r)} batch {r['batch_size_requested']} "
+            f"on {r['device_label']}"
         )
         lines.append(f"  {printable(where)}: " + "; ".join(limits.misses(r)))
     return "\n".join(lines)
@@ -336,10 +343,16 @@ def format_recommendation(rec: Recommendation, top: int = 10) -> str:
         kind = f"energy ESTIMATED ({meters})" if est else f"measured ({meters})"
         lines += ["", printable(f"device {device}, {kind}:")]
         shown = section.head(top)
+        records = shown.to_dict("records")
+        knobs = [knob_text(r) for r in records]
         cols = {
             "#": [str(k + 1) for k in range(len(shown))],
             "model": shown["model"].astype(str).tolist(),
             "method": shown["method"].astype(str).tolist(),
+        }
+        if any(knobs):  # the power limit and clock, where a method sets them
+            cols["power limit, SM clock"] = [k or "–" for k in knobs]
+        cols |= {
             "batch": shown["batch_size_requested"].astype(str).tolist(),
             "top-1 %": [("–" if not np.isfinite(v) else f"{v:.1f}") for v in shown["top1"]],
             "mJ/image": [_mj(e) for e in shown["energy_j"]],
@@ -356,6 +369,9 @@ def format_recommendation(rec: Recommendation, top: int = 10) -> str:
         lines += ["  " + line for line in _table(cols, numeric)]
         if len(section) > top:
             lines.append(f"  ... and {len(section) - top} more (--top N)")
+        if any(knobs):
+            first = records[0]
+            lines.append(f"  least energy: {first['model']} {configuration_text(first)}")
     if rec.current is not None:
         for _, cur in rec.current_rows.iterrows():
             note = "" if cur["valid"] else printable(f", not comparable: {cur['why_not']}")

@@ -23,7 +23,9 @@ import pandas as pd
 from joulebench.tables import (
     ACCURACY_COLUMNS,
     CATALOG_COLUMNS,
+    KNOB_COLUMNS,
     PHASES,
+    POWER_LIMIT_FRACTION_MAX,
     PROFILE_COLUMNS,
     RUNTIME_ALIASES,
     SUMMARY,
@@ -52,6 +54,8 @@ SPREAD_COLUMNS = (
 )
 # Percentages that must lie in [0, 100] wherever they are given.
 PERCENT_COLUMNS = ("top1", "top5", "top1_real", "top1_v2")
+# A method's knobs in watts and MHz, asked for or read back: > 0 where set (docs/power.md).
+POSITIVE_KNOB_COLUMNS = tuple(c for c in KNOB_COLUMNS if SUMMARY[c].unit in ("W", "MHz"))
 # A configuration is identified by these; batch_size (the batch run) may differ after OOM.
 SUMMARY_KEY = SUMMARY.key
 
@@ -254,6 +258,18 @@ def _rule_problems(df: pd.DataFrame):
         if col in df.columns:
             v = values(col)
             yield col, "must be at least 1", v.notna() & ~(v >= 1)
+    for col in POSITIVE_KNOB_COLUMNS:
+        if col in df.columns:
+            v = values(col)
+            yield col, "must be > 0 where a knob is set", v.notna() & ~(v > 0)
+    if "power_limit_requested_fraction" in df.columns:
+        v = values("power_limit_requested_fraction")
+        rule = f"must lie in (0, {POWER_LIMIT_FRACTION_MAX:g}] (a fraction of the default limit)"
+        yield (
+            "power_limit_requested_fraction",
+            rule,
+            v.notna() & ~v.between(0, POWER_LIMIT_FRACTION_MAX, inclusive="right"),
+        )
 
 
 def _shown(value) -> str:

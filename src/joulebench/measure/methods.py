@@ -6,6 +6,12 @@ gives every model a pretrained config: `bf16: {precision: bf16}` names a preset,
 `torchtrt-fp16: {runtime: torch-tensorrt, precision: fp16}` through a TensorRT engine.
 The energy saving of any method against the baseline method then comes out of the method
 savings like any other.
+A method may also ask the device for a setting (a knob, docs/power.md): a power limit in
+watts (`power_limit_w: 250`) or as a fraction of the board's default limit
+(`power_limit: 0.6`), and a locked SM clock (`sm_clock_mhz: 1410`, or `max` / `base`). A
+knob given a list is a sweep, expanded once here into ordinary named methods
+(`fp16: {precision: fp16, power_limit: [1.0, 0.6]}` -> `fp16@1.0`, `fp16@0.6`), so every
+later stage (rows, savings, best configurations, recommend, the page) sees methods only.
 Inference runs a timm model in its deploy form (timm's re-parameterisation,
 joulebench.catalog.deploy_form) unless the method says `reparameterize: false`.
 """
@@ -13,9 +19,19 @@ joulebench.catalog.deploy_form) unless the method says `reparameterize: false`.
 from __future__ import annotations
 
 import contextlib
+import itertools
+import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from joulebench.tables import RUNTIME_ALIASES, RUNTIMES
+from joulebench.tables import (
+    POWER_LIMIT_FRACTION_MAX,
+    POWER_LIMIT_W_MAX,
+    RUNTIME_ALIASES,
+    RUNTIMES,
+    SM_CLOCK_MHZ_MAX,
+    SM_CLOCK_PRESETS,
+)
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -30,6 +46,16 @@ RUNTIME_PRECISIONS = {
 }
 ONNX_RUNTIMES = (ONNXRUNTIME, ORT_TENSORRT)  # those that run an ONNX export (`opset`)
 DEFAULT_OPSET = 18
+# The device settings a method may ask for, declared once: each is a Method field and a key
+# of `methods:`; Method.knob_fields gives their row columns, knob_label their part of a
+# swept method's name. In this order in a name: fp16@0.6@1410MHz.
+KNOBS = ("power_limit_w", "power_limit", "sm_clock_mhz")
+# Until the device backends set knobs, a method asking for one is a skipped row saying so.
+KNOBS_NOT_SET = (
+    "power limits and locked clocks are not set on devices yet (docs/power.md); "
+    "not measured, rather than measured at the device's current settings"
+)
+SWEEP_MARK = "@"  # <name>@<value>: no config key has one (the schema's pattern), so no clash
 # Methods known by name: `joulebench profile --method` (a study names its own in `methods:`).
 PRESETS: dict[str, dict] = {
     "fp32": {"precision": "fp32"},
@@ -59,6 +85,9 @@ class Method:
     reparameterize: bool = (
         True  # inference in timm's fused deploy form (joulebench.catalog.deploy_form)
     )
+    power_limit_w: float | None = None  # a power limit in watts, set by the device's backend
+    power_limit: float | None = None  # or one as a fraction of the board's default limit
+    sm_clock_mhz: int | str | None = None  # a locked SM clock: MHz, or max / base
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
@@ -73,6 +102,7 @@ class Method:
             raise ValueError(f"method {self.name}: reparameterize must be true or false")
         if self.runtime != PYTORCH:
             self._check_exported()
+        self._check_knobs()
 
     def _check_exported(self):
         """Options that only mean something in PyTorch are errors, not silently dropped."""
@@ -97,6 +127,62 @@ class Method:
             raise ValueError(
                 f"method {self.name}: opset applies to {ONNX_RUNTIMES} only, not {self.runtime}"
             )
+
+    def _check_knobs(self):
+        """Each knob range-checked (and normalised: watts and fractions as floats, MHz as an
+        int), so a unit slip is one line at parse time, not a refused call hours later."""
+        if self.power_limit_w is not None and self.power_limit is not None:
+            raise ValueError(
+                f"method {self.name}: set power_limit_w (watts) or power_limit (a fraction of "
+                "the default limit), not both"
+            )
+        watts, fraction = _number(self.power_limit_w), _number(self.power_limit)
+        if self.power_limit_w is not None and not 0 < watts <= POWER_LIMIT_W_MAX:
+            hint = " (NVML counts milliwatts; give watts)" if watts > POWER_LIMIT_W_MAX else ""
+            raise ValueError(
+                f"method {self.name}: power_limit_w is watts in (0, {POWER_LIMIT_W_MAX:g}], "
+                f"got {self.power_limit_w!r}{hint}"
+            )
+        if self.power_limit is not None and not 0 < fraction <= POWER_LIMIT_FRACTION_MAX:
+            raise ValueError(
+                f"method {self.name}: power_limit is a fraction of the board's default limit "
+                f"in (0, {POWER_LIMIT_FRACTION_MAX:g}] (0.6 for 60 %), got "
+                f"{self.power_limit!r}; watts go in power_limit_w"
+            )
+        clock = self.sm_clock_mhz
+        mhz = _number(clock)
+        whole = math.isfinite(mhz) and mhz == int(mhz) and 1 <= mhz <= SM_CLOCK_MHZ_MAX
+        if clock is not None and clock not in SM_CLOCK_PRESETS and not whole:
+            raise ValueError(
+                f"method {self.name}: sm_clock_mhz is a whole number of MHz in "
+                f"[1, {SM_CLOCK_MHZ_MAX}] or one of {SM_CLOCK_PRESETS}, got {clock!r}"
+            )
+        for key, value in (("power_limit_w", watts), ("power_limit", fraction)):
+            if getattr(self, key) is not None:
+                object.__setattr__(self, key, value)
+        if whole:
+            object.__setattr__(self, "sm_clock_mhz", int(mhz))
+
+    @property
+    def knobs(self) -> dict:
+        """The device settings this method asks for ({} when none), from its description."""
+        described = self.describe()
+        return {k: described[k] for k in KNOBS if described[k] is not None}
+
+    def knob_fields(self, readback: KnobReadback | None = None) -> dict:
+        """The row columns of this method's knobs: what it asks for (NaN or empty where it
+        asks none), and what the device's backend read back after setting them (`readback`;
+        NaN where nothing was read back: no knob, or a device side that sets none)."""
+        read = readback or KnobReadback()
+        clock = self.sm_clock_mhz
+        return {
+            "power_limit_requested_w": _or_nan(self.power_limit_w),
+            "power_limit_requested_fraction": _or_nan(self.power_limit),
+            "power_limit_readback_w": read.power_limit_w,
+            "sm_clock_requested_mhz": math.nan if isinstance(clock, str) else _or_nan(clock),
+            "sm_clock_requested_preset": clock if isinstance(clock, str) else "",
+            "sm_clock_readback_mhz": read.sm_clock_mhz,
+        }
 
     @property
     def exported(self) -> bool:
@@ -137,11 +223,75 @@ class Method:
         return torch.autocast(device_type=device_type, dtype=self.dtype)
 
 
-def parse_methods(config: dict) -> dict[str, Method]:
-    """The config's `methods:` mapping -> Method objects (unknown keys are errors)."""
-    methods = {}
+@dataclass(frozen=True)
+class KnobReadback:
+    """What a device's backend read back after setting a method's knobs (measure/backends):
+    the power limit and locked SM clock in force while the configuration was measured."""
+
+    power_limit_w: float = math.nan
+    sm_clock_mhz: float = math.nan
+
+
+def _number(value) -> float:
+    """A real number as a float, anything else (a bool, text, a list) NaN: range checks fail."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return math.nan
+    return float(value)
+
+
+def _or_nan(value) -> float:
+    return math.nan if value is None else float(value)
+
+
+def knob_label(key: str, value) -> str:
+    """A knob value as it reads in a swept method's name: 0.6 (a fraction of the default
+    limit), 250W, 1410MHz, max-clock. Fractions keep a decimal point (1.0, not 1)."""
+    number = _number(value)
+    if key == "power_limit" and math.isfinite(number):
+        return repr(number)
+    if key == "power_limit_w" and math.isfinite(number):
+        return f"{number:g}W"
+    if key == "sm_clock_mhz" and math.isfinite(number) and number == int(number):
+        return f"{int(number)}MHz"
+    if key == "sm_clock_mhz" and value in SM_CLOCK_PRESETS:
+        return f"{value}-clock"
+    return str(value)  # not a number: Method refuses it, naming the value
+
+
+def expand_methods(config: Mapping) -> dict[str, dict]:
+    """The config's `methods:` with every sweep expanded: a knob given a list becomes one
+    method per value, named <name>@<value> (fp16@0.6, fp16@250W, fp16@1410MHz,
+    fp16@max-clock; a power and a clock list give every pair, fp16@0.6@1410MHz), in the
+    list's order; a method with no list keeps its name. No torch: the plan reads it too."""
+    out: dict[str, dict] = {}
     for name, spec in config.items():
         spec = dict(spec or {})
+        swept = [k for k in KNOBS if isinstance(spec.get(k), list | tuple)]
+        for key in swept:
+            labels = [knob_label(key, v) for v in spec[key]]
+            if not labels or len(set(labels)) < len(labels):
+                raise ValueError(
+                    f"method {name}: a {key} sweep needs at least one value, each once, "
+                    f"got {spec[key]!r}"
+                )
+        for values in itertools.product(*(spec[k] for k in swept)):
+            named = name + "".join(
+                SWEEP_MARK + knob_label(k, v) for k, v in zip(swept, values, strict=True)
+            )
+            if named in out:
+                raise ValueError(
+                    f"method {named}: two methods have this name (a sweep of {name} names "
+                    f"its methods {name}{SWEEP_MARK}<value>)"
+                )
+            out[named] = {**spec, **dict(zip(swept, values, strict=True))}
+    return out
+
+
+def parse_methods(config: Mapping) -> dict[str, Method]:
+    """The config's `methods:` mapping -> Method objects, sweeps expanded (expand_methods);
+    unknown keys and out-of-range knobs are errors."""
+    methods = {}
+    for name, spec in expand_methods(config).items():
         if spec.get("compile") is False:
             spec["compile"] = None
         if spec.get("compile") is True:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from joulebench.measure.backends import FLAG_SIMULATED, Backend, backend_for
 from joulebench.measure.config_time import Eta, config_estimate_s
-from joulebench.measure.methods import PRESETS, Method, parse_methods
+from joulebench.measure.methods import KNOBS_NOT_SET, PRESETS, Method, parse_methods
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
 from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured
@@ -262,6 +262,8 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
     """Build the configuration; raise NotMeasured for one that is reported, not measured."""
     import torch
 
+    if method.knobs:  # never a measurement at the default limit labelled as capped
+        raise NotMeasured(STATUS_SKIPPED, KNOBS_NOT_SET)
     if method.exported:
         if phase == "train":
             raise NotMeasured(
@@ -375,6 +377,7 @@ def config_fields(job: ProfileJob, phase: str, method: Method) -> dict:
         "optimizer": job.train.optimizer if train else "",
         "optimizer_lr": job.train.learning_rate if train else math.nan,
         "workload": job.workload or "timm",
+        **method.knob_fields(),  # the knobs asked for; read back by the device side (NaN)
     }
 
 

@@ -22,6 +22,7 @@ from joulebench.catalog.models import exact_names
 # The plan's home today; issue 24 moves it next to study.py: fix this one line then.
 from joulebench.measure.config_time import config_estimate_s, format_duration
 from joulebench.measure.devices import AUTO, RESOLVED_ENV
+from joulebench.measure.methods import expand_methods
 from joulebench.plan import plan_study
 from joulebench.study import load_study
 
@@ -118,7 +119,7 @@ def study_plan(
         job_overhead_s=max(one.model_job_s - per_model * one.config_estimate_s, 0.0),
         method_estimate_s={
             name: config_estimate_s(protocol, bool((spec or {}).get("compile")))
-            for name, spec in config["methods"].items()
+            for name, spec in expand_methods(config["methods"]).items()
         },
         auto=auto,
     )
