@@ -59,6 +59,7 @@ class Method:
     reparameterize: bool = (
         True  # inference in timm's fused deploy form (joulebench.catalog.deploy_form)
     )
+    allow_emulated: bool = False  # measure it where the device only emulates its precision
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
@@ -71,6 +72,8 @@ class Method:
             raise ValueError(f"method {self.name}: runtime must be one of {RUNTIMES}")
         if not isinstance(self.reparameterize, bool):
             raise ValueError(f"method {self.name}: reparameterize must be true or false")
+        if not isinstance(self.allow_emulated, bool):
+            raise ValueError(f"method {self.name}: allow_emulated must be true or false")
         if self.runtime != PYTORCH:
             self._check_exported()
 
