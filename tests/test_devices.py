@@ -32,6 +32,7 @@ A100 = FakeGpu(
     uuid="GPU-11111111-aaaa-4bbb-8ccc-000000000000",
     pci_bus_id="00000000:18:00.0",
     name="NVIDIA A100-SXM4-80GB",
+    compute_capability=(8, 0),
 )
 H200 = FakeGpu(
     uuid="GPU-22222222-aaaa-4bbb-8ccc-000000000000",
@@ -49,6 +50,8 @@ def cuda_props(gpu: FakeGpu):
         pci_domain_id=0,
         pci_bus_id=int(bus, 16),
         pci_device_id=int(rest.split(".")[0], 16),
+        major=gpu.compute_capability[0],
+        minor=gpu.compute_capability[1],
     )
 
 
@@ -147,10 +150,14 @@ def test_check_devices_names_the_device_and_what_is_missing():
 
 
 def test_describe_gpu_meters():
-    torch = fake_torch([H200, A100])
     old = FakeGpu(
-        uuid=A100.uuid, pci_bus_id=A100.pci_bus_id, name="Tesla P100", energy_counter=False
+        uuid=A100.uuid,
+        pci_bus_id=A100.pci_bus_id,
+        name="Tesla P100",
+        energy_counter=False,
+        compute_capability=(6, 0),
     )
+    torch = fake_torch([H200, old])
     infos, why = describe_devices(AUTO, torch=torch, nvml=FakeNvml([old, H200]))
     assert why == ""
     assert [(i.label, i.torch_device, i.meter) for i in infos] == [
@@ -161,6 +168,10 @@ def test_describe_gpu_meters():
     assert "no total-energy counter" in infos[1].not_better[0]
     text = format_devices(infos, why)
     assert "auto picks h200-0 (cuda:0), p100-1 (cuda:1)" in text
+    # What each runs natively, by compute capability: the P100 (6.0) emulates bf16.
+    assert [i.precisions.native for i in infos] == [("fp32", "fp16", "bf16"), ("fp32", "fp16")]
+    assert "native precisions: fp32, fp16\n  emulated: bf16 (skipped rows" in text
+    assert "bf16: compute capability 6.0, before Ampere's bf16 (8.0)" in text
 
 
 def test_describe_the_cpu_says_why_rapl_is_not_used(tmp_path):

@@ -13,6 +13,8 @@ from conftest import REPO
 
 from joulebench import plan as planning
 from joulebench.measure import config_time
+from joulebench.measure.backends import NativePrecisions
+from joulebench.measure.backends.cuda import cuda_native
 from joulebench.measure.config_time import Eta, config_estimate_s, config_min_s, format_duration
 from joulebench.plan import format_plan, one_line, plan_study, slurm_settings
 from joulebench.study import load_study
@@ -35,6 +37,8 @@ def study(**overrides) -> dict:
 
 
 MODELS = [f"m{i}" for i in range(5)]
+NO_BF16 = NativePrecisions(("fp32",), {"bf16": "this CPU has no avx512_bf16", "fp16": "no"})
+ALL_NATIVE = NativePrecisions(("fp32", "fp16", "bf16"))
 
 
 def test_configurations_and_minimum_measuring_time():
@@ -157,11 +161,38 @@ def test_eta_uses_the_plan_until_configurations_finish():
 
 
 def test_default_study_plan_and_one_line():
+    """fp32, channels-last and bf16: on a CPU that only emulates bf16, two real methods."""
     config = load_study()
-    plan = plan_study(config, ["a"] * 5, {"cpu": "cpu"}, None)
+    plan = plan_study(config, ["a"] * 5, {"cpu": "cpu"}, None, {"cpu": NO_BF16})
     line = one_line(plan)
-    assert line.startswith("20 configurations = 1 device x 5 models x 2 methods x 2 batch sizes")
+    assert line.startswith(
+        "30 configurations = 1 device x 5 models x 3 methods x 2 batch sizes x 1 phase "
+        "(10 skipped: emulated here)"
+    )
     assert "measuring >= 6 min 40 s" in line
+    native = plan_study(config, ["a"] * 5, {"cpu": "cpu"}, None, {"cpu": ALL_NATIVE})
+    assert "measuring >= 10 min," in one_line(native) and "skipped" not in one_line(native)
+
+
+def test_skipped_configurations_cost_about_nothing():
+    """issue 24: bf16 emulated on a CPU once took 43 min per configuration; now ~0 s."""
+    config = study()  # fp32 and bf16, batch 1 and 8
+    devices = {"cpu": "cpu", "v100": "cuda:0"}
+    native = {"cpu": NO_BF16, "v100": cuda_native(7, 0)}
+    plan = plan_study(config, MODELS, devices, None, native)
+    every = plan_study(config, MODELS, devices, None)  # not known: every method measured
+    for skipped, measured in zip(plan.devices, every.devices, strict=True):
+        assert skipped.configurations == measured.configurations == 20  # still rows
+        assert skipped.skipped == 10 and skipped.measuring_min_s == measured.measuring_min_s / 2
+        job_s = planning.JOB_START_S + 2.0 + 2 * config_estimate_s(DEFAULT_PROTOCOL)
+        assert skipped.model_job_s == pytest.approx(job_s + 2 * planning.SKIPPED_CONFIG_S)
+        assert skipped.estimate_s == pytest.approx(planning.JOB_START_S + 10.0 + 5 * job_s)
+    text = format_plan(plan)
+    assert "cpu: 10 configurations skipped (~0 s each): bf16 is only emulated here (this " in text
+    assert "v100: 10 configurations skipped" in text and "compute capability 7.0" in text
+    assert "allow_emulated: true on a method measures it anyway" in text
+    forced = study(methods={"bf16": {"precision": "bf16", "allow_emulated": True}})
+    assert plan_study(forced, MODELS, {"cpu": "cpu"}, None, native).devices[0].skipped == 0
 
 
 @pytest.mark.slow

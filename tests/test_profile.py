@@ -47,8 +47,12 @@ register("jbtest_unbuildable", _Unbuildable)
 
 
 def job(model, methods=("fp32",), batch_sizes=(1, 4), specs=None, **kw):
-    """A fast CPU ProfileJob; `specs` names the methods (default fp32 and bf16)."""
-    specs = specs or {"fp32": {"precision": "fp32"}, "bf16": {"precision": "bf16"}}
+    """A fast CPU ProfileJob; `specs` names the methods (default fp32 and bf16, measured
+    also where this CPU only emulates bf16: test_emulation tests the skipping)."""
+    specs = specs or {
+        "fp32": {"precision": "fp32"},
+        "bf16": {"precision": "bf16", "allow_emulated": True},
+    }
     return ProfileJob(
         model=model,
         device_label="cpu",

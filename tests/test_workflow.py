@@ -19,7 +19,11 @@ TINY_STUDY = {
     "models": ["resnet18.a1_in1k", "convnext_atto.d2_in1k", "mobilenetv3_small_100"],
     "catalog": {"models_per_job": 2},
     "devices": {"cpu": "cpu"},  # the assertions are the CPU's (auto would take a GPU)
-    "methods": {"fp32": {"precision": "fp32"}, "bf16": {"precision": "bf16"}},
+    # bf16 measured on every CPU, also where it is only emulated (test_emulation: skipping)
+    "methods": {
+        "fp32": {"precision": "fp32"},
+        "bf16": {"precision": "bf16", "allow_emulated": True},
+    },
     "batch_sizes": [1, 2],
     "protocol": FAST_PROTOCOL,
     "profile": {"idle_pre_s": 0.1},

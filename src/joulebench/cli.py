@@ -147,6 +147,7 @@ def _cmd_profile(args) -> int:
         optimizer=args.optimizer,
         onnx_cache=args.onnx_cache,
         input_kind=args.input_kind,
+        allow_emulated=args.allow_emulated,
         output=args.output,
     )
     _say(format_rows(rows))
@@ -451,6 +452,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--input-kind", choices=list(INPUT_KINDS), default=INPUT_KINDS[0], help="synthetic batch"
+    )
+    p.add_argument(
+        "--allow-emulated",
+        action="store_true",
+        help="measure methods whose precision this device only emulates (default: skipped)",
     )
     p.set_defaults(func=_cmd_profile)
 

@@ -13,6 +13,9 @@ process start-up and the short idle read, the catalog and the analysis. The plan
   large models at large batches on a CPU do; then measuring takes longer;
 - warm-up ends soon after `warmup_min_s` (throughput steadies within a few chunks);
 - with `ci_target`, the fewest repeats (3) are counted; up to `max_repeats` may run;
+- a method whose precision a device only emulates (measure.emulation) is a skipped row
+  there, counted as ~0 s, when the caller says what each device runs natively (`native`:
+  `joulebench plan` and the workflow's first line on this host; else all are measured);
 - torch.compile methods add COMPILE_S per configuration, exported runtimes (ONNX Runtime,
   TensorRT) their export and engine build, which is not counted;
 - on one host each device measures one job at a time (its measuring slot) and the GPUs
@@ -31,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from joulebench.measure.backends import kind_of
+from joulebench.measure.backends import NativePrecisions, kind_of
 from joulebench.measure.config_time import (
     MIN_REPEATS_FOR_CI,
     config_estimate_s,
@@ -39,6 +42,8 @@ from joulebench.measure.config_time import (
     format_duration,
     protocol_settings,
 )
+from joulebench.measure.emulation import FORCE_KEY, verdict
+from joulebench.measure.methods import parse_methods
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
 from joulebench.tables import PHASES
 
@@ -51,6 +56,7 @@ CATALOG_MODEL_S = 0.26  # counting one model: params, FLOPs, activations (issue 
 # Concatenations, reference accuracy, summary, scores, fits, figures and page of the default
 # study: 20 s in its `make run` of 2026-12-03 (machine quiet by then; 55 s was assumed before).
 ANALYSIS_S = 20.0
+SKIPPED_CONFIG_S = 0.0  # a configuration skipped before anything is built: one row
 
 
 @dataclass
@@ -60,6 +66,9 @@ class DevicePlan:
     configurations: int
     measuring_min_s: float  # the protocol's minimum
     estimate_s: float  # the estimated wall time of this device's idle and profile jobs
+    skipped: int = 0  # configurations skipped here (an emulated precision), ~0 s each
+    model_job_s: float = 0.0  # one model's profile job on this device, estimated
+    skipped_why: dict[str, str] = field(default_factory=dict)  # precision -> why emulated
 
 
 @dataclass
@@ -159,9 +168,14 @@ def _minutes_at_first_attempt(value) -> float | None:
 
 
 def plan_study(
-    config: dict, models: list[str], devices: dict[str, str], slurm_profile: str | Path | None
+    config: dict,
+    models: list[str],
+    devices: dict[str, str],
+    slurm_profile: str | Path | None,
+    native: dict[str, NativePrecisions | None] | None = None,
 ) -> Plan:
-    """The plan of a study whose models and devices are resolved (see the module doc)."""
+    """The plan of a study whose models and devices are resolved (see the module doc);
+    `native`: label -> what the device runs natively (emulation.native_by_label)."""
     protocol = protocol_settings(config.get("protocol"))
     configs = _phase_configs(config)
     per_config = [config_estimate_s(protocol, bool(m.get("compile"))) for _, m, _ in configs]
@@ -170,16 +184,23 @@ def plan_study(
     idle_s = float((config.get("idle") or {}).get("duration_s", IDLE_DURATION_S))
     idle_job_s = JOB_START_S + idle_s
     n_models = len(models)
-    device_plans = [
-        DevicePlan(
-            label,
-            torch_device,
-            configurations=n_models * len(configs),
-            measuring_min_s=n_models * len(configs) * config_min_s(protocol),
-            estimate_s=idle_job_s + n_models * model_job_s,
+    device_plans = []
+    for label, torch_device in devices.items():
+        skip, why = _emulated(configs, (native or {}).get(label))
+        measured_s = [s for s, skipped in zip(per_config, skip, strict=True) if not skipped]
+        job_s = JOB_START_S + idle_pre_s + sum(measured_s) + sum(skip) * SKIPPED_CONFIG_S
+        device_plans.append(
+            DevicePlan(
+                label,
+                torch_device,
+                configurations=n_models * len(configs),
+                measuring_min_s=n_models * len(measured_s) * config_min_s(protocol),
+                estimate_s=idle_job_s + n_models * job_s,
+                skipped=n_models * sum(skip),
+                model_job_s=job_s,
+                skipped_why=why,
+            )
         )
-        for label, torch_device in devices.items()
-    ]
     per_job = int((config.get("catalog") or {}).get("models_per_job", MODELS_PER_JOB))
     catalog_jobs = math.ceil(n_models / per_job)
     batch_sizes: dict[str, int] = {}
@@ -192,7 +213,7 @@ def plan_study(
         configurations=sum(d.configurations for d in device_plans),
         config_min_s=config_min_s(protocol),
         config_estimate_s=sum(per_config) / max(len(per_config), 1),
-        model_job_s=model_job_s,
+        model_job_s=max((d.model_job_s for d in device_plans), default=model_job_s),
         devices=device_plans,
         catalog_s=catalog_jobs * CATALOG_JOB_S + n_models * CATALOG_MODEL_S,
         analysis_s=ANALYSIS_S,
@@ -202,6 +223,7 @@ def plan_study(
             f"ci_target: counted {MIN_REPEATS_FOR_CI} windows per configuration; "
             f"up to {protocol['max_repeats']} may run"
         )
+    plan.notes += [_skipped_note(d) for d in device_plans if d.skipped]
     if plan.configurations > 1000:
         plan.notes.append("analysis: measured on a small study; a large summary takes longer")
     if any(m.get("runtime") not in (None, "pytorch") for _, m, _ in configs):
@@ -221,15 +243,39 @@ def plan_study(
     return plan
 
 
+def _emulated(configs, native: NativePrecisions | None) -> tuple[list[bool], dict[str, str]]:
+    """Which configurations are skipped where `native` was read, and why (by precision)."""
+    skip, why = [], {}
+    for _, spec, _ in configs:
+        method = parse_methods({"method": spec})["method"]
+        skip.append(bool(verdict(method, native).skip_reason))
+        if skip[-1]:
+            why[method.precision] = native.why_not.get(method.precision, native.basis)
+    return skip, why
+
+
+def _skipped_note(device: DevicePlan) -> str:
+    """The plan's note on a device's skipped configurations: which precisions and why."""
+    why = device.skipped_why
+    reasons = [text if len(why) == 1 else f"{p}: {text}" for p, text in why.items()]
+    return (
+        f"{device.label}: {device.skipped:,} configurations skipped (~0 s each): "
+        f"{' and '.join(why)} {'is' if len(why) == 1 else 'are'} only emulated here "
+        f"({'; '.join(reasons)}); {FORCE_KEY}: true on a method measures it anyway"
+    )
+
+
 def _count_line(plan: Plan) -> str:
     phases = plan.batch_sizes
     if len(set(phases.values())) <= 1:
         batch = f"{_n(next(iter(phases.values()), 0), 'batch size')} x {_n(len(phases), 'phase')}"
     else:
         batch = "(" + " + ".join(f"{n} {p}" for p, n in phases.items()) + " batch sizes)"
+    skipped = sum(d.skipped for d in plan.devices)
     return (
         f"{plan.configurations:,} configurations = {_n(len(plan.devices), 'device')} x "
         f"{_n(plan.models, 'model')} x {_n(plan.methods, 'method')} x {batch}"
+        + (f" ({skipped:,} skipped: emulated here)" if skipped else "")
     )
 
 
@@ -329,6 +375,7 @@ def plan_for(
     with that many GPUs like the study's first (see with_gpus)."""
     from joulebench.catalog.models import resolve_models
     from joulebench.measure.devices import resolve_devices
+    from joulebench.measure.emulation import native_by_label
     from joulebench.study import load_study, workflow_root
 
     config = load_study(configfile)
@@ -338,8 +385,9 @@ def plan_for(
     devices = resolve_devices(config["devices"])
     if gpus is not None:
         devices = with_gpus(devices, gpus)
+    native = native_by_label(devices)
     slurm = Path(profile or workflow_root() / "profiles" / "slurm")
     if slurm.resolve().is_relative_to(Path.cwd()):
         slurm = slurm.resolve().relative_to(Path.cwd())
     study = configfile or "config.yaml (the default study)"
-    return f"study: {study}\n" + format_plan(plan_study(config, models, devices, slurm))
+    return f"study: {study}\n" + format_plan(plan_study(config, models, devices, slurm, native))

@@ -413,7 +413,7 @@ PROFILE = Table(
             SM clock when the last window closed
         flags                 string   -      {_SUMMARY}
             ;-joined: other-process, mig, other-load, warmup_not_steady,
-            train_loss_not_finite, ...; empty when none
+            train_loss_not_finite, emulated, ...; empty when none
         weights               string   -      {_JOB}
             random or pretrained
         input_kind            string   -      {_JOB}

@@ -19,6 +19,7 @@ from joulebench.measure.devices import (
     pinned_uuids,
     resolve_devices,
 )
+from joulebench.measure.emulation import native_by_label
 from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
@@ -379,7 +380,8 @@ def start_message():
             f"devices: auto looks at this host ({', '.join(DEVICES)}), not at the cluster's "
             "nodes: name the device in the study, e.g. devices: {h200: cuda}"
         )
-    return f"joulebench: {one_line(plan_study(config, MODELS, DEVICES, None))}"
+    native = native_by_label(DEVICES) if workflow.local_exec else None  # this host's
+    return f"joulebench: {one_line(plan_study(config, MODELS, DEVICES, None, native))}"
 
 
 def end_message():

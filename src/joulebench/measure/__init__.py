@@ -5,7 +5,8 @@
 devices are found, named, pinned, synchronised and metered; `protocol` decides when windows
 open and close (warm-up, repeats, phase shifts) and knows nothing of torch; `methods`,
 `runtimes` (ONNX Runtime), `trt_native` (TensorRT through torch-tensorrt) and `train` say how
-a model runs; `profile` is one job (all methods x batch sizes x phases of one model on one
+a model runs, and `emulation` whether it runs where the device only emulates its
+precision; `profile` is one job (all methods x batch sizes x phases of one model on one
 device), `config_time` how long a configuration takes, and `idle` the device's baseline;
 `provenance` and `devices` say where a number was measured. `sim/` simulates NVIDIA's power
 sensors to prove the protocol (only the simulated backend imports it), and `check/` tests

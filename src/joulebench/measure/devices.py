@@ -30,6 +30,7 @@ from joulebench.measure.backends import (
     kind_of,
     spellings,
 )
+from joulebench.measure.emulation import FORCE_KEY
 
 AUTO = "auto"
 # The devices `auto` resolved to in the process that planned the run, passed to its jobs:
@@ -66,12 +67,16 @@ def resolve_devices(spec, *, env=None, torch=None, nvml=None) -> dict[str, str]:
 
 
 def _describe(label: str, device: str, libs: Libraries, meter_options=None) -> DeviceInfo:
-    """Its backend's description of the device; an unknown device string is a problem."""
+    """Its backend's description of the device, with what it runs natively; an unknown
+    device string is a problem."""
     try:
         backend = backend_for(device, libs)
     except DeviceError:
         return DeviceInfo(label, str(device), problems=[_unknown(label, device)])
-    return backend.describe(label, device, libs, meter_options)
+    info = backend.describe(label, device, libs, meter_options)
+    if not info.problems:
+        info.precisions = backend.native_precisions(device, libs)
+    return info
 
 
 def _unknown(label: str, device) -> str:
@@ -84,7 +89,7 @@ def simulated_devices() -> list[DeviceInfo]:
     for backend in backends():
         if backend.simulated:
             for identity in backend.discover(libs)[0]:
-                infos.append(backend.describe(backend.label(identity), identity.device, libs))
+                infos.append(_describe(backend.label(identity), identity.device, libs))
     return infos
 
 
@@ -133,6 +138,20 @@ def _format_info(info: DeviceInfo) -> list[str]:
         first, *rest = reason.splitlines()
         lines.append(f"  not better: {first}")
         lines += [f"    {line.strip()}" for line in rest if line.strip()]
+    return lines + _precision_lines(info.precisions)
+
+
+def _precision_lines(native) -> list[str]:
+    """What a device runs natively, and why each other precision is only emulated."""
+    if native is None:
+        return ["  native precisions: not known here (every method is measured)"]
+    lines = [f"  native precisions: {', '.join(native.native)}"]
+    if native.why_not:
+        lines.append(
+            f"  emulated: {', '.join(native.why_not)} (skipped rows, unless the method "
+            f"sets {FORCE_KEY}: true)"
+        )
+        lines += [f"    {precision}: {why}" for precision, why in native.why_not.items()]
     return lines
 
 

@@ -88,6 +88,7 @@ class Method:
     power_limit_w: float | None = None  # a power limit in watts, set by the device's backend
     power_limit: float | None = None  # or one as a fraction of the board's default limit
     sm_clock_mhz: int | str | None = None  # a locked SM clock: MHz, or max / base
+    allow_emulated: bool = False  # measure it where the device only emulates its precision
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
@@ -100,6 +101,8 @@ class Method:
             raise ValueError(f"method {self.name}: runtime must be one of {RUNTIMES}")
         if not isinstance(self.reparameterize, bool):
             raise ValueError(f"method {self.name}: reparameterize must be true or false")
+        if not isinstance(self.allow_emulated, bool):
+            raise ValueError(f"method {self.name}: allow_emulated must be true or false")
         if self.runtime != PYTORCH:
             self._check_exported()
         self._check_knobs()

@@ -25,6 +25,7 @@ import pandas as pd
 
 from joulebench.measure.backends import FLAG_SIMULATED, Backend, backend_for
 from joulebench.measure.config_time import Eta, config_estimate_s
+from joulebench.measure.emulation import method_verdict
 from joulebench.measure.methods import KNOBS_NOT_SET, PRESETS, Method, parse_methods
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
@@ -334,9 +335,13 @@ class Outcome:
 def measure_config(
     job: ProfileJob, method: Method, batch_size: int, meter_factory, phase: str = "inference"
 ) -> Outcome:
-    """Measure one configuration; failures become an Outcome with status and reason."""
+    """Measure one configuration; failures become an Outcome with status and reason. A
+    precision the device only emulates is skipped before anything is built (unless forced)."""
     import torch
 
+    emulated = method_verdict(job.backend, job.torch_device, method)
+    if emulated.skip_reason:
+        return Outcome(STATUS_SKIPPED, emulated.skip_reason)
     try:
         runner = prepare(job, phase, method, batch_size)
     except NotMeasured as exc:
@@ -359,7 +364,8 @@ def measure_config(
                 idle_power_w=job.idle_power_w,
             )
         meter_info = {**meter.describe(), "meter_reasons": reasons}
-        return Outcome("ok", "", result, meter_info, {**runner.fields, **runner.finish()})
+        fields_ = {**runner.fields, **runner.finish(), **emulated.fields}
+        return Outcome("ok", "", result, meter_info, fields_)
     except Exception as exc:
         return Outcome("oom" if is_oom(exc) else "error", short_reason(exc))
     finally:
@@ -508,7 +514,7 @@ def config_row(job: ProfileJob, known: dict, phase: str, method: Method, outcome
         row.update(meter=outcome.meter_info.get("meter", ""), is_estimate=None)
         return row
     row.update(result_fields(outcome.result, outcome.meter_info))
-    extra = []
+    extra = [outcome.fields.get("flags", "")]  # set before measuring (emulated)
     if not math.isfinite(row.get("train_loss_last", 0.0)):
         extra.append(FLAG_LOSS_NOT_FINITE)
     if row["is_simulated"]:  # a simulated GPU: never scored (analysis.score)
@@ -600,11 +606,13 @@ def profile_now(
     optimizer: str = TrainSpec.optimizer,
     onnx_cache: str = DEFAULT_ONNX_CACHE,
     input_kind: str = INPUT_KINDS[0],
+    allow_emulated: bool = False,
     output=None,
 ) -> pd.DataFrame:
     """`joulebench profile`: measure one model (a timm name or a workload entry) now, with the
-    method presets (methods.PRESETS) and a protocol of `repeats` windows of `min_repeat_s`;
-    the rows are also written to `output` when given."""
+    method presets (methods.PRESETS; `allow_emulated` measures those the device only
+    emulates) and a protocol of `repeats` windows of `min_repeat_s`; the rows are also
+    written to `output` when given."""
     from joulebench.catalog.models import resolve_models
     from joulebench.catalog.workloads import is_workload
     from joulebench.measure.devices import require_measurable
@@ -613,7 +621,7 @@ def profile_now(
     model = resolve_models([entry])[0]
     spec = {
         "torch_device": device,
-        "methods": {m: PRESETS[m] for m in methods},
+        "methods": {m: {**PRESETS[m], "allow_emulated": allow_emulated} for m in methods},
         "batch_sizes": list(batch_sizes),
         "protocol": {  # max_repeats caps repeats: as many as asked
             "repeats": repeats,

@@ -18,6 +18,7 @@ from joulebench.measure.backends.base import (
     DeviceInfo,
     DeviceState,
     Libraries,
+    NativePrecisions,
 )
 from joulebench.measure.backends.registry import (
     backend_for,
@@ -40,6 +41,7 @@ __all__ = [
     "DeviceInfo",
     "DeviceState",
     "Libraries",
+    "NativePrecisions",
     "backend_for",
     "backends",
     "device_pattern",

@@ -9,7 +9,7 @@ string (tests/test_package.py). Modelled on Zeus's zeus/device/gpu (an ABC per v
 `get_gpus()` picking one); adding a kind is one module (docs/devices.md).
 
 `Libraries` carries the libraries a backend reads the machine through (torch, pynvml,
-amdsmi), loaded on first use; tests pass fakes.
+amdsmi; the CPU's flags file), loaded on first use; tests pass fakes.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class Libraries:
     nvml: object = None
     amdsmi: object = None
     rocm: bool | None = None
+    cpuinfo: str | None = None  # the CPU's flags file (None: /proc/cpuinfo, backends.cpu)
 
     def get_torch(self):
         if self.torch is None:
@@ -98,6 +99,7 @@ class DeviceInfo:
     not_better: list[str] = field(default_factory=list)  # why a better meter is not used
     problems: list[str] = field(default_factory=list)  # why it cannot be measured at all
     is_host: bool = False  # the host's CPU (it measures alone)
+    precisions: NativePrecisions | None = None  # what it runs natively; None: not known
 
 
 @dataclass
@@ -125,6 +127,20 @@ class DeviceState:
     instant_power: bool = True  # the trace reads instant power (not a 1 s average)
     power_source: str = ""
     fixes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NativePrecisions:
+    """The precisions a device computes in its own hardware (`native`), and why each other
+    one is only emulated there (converted to and from fp32: slower, and its energy says
+    nothing of the precision). What was read to decide is in `basis`."""
+
+    native: tuple[str, ...]
+    why_not: dict[str, str] = field(default_factory=dict)  # precision -> why it is emulated
+    basis: str = ""  # e.g. "the flags of /proc/cpuinfo", "compute capability 7.0"
+
+    def emulated(self, precision: str) -> bool:
+        return precision not in self.native
 
 
 def short_gpu_name(name: str) -> str:
@@ -206,6 +222,12 @@ class Backend(abc.ABC):
     def problems(self, label: str, device: str, libs: Libraries) -> list[str]:
         """Why `device` cannot be measured here, one line each; [] when it can."""
         return self.describe(label, device, libs).problems
+
+    def native_precisions(self, device: str, libs: Libraries) -> NativePrecisions | None:
+        """The precisions `device` runs natively, and why not the others (measure.emulation
+        skips methods of those); None: not known here (the device is not visible, or its
+        kind does not say), and every method is measured."""
+        return None
 
     # -- measuring
 

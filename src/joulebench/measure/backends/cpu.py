@@ -4,9 +4,15 @@ The CPU is the host: it measures alone (a CPU job takes every measuring slot and
 its own host meter in the whole-node reading, and `devices: auto` falls back to it. Where
 RAPL is not used, the reason (missing, permission denied and the command that grants read
 access) goes into every row's `meter_reasons`.
+
+Its native precisions come from the instructions Linux lists in /proc/cpuinfo (below);
+torch cannot say: `torch.ops.mkldnn._is_mkldnn_bf16_supported()` is True on any AVX-512
+CPU, where oneDNN emulates bf16 without avx512_bf16.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from joulebench.measure.backends.base import (
     Backend,
@@ -14,7 +20,46 @@ from joulebench.measure.backends.base import (
     DeviceInfo,
     DeviceState,
     Libraries,
+    NativePrecisions,
 )
+from joulebench.measure.methods import PRECISIONS
+
+CPUINFO = "/proc/cpuinfo"  # Libraries.cpuinfo replaces it (tests: a fake CPU's text)
+# The instructions that compute in a precision, as Linux names them: x86's `flags` line
+# (avx512_bf16: Cooper Lake, Zen 4+; amx_*: Sapphire / Granite Rapids; avx512_fp16:
+# Sapphire Rapids), aarch64's `Features` (bf16: BFDOT/BFMMLA; asimdhp: fp16 arithmetic; ARM
+# is assumed from the architecture, not measured). Without one, bf16 and fp16 are converted
+# to fp32 and back: on an AVX2 EPYC bf16 ran 15x slower than fp32 (issue 24).
+NATIVE_FLAGS = {
+    "flags": {"bf16": ("avx512_bf16", "amx_bf16"), "fp16": ("avx512_fp16", "amx_fp16")},
+    "features": {"bf16": ("bf16",), "fp16": ("asimdhp",)},
+}
+
+
+def cpu_flags(text: str) -> tuple[str, set[str]]:
+    """('flags' on x86 or 'features' on aarch64, the flags) of a /proc/cpuinfo text's first
+    processor; ('', set()) when it lists none (not Linux's format)."""
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        key = key.strip().lower()
+        if sep and key in NATIVE_FLAGS:
+            return key, set(value.split())
+    return "", set()
+
+
+def native_from_cpuinfo(text: str, source: str = CPUINFO) -> NativePrecisions | None:
+    """The precisions a CPU computes natively, by its /proc/cpuinfo flags; None: no flags."""
+    key, flags = cpu_flags(text)
+    if not key:
+        return None
+    native, why_not = {"fp32"}, {}
+    for precision, names in NATIVE_FLAGS[key].items():
+        if flags & set(names):
+            native.add(precision)
+        else:
+            why_not[precision] = f"this CPU has no {' or '.join(names)} in {source}"
+    ordered = tuple(p for p in PRECISIONS if p in native)
+    return NativePrecisions(ordered, why_not, basis=f"the {key} of {source}")
 
 
 def readable_reason(reason: str) -> str:
@@ -59,6 +104,15 @@ class CpuBackend(Backend):
 
     def problems(self, label: str, device: str, libs: Libraries) -> list[str]:
         return []  # always measurable: by RAPL, or by the labelled estimate
+
+    def native_precisions(self, device: str, libs: Libraries) -> NativePrecisions | None:
+        """By the flags file's instructions; None where it cannot be read (not Linux)."""
+        path = libs.cpuinfo or CPUINFO
+        try:
+            text = Path(path).read_text(errors="replace")
+        except OSError:
+            return None
+        return native_from_cpuinfo(text, path)
 
     def meter(self, device, *, prefer=None, label="", libs=None, **options):
         """RAPL, else the estimate with the reason; `prefer` forces one and never falls back."""

@@ -4,12 +4,18 @@
 A job is pinned to its GPU by UUID (CUDA_VISIBLE_DEVICES=GPU-<uuid>: it then sees it as
 cuda:0). `nvml_state` reads what `joulebench check` reports (persistence, power limit,
 clocks, ECC, MIG, temperature) through the meter's NVML handle; the simulated GPUs
-(backends.sim) share it, as they are read through a fake NVML.
+(backends.sim) share it, as they are read through a fake NVML. Its native precisions
+follow from its compute capability (`cuda_native`), as do a simulated GPU's.
 """
 
 from __future__ import annotations
 
-from joulebench.measure.backends.base import DeviceIdentity, DeviceState, Libraries
+from joulebench.measure.backends.base import (
+    DeviceIdentity,
+    DeviceState,
+    Libraries,
+    NativePrecisions,
+)
 from joulebench.measure.backends.torch_gpu import (
     TorchGpuBackend,
     cuda_ordinal,
@@ -21,6 +27,28 @@ from joulebench.measure.backends.torch_gpu import (
 from joulebench.measure.methods import TORCH_TENSORRT
 
 PERSISTENCE_FIX = "nvidia-smi -pm 1"
+# bf16 in hardware from Ampere's tensor cores (torch.cuda.is_bf16_supported(
+# including_emulation=False) draws the same line); fp16 from Volta's, and before them only
+# on the GPUs that run it at twice fp32's rate: Jetson TX1 (5.3), P100 (6.0), Jetson TX2
+# (6.2). Other Pascal GPUs (GTX 10xx, P40: 6.1) run fp16 at 1/64 of fp32's rate.
+BF16_FROM = (8, 0)
+FP16_FROM = (7, 0)
+FAST_FP16_BEFORE_VOLTA = ((5, 3), (6, 0), (6, 2))
+
+
+def cuda_native(major: int, minor: int) -> NativePrecisions:
+    """The precisions an NVIDIA GPU of compute capability major.minor runs natively."""
+    capability, text = (major, minor), f"compute capability {major}.{minor}"
+    native, why_not = ["fp32"], {}
+    if capability >= FP16_FROM or capability in FAST_FP16_BEFORE_VOLTA:
+        native.append("fp16")
+    else:
+        why_not["fp16"] = f"{text}, without fast fp16 (from Volta, 7.0; P100, Jetson)"
+    if capability >= BF16_FROM:
+        native.append("bf16")
+    else:
+        why_not["bf16"] = f"{text}, before Ampere's bf16 (8.0)"
+    return NativePrecisions(tuple(native), why_not, basis=text)
 
 
 def nvml_devices(nvml) -> tuple[list[tuple[str | None, str | None, str]], str]:
@@ -135,6 +163,10 @@ class CudaBackend(TorchGpuBackend):
             "nvml: no total-energy counter on this GPU (older than Volta): energy is "
             "the sampled power integrated"
         ]
+
+    def native_precisions(self, device: str, libs: Libraries) -> NativePrecisions | None:
+        props = self.visible_properties(device, libs)
+        return None if props is None else cuda_native(int(props.major), int(props.minor))
 
     def pin_value(self, device: str, libs: Libraries) -> str | None:
         from joulebench.measure.meters.nvml import cuda_identity, normalize_uuid

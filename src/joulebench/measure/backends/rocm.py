@@ -3,13 +3,21 @@
 `devices: auto` picks them when no NVIDIA GPU is found. HIP's UUIDs are not AMD SMI's, so
 a GPU is matched by PCI bus id, and jobs keep `cuda:N` (no pinning by UUID). Tested against
 a fake of amdsmi (tests/fake_amdsmi), not yet on AMD hardware (docs/measurement.md#amd-gpus).
+Its native precisions follow from its gfx architecture (`rocm_native`; torch's
+is_bf16_supported() is True on every ROCm GPU, so it cannot tell).
 """
 
 from __future__ import annotations
 
 import math
+import re
 
-from joulebench.measure.backends.base import DeviceIdentity, DeviceState, Libraries
+from joulebench.measure.backends.base import (
+    DeviceIdentity,
+    DeviceState,
+    Libraries,
+    NativePrecisions,
+)
 from joulebench.measure.backends.torch_gpu import (
     TorchGpuBackend,
     match_torch,
@@ -21,6 +29,12 @@ UNTESTED = (
     "AMDSMI: the AMD meter is tested against a fake of amdsmi only, not yet run "
     "on AMD hardware (docs/measurement.md#amd-gpus)"
 )
+# bf16 in hardware: the matrix cores of CDNA 1-4 (gfx908 MI100, gfx90a MI200, gfx94x MI300,
+# gfx95x MI350) and the WMMA units of RDNA 3-4 (gfx11xx, gfx12xx); MI25/MI50/MI60 (gfx900,
+# gfx906) and RDNA 1-2 (gfx10xx) convert it to fp32. fp16 (packed math) from Vega (gfx9).
+# From AMD's ISA documents: assumed, not measured on AMD hardware.
+BF16_GFX9 = ("908", "90a", "94", "95")  # the gfx9 parts with bf16 (prefixes)
+_GFX = re.compile(r"gfx(\d{1,2})([0-9a-f]{2})")
 _WHOLE = {"amdsmi_get_gpu_compute_partition": "SPX", "amdsmi_get_gpu_memory_partition": "NPS1"}
 
 
@@ -71,6 +85,26 @@ def amdsmi_state(meter) -> DeviceState:
     )
 
 
+def rocm_native(arch: str) -> NativePrecisions | None:
+    """The precisions an AMD GPU runs natively, by torch's gcnArchName ('gfx90a:sramecc+:
+    xnack-'); None for a name that is no gfx architecture."""
+    match = _GFX.match(arch or "")
+    if not match:
+        return None
+    name, family = match[0], int(match[1])
+    text = f"{name} ({arch})" if arch != name else name
+    native, why_not = ["fp32"], {}
+    if family >= 9:
+        native.append("fp16")
+    else:
+        why_not["fp16"] = f"{text}, before Vega's packed fp16 (gfx9)"
+    if family >= 11 or (family == 9 and name[3:].startswith(BF16_GFX9)):
+        native.append("bf16")
+    else:
+        why_not["bf16"] = f"{text}, without bf16 hardware (gfx908, gfx90a, gfx94x+, gfx11+)"
+    return NativePrecisions(tuple(native), why_not, basis=f"gfx architecture {name}")
+
+
 class RocmBackend(TorchGpuBackend):
     """AMD GPUs through AMD SMI's energy accumulator."""
 
@@ -109,6 +143,10 @@ class RocmBackend(TorchGpuBackend):
 
     def not_better(self, meter) -> list[str]:
         return [UNTESTED]
+
+    def native_precisions(self, device: str, libs: Libraries) -> NativePrecisions | None:
+        props = self.visible_properties(device, libs)
+        return None if props is None else rocm_native(str(getattr(props, "gcnArchName", "")))
 
     def state(self, meter) -> DeviceState:
         return amdsmi_state(meter)

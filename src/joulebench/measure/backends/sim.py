@@ -7,7 +7,8 @@ and idle power between, read through a fake NVML by the real NvmlMeter (meter `n
 `joulebench check --device sim:h100` drives the same checks as on a GPU, on a board of that
 generation in simulated time (measure.sim.rig): the simulated proof of the check itself.
 Rows say `is_simulated`, flag `simulated`, and are never scored; `joulebench devices` lists
-these devices only with --sim.
+these devices only with --sim. A simulated GPU runs natively what its generation's real GPU
+does (its compute capability), though its model runs on the CPU.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from joulebench.measure.backends.base import (
     DeviceInfo,
     DeviceState,
     Libraries,
+    NativePrecisions,
 )
-from joulebench.measure.backends.cuda import nvml_state
+from joulebench.measure.backends.cuda import cuda_native, nvml_state
 from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
@@ -31,6 +33,15 @@ from joulebench.measure.sim.wall import WallSimGpu, sim_uuid
 SIM_PATTERN = r"sim:[a-z0-9]+"
 # the `sim:` spellings people type, beside the generations' own names
 ALIASES = {"h100": "hopper", "h200": "hopper", "v100": "volta", "p100": "pascal", "t4": "turing"}
+# The compute capability of each generation's board (BOARD_NAMES: P100, V100, T4, A100, H100).
+CAPABILITY = {
+    "pascal": (6, 0),
+    "volta": (7, 0),
+    "turing": (7, 5),
+    "a100": (8, 0),
+    "hopper": (9, 0),
+    "gh200": (9, 0),
+}
 METER_OPTIONS = ("sample_interval_s", "refresh_s")  # what the board's NVML meter takes
 CHECK_PHASE_S = 0.0123  # where the check's board refreshes relative to its load
 _BOARDS: dict[str, WallSimGpu] = {}
@@ -103,6 +114,9 @@ class SimBackend(Backend):
         info.meter = "nvml:sim"
         info.not_better = ["SIM: a simulated GPU: the model runs on the CPU; never scored"]
         return info
+
+    def native_precisions(self, device: str, libs: Libraries) -> NativePrecisions | None:
+        return cuda_native(*CAPABILITY[sim_generation(device)])
 
     def meter(self, device, *, prefer=None, label="", libs=None, **options):
         self.check_prefer(device, prefer)

@@ -116,6 +116,14 @@ class TorchGpuBackend(Backend):
             return f"{prefix} only {count} CUDA device(s) are visible (cuda:0..cuda:{count - 1})."
         return ""
 
+    def visible_properties(self, device: str, libs: Libraries):
+        """torch's properties of `device` (name, compute capability, gfx arch), or None when
+        torch cannot run it here."""
+        torch = libs.get_torch()
+        if self.torch_problem("", device, torch):
+            return None
+        return torch.cuda.get_device_properties(cuda_ordinal(device))
+
     def describe(
         self, label: str, device: str, libs: Libraries, meter_options: dict | None = None
     ) -> DeviceInfo:

@@ -1,0 +1,79 @@
+"""Methods a device only emulates, and whether they are measured.
+
+A precision the hardware has no instructions for is converted to fp32 and back: its energy
+and time say nothing of the precision, and can cost 15x fp32's (issue 24: bf16 on an AVX2
+EPYC, 0.4 img/s against 6). So such a method is not measured by default: its rows are
+`skipped`, the reason naming what the device lacks and the key that forces it
+(`allow_emulated: true` on the method; `joulebench profile --allow-emulated`). A forced
+one is measured and its rows are flagged `emulated`: shown, not invalidating (the number is
+what that device really spends; `score.invalid_flags` can add it). What a device runs
+natively is its backend's answer (Backend.native_precisions); the profile job asks before
+building anything, the plan counts skipped configurations as ~0 s, `joulebench devices`
+prints it (docs/profiling.md#emulated-precisions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from joulebench.measure.backends import (
+    Backend,
+    DeviceError,
+    Libraries,
+    NativePrecisions,
+    backend_for,
+)
+from joulebench.measure.methods import Method
+
+FLAG_EMULATED = "emulated"  # a forced method measured in emulation (not invalidating)
+FORCE_KEY = "allow_emulated"  # the method key that forces it (Method.allow_emulated)
+FORCE_OPTION = "--allow-emulated"  # joulebench profile's
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a method is measured on a device: `skip_reason` when not, `flag` when it is
+    measured in emulation."""
+
+    skip_reason: str = ""
+    flag: str = ""
+
+    @property
+    def fields(self) -> dict:
+        """Row fields of a measured configuration: its flag, when it has one."""
+        return {"flags": self.flag} if self.flag else {}
+
+
+def verdict(method: Method, native: NativePrecisions | None) -> Verdict:
+    """The verdict for `method` where `native` was read (None: not known, so measured)."""
+    if native is None or not native.emulated(method.precision):
+        return Verdict()
+    if method.allow_emulated:
+        return Verdict(flag=FLAG_EMULATED)
+    why = native.why_not.get(method.precision) or native.basis
+    return Verdict(
+        skip_reason=f"{method.precision} is only emulated here: {why}; not measured "
+        f"({FORCE_KEY}: true on method {method.name} measures it; joulebench profile: "
+        f"{FORCE_OPTION})"
+    )
+
+
+def method_verdict(
+    backend: Backend, device: str, method: Method, libs: Libraries | None = None
+) -> Verdict:
+    """The verdict for `method` on `device`, asking its backend (the profile job)."""
+    return verdict(method, backend.native_precisions(device, libs or Libraries()))
+
+
+def native_by_label(
+    devices: dict[str, str], libs: Libraries | None = None
+) -> dict[str, NativePrecisions | None]:
+    """label -> what each device runs natively here (the plan); None where not known."""
+    libs = libs or Libraries()
+    out = {}
+    for label, device in devices.items():
+        try:
+            out[label] = backend_for(device, libs).native_precisions(device, libs)
+        except (DeviceError, ValueError):  # a device no backend serves, an unknown sim GPU
+            out[label] = None
+    return out

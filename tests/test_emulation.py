@@ -1,0 +1,330 @@
+"""Methods a device only emulates (measure.emulation; issue 24 item 4): what each kind of
+device runs natively (from fake /proc/cpuinfo texts, compute capabilities and gfx names),
+the profile job's skipped rows and forced `emulated` rows on this CPU, `joulebench devices`,
+`joulebench profile --allow-emulated`, the plan, and the method key in the schema."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from conftest import FAST_PROTOCOL
+from timm_models import register
+from torch import nn
+
+from joulebench.cli import main
+from joulebench.measure import profile as profile_module
+from joulebench.measure.backends import Libraries, NativePrecisions, backend_for
+from joulebench.measure.backends import cpu as cpu_backend
+from joulebench.measure.backends.cpu import cpu_flags, native_from_cpuinfo
+from joulebench.measure.backends.cuda import cuda_native
+from joulebench.measure.backends.rocm import rocm_native
+from joulebench.measure.emulation import FLAG_EMULATED, native_by_label, verdict
+from joulebench.measure.methods import Method, parse_methods
+from joulebench.measure.profile import ProfileJob, run_profile
+from joulebench.measure.protocol import ProtocolSettings
+from joulebench.study import ConfigError, load_study
+
+# /proc/cpuinfo as Linux writes it (one processor each, flags abridged where marked).
+XEON_AVX512 = """processor\t: 0
+vendor_id\t: GenuineIntel
+model name\t: Intel(R) Xeon(R) Processor
+flags\t\t: fpu vme sse sse2 ssse3 fma avx f16c avx2 avx512f avx512dq avx512cd avx512bw \
+avx512vl avx512vbmi avx512_vbmi2 gfni avx512_vnni avx512_bitalg avx512_vpopcntdq
+vmx flags\t: vnmi preemption_timer invvpid ept_x_only ept_ad ept_1gb
+bugs\t\t: spectre_v1 spectre_v2
+"""
+EPYC_AVX2 = """processor\t: 0
+vendor_id\t: AuthenticAMD
+model name\t: AMD EPYC 7B12
+flags\t\t: fpu vme sse sse2 ssse3 fma avx f16c avx2 bmi1 bmi2 sha_ni clzero
+"""
+ZEN4 = EPYC_AVX2.replace("7B12", "9654").replace("clzero", "avx512f avx512_bf16 avx512_vnni")
+SAPPHIRE_RAPIDS = XEON_AVX512.replace(
+    "avx512_vpopcntdq", "avx512_vpopcntdq avx512_bf16 avx512_fp16 amx_bf16 amx_tile amx_int8"
+)
+NEOVERSE_V1 = """processor\t: 0
+BogoMIPS\t: 2100.00
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm \
+jscvt fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc flagm \
+ssbs paca pacg dcpodp svei8mm svebf16 i8mm bf16 dgh rng
+CPU implementer\t: 0x41
+"""
+NEOVERSE_N1 = NEOVERSE_V1.replace(" svei8mm svebf16 i8mm bf16", "")
+
+
+class _Tiny(nn.Module):
+    def __init__(self, num_classes=10, **kwargs):
+        super().__init__()
+        self.num_classes = num_classes
+        self.conv = nn.Conv2d(3, 4, 3, stride=4)
+        self.fc = nn.Linear(4, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.conv(x).mean((2, 3)))
+
+
+register("jbemu_tiny", _Tiny)
+
+
+@pytest.fixture
+def fake_cpu(tmp_path, monkeypatch):
+    """Make this CPU's flags file a fake one with the given text; returns its path."""
+
+    def use(text: str) -> str:
+        path = tmp_path / "cpuinfo"
+        path.write_text(text)
+        monkeypatch.setattr(cpu_backend, "CPUINFO", str(path))
+        return str(path)
+
+    return use
+
+
+# --- what each kind of device runs natively ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "native"),
+    [
+        (XEON_AVX512, ("fp32",)),  # AVX-512, but no bf16 instructions (this dev machine)
+        (EPYC_AVX2, ("fp32",)),  # issue 24's cloud CPU
+        (ZEN4, ("fp32", "bf16")),
+        (SAPPHIRE_RAPIDS, ("fp32", "fp16", "bf16")),
+        (NEOVERSE_V1, ("fp32", "fp16", "bf16")),
+        (NEOVERSE_N1, ("fp32", "fp16")),
+    ],
+)
+def test_a_cpus_native_precisions_come_from_its_flags(text, native, tmp_path):
+    path = tmp_path / "cpuinfo"
+    path.write_text(text)
+    found = backend_for("cpu").native_precisions("cpu", Libraries(cpuinfo=str(path)))
+    assert found.native == native
+    assert set(found.why_not) == {"fp16", "bf16"} - set(native)
+    if "bf16" in found.why_not and "Features" not in text:
+        assert found.why_not["bf16"] == f"this CPU has no avx512_bf16 or amx_bf16 in {path}"
+
+
+def test_cpu_flags_are_the_processors_own_line_and_unreadable_means_not_known(tmp_path):
+    assert cpu_flags(XEON_AVX512)[1] >= {"avx512f", "avx512_vnni"}
+    assert "vnmi" not in cpu_flags(XEON_AVX512)[1]  # the `vmx flags` line is not the CPU's
+    assert native_from_cpuinfo("machine: Apple M2\n") is None  # not Linux's format
+    missing = Libraries(cpuinfo=str(tmp_path / "nope"))
+    assert backend_for("cpu").native_precisions("cpu", missing) is None
+
+
+def _cuda_torch(capability=(7, 0), available=True, hip=None, arch=""):
+    """torch as a CUDA (or, with `hip`, ROCm) build sees one GPU: the properties read here."""
+    props = SimpleNamespace(name="GPU", major=capability[0], minor=capability[1], gcnArchName=arch)
+    cuda = SimpleNamespace(
+        is_available=lambda: available,
+        device_count=lambda: 1 if available else 0,
+        get_device_properties=lambda i: props,
+    )
+    version = SimpleNamespace(cuda=None if hip else "12.8", hip=hip)
+    return SimpleNamespace(__version__="2.14.1", version=version, cuda=cuda)
+
+
+@pytest.mark.parametrize(
+    ("capability", "native"),
+    [
+        ((6, 0), ("fp32", "fp16")),  # P100: fast fp16
+        ((6, 1), ("fp32",)),  # GTX 1080, P40: fp16 at 1/64 rate
+        ((7, 0), ("fp32", "fp16")),  # V100
+        ((7, 5), ("fp32", "fp16")),  # T4
+        ((8, 0), ("fp32", "fp16", "bf16")),  # A100
+        ((9, 0), ("fp32", "fp16", "bf16")),  # H100, H200
+    ],
+)
+def test_an_nvidia_gpus_native_precisions_follow_its_compute_capability(capability, native):
+    libs = Libraries(torch=_cuda_torch(capability), rocm=False)
+    found = backend_for("cuda:0", libs).native_precisions("cuda:0", libs)
+    assert found.native == native
+    assert found.basis == f"compute capability {capability[0]}.{capability[1]}"
+
+
+@pytest.mark.parametrize("capability", [(6, 0), (7, 0), (7, 5), (8, 0), (8, 6), (9, 0), (10, 0)])
+def test_the_bf16_line_is_torchs_own(capability, monkeypatch):
+    """torch.cuda.is_bf16_supported(including_emulation=False), the real function, on a GPU
+    of each capability: the same answer as the CUDA backend's."""
+    props = SimpleNamespace(major=capability[0], minor=capability[1])
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: props)
+    torchs = torch.cuda.is_bf16_supported(including_emulation=False)
+    assert torchs == ("bf16" in cuda_native(*capability).native)
+
+
+def test_a_gpu_torch_cannot_see_is_not_known():
+    libs = Libraries(torch=_cuda_torch(available=False), rocm=False)
+    assert backend_for("cuda:0", libs).native_precisions("cuda:0", libs) is None
+
+
+@pytest.mark.parametrize(
+    ("arch", "native"),
+    [
+        ("gfx906:sramecc+:xnack-", ("fp32", "fp16")),  # MI50/MI60: no bf16 hardware
+        ("gfx908:sramecc+:xnack-", ("fp32", "fp16", "bf16")),  # MI100
+        ("gfx90a:sramecc+:xnack-", ("fp32", "fp16", "bf16")),  # MI210/MI250
+        ("gfx942:sramecc+:xnack-", ("fp32", "fp16", "bf16")),  # MI300X
+        ("gfx1030", ("fp32", "fp16")),  # RDNA 2
+        ("gfx1100", ("fp32", "fp16", "bf16")),  # RDNA 3 (WMMA)
+    ],
+)
+def test_an_amd_gpus_native_precisions_follow_its_gfx_arch(arch, native):
+    libs = Libraries(torch=_cuda_torch(hip="6.2", arch=arch), rocm=True)
+    backend = backend_for("cuda:0", libs)
+    assert backend.kind == "rocm"
+    assert backend.native_precisions("cuda:0", libs).native == native
+    assert rocm_native("not-a-gfx-name") is None  # unknown: every method measured
+
+
+@pytest.mark.parametrize(
+    ("device", "bf16"), [("sim:pascal", False), ("sim:v100", False), ("sim:a100", True)]
+)
+def test_a_simulated_gpu_runs_what_its_generations_gpu_runs(device, bf16):
+    found = backend_for(device).native_precisions(device, Libraries())
+    assert ("bf16" in found.native) == bf16 and "fp16" in found.native
+
+
+def test_native_by_label_asks_each_devices_backend(fake_cpu):
+    fake_cpu(EPYC_AVX2)
+    native = native_by_label({"cpu": "cpu", "v100": "sim:v100", "x": "sim:nope", "y": "tpu"})
+    assert native["cpu"].native == ("fp32",) and native["v100"].native == ("fp32", "fp16")
+    assert native["x"] is None and native["y"] is None  # no such device: not known
+
+
+# --- the verdict: skipped unless forced, then flagged -------------------------------------
+
+NO_BF16 = NativePrecisions(("fp32",), {"bf16": "this CPU has no avx512_bf16", "fp16": "none"})
+
+
+def test_an_emulated_method_is_skipped_saying_why_and_how_to_force_it():
+    bf16 = Method("bf16", precision="bf16")
+    skipped = verdict(bf16, NO_BF16)
+    assert skipped.skip_reason == (
+        "bf16 is only emulated here: this CPU has no avx512_bf16; not measured "
+        "(allow_emulated: true on method bf16 measures it; joulebench profile: --allow-emulated)"
+    )
+    assert skipped.flag == "" and skipped.fields == {}
+    forced = verdict(Method("bf16", precision="bf16", allow_emulated=True), NO_BF16)
+    assert forced.skip_reason == "" and forced.fields == {"flags": FLAG_EMULATED}
+    assert verdict(Method("fp32"), NO_BF16).skip_reason == ""
+    assert verdict(bf16, None).skip_reason == ""  # not known here: measured
+
+
+# --- the profile job on this CPU, with a fake flags file ----------------------------------
+
+METHODS = {
+    "fp32": {"precision": "fp32"},
+    "bf16": {"precision": "bf16"},
+    "bf16-forced": {"precision": "bf16", "allow_emulated": True},
+}
+
+
+def _job() -> ProfileJob:
+    return ProfileJob(
+        model="jbemu_tiny",
+        device_label="cpu",
+        torch_device="cpu",
+        methods=list(parse_methods(METHODS).values()),
+        batch_sizes=[2],
+        settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
+        idle_power_w=1.0,
+        idle_pre_s=0.05,
+        threads=1,
+    )
+
+
+def _counting_builds(monkeypatch) -> list[str]:
+    built, real = [], profile_module.build
+
+    def counting(model_name, method, *args, **kw):
+        built.append(method.name)
+        return real(model_name, method, *args, **kw)
+
+    monkeypatch.setattr(profile_module, "build", counting)
+    return built
+
+
+def test_a_cpu_without_bf16_skips_bf16_before_building_and_measures_it_when_forced(
+    fake_cpu, monkeypatch
+):
+    path = fake_cpu(EPYC_AVX2)
+    built, logged = _counting_builds(monkeypatch), []
+    rows = run_profile(_job(), log=logged.append).rows.set_index("method")
+    assert rows.loc["fp32", "status"] == "ok" and rows.loc["bf16-forced", "status"] == "ok"
+    assert rows.loc["bf16", "status"] == "skipped"
+    assert rows.loc["bf16", "reason"].startswith(
+        f"bf16 is only emulated here: this CPU has no avx512_bf16 or amx_bf16 in {path}; "
+    )
+    assert "allow_emulated: true on method bf16 measures it" in rows.loc["bf16", "reason"]
+    assert built == ["fp32", "bf16-forced"]  # the skipped one was never built
+    # The forced one is measured, flagged (not invalidating), beside the protocol's flags.
+    assert FLAG_EMULATED in rows.loc["bf16-forced", "flags"].split(";")
+    assert FLAG_EMULATED not in str(rows.loc["fp32", "flags"]).split(";")
+    assert rows.loc["bf16-forced", "energy_per_image_j"] > 0
+    assert any("bf16 bs2: skipped bf16 is only emulated here" in line for line in logged)
+
+
+def test_a_cpu_with_bf16_measures_it_unflagged(fake_cpu):
+    fake_cpu(ZEN4)
+    rows = run_profile(_job(), log=lambda s: None).rows.set_index("method")
+    assert (rows["status"] == "ok").all()
+    for method in ("bf16", "bf16-forced"):
+        assert FLAG_EMULATED not in str(rows.loc[method, "flags"]).split(";")
+
+
+def test_joulebench_profile_allow_emulated(fake_cpu, capsys):
+    fake_cpu(EPYC_AVX2)
+    argv = ["profile", "jbemu_tiny", "--method", "bf16", "--repeats", "2"]
+    argv += ["--min-repeat-s", "0.1", "--threads", "1"]
+    assert main(argv) == 1  # nothing measured: the reason says how to force it
+    assert "--allow-emulated" in capsys.readouterr().err
+    assert main([*argv, "--allow-emulated"]) == 0
+    assert " ok " in capsys.readouterr().out
+
+
+# --- joulebench devices, the plan, the method key ------------------------------------------
+
+
+def test_joulebench_devices_lists_native_precisions(fake_cpu, tmp_path, capsys):
+    study = tmp_path / "study.yaml"
+    study.write_text("devices: {cpu: cpu}\n")
+    path = fake_cpu(EPYC_AVX2)
+    assert main(["devices", "--configfile", str(study)]) == 0
+    out = capsys.readouterr().out
+    assert "  native precisions: fp32\n  emulated: bf16, fp16 (skipped rows, unless " in out
+    assert f"    bf16: this CPU has no avx512_bf16 or amx_bf16 in {path}" in out
+    fake_cpu(SAPPHIRE_RAPIDS)
+    assert main(["devices", "--configfile", str(study)]) == 0
+    out = capsys.readouterr().out
+    assert "  native precisions: fp32, fp16, bf16\n" in out and "emulated:" not in out
+
+
+def test_joulebench_plan_counts_this_cpus_emulated_configurations(fake_cpu, tmp_path, capsys):
+    study = tmp_path / "study.yaml"
+    study.write_text(
+        "models: [resnet18.a1_in1k]\ndevices: {cpu: cpu}\nbatch_sizes: [1, 8]\n"
+        "methods: {fp32: {precision: fp32}, bf16: {precision: bf16}}\n"
+    )
+    fake_cpu(EPYC_AVX2)
+    assert main(["plan", "--configfile", str(study)]) == 0
+    out = capsys.readouterr().out
+    assert "4 configurations = 1 device x 1 model x 2 methods" in out
+    assert "cpu: 2 configurations skipped (~0 s each): bf16 is only emulated here" in out
+    fake_cpu(ZEN4)
+    assert main(["plan", "--configfile", str(study)]) == 0
+    assert "skipped" not in capsys.readouterr().out
+
+
+def test_allow_emulated_is_a_method_key(tmp_path):
+    assert parse_methods({"b": {"precision": "bf16", "allow_emulated": True}})["b"].allow_emulated
+    assert Method("m").allow_emulated is False  # the schema's default (test_config)
+    with pytest.raises(ValueError, match="allow_emulated must be true or false"):
+        Method("m", allow_emulated="yes")
+    study = tmp_path / "study.yaml"
+    study.write_text("methods: {bf16: {precision: bf16, allow_emulated: 'yes'}}\n")
+    with pytest.raises(ConfigError, match="allow_emulated"):
+        load_study(str(study))
