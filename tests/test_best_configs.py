@@ -16,7 +16,8 @@ from joulebench.analysis.best_configs import (
     run_best_configs,
 )
 from joulebench.analysis.summary import read_summary
-from joulebench.tables import BEST_CONFIGS, read_table
+from joulebench.table_io import read_table
+from joulebench.tables import BEST_CONFIGS
 
 
 def _pick(table, model, constraint="none", **where) -> pd.Series:

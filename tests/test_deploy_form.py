@@ -19,7 +19,8 @@ from joulebench.catalog.deploy_form import to_deploy_form
 from joulebench.measure.methods import Method, parse_methods
 from joulebench.measure.profile import ProfileJob, build, run_profile
 from joulebench.measure.protocol import ProtocolSettings
-from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS, conform
+from joulebench.table_io import conform
+from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS
 
 REPVGG = "repvgg_a0.rvgg_in1k"
 MOBILEONE = "mobileone_s0.apple_in1k"

@@ -576,7 +576,7 @@ def test_a_killed_figure_write_leaves_nothing_after_the_next_run(estimated, tmp_
 
 
 def test_temp_files_of_a_write_in_progress_are_left_alone(tmp_path):
-    from joulebench.tables import remove_stale_temps
+    from joulebench.table_io import remove_stale_temps
 
     target = tmp_path / "figure.png"
     old = tmp_path / ".figure.png.abc123.tmp"

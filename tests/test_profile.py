@@ -14,7 +14,8 @@ from joulebench.cli import main as cli_main
 from joulebench.measure.methods import Method, parse_methods
 from joulebench.measure.profile import ProfileJob, run_profile
 from joulebench.measure.protocol import ProtocolSettings
-from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, conform
+from joulebench.table_io import conform
+from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS
 
 FAST = ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0)
 

@@ -22,7 +22,8 @@ from joulebench.analysis.summary import read_summary, write_summary
 from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.profile import run_profile
 from joulebench.measure.runtimes import relative_error, unavailable_reason
-from joulebench.tables import PROFILE_COLUMNS, RUNTIME_ALIASES, RUNTIMES, conform
+from joulebench.table_io import conform
+from joulebench.tables import PROFILE_COLUMNS, RUNTIME_ALIASES, RUNTIMES
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")

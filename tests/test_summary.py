@@ -17,7 +17,8 @@ from joulebench.analysis.summary import (
     validate_summary,
     write_summary,
 )
-from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS, read_table
+from joulebench.table_io import read_table
+from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS
 
 
 def _catalog() -> pd.DataFrame:

@@ -13,7 +13,8 @@ from torch import nn
 from joulebench.measure.methods import Method
 from joulebench.measure.profile import job_fields_from_spec, run_profile
 from joulebench.measure.train import TrainSpec, make_train_step, synthetic_labels
-from joulebench.tables import PROFILE_COLUMNS, conform
+from joulebench.table_io import conform
+from joulebench.tables import PROFILE_COLUMNS
 
 
 class _TinyBnHead(_Tiny):

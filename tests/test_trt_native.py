@@ -26,7 +26,8 @@ from joulebench.measure import trt_native
 from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.profile import run_profile
 from joulebench.measure.runtimes import NotMeasured
-from joulebench.tables import PROFILE_COLUMNS, conform
+from joulebench.table_io import conform
+from joulebench.tables import PROFILE_COLUMNS
 
 FAKE = Path(__file__).parent / "fake_torch_tensorrt" / "torch_tensorrt" / "__init__.py"
 TARGET = {"gpu": "NVIDIA H200 (stand-in)", "arch": "sm90"}

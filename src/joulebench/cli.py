@@ -642,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     from joulebench.measure.backends import DeviceError
     from joulebench.measure.protocol import SettingsError
     from joulebench.study import ConfigError
-    from joulebench.tables import TableError, WriteError
+    from joulebench.table_io import TableError, WriteError
 
     try:
         with warnings.catch_warnings():  # restores showwarning after the command

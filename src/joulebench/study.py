@@ -242,7 +242,7 @@ def check_published(config: Mapping) -> list[str]:
     if not summary:
         return []
     from joulebench.analysis.summary import SummaryError, read_summary
-    from joulebench.tables import TableError
+    from joulebench.table_io import TableError
 
     trace = (config.get("figures") or {}).get("trace_table")
     check_input_path("from_summary", summary)
@@ -264,7 +264,8 @@ def check_published(config: Mapping) -> list[str]:
 
 def _trace_problems(path) -> list[str]:
     """Why `path` cannot be the trace figure's power trace (tables.TRACE), if it cannot."""
-    from joulebench.tables import TRACE_TABLE_COLUMNS, TableError, read_table
+    from joulebench.table_io import TableError, read_table
+    from joulebench.tables import TRACE_TABLE_COLUMNS
 
     try:
         trace = read_table(path)

@@ -27,8 +27,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from joulebench.tables import ACCURACY_COLUMNS, atomic_write, write_table
-from joulebench.tables import read_table as read_any_table
+from joulebench.table_io import atomic_write, write_table
+from joulebench.table_io import read_table as read_any_table
+from joulebench.tables import ACCURACY_COLUMNS
 
 TIMM_REPO = "huggingface/pytorch-image-models"
 # The snapshot the shipped files were copied from (reference_data/SOURCE.md); the three files

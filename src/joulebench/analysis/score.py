@@ -24,7 +24,8 @@ import pandas as pd
 from joulebench.analysis.carbon import carbon_columns
 from joulebench.analysis.summary import add_flag, read_summary
 from joulebench.measure.backends.base import FLAG_SIMULATED
-from joulebench.tables import SCORE_COLUMNS, conform, write_table
+from joulebench.table_io import conform, write_table
+from joulebench.tables import SCORE_COLUMNS
 
 GRADES = ("A", "B", "C", "D", "E", "F", "G")
 # Lower bounds of the efficiency index for A..F; below F's bound is G. In energy terms a
