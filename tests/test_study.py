@@ -7,15 +7,13 @@ import sys
 import pytest
 from conftest import REPO
 
+from joulebench.prerun import check_published, check_settings, load_study
 from joulebench.study import (
     ConfigError,
     check_config,
-    check_published,
-    check_settings,
     job_command,
     job_shell_prefix,
     load_schema,
-    load_study,
     read_yaml,
     shell_option,
 )

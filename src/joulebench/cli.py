@@ -349,8 +349,10 @@ def _cmd_webapp(args) -> int:
 def _cmd_devices(args) -> int:
     """What `devices: auto` (or the study's devices) picks, and each device's meter."""
     from joulebench.measure.devices import devices_for
+    from joulebench.prerun import load_study
 
-    text, measurable = devices_for(args.configfile, simulated=args.sim)
+    study = load_study(args.configfile) if args.configfile else None
+    text, measurable = devices_for(study, simulated=args.sim)
     _say(text)
     return 0 if measurable else 2
 

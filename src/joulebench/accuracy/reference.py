@@ -229,7 +229,7 @@ def _load_local(local_dir: str | Path, tables: ReferenceTables) -> ReferenceTabl
 
 def check_source(local_dir: str | Path | None = None, commit: str | None = None) -> None:
     """One source of tables at most: a local folder or a commit (the study checks it before
-    any job: study.check_settings)."""
+    any job: prerun.check_settings)."""
     if local_dir is not None and commit is not None:
         raise ValueError("reference: set local_dir or commit, not both")
     if commit is not None:

@@ -161,12 +161,11 @@ def format_devices(
     return "\n".join(lines)
 
 
-def devices_for(configfile: str | None = None, simulated: bool = False) -> tuple[str, bool]:
+def devices_for(study: dict | None = None, simulated: bool = False) -> tuple[str, bool]:
     """`joulebench devices`: (the table, whether every device can be measured) for the
-    study's devices, or for `auto` without a study file; with the simulated ones if asked."""
-    from joulebench.study import load_study
-
-    spec = load_study(configfile)["devices"] if configfile else AUTO
+    study's devices (a loaded study: prerun.load_study), or for `auto` without one; with the
+    simulated ones if asked."""
+    spec = study["devices"] if study else AUTO
     infos, why_no_gpu = describe_devices(spec)
     extra = simulated_devices() if simulated else None
     text = format_devices(infos, why_no_gpu, spec, extra)
