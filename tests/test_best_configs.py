@@ -1,5 +1,6 @@
 """Best configurations: least energy per model, overall and under each constraint, against
-answers worked by hand (tests/decision_rows.py); flagged and estimated rows follow the score."""
+answers worked by hand (tests/helpers/decision_rows.py); flagged and estimated rows follow
+the score."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from decision_rows import decision_summary, profile_row
+from helpers.decision_rows import decision_summary, profile_row
 
 from joulebench.analysis.best_configs import (
     DecisionError,

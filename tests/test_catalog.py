@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 import timm
-from timm_models import register
+from helpers.timm_models import register
 from torch import nn
 
 from joulebench.catalog.build import build_catalog, catalog_row

@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 import yaml
-from decision_rows import decision_summary
+from helpers.decision_rows import decision_summary
 
 from joulebench.analysis.summary import write_summary
 from joulebench.cli import build_parser, main

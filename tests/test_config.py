@@ -213,7 +213,7 @@ def test_what_the_rules_hand_their_commands_in_a_dry_run(run_workflow):
     import json
     import shlex
 
-    from decision_rows import decision_summary
+    from helpers.decision_rows import decision_summary
 
     def settings(result) -> dict:
         assert result.returncode == 0, result.stderr[-3000:]
@@ -334,7 +334,7 @@ def test_settings_a_job_would_refuse_stop_the_dry_run_one_line_per_key(run_workf
 
 def _published_summary(folder: Path, name: str, **first_row) -> Path:
     """A valid summary (decision_rows) with `first_row` values changed, as a published file."""
-    from decision_rows import decision_summary
+    from helpers.decision_rows import decision_summary
 
     df = decision_summary()
     for column, value in first_row.items():

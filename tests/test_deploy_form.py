@@ -8,8 +8,8 @@ import pytest
 import timm
 import torch
 from conftest import FAST_PROTOCOL
+from helpers.timm_models import register
 from timm.utils.model import reparameterize_model
-from timm_models import register
 from torch import nn
 
 from joulebench.analysis.summary import build_summary

@@ -1,6 +1,6 @@
 """devices: auto, device checks before a run, and `joulebench devices`.
 
-The GPU branches run against the fake NVML (tests/fake_nvml.py) and a fake torch with the
+The GPU branches run against the fake NVML (tests/helpers/fake_nvml.py) and a fake torch with the
 attributes the code reads from the real one (torch.version.cuda, torch.cuda.is_available,
 device_count, get_device_properties with name, uuid and PCI ids).
 """
@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 from conftest import REPO
-from fake_nvml import FakeGpu, FakeNvml
+from helpers.fake_nvml import FakeGpu, FakeNvml
 
 from joulebench.measure.backends.base import short_gpu_name
 from joulebench.measure.devices import (

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_nvml import FakeGpu, FakeNvml, ManualClock, integrate
+from helpers.fake_nvml import FakeGpu, FakeNvml, ManualClock, integrate
 
 from joulebench.measure.backends import select_meter
 from joulebench.measure.meters import (

@@ -10,7 +10,7 @@ import os
 import pandas as pd
 import pytest
 from conftest import FAST_PROTOCOL
-from fake_nvml import ManualClock
+from helpers.fake_nvml import ManualClock
 from test_devices import A100, H200, fake_torch
 from test_meters import FakePowercap
 

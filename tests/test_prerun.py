@@ -9,7 +9,6 @@ from conftest import REPO
 from joulebench.prerun import check_published, check_settings, load_study
 from joulebench.study import ConfigError
 
-
 # --- what a stage would refuse hours later, refused when the study is read -------------------
 
 
@@ -104,7 +103,7 @@ def test_the_default_study_and_every_shipped_study_pass():
 
 def _published(tmp_path, name="summary.parquet", **changes):
     """A valid summary (decision_rows) with `changes` to its first row, as a file."""
-    from decision_rows import decision_summary
+    from helpers.decision_rows import decision_summary
 
     from joulebench.analysis.summary import write_summary
 
@@ -131,7 +130,7 @@ def test_a_published_summary_is_checked_once_with_every_problem(tmp_path):
 
 
 def test_a_published_summary_with_extra_columns_reads_with_a_note(tmp_path):
-    from decision_rows import decision_summary
+    from helpers.decision_rows import decision_summary
 
     path = tmp_path / "newer.parquet"
     decision_summary().assign(from_the_future=1).to_parquet(path)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 from conftest import FAST_PROTOCOL
-from timm_models import register
+from helpers.timm_models import register
 from torch import nn
 
 from joulebench.cli import main as cli_main

@@ -14,9 +14,9 @@ import pytest
 import torch
 import yaml
 from conftest import REPO
-from decision_rows import decision_summary, profile_row
+from helpers.decision_rows import decision_summary, profile_row
+from helpers.timm_models import register
 from test_profile import _Tiny, job
-from timm_models import register
 
 from joulebench.analysis.summary import read_summary, write_summary
 from joulebench.measure.methods import PRESETS, Method, parse_methods

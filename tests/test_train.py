@@ -6,8 +6,8 @@ import math
 
 import pytest
 import torch
+from helpers.timm_models import register
 from test_profile import _Tiny, job
-from timm_models import register
 from torch import nn
 
 from joulebench.measure.methods import Method

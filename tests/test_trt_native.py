@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 import torch
 from conftest import REPO
+from helpers.timm_models import register
 from test_profile import _Tiny, job
-from timm_models import register
 
 from joulebench.measure import trt_native
 from joulebench.measure.methods import PRESETS, Method, parse_methods

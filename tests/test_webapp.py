@@ -757,8 +757,8 @@ def test_flagged_spread_and_clipped_interval_are_shown(browser, odd_site):
 @pytest.fixture(scope="module")
 def decision_site(tmp_path_factory):
     """Three models x two methods x two batch sizes, best configurations known by hand
-    (tests/decision_rows.py)."""
-    from decision_rows import decision_summary
+    (tests/helpers/decision_rows.py)."""
+    from helpers.decision_rows import decision_summary
 
     summary = decision_summary()
     return build_page(summary, score_summary(summary), tmp_path_factory.mktemp("dw") / "i.html")

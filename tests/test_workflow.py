@@ -164,7 +164,7 @@ def test_hostile_paths_reach_no_shell(tmp_path):
 
 def test_a_published_summary_whose_relative_path_starts_with_a_dash(run_workflow):
     """Every rule passes it as `--summary=PATH` or after `--`: never read as an option."""
-    from decision_rows import decision_summary
+    from helpers.decision_rows import decision_summary
 
     from joulebench.analysis.summary import write_summary
 

@@ -11,7 +11,7 @@ kind of device comes from its backend: nothing here tests a device string.
 
 torch is imported only when a GPU library sees a GPU or a device names one, so a CPU-only
 machine resolves `auto` in milliseconds. `torch`, `nvml` and `amdsmi` can be passed in
-(tests: a fake torch.cuda, tests/fake_nvml.py, tests/fake_amdsmi).
+(tests: a fake torch.cuda, tests/helpers/fake_nvml.py, tests/fake_amdsmi).
 """
 
 from __future__ import annotations
