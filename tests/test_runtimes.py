@@ -15,8 +15,9 @@ import torch
 import yaml
 from conftest import REPO
 from helpers.decision_rows import decision_summary, profile_row
+from helpers.profile_job import job
 from helpers.timm_models import register
-from test_profile import _Tiny, job
+from helpers.tiny_models import Tiny
 
 from joulebench.analysis.summary import read_summary, write_summary
 from joulebench.measure.methods import PRESETS, Method, parse_methods
@@ -36,7 +37,7 @@ METHODS = {
 }
 
 
-class _ExportsSomethingElse(_Tiny):
+class _ExportsSomethingElse(Tiny):
     """Deliberately exports a different graph than it runs: the check must catch it."""
 
     def forward(self, x):
@@ -44,7 +45,7 @@ class _ExportsSomethingElse(_Tiny):
         return out * 2 if torch.onnx.is_in_onnx_export() else out
 
 
-class _CannotExport(_Tiny):
+class _CannotExport(Tiny):
     """Singular values: an op ONNX has no operator for, in either exporter."""
 
     def forward(self, x):
@@ -52,7 +53,7 @@ class _CannotExport(_Tiny):
 
 
 register("jbrt_cannot_export", _CannotExport)
-register("jbrt_tiny", _Tiny)
+register("jbrt_tiny", Tiny)
 register("jbrt_exports_something_else", _ExportsSomethingElse)
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 from conftest import REPO
-from test_profile import FAST
+from helpers.profile_job import FAST
 
 from joulebench.catalog.build import workload_row as catalog_row
 from joulebench.catalog.workloads import (
