@@ -280,13 +280,13 @@ def test_score_command_without_settings_uses_the_schema_reference(tmp_path):
     """`joulebench score` with no --settings scores as the workflow would by default: against
     the schema's reference model (it once scored against none)."""
     import pandas as pd
-    from test_summary import _catalog, _profile
+    from helpers.summary_inputs import small_catalog, small_profile
 
     from joulebench.analysis.summary import build_summary, write_summary
     from joulebench.cli import main
 
     summary = tmp_path / "summary.parquet"
-    write_summary(build_summary(_profile(), _catalog()), summary)
+    write_summary(build_summary(small_profile(), small_catalog()), summary)
     out = tmp_path / "scores.parquet"
     assert main(["score", str(summary), "--output", str(out)]) == 0
     scores = pd.read_parquet(out)
