@@ -263,8 +263,8 @@ def test_summary_counts_are_of_the_form_each_row_measured():
 
 def test_measured_accuracy_is_of_the_deploy_form(tmp_path):
     """Local weights of a RepVGG: evaluated fused, with the same answers as the model as built."""
+    from helpers.image_folder import make_image_folder
     from safetensors.torch import save_file
-    from test_datasets import make_image_folder
 
     from joulebench.accuracy import measured as accuracy
     from joulebench.accuracy import shards
