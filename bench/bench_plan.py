@@ -56,7 +56,7 @@ def overheads(rounds: int) -> None:
     from joulebench.measure.methods import parse_methods
     from joulebench.measure.profile import build
     from joulebench.measure.protocol import ProtocolSettings, warm_up
-    from joulebench.study import load_study
+    from joulebench.prerun import load_study
 
     config = load_study()
     models = config["models"]
@@ -109,7 +109,7 @@ def run_report(workdir: Path, wall_s: float | None) -> None:
     import pandas as pd
 
     from joulebench.plan import format_duration, plan_study
-    from joulebench.study import load_study
+    from joulebench.prerun import load_study
 
     results = workdir / "results"
     rows = pd.read_parquet(results / "profile.parquet")

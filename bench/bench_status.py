@@ -1,5 +1,5 @@
 """How long `joulebench status` takes on a big run's working directory
-(src/joulebench/status/): N models' rows files (each written by tables.write_table with
+(src/joulebench/status/): N models' rows files (each written by table_io.write_table with
 every profile column, 20 configurations a file as in studies/hidden-joules.yaml: 5 methods
 x 4 batch sizes), a log per model, a few running jobs' logs.
 
@@ -37,7 +37,8 @@ def make_run(folder: Path, files: int) -> None:
     import pandas as pd
     import yaml
 
-    from joulebench.tables import PROFILE_COLUMNS, write_table
+    from joulebench.table_io import write_table
+    from joulebench.tables import PROFILE_COLUMNS
 
     models = [f"model{i:04d}.tag" for i in range(files + RUNNING)]
     study = {

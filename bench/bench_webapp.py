@@ -34,8 +34,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
+from helpers.page_study import CHROMIUM, CHROMIUM_ARGS, DEVICES, synthetic_summary  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
-from test_webapp import CHROMIUM, CHROMIUM_ARGS, DEVICES, synthetic_summary  # noqa: E402
 
 from joulebench.analysis.score import score_summary  # noqa: E402
 from joulebench.report.webapp import build_page  # noqa: E402

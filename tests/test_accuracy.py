@@ -105,7 +105,7 @@ def no_network(monkeypatch, tmp_path):
 def tiny_shards(tmp_path):
     """The generated image folder (wnids 1, 500, 999) prepared for TINY's input config."""
     import timm
-    from test_datasets import make_image_folder
+    from helpers.image_folder import make_image_folder
 
     make_image_folder(tmp_path / "val")
     pretrained_cfg = timm.models.get_pretrained_cfg(TINY).to_dict()

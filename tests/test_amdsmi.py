@@ -12,7 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from fake_nvml import ManualClock
+from helpers.fake_nvml import ManualClock
 
 from joulebench.measure.backends import Libraries, backend_for, select_meter
 from joulebench.measure.check.environment import environment_rows

@@ -1,5 +1,6 @@
 """Best configurations: least energy per model, overall and under each constraint, against
-answers worked by hand (tests/decision_rows.py); flagged and estimated rows follow the score."""
+answers worked by hand (tests/helpers/decision_rows.py); flagged and estimated rows follow
+the score."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from decision_rows import decision_summary, profile_row, sweep_summary
+from helpers.decision_rows import decision_summary, profile_row, sweep_summary
 
 from joulebench.analysis.best_configs import (
     DecisionError,
@@ -18,7 +19,8 @@ from joulebench.analysis.best_configs import (
     run_best_configs,
 )
 from joulebench.analysis.summary import read_summary
-from joulebench.tables import BEST_CONFIGS, KNOB_COLUMNS, read_table
+from joulebench.table_io import read_table
+from joulebench.tables import BEST_CONFIGS, KNOB_COLUMNS
 
 
 def _pick(table, model, constraint="none", **where) -> pd.Series:

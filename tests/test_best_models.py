@@ -12,7 +12,7 @@ from joulebench.analysis.best_models import (
     energy_band,
     format_best,
 )
-from joulebench.tables import write_table
+from joulebench.table_io import write_table
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from test_score import _by_model, _profile_row, hand_summary
+from helpers.hand_scores import by_model, hand_row, hand_summary
 
 from joulebench.analysis.carbon import carbon_columns, check_carbon
 from joulebench.analysis.score import score_summary
@@ -52,7 +52,7 @@ def test_carbon_values_are_range_checked(carbon, words):
 
 def test_scores_carry_the_units_and_the_scope():
     scores = score_summary(hand_summary(), carbon={"grid_gco2e_per_kwh": 400})
-    s = _by_model(scores)
+    s = by_model(scores)
     assert (scores["energy_scope"] == "device").all()
     e = s.loc["m1", "energy_per_image_j"]
     assert s.loc["m1", "energy_per_1k_images_wh"] == pytest.approx(e * 1000 / 3600)
@@ -63,12 +63,12 @@ def test_scores_carry_the_units_and_the_scope():
 def test_node_scope_scores_the_node_and_labels_an_estimated_host():
     node = {"energy_node_per_image_j": 1.0, "host_is_estimate": False}
     extra = [
-        _profile_row("gpu_only_cheap", 0.002, energy_node_per_image_j=0.5, host_is_estimate=False),
-        _profile_row("estimated_host", 0.002, energy_node_per_image_j=0.004, host_is_estimate=True),
+        hand_row("gpu_only_cheap", 0.002, energy_node_per_image_j=0.5, host_is_estimate=False),
+        hand_row("estimated_host", 0.002, energy_node_per_image_j=0.004, host_is_estimate=True),
     ]
     summary = hand_summary(extra, {"gpu_only_cheap": 90.0, "estimated_host": 90.0})
     summary.loc[summary["model"].str.startswith("m"), list(node)] = list(node.values())
-    s = _by_model(score_summary(summary, energy_scope="node"))
+    s = by_model(score_summary(summary, energy_scope="node"))
     assert (s["energy_scope"] == "node").all()
     assert s.loc["gpu_only_cheap", "energy_per_image_j"] == pytest.approx(0.5)
     assert bool(s.loc["estimated_host", "energy_is_estimate"])  # never mixed with measured

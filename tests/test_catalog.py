@@ -3,11 +3,12 @@
 import pandas as pd
 import pytest
 import timm
-from timm_models import register
+from helpers.timm_models import register
 from torch import nn
 
 from joulebench.catalog.build import build_catalog, catalog_row
-from joulebench.tables import CATALOG_COLUMNS, conform, read_table, write_table
+from joulebench.table_io import conform, read_table, write_table
+from joulebench.tables import CATALOG_COLUMNS
 
 
 class _NeedsRealTensors(nn.Module):

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 import pytest
-from test_profile import job
+from helpers.profile_job import job
 
 from joulebench.cli import main as cli_main
 from joulebench.measure.backends import backend_for
@@ -160,7 +160,16 @@ def test_rapl_rows_measure_update_interval_and_wraparound(tmp_path):
 # ---------------------------------------------------------------- profile rows
 
 
-def test_profile_rows_carry_input_kind_and_the_latest_check(tmp_path):
+@pytest.fixture
+def tiny_models():
+    """The jbtest_* timm models: they need torch, which the rest of this file does not."""
+    pytest.importorskip("torch")
+    from helpers import tiny_models
+
+    return tiny_models
+
+
+def test_profile_rows_carry_input_kind_and_the_latest_check(tmp_path, tiny_models):
     check_dir = tmp_path / "check"
     out = run_profile(job("jbtest_tiny", batch_sizes=(1,), check_dir=str(check_dir)), log=print)
     row = out.rows.iloc[0]

@@ -4,10 +4,13 @@ usage error), never a traceback; numeric options are range-checked on the way in
 from __future__ import annotations
 
 import argparse
+import json
 
 import pytest
 import yaml
-from decision_rows import decision_summary
+from conftest import REPO
+from helpers.cli_options import describe
+from helpers.decision_rows import decision_summary
 
 from joulebench.analysis.summary import write_summary
 from joulebench.cli import build_parser, main
@@ -19,7 +22,7 @@ def _subcommands() -> dict[str, argparse.ArgumentParser]:
 
 
 def test_every_numeric_option_is_range_checked_one_way():
-    """An option taking or defaulting to a number parses with cli._number (one way of
+    """An option taking or defaulting to a number parses with cli's `number` (one way of
     declaring a range), never a bare int or float."""
     unchecked = []
     for name, sub in _subcommands().items():
@@ -30,8 +33,19 @@ def test_every_numeric_option_is_range_checked_one_way():
             if action.type in (int, float) or (numeric and action.type is None):
                 unchecked.append(f"{name} {action.option_strings}")
             elif action.type is not None and action.type is not str:
-                assert action.type.__qualname__ == "_number.<locals>.parse", (name, action)
+                assert action.type.__qualname__ == "number.<locals>.parse", (name, action)
     assert unchecked == []
+
+
+def test_every_command_keeps_its_options():
+    """Each subcommand's options (flags, dest, type and range, default, choices, required,
+    help) as tests/data/cli_options.json holds them: a change is made on purpose, by writing
+    that file again (tests/helpers/cli_options.py says how)."""
+    expected = json.loads((REPO / "tests" / "data" / "cli_options.json").read_text())
+    got = describe(build_parser())
+    assert list(got) == list(expected)  # the commands, in the order --help lists them
+    for name, command in expected.items():
+        assert got[name] == command, name
 
 
 @pytest.mark.parametrize(

@@ -103,7 +103,7 @@ def test_every_producer_exists_and_names_its_column(table):
 
 
 def test_a_producer_that_does_not_name_its_column_is_caught():
-    column = tables.Column("no_such_column_j", "float64", "J", "x", "joulebench.tables.conform")
+    column = tables.Column("no_such_column_j", "float64", "J", "x", "joulebench.table_io.conform")
     source = inspect.getsource(_resolve(column.producer))
     assert not re.search(rf"(?<![\w.]){re.escape(column.name)}(?!\w)", source)
 
@@ -153,11 +153,11 @@ def test_a_column_carried_into_a_later_table_keeps_its_declaration():
 
 
 def test_a_table_refuses_a_column_declared_twice():
-    col = tables.Column("a", "string", "", "a", "joulebench.tables.conform")
+    col = tables.Column("a", "string", "", "a", "joulebench.table_io.conform")
     with pytest.raises(ValueError, match="declared twice"):
         tables.Table("t", "p", "r", (col, col))
     with pytest.raises(ValueError, match="dtype"):
-        tables.Column("a", "str", "", "a", "joulebench.tables.conform")
+        tables.Column("a", "str", "", "a", "joulebench.table_io.conform")
 
 
 def test_the_estimate_rule_reads_the_row_and_the_meter():

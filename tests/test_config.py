@@ -213,7 +213,7 @@ def test_what_the_rules_hand_their_commands_in_a_dry_run(run_workflow):
     import json
     import shlex
 
-    from decision_rows import decision_summary
+    from helpers.decision_rows import decision_summary
 
     def settings(result) -> dict:
         assert result.returncode == 0, result.stderr[-3000:]
@@ -280,13 +280,13 @@ def test_score_command_without_settings_uses_the_schema_reference(tmp_path):
     """`joulebench score` with no --settings scores as the workflow would by default: against
     the schema's reference model (it once scored against none)."""
     import pandas as pd
-    from test_summary import _catalog, _profile
+    from helpers.summary_inputs import small_catalog, small_profile
 
     from joulebench.analysis.summary import build_summary, write_summary
     from joulebench.cli import main
 
     summary = tmp_path / "summary.parquet"
-    write_summary(build_summary(_profile(), _catalog()), summary)
+    write_summary(build_summary(small_profile(), small_catalog()), summary)
     out = tmp_path / "scores.parquet"
     assert main(["score", str(summary), "--output", str(out)]) == 0
     scores = pd.read_parquet(out)
@@ -334,7 +334,7 @@ def test_settings_a_job_would_refuse_stop_the_dry_run_one_line_per_key(run_workf
 
 def _published_summary(folder: Path, name: str, **first_row) -> Path:
     """A valid summary (decision_rows) with `first_row` values changed, as a published file."""
-    from decision_rows import decision_summary
+    from helpers.decision_rows import decision_summary
 
     df = decision_summary()
     for column, value in first_row.items():

@@ -8,8 +8,8 @@ import pytest
 import timm
 import torch
 from conftest import FAST_PROTOCOL
+from helpers.timm_models import register
 from timm.utils.model import reparameterize_model
-from timm_models import register
 from torch import nn
 
 from joulebench.analysis.summary import build_summary
@@ -19,7 +19,8 @@ from joulebench.catalog.deploy_form import to_deploy_form
 from joulebench.measure.methods import Method, parse_methods
 from joulebench.measure.profile import ProfileJob, build, run_profile
 from joulebench.measure.protocol import ProtocolSettings
-from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS, conform
+from joulebench.table_io import conform
+from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS
 
 REPVGG = "repvgg_a0.rvgg_in1k"
 MOBILEONE = "mobileone_s0.apple_in1k"
@@ -262,8 +263,8 @@ def test_summary_counts_are_of_the_form_each_row_measured():
 
 def test_measured_accuracy_is_of_the_deploy_form(tmp_path):
     """Local weights of a RepVGG: evaluated fused, with the same answers as the model as built."""
+    from helpers.image_folder import make_image_folder
     from safetensors.torch import save_file
-    from test_datasets import make_image_folder
 
     from joulebench.accuracy import measured as accuracy
     from joulebench.accuracy import shards

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_nvml import FakeGpu, FakeNvml
+from helpers.fake_nvml import FakeGpu, FakeNvml
 
 from joulebench.measure.backends import (
     Backend,

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from conftest import FAST_PROTOCOL
-from timm_models import register
+from helpers.timm_models import register
 from torch import nn
 
 from joulebench.cli import main
@@ -24,7 +24,8 @@ from joulebench.measure.emulation import FLAG_EMULATED, native_by_label, verdict
 from joulebench.measure.methods import Method, parse_methods
 from joulebench.measure.profile import ProfileJob, run_profile
 from joulebench.measure.protocol import ProtocolSettings
-from joulebench.study import ConfigError, load_study
+from joulebench.prerun import load_study
+from joulebench.study import ConfigError
 
 # /proc/cpuinfo as Linux writes it (one processor each, flags abridged where marked).
 XEON_AVX512 = """processor\t: 0

@@ -21,7 +21,7 @@ from pathlib import Path
 import pynvml
 import pytest
 from conftest import REPO
-from fake_nvml import FakeNvml
+from helpers.fake_nvml import FakeNvml
 
 from joulebench.measure.sim import fake_pynvml
 from joulebench.measure.sim.fake_pynvml import NvmlModule, SimNvml

@@ -576,7 +576,7 @@ def test_a_killed_figure_write_leaves_nothing_after_the_next_run(estimated, tmp_
 
 
 def test_temp_files_of_a_write_in_progress_are_left_alone(tmp_path):
-    from joulebench.tables import remove_stale_temps
+    from joulebench.table_io import remove_stale_temps
 
     target = tmp_path / "figure.png"
     old = tmp_path / ".figure.png.abc123.tmp"
@@ -619,7 +619,7 @@ def test_grade_colours_are_viridis_and_shared_with_the_page():
 
 
 def test_energy_optimal_front_draws_each_model_once_at_its_best(tmp_path, monkeypatch):
-    from decision_rows import decision_summary
+    from helpers.decision_rows import decision_summary
 
     from joulebench.analysis.best_configs import best_configs
 
@@ -641,7 +641,7 @@ def test_energy_optimal_front_draws_each_model_once_at_its_best(tmp_path, monkey
 
 
 def test_method_value_is_each_method_against_the_models_best():
-    from decision_rows import decision_summary
+    from helpers.decision_rows import decision_summary
 
     t = figures.method_value_table(decision_summary()).set_index(["model", "method"])
     assert t.loc[("small", "fp16"), "ratio"] == pytest.approx(1.0)
@@ -650,7 +650,7 @@ def test_method_value_is_each_method_against_the_models_best():
 
 
 def test_decision_figures_say_why_they_are_empty(tmp_path, monkeypatch):
-    from decision_rows import decision_summary
+    from helpers.decision_rows import decision_summary
 
     summary = decision_summary()
     summary["flags"] = "other-load"

@@ -27,7 +27,8 @@ from joulebench.analysis.fits import (
     write_fits,
 )
 from joulebench.analysis.summary import build_summary
-from joulebench.tables import ACCURACY_LAW, PROFILE_COLUMNS, read_table
+from joulebench.table_io import read_table
+from joulebench.tables import ACCURACY_LAW, PROFILE_COLUMNS
 
 
 def _study(rows, catalog=None, accuracy=None):

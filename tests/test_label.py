@@ -1,4 +1,4 @@
-"""Energy labels: what the card says (worked by hand on tests/decision_rows.py), that every
+"""Energy labels: what the card says (worked by hand on tests/helpers/decision_rows.py), that every
 string is text (escaped in the SVG, not parsed in the PNG), and the command's files."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from decision_rows import decision_summary, profile_row
+from helpers.decision_rows import decision_summary, profile_row
 
 from joulebench import __version__
 from joulebench.analysis.best_configs import DecisionError

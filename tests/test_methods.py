@@ -10,7 +10,7 @@ import re
 import pandas as pd
 import pytest
 from conftest import REPO
-from decision_rows import SWEEP, sweep_summary
+from helpers.decision_rows import SWEEP, sweep_summary
 
 from joulebench.measure.methods import (
     KNOBS,
@@ -21,8 +21,10 @@ from joulebench.measure.methods import (
     knob_label,
     parse_methods,
 )
-from joulebench.study import ConfigError, check_config, check_settings, load_schema, load_study
-from joulebench.tables import KNOB_COLUMNS, PROFILE, PROFILE_COLUMNS, conform
+from joulebench.prerun import check_settings, load_study
+from joulebench.study import ConfigError, check_config, load_schema
+from joulebench.table_io import conform
+from joulebench.tables import KNOB_COLUMNS, PROFILE, PROFILE_COLUMNS
 
 SWEEP_CONFIG = {
     "fp32": {"precision": "fp32"},

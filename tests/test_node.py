@@ -10,9 +10,9 @@ import os
 import pandas as pd
 import pytest
 from conftest import FAST_PROTOCOL
-from fake_nvml import ManualClock
-from test_devices import A100, H200, fake_torch
-from test_meters import FakePowercap
+from helpers.fake_gpus import A100, H200, fake_torch
+from helpers.fake_nvml import ManualClock
+from helpers.fake_powercap import FakePowercap
 
 from joulebench.measure.backends import kind_of, select_meter
 from joulebench.measure.backends.sim import sim_generation, wall_sim_gpu

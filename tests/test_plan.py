@@ -17,7 +17,7 @@ from joulebench.measure.backends import NativePrecisions
 from joulebench.measure.backends.cuda import cuda_native
 from joulebench.measure.config_time import Eta, config_estimate_s, config_min_s, format_duration
 from joulebench.plan import format_plan, one_line, plan_study, slurm_settings
-from joulebench.study import load_study
+from joulebench.prerun import load_study
 
 DEFAULT_PROTOCOL = {"repeats": 4, "min_repeat_s": 5.0, "warmup_min_s": 2.0, "pause_s": [0.2, 1.0]}
 

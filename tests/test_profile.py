@@ -3,68 +3,18 @@ rows of configurations that fail. Protocol settings are tiny so the tests run in
 
 import math
 
+import helpers.tiny_models  # noqa: F401  (registers the jbtest_* models with timm)
 import pandas as pd
 import pytest
 import torch
-from conftest import FAST_PROTOCOL
-from timm_models import register
+from helpers.profile_job import job
 from torch import nn
 
 from joulebench.cli import main as cli_main
 from joulebench.measure.methods import Method, parse_methods
-from joulebench.measure.profile import ProfileJob, run_profile
-from joulebench.measure.protocol import ProtocolSettings
-from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, conform
-
-FAST = ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0)
-
-
-class _Tiny(nn.Module):
-    def __init__(self, num_classes=10, max_batch=None, fail_forward=False, **kwargs):
-        super().__init__()
-        self.num_classes = num_classes
-        self.max_batch, self.fail_forward = max_batch, fail_forward
-        self.conv = nn.Conv2d(3, 8, 3, stride=4)
-        self.fc = nn.Linear(8, num_classes)
-
-    def forward(self, x):
-        if self.max_batch and x.shape[0] > self.max_batch:
-            raise torch.OutOfMemoryError("CUDA out of memory (simulated for this test)")
-        if self.fail_forward:
-            raise ValueError("unsupported op in forward")
-        return self.fc(self.conv(x).mean((2, 3)))
-
-
-class _Unbuildable(nn.Module):
-    def __init__(self, **kwargs):
-        raise RuntimeError("cannot build this one")
-
-
-register("jbtest_tiny", _Tiny)
-register("jbtest_tiny_oom_above_2", _Tiny, max_batch=2)
-register("jbtest_tiny_fails_forward", _Tiny, fail_forward=True)
-register("jbtest_unbuildable", _Unbuildable)
-
-
-def job(model, methods=("fp32",), batch_sizes=(1, 4), specs=None, **kw):
-    """A fast CPU ProfileJob; `specs` names the methods (default fp32 and bf16, measured
-    also where this CPU only emulates bf16: test_emulation tests the skipping)."""
-    specs = specs or {
-        "fp32": {"precision": "fp32"},
-        "bf16": {"precision": "bf16", "allow_emulated": True},
-    }
-    return ProfileJob(
-        model=model,
-        device_label="cpu",
-        torch_device="cpu",
-        methods=list(parse_methods({m: specs[m] for m in methods}).values()),
-        batch_sizes=list(batch_sizes),
-        settings=FAST,
-        idle_power_w=1.0,
-        idle_pre_s=0.05,
-        threads=1,
-        **kw,
-    )
+from joulebench.measure.profile import run_profile
+from joulebench.table_io import conform
+from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS
 
 
 def test_every_method_and_batch_size_is_measured():

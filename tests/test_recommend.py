@@ -1,5 +1,5 @@
 """`joulebench recommend`: ranking, savings with their propagated uncertainty, and clear errors,
-on the hand-made summary of tests/decision_rows.py (answers worked beside its rows)."""
+on the hand-made summary of tests/helpers/decision_rows.py (answers worked beside its rows)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from decision_rows import decision_summary, profile_row, sweep_summary
+from helpers.decision_rows import decision_summary, profile_row, sweep_summary
 
 from joulebench.analysis.best_configs import DecisionError, comparable
 from joulebench.analysis.recommend import (

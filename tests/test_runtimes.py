@@ -14,15 +14,17 @@ import pytest
 import torch
 import yaml
 from conftest import REPO
-from decision_rows import decision_summary, profile_row
-from test_profile import _Tiny, job
-from timm_models import register
+from helpers.decision_rows import decision_summary, profile_row
+from helpers.profile_job import job
+from helpers.timm_models import register
+from helpers.tiny_models import Tiny
 
 from joulebench.analysis.summary import read_summary, write_summary
 from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.profile import run_profile
 from joulebench.measure.runtimes import relative_error, unavailable_reason
-from joulebench.tables import PROFILE_COLUMNS, RUNTIME_ALIASES, RUNTIMES, conform
+from joulebench.table_io import conform
+from joulebench.tables import PROFILE_COLUMNS, RUNTIME_ALIASES, RUNTIMES
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
@@ -35,7 +37,7 @@ METHODS = {
 }
 
 
-class _ExportsSomethingElse(_Tiny):
+class _ExportsSomethingElse(Tiny):
     """Deliberately exports a different graph than it runs: the check must catch it."""
 
     def forward(self, x):
@@ -43,7 +45,7 @@ class _ExportsSomethingElse(_Tiny):
         return out * 2 if torch.onnx.is_in_onnx_export() else out
 
 
-class _CannotExport(_Tiny):
+class _CannotExport(Tiny):
     """Singular values: an op ONNX has no operator for, in either exporter."""
 
     def forward(self, x):
@@ -51,7 +53,7 @@ class _CannotExport(_Tiny):
 
 
 register("jbrt_cannot_export", _CannotExport)
-register("jbrt_tiny", _Tiny)
+register("jbrt_tiny", Tiny)
 register("jbrt_exports_something_else", _ExportsSomethingElse)
 
 

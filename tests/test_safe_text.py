@@ -125,9 +125,11 @@ def _calls(path, name: str) -> list[int]:
 
 
 def test_the_command_line_prints_only_through_printable():
-    cli = REPO / "src" / "joulebench" / "cli.py"
-    assert len(_calls(cli, "print")) == 1  # the one in _say
-    source = cli.read_text()
+    modules = sorted((REPO / "src" / "joulebench" / "cli").glob("*.py"))
+    assert len(modules) >= 4
+    prints = {path.name: len(_calls(path, "print")) for path in modules}
+    assert prints == {path.name: int(path.name == "common.py") for path in modules}  # say
+    source = (REPO / "src" / "joulebench" / "cli" / "common.py").read_text()
     assert "print(printable(text, newlines=True)" in source
 
 

@@ -1,11 +1,12 @@
 """Score: the front, efficiency index, grades and energy index of a hand-made table, worked by
-hand below (the same example as docs/scoring.md)."""
+hand in tests/helpers/hand_scores.py (the same example as docs/scoring.md)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.hand_scores import EXPECTED, HAND, by_model, hand_row, hand_summary
 
 from joulebench.analysis.score import (
     DEFAULT_GRADE_THRESHOLDS,
@@ -17,83 +18,11 @@ from joulebench.analysis.score import (
     parse_grade_thresholds,
     score_summary,
 )
-from joulebench.analysis.summary import build_summary
-from joulebench.tables import PROFILE_COLUMNS
-
-# (model, top1 %, energy per image J) on one device / method / batch size.
-HAND = [
-    ("m1", 70.0, 0.010),
-    ("m2", 75.0, 0.020),
-    ("m3", 72.0, 0.030),
-    ("m4", 80.0, 0.050),
-    ("m5", 78.0, 0.150),
-    ("m6", 74.0, 0.080),
-    ("m7", 71.0, 0.040),
-    ("m8", 73.0, 0.250),
-    ("m9", 79.0, 0.400),
-]
-# Worked by hand. Front: m1, m2, m4 (nothing at least as accurate is cheaper).
-# front_energy(a) = least energy among models with top1 >= a:
-#   m3 72 -> m2 0.02 -> 0.02/0.03 = 0.667 B     m5 78 -> m4 0.05 -> 0.05/0.15 = 0.333 D
-#   m6 74 -> m2 0.02 -> 0.02/0.08 = 0.25  E     m7 71 -> m2 0.02 -> 0.02/0.04 = 0.5   C
-#   m8 73 -> m2 0.02 -> 0.02/0.25 = 0.08  G     m9 79 -> m4 0.05 -> 0.05/0.40 = 0.125 F
-EXPECTED = {
-    "m1": (True, 0.010, 1.0, "A"),
-    "m2": (True, 0.020, 1.0, "A"),
-    "m3": (False, 0.020, 2 / 3, "B"),
-    "m4": (True, 0.050, 1.0, "A"),
-    "m5": (False, 0.050, 1 / 3, "D"),
-    "m6": (False, 0.020, 0.25, "E"),
-    "m7": (False, 0.020, 0.5, "C"),
-    "m8": (False, 0.020, 0.08, "G"),
-    "m9": (False, 0.050, 0.125, "F"),
-}
-
-
-def _profile_row(model, energy, *, method="fp32", batch=64, device="gpu", status="ok", **kw):
-    row = {
-        "device_label": device,
-        "model": model,
-        "method": method,
-        "batch_size_requested": batch,
-        "batch_size": batch,
-        "status": status,
-        "reason": "" if status == "ok" else "boom",
-        "meter": "nvml",
-        "is_estimate": False if status == "ok" else None,
-        "energy_per_image_j": energy if status == "ok" else np.nan,
-        "dynamic_energy_per_image_j": energy * 0.5 if status == "ok" else np.nan,
-        "flags": "",
-    }
-    row.update(kw)
-    return row
-
-
-def hand_summary(extra_rows=(), top1=None) -> pd.DataFrame:
-    rows = [_profile_row(m, e) for m, _, e in HAND]
-    rows += [
-        _profile_row("failed", 0.01, status="oom"),
-        _profile_row("no_acc", 0.060),
-        *extra_rows,
-    ]
-    profile = pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS))
-    acc = {m: a for m, a, _ in HAND} | {"failed": 90.0} | (top1 or {})
-    accuracy = pd.DataFrame(
-        {"model": list(acc), "top1": list(acc.values()), "accuracy_source": "reference"}
-    )
-    return build_summary(profile, None, accuracy)
-
-
-def _by_model(scores: pd.DataFrame, **where) -> pd.DataFrame:
-    sel = np.ones(len(scores), bool)
-    for k, v in where.items():
-        sel &= (scores[k] == v).to_numpy(bool)
-    return scores[sel].set_index("model")
 
 
 def test_front_index_and_grades_by_hand():
     scores = score_summary(hand_summary(), reference_model="m2")
-    s = _by_model(scores)
+    s = by_model(scores)
     for model, (on, fe, index, grade) in EXPECTED.items():
         row = s.loc[model]
         assert bool(row["on_front"]) is on, model
@@ -108,7 +37,7 @@ def test_front_index_and_grades_by_hand():
 
 
 def test_energy_index_against_the_reference():
-    s = _by_model(score_summary(hand_summary(), reference_model="m2"))
+    s = by_model(score_summary(hand_summary(), reference_model="m2"))
     assert s.loc["m2", "energy_index"] == pytest.approx(1.0)
     assert s.loc["m4", "energy_index"] == pytest.approx(2.5)
     # needs no accuracy: given for the row without top1 too
@@ -117,7 +46,7 @@ def test_energy_index_against_the_reference():
 
 
 def test_missing_reference_gives_nan_and_a_note():
-    s = _by_model(score_summary(hand_summary(), reference_model="resnet50.a1_in1k"))
+    s = by_model(score_summary(hand_summary(), reference_model="resnet50.a1_in1k"))
     assert s["energy_index"].isna().all()
     assert "reference resnet50.a1_in1k not measured" in s.loc["m1", "score_note"]
     assert s.loc["m1", "grade"] == "A"  # the efficiency index does not need it
@@ -127,7 +56,7 @@ def test_unscorable_rows_stay_with_a_reason():
     summary = hand_summary()
     scores = score_summary(summary)
     assert len(scores) == len(summary)  # nothing dropped
-    s = _by_model(scores)
+    s = by_model(scores)
     for model, words in (("failed", "status oom"), ("no_acc", "no top1")):
         assert np.isnan(s.loc[model, "efficiency_index"])
         assert pd.isna(s.loc[model, "grade"])
@@ -137,8 +66,8 @@ def test_unscorable_rows_stay_with_a_reason():
 
 
 def test_invalid_flags_keep_a_row_off_the_front():
-    extra = [_profile_row("cheap_but_shared", 0.001, flags="other-process")]
-    s = _by_model(score_summary(hand_summary(extra, {"cheap_but_shared": 99.0})))
+    extra = [hand_row("cheap_but_shared", 0.001, flags="other-process")]
+    s = by_model(score_summary(hand_summary(extra, {"cheap_but_shared": 99.0})))
     assert "flagged other-process" in s.loc["cheap_but_shared", "score_note"]
     assert bool(s.loc["m1", "on_front"])  # the flagged row would have dominated everything
 
@@ -146,9 +75,9 @@ def test_invalid_flags_keep_a_row_off_the_front():
 def test_a_simulated_gpu_is_never_scored_even_with_no_invalid_flags():
     """Rows of a `sim:` device (is_simulated) never reach a score: no front, no grade, a note,
     even from a published summary whose flags lost the word, and with invalid_flags emptied."""
-    extra = [_profile_row("sim_row", 0.001, is_simulated=True)]  # flags left empty
+    extra = [hand_row("sim_row", 0.001, is_simulated=True)]  # flags left empty
     summary = hand_summary(extra, {"sim_row": 99.0})
-    s = _by_model(score_summary(summary, invalid_flags=()))
+    s = by_model(score_summary(summary, invalid_flags=()))
     assert "flagged simulated: not scored" in s.loc["sim_row", "score_note"]
     assert not s.loc["sim_row", "scored"] and pd.isna(s.loc["sim_row", "grade"])
     assert "simulated" in s.loc["sim_row", "flags"]
@@ -157,22 +86,22 @@ def test_a_simulated_gpu_is_never_scored_even_with_no_invalid_flags():
 
 def test_groups_are_scored_apart():
     # the same models at another batch size, all 10x cheaper except m3 (now the cheapest)
-    extra = [_profile_row(m, e / 10, batch=8) for m, _, e in HAND if m != "m3"]
-    extra.append(_profile_row("m3", 0.0005, batch=8))
+    extra = [hand_row(m, e / 10, batch=8) for m, _, e in HAND if m != "m3"]
+    extra.append(hand_row("m3", 0.0005, batch=8))
     # and an estimate on the same device / method / batch: never on the measured front
-    extra.append(_profile_row("est", 0.0001, meter="estimate:tdp-linear", is_estimate=True))
+    extra.append(hand_row("est", 0.0001, meter="estimate:tdp-linear", is_estimate=True))
     scores = score_summary(hand_summary(extra, {"est": 99.0}))
-    b64 = _by_model(scores, batch_size_requested=64, energy_is_estimate=False)
-    b8 = _by_model(scores, batch_size_requested=8)
+    b64 = by_model(scores, batch_size_requested=64, energy_is_estimate=False)
+    b8 = by_model(scores, batch_size_requested=8)
     assert b64.loc["m3", "efficiency_index"] == pytest.approx(2 / 3)
     assert bool(b8.loc["m3", "on_front"]) and not bool(b8.loc["m1", "on_front"])
     assert bool(b64.loc["m1", "on_front"])
-    est = _by_model(scores, energy_is_estimate=True)
+    est = by_model(scores, energy_is_estimate=True)
     assert list(est.index) == ["est"] and bool(est.loc["est", "on_front"])
 
 
 def test_dynamic_energy_can_be_scored():
-    s = _by_model(score_summary(hand_summary(), energy="dynamic"))
+    s = by_model(score_summary(hand_summary(), energy="dynamic"))
     assert s.loc["m3", "energy_per_image_j"] == pytest.approx(0.015)
     assert s.loc["m3", "efficiency_index"] == pytest.approx(2 / 3)  # halving all: same index
     assert set(s["energy_kind"]) == {"dynamic"}
@@ -207,16 +136,16 @@ def test_grade_thresholds_from_config():
     with pytest.raises(ValueError, match="keys"):
         parse_grade_thresholds({"A": 0.9})
     strict = score_summary(hand_summary(), grade_thresholds=[0.99, 0.9, 0.8, 0.7, 0.6, 0.5])
-    assert _by_model(strict).loc["m3", "grade"] == "E"  # 0.667: >= 0.6, < 0.7
+    assert by_model(strict).loc["m3", "grade"] == "E"  # 0.667: >= 0.6, < 0.7
 
 
 def test_high_spread_rows_are_flagged_and_kept_off_the_front():
     extra = [
-        _profile_row("noisy_cheap", 0.001, energy_per_image_cv=1.04),  # CV 104 %
-        _profile_row("just_under", 0.300, energy_per_image_cv=0.25),  # at the bound: kept
+        hand_row("noisy_cheap", 0.001, energy_per_image_cv=1.04),  # CV 104 %
+        hand_row("just_under", 0.300, energy_per_image_cv=0.25),  # at the bound: kept
     ]
     scores = score_summary(hand_summary(extra, {"noisy_cheap": 99.0, "just_under": 60.0}))
-    s = _by_model(scores)
+    s = by_model(scores)
     assert "high-spread" in s.loc["noisy_cheap", "flags"]
     assert not s.loc["noisy_cheap", "scored"] and pd.isna(s.loc["noisy_cheap", "grade"])
     note = s.loc["noisy_cheap", "score_note"]
@@ -226,12 +155,12 @@ def test_high_spread_rows_are_flagged_and_kept_off_the_front():
         s.loc["just_under", "flags"] or ""
     )
     # the threshold is a setting; None turns the check off
-    loose = _by_model(score_summary(hand_summary(extra, {"noisy_cheap": 99.0}), max_energy_cv=2.0))
+    loose = by_model(score_summary(hand_summary(extra, {"noisy_cheap": 99.0}), max_energy_cv=2.0))
     assert bool(loose.loc["noisy_cheap", "on_front"])
-    off = _by_model(score_summary(hand_summary(extra, {"noisy_cheap": 99.0}), max_energy_cv=None))
+    off = by_model(score_summary(hand_summary(extra, {"noisy_cheap": 99.0}), max_energy_cv=None))
     assert bool(off.loc["noisy_cheap", "scored"])
     # or the flag is taken off the list of invalidating flags: flagged, still scored
-    kept = _by_model(
+    kept = by_model(
         score_summary(hand_summary(extra, {"noisy_cheap": 99.0}), invalid_flags=("mig",))
     )
     assert "high-spread" in kept.loc["noisy_cheap", "flags"] and kept.loc["noisy_cheap", "scored"]
@@ -240,9 +169,9 @@ def test_high_spread_rows_are_flagged_and_kept_off_the_front():
 
 
 def test_spread_of_the_scored_energy_is_the_one_checked():
-    extra = [_profile_row("dyn_noisy", 0.001, dynamic_energy_per_image_cv=0.9)]
-    total = _by_model(score_summary(hand_summary(extra, {"dyn_noisy": 99.0})))
-    dynamic = _by_model(score_summary(hand_summary(extra, {"dyn_noisy": 99.0}), energy="dynamic"))
+    extra = [hand_row("dyn_noisy", 0.001, dynamic_energy_per_image_cv=0.9)]
+    total = by_model(score_summary(hand_summary(extra, {"dyn_noisy": 99.0})))
+    dynamic = by_model(score_summary(hand_summary(extra, {"dyn_noisy": 99.0}), energy="dynamic"))
     assert bool(total.loc["dyn_noisy", "scored"])
     assert not dynamic.loc["dyn_noisy", "scored"]
 
@@ -289,7 +218,7 @@ def test_grades_of_an_array_equal_grade_of_each_value():
 def test_a_high_spread_flag_carried_by_the_summary_is_a_note_without_the_check():
     """A published summary may carry high-spread itself; with the check off (no CV limit)
     the note says so without a limit to quote."""
-    extra = [_profile_row("noisy", 0.001, flags="high-spread", energy_per_image_cv=0.9)]
-    s = _by_model(score_summary(hand_summary(extra, {"noisy": 99.0}), max_energy_cv=None))
+    extra = [hand_row("noisy", 0.001, flags="high-spread", energy_per_image_cv=0.9)]
+    s = by_model(score_summary(hand_summary(extra, {"noisy": 99.0}), max_energy_cv=None))
     assert s.loc["noisy", "score_note"].startswith("flagged high-spread: not scored")
     assert not s.loc["noisy", "scored"]

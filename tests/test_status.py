@@ -22,7 +22,8 @@ from joulebench.status import observe
 from joulebench.status.plan_view import parse_duration, study_plan
 from joulebench.status.progress import MIN_ACTIVE_S, status_of
 from joulebench.status.view import format_status, watch
-from joulebench.tables import PROFILE_COLUMNS, write_table
+from joulebench.table_io import write_table
+from joulebench.tables import PROFILE_COLUMNS
 
 MODELS = ["m1.a", "m2.b", "m3.c", "m4.d"]
 STUDY = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.summary_inputs import small_accuracy, small_catalog, small_profile
 
 from joulebench.analysis.summary import (
     STATUS_NOT_PROFILED,
@@ -17,77 +18,12 @@ from joulebench.analysis.summary import (
     validate_summary,
     write_summary,
 )
-from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS, read_table
-
-
-def _catalog() -> pd.DataFrame:
-    rows = [
-        ("resnet18.a1_in1k", "resnet", "ok", "", 11_689_512, 3.64e9),
-        ("vit_tiny_patch16_224.augreg_in21k_ft_in1k", "vision_transformer", "ok", "", 5.7e6, 2.5e9),
-        ("broken.none", "broken", "failed", "RuntimeError: cannot build", None, None),
-    ]
-    df = pd.DataFrame(
-        rows, columns=["model", "family", "status", "reason", "params", "flops_per_image"]
-    )
-    df["macs_per_image"] = df["flops_per_image"] / 2
-    df["activations_per_image"] = df["flops_per_image"] / 500
-    df["input_height"] = df["input_width"] = 224
-    df["architecture"] = df["model"].str.split(".").str[0]
-    return df.reindex(columns=list(CATALOG_COLUMNS))
-
-
-def _profile() -> pd.DataFrame:
-    base = {"device_label": "cpu", "reason": "", "flags": ""}
-    rows = []
-    for model in ("resnet18.a1_in1k", "vit_tiny_patch16_224.augreg_in21k_ft_in1k"):
-        for method, batch in (("fp32", 1), ("fp32", 8), ("bf16", 8)):
-            rows.append(
-                {
-                    **base,
-                    "model": model,
-                    "method": method,
-                    "batch_size_requested": batch,
-                    "batch_size": batch,
-                    "status": "ok",
-                    "meter": "estimate:tdp-linear",
-                    "is_estimate": True,
-                    "energy_per_image_j": 0.1 / batch,
-                    "throughput_img_s": 100.0 * batch,
-                }
-            )
-    # an out-of-memory row: no energy, and is_estimate unknown -> from the meter name
-    rows.append(
-        {
-            **base,
-            "model": "resnet18.a1_in1k",
-            "method": "fp32",
-            "batch_size_requested": 512,
-            "batch_size": 1,
-            "status": "oom",
-            "reason": "out of memory",
-            "meter": "estimate:tdp-linear",
-            "is_estimate": None,
-        }
-    )
-    return pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS))
-
-
-def _accuracy() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "model": ["resnet18.a1_in1k", "resnet18.a1_in1k"],
-            "img_size": [288, 224],  # two resolutions: the catalog's input size wins
-            "top1": [73.2, 71.5],
-            "top5": [91.0, 90.1],
-            "accuracy_source": ["reference", "reference"],
-            "accuracy_dataset": ["timm results-imagenet.csv"] * 2,
-        }
-    )
+from joulebench.table_io import read_table
 
 
 @pytest.fixture
 def summary():
-    return build_summary(_profile(), _catalog(), _accuracy())
+    return build_summary(small_profile(), small_catalog(), small_accuracy())
 
 
 def test_one_row_per_configuration_plus_unprofiled_models(summary):
@@ -122,7 +58,7 @@ def test_catalog_and_accuracy_are_joined(summary):
 
 
 def test_without_catalog_or_accuracy():
-    s = build_summary(_profile())
+    s = build_summary(small_profile())
     assert set(s["catalog_status"]) == {"missing"}
     assert set(s["accuracy_source"]) == {"none"}
     assert set(s["accuracy_note"]) == {"no accuracy table"}
@@ -130,9 +66,9 @@ def test_without_catalog_or_accuracy():
 
 
 def test_training_phase_and_unknown_phase():
-    assert set(build_summary(_profile(), phase="train")["phase"]) == {"train"}
+    assert set(build_summary(small_profile(), phase="train")["phase"]) == {"train"}
     with pytest.raises(ValueError, match="phase"):
-        build_summary(_profile(), phase="fine-tuning")
+        build_summary(small_profile(), phase="fine-tuning")
 
 
 def test_round_tripped_parquet_and_csv_are_accepted(summary, tmp_path):
@@ -215,7 +151,7 @@ def test_column_names_carry_units():
 
 
 def test_rows_carry_their_own_phase():
-    infer = _profile()
+    infer = small_profile()
     train = infer.assign(phase="train", energy_per_image_j=infer["energy_per_image_j"] * 3)
     s = build_summary(pd.concat([infer, train], ignore_index=True))
     validate_summary(s)
@@ -242,7 +178,7 @@ def test_rows_carry_their_own_phase():
     ],
 )
 def test_impossible_values_are_named_with_row_and_value(column, value, words, tmp_path):
-    s = build_summary(_profile())  # valid
+    s = build_summary(small_profile())  # valid
     s[column] = s[column].astype(object)
     s.loc[0, column] = value
     s[column] = s[column].astype(SUMMARY_COLUMNS[column])
@@ -257,7 +193,7 @@ def test_impossible_values_are_named_with_row_and_value(column, value, words, tm
 def test_knob_columns_are_carried_from_the_rows_and_empty_where_no_knob_is_set():
     from joulebench.tables import KNOB_COLUMNS
 
-    profile = _profile()
+    profile = small_profile()
     n = len(profile)
     profile["power_limit_requested_fraction"] = [0.6] + [np.nan] * (n - 1)
     profile["power_limit_readback_w"] = [84.0] + [np.nan] * (n - 1)
@@ -274,20 +210,20 @@ def test_knob_columns_are_carried_from_the_rows_and_empty_where_no_knob_is_set()
 
 
 def test_many_impossible_rows_are_counted_not_listed():
-    s = build_summary(_profile())
+    s = build_summary(small_profile())
     s["top1"] = 150.0
     msg = str(pytest.raises(SummaryError, validate_summary, s).value)
     assert msg.count("top1 = 150.0") == 3 and f"(and {len(s) - 3} more rows)" in msg
 
 
 def test_our_own_impossible_reading_becomes_an_invalid_row():
-    profile = _profile()
+    profile = small_profile()
     profile.loc[0, "throughput_img_s"] = -1.0
     profile.loc[1, "energy_per_image_j"] = 0.0
     with pytest.warns(UserWarning, match="impossible"):
         s = build_summary(profile)
     validate_summary(s)  # the summary is still written, with every row
-    assert len(s) == len(build_summary(_profile()))
+    assert len(s) == len(build_summary(small_profile()))
     bad = s[s["status"] == "invalid"]
     assert len(bad) == 2
     assert bad["reason"].str.contains("throughput_img_s = -1.0").any()
@@ -296,7 +232,7 @@ def test_our_own_impossible_reading_becomes_an_invalid_row():
 
 
 def test_negative_ci_lower_bounds_are_clipped_at_zero_and_flagged(tmp_path):
-    profile = _profile()
+    profile = small_profile()
     profile.loc[0, ["energy_per_image_ci95_low_j", "energy_per_image_ci95_high_j"]] = [-2.96, 5.1]
     profile.loc[0, "energy_per_image_cv"] = 1.04
     profile.loc[1, "dynamic_energy_per_image_ci95_low_j"] = -0.01
@@ -311,7 +247,7 @@ def test_negative_ci_lower_bounds_are_clipped_at_zero_and_flagged(tmp_path):
     assert (s["dynamic_energy_per_image_ci95_low_j"].dropna() >= 0).all()
     assert s["flags"].fillna("").str.contains("ci-clipped").sum() == 2
     # a published summary written before clipping is clipped when read
-    raw = build_summary(_profile())
+    raw = build_summary(small_profile())
     raw.loc[0, "energy_per_image_ci95_low_j"] = -2.96
     raw.to_parquet(tmp_path / "old.parquet")
     back = read_summary(tmp_path / "old.parquet")
@@ -325,7 +261,7 @@ def test_the_minimal_documented_summary_is_read_and_scored(fmt, tmp_path):
     from joulebench.analysis.score import score_summary
     from joulebench.analysis.summary import ESSENTIAL_COLUMNS
 
-    full = build_summary(_profile(), _catalog(), _accuracy())
+    full = build_summary(small_profile(), small_catalog(), small_accuracy())
     minimal = full[full["status"] != STATUS_NOT_PROFILED][list(ESSENTIAL_COLUMNS)]
     path = tmp_path / f"minimal.{fmt}"
     minimal.to_parquet(path) if fmt == "parquet" else minimal.to_csv(path, index=False)

@@ -6,15 +6,8 @@ import pandas as pd
 import pytest
 
 from joulebench.cli import main
-from joulebench.tables import (
-    CATALOG_COLUMNS,
-    PROFILE_COLUMNS,
-    TableError,
-    WriteError,
-    atomic_write,
-    read_table,
-    write_table,
-)
+from joulebench.table_io import TableError, WriteError, atomic_write, read_table, write_table
+from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS
 
 
 def test_latin1_csv_is_one_clear_error(tmp_path):

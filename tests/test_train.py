@@ -6,17 +6,19 @@ import math
 
 import pytest
 import torch
-from test_profile import _Tiny, job
-from timm_models import register
+from helpers.profile_job import job
+from helpers.timm_models import register
+from helpers.tiny_models import Tiny
 from torch import nn
 
 from joulebench.measure.methods import Method
 from joulebench.measure.profile import job_fields_from_spec, run_profile
 from joulebench.measure.train import TrainSpec, make_train_step, synthetic_labels
-from joulebench.tables import PROFILE_COLUMNS, conform
+from joulebench.table_io import conform
+from joulebench.tables import PROFILE_COLUMNS
 
 
-class _TinyBnHead(_Tiny):
+class _TinyBnHead(Tiny):
     """BatchNorm over the pooled features: training needs more than one sample per batch."""
 
     def __init__(self, **kwargs):
@@ -27,7 +29,7 @@ class _TinyBnHead(_Tiny):
         return self.fc(self.norm(self.conv(x).mean((2, 3))))
 
 
-register("jbtrain_tiny", _Tiny)
+register("jbtrain_tiny", Tiny)
 register("jbtrain_bn_head", _TinyBnHead)
 
 

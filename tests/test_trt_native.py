@@ -19,14 +19,16 @@ import pandas as pd
 import pytest
 import torch
 from conftest import REPO
-from test_profile import _Tiny, job
-from timm_models import register
+from helpers.profile_job import job
+from helpers.timm_models import register
+from helpers.tiny_models import Tiny
 
 from joulebench.measure import trt_native
 from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.profile import run_profile
 from joulebench.measure.runtimes import NotMeasured
-from joulebench.tables import PROFILE_COLUMNS, conform
+from joulebench.table_io import conform
+from joulebench.tables import PROFILE_COLUMNS
 
 FAKE = Path(__file__).parent / "fake_torch_tensorrt" / "torch_tensorrt" / "__init__.py"
 TARGET = {"gpu": "NVIDIA H200 (stand-in)", "arch": "sm90"}
@@ -82,7 +84,7 @@ SPECS = {
     "torchtrt-fp16-cast": {"runtime": "torch-tensorrt", "precision": "fp16", "autocast": False},
 }
 
-register("jbtrt_tiny", _Tiny)
+register("jbtrt_tiny", Tiny)
 
 
 def _load_fake():
@@ -104,7 +106,7 @@ def fake(monkeypatch):
 
 def tiny(seed=0):
     torch.manual_seed(seed)
-    return _Tiny().eval(), torch.randn(2, 3, 64, 64)
+    return Tiny().eval(), torch.randn(2, 3, 64, 64)
 
 
 def prepare(model, x, method="torchtrt", cache=None, name="jbtrt_tiny"):

@@ -14,118 +14,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.page_study import CHROMIUM, CHROMIUM_ARGS, DEVICES, synthetic_summary
 
 from joulebench.analysis.score import GRADES, SCORE_GROUP, score_summary
-from joulebench.analysis.summary import build_summary
 from joulebench.report import palettes, webapp
 from joulebench.report.webapp import PAGE_COLUMNS, build_page, embed_json, page_data, page_table
-from joulebench.tables import ACCURACY_COLUMNS, CATALOG_COLUMNS, PROFILE_COLUMNS
 
 try:
     from playwright.sync_api import expect, sync_playwright
 except ImportError:  # the dev extra is not installed
     sync_playwright = None
 
-CHROMIUM = Path(os.environ.get("JOULEBENCH_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-component-update",
-    "--disable-sync",
-]
 HOSTILE = "<img src=x onerror=alert(1)>"
 HOSTILE_2 = "</script><!--<script>alert(2)</script>"
-FAMILIES = ("resnet", "convnext", "vit", "efficientnet", "mobilenetv3", "regnet", "deit", "swin")
-DEVICES = (("gpu", "nvml", "NVIDIA H200", "cuda:0"), ("cpu", "estimate:tdp-linear", "EPYC", "cpu"))
-
-
-def synthetic_summary(
-    n_models: int = 60,
-    *,
-    devices=DEVICES,
-    methods=("fp32",),
-    extra_names=(),
-    failed: bool = True,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """A summary shaped like a real study: accuracy rising with energy plus noise, one row per
-    (device, method, model), an estimated CPU device, one model without top-1 and (`failed`)
-    a failed and a never-profiled model. Energies are made up; nothing here is a measurement."""
-    rng = np.random.default_rng(seed)
-    names = ["resnet50.a1_in1k", *extra_names]
-    families = ["resnet", *["vit"] * len(extra_names)]
-    for i in range(n_models - len(names)):
-        families.append(FAMILIES[i % len(FAMILIES)])
-        names.append(f"{families[-1]}{i:04d}.syn_in1k")
-    log_e = rng.uniform(-3.3, -0.7, len(names))
-    top1 = np.clip(62 + 9 * (log_e + 3.3) + rng.normal(0, 3, len(names)), 40, 90)
-    catalog = pd.DataFrame(
-        {
-            "model": names,
-            "architecture": [n.split(".")[0] for n in names],
-            "pretrained_tag": "syn_in1k",
-            "family": families,
-            "status": "ok",
-            "params": (10 ** (8.6 + 0.8 * (log_e + 2))).astype(int),
-            "input_height": 224,
-            "input_width": 224,
-            "flops_per_image": 10 ** (10.5 + (log_e + 2)),
-        }
-    ).reindex(columns=list(CATALOG_COLUMNS))
-    accuracy = pd.DataFrame(
-        {"model": names, "img_size": 224, "top1": top1, "top5": np.minimum(top1 + 12, 99.5)}
-    ).assign(accuracy_source="reference")
-    accuracy.loc[len(names) - 1, ["top1", "top5", "accuracy_source"]] = [np.nan, np.nan, "none"]
-    rows = []
-    for d, (label, meter, device_name, torch_device) in enumerate(devices):
-        for m, method in enumerate(methods):
-            for i, name in enumerate(names):
-                e = 10 ** log_e[i] * (25 if d else 1) * (0.6**m) * rng.uniform(0.95, 1.05)
-                cv = rng.uniform(0.004, 0.04)
-                half = 1.96 * cv * e / 2
-                rows.append(
-                    {
-                        "device_label": label,
-                        "model": name,
-                        "method": method,
-                        "batch_size_requested": 64,
-                        "batch_size": 64 if i % 17 else 32,
-                        "torch_device": torch_device,
-                        "device_name": device_name,
-                        "status": "ok",
-                        "reason": "",
-                        "meter": meter,
-                        "is_estimate": meter.startswith("estimate:"),
-                        "energy_per_image_j": e,
-                        "energy_per_image_std_j": cv * e,
-                        "energy_per_image_cv": cv,
-                        "energy_per_image_ci95_low_j": e - half,
-                        "energy_per_image_ci95_high_j": e + half,
-                        "dynamic_energy_per_image_j": 0.7 * e,
-                        "throughput_img_s": 250 / e,
-                        "repeats": 4,
-                        "flags": "",
-                        "weights": "pretrained",
-                        "driver_version": "570.86",
-                        "torch_version": "2.14.1",
-                        "timm_version": "1.0.31",
-                        "host": "node-7",
-                        "start_time_utc": f"2025-06-01T12:{i % 60:02d}:00Z",
-                    }
-                )
-    if failed:
-        rows.append({**rows[1], "model": "broken.syn_in1k", "status": "oom", "reason": "OOM"})
-        rows[-1].update(energy_per_image_j=np.nan, is_estimate=None)
-        broken = {"model": "broken.syn_in1k", "architecture": "broken"}
-        catalog.loc[len(catalog)] = {**catalog.iloc[1].to_dict(), **broken}
-        skipped = {"model": "skipped.syn_in1k", "architecture": "skipped"}  # not profiled
-        catalog.loc[len(catalog)] = {**catalog.iloc[1].to_dict(), **skipped}
-    profile = pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS))
-    return build_summary(profile, catalog, accuracy.reindex(columns=list(ACCURACY_COLUMNS)))
 
 
 def expected_rows(table: pd.DataFrame, mask=None) -> pd.DataFrame:
@@ -942,8 +843,8 @@ def test_flagged_spread_and_clipped_interval_are_shown(browser, odd_site):
 @pytest.fixture(scope="module")
 def decision_site(tmp_path_factory):
     """Three models x two methods x two batch sizes, best configurations known by hand
-    (tests/decision_rows.py)."""
-    from decision_rows import decision_summary
+    (tests/helpers/decision_rows.py)."""
+    from helpers.decision_rows import decision_summary
 
     summary = decision_summary()
     return build_page(summary, score_summary(summary), tmp_path_factory.mktemp("dw") / "i.html")

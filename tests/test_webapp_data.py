@@ -13,7 +13,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 import pytest
-from decision_rows import decision_summary, profile_row
+from helpers.decision_rows import decision_summary, profile_row
 
 from joulebench.analysis.score import score_summary
 from joulebench.report import webapp

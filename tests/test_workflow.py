@@ -147,7 +147,8 @@ def test_hostile_paths_reach_no_shell(tmp_path):
     from helpers.figure_study import study_tables
 
     from joulebench.analysis.summary import write_summary
-    from joulebench.tables import TRACE_TABLE_COLUMNS, write_table
+    from joulebench.table_io import write_table
+    from joulebench.tables import TRACE_TABLE_COLUMNS
 
     hostile = tmp_path / "My Results $(touch MARKER) it's; touch MARKER2 `touch MARKER3`"
     summary, _, _, trace = study_tables(n_models=6, estimated=False)
@@ -167,7 +168,7 @@ def test_hostile_paths_reach_no_shell(tmp_path):
 
 def test_a_published_summary_whose_relative_path_starts_with_a_dash(run_workflow):
     """Every rule passes it as `--summary=PATH` or after `--`: never read as an option."""
-    from decision_rows import decision_summary
+    from helpers.decision_rows import decision_summary
 
     from joulebench.analysis.summary import write_summary
 

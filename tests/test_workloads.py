@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 from conftest import REPO
-from test_profile import FAST
+from helpers.profile_job import FAST
 
 from joulebench.catalog.build import workload_row as catalog_row
 from joulebench.catalog.workloads import (
@@ -22,7 +22,8 @@ from joulebench.catalog.workloads import (
 )
 from joulebench.measure.methods import parse_methods
 from joulebench.measure.profile import ProfileJob, job_fields_from_spec, run_profile
-from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS, conform
+from joulebench.table_io import conform
+from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS
 
 FILE = "tests/workloads/tiny_net.py"
 ENTRY = f"{REPO / FILE}:build"

@@ -376,7 +376,8 @@ def plan_for(
     from joulebench.catalog.models import resolve_models
     from joulebench.measure.devices import resolve_devices
     from joulebench.measure.emulation import native_by_label
-    from joulebench.study import load_study, workflow_root
+    from joulebench.prerun import load_study
+    from joulebench.study import workflow_root
 
     config = load_study(configfile)
     if config.get("from_summary"):

@@ -1,12 +1,12 @@
 """A study's configuration: the default config.yaml, a study file over it, checked by the schema.
 
 The workflow (Snakefile) and the commands that look at a study before it runs (`joulebench
-plan`, `joulebench devices`) read it the same way: a key the study file sets replaces the
-default's whole. A config the schema refuses gives one short message per problem, naming the
-key, where it is, which file set it and, for an unknown key, the closest valid one; never the
-schema itself. The same goes, before any job, for a setting the stage reading it would
-refuse (`check_settings`: each stage's own validator) and a published summary
-(`check_published`).
+plan`, `joulebench devices`) read it the same way (`read_study`): a key the study file sets
+replaces the default's whole. A config the schema refuses gives one short message per
+problem, naming the key, where it is, which file set it and, for an unknown key, the closest
+valid one; never the schema itself. What each stage's own validator would refuse, and a
+published summary, are checked before any job above the stages (`joulebench.prerun`), in the
+same words.
 
 The schema is where a default is decided. Stage functions take their settings as keyword
 arguments (`settings_for`; rule_settings builds them from the config), with defaults equal
@@ -21,8 +21,7 @@ import difflib
 import os
 import shlex
 import sys
-import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import yaml
@@ -86,7 +85,7 @@ def _where(path: Sequence) -> str:
     return ".".join(str(p) for p in path) if path else "the top level"
 
 
-def _source(path: Sequence, sources: Sequence[tuple[str, Mapping]]) -> str:
+def source_of(path: Sequence, sources: Sequence[tuple[str, Mapping]]) -> str:
     """The last source (file or --config) that sets the key at `path`."""
     found = ""
     for name, data in sources:
@@ -114,14 +113,14 @@ def _messages(error, sources) -> list[str]:
                 continue
             close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.5)
             hint = f"; closest valid key: '{close[0]}'" if close else ""
-            origin = _source([*path, key], sources)
+            origin = source_of([*path, key], sources)
             origin = f" (set in {origin})" if origin else ""
             out.append(
                 f"config: unknown key '{key}' at {_where(path)}{origin}{hint}. "
                 f"Valid keys there: {', '.join(allowed)}. ('{key}' was unexpected)"
             )
         return out
-    origin = _source(path, sources)
+    origin = source_of(path, sources)
     hint = _config_option_hint(error, origin)
     origin = f" (set in {origin})" if origin else ""
     message = error.message
@@ -159,121 +158,6 @@ def check_config(
     if errors:
         lines = [m for e in errors for m in _messages(e, sources)]
         raise ConfigError("\n".join(dict.fromkeys(lines)))
-
-
-def check_settings(config: Mapping, sources: Sequence[tuple[str, Mapping]] = ()) -> None:
-    """Raise ConfigError naming each key whose value the stage reading it would refuse: the
-    constraints no schema can say (pause_s in order, warm-up min <= max, repeats <= max_repeats,
-    grade thresholds decreasing, a method's runtime and precision, ...). The stage's own
-    validator runs on the config's value, so the workflow refuses at parse time (a dry run
-    too) exactly what a job would refuse hours later."""
-    problems = []
-    for key, check in _stage_checks():
-        try:
-            check(config)
-        except (ValueError, TypeError) as exc:
-            origin = _source(key.split("."), sources)
-            origin = f" (set in {origin})" if origin else ""
-            for problem in getattr(exc, "problems", [str(exc)]):
-                problems.append(f"config: {key}{origin}: {_without_key(problem, key)}")
-    if problems:
-        raise ConfigError("\n".join(problems))
-
-
-def _stage_checks() -> list[tuple[str, Callable[[Mapping], object]]]:
-    """(key, its stage's validator applied to the config) for every setting a stage checks."""
-    from joulebench.accuracy.datasets import normalize_source
-    from joulebench.accuracy.reference import check_source
-    from joulebench.analysis.best_configs import parse_constraints
-    from joulebench.analysis.carbon import check_carbon
-    from joulebench.analysis.score import check_max_cv, check_scope, parse_grade_thresholds
-    from joulebench.measure.methods import parse_methods
-    from joulebench.measure.protocol import ProtocolSettings
-    from joulebench.measure.train import TrainSpec
-
-    return [
-        ("protocol", lambda c: ProtocolSettings.from_dict(_at(c, "protocol"))),
-        ("methods", lambda c: parse_methods(_at(c, "methods", {}))),
-        ("train", lambda c: TrainSpec.from_dict(_at(c, "train"))),
-        ("dataset", lambda c: normalize_source(_at(c, "dataset"))),
-        (
-            "reference",
-            lambda c: check_source(_at(c, "reference.local_dir"), _at(c, "reference.commit")),
-        ),
-        (
-            "energy_scope",
-            lambda c: check_scope(
-                _at(c, "energy_scope", "device"), _at(c, "score.energy", "total")
-            ),
-        ),
-        (
-            "score.grade_thresholds",
-            lambda c: parse_grade_thresholds(_at(c, "score.grade_thresholds")),
-        ),
-        ("score.max_energy_cv", lambda c: check_max_cv(_at(c, "score.max_energy_cv"))),
-        ("fits.max_energy_cv", lambda c: check_max_cv(_at(c, "fits.max_energy_cv"))),
-        ("decisions", lambda c: parse_constraints(**_at(c, "decisions", {}))),
-        ("carbon", lambda c: check_carbon(_at(c, "carbon"))),
-    ]
-
-
-def _without_key(message: str, key: str) -> str:
-    """A stage's message without the key the line already names ("train: lr must be ...")."""
-    for lead in (f"{key}: ", f"{key}."):
-        if message.startswith(lead):
-            return message[len(lead) :]
-    return message
-
-
-def _at(config: Mapping, key: str, default=None):
-    """The config's value at a dotted key (`score.energy`), or `default` where unset."""
-    node = config
-    for part in key.split("."):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return default if node is None else node
-
-
-def check_published(config: Mapping) -> list[str]:
-    """With `from_summary`: the published summary (and `figures.trace_table`) read and
-    checked once, before any job, as the jobs would read them (analysis.summary.read_summary):
-    a ConfigError saying every problem, so the console says why, not three jobs' logs.
-    Returns what reading noted (columns an older summary lacks, extra ones ignored)."""
-    summary = config.get("from_summary")
-    if not summary:
-        return []
-    from joulebench.analysis.summary import SummaryError, read_summary
-    from joulebench.tables import TableError
-
-    trace = (config.get("figures") or {}).get("trace_table")
-    check_input_path("from_summary", summary)
-    if trace:
-        check_input_path("figures.trace_table", trace)
-    problems = []
-    with warnings.catch_warnings(record=True) as notes:
-        warnings.simplefilter("always")
-        try:
-            read_summary(summary)
-        except (SummaryError, TableError) as exc:
-            problems.append(f"from_summary: {exc}")
-        if trace:
-            problems += _trace_problems(trace)
-    if problems:
-        raise ConfigError("\n".join(problems))
-    return [f"from_summary: note: {w.message}" for w in notes]
-
-
-def _trace_problems(path) -> list[str]:
-    """Why `path` cannot be the trace figure's power trace (tables.TRACE), if it cannot."""
-    from joulebench.tables import TRACE_TABLE_COLUMNS, TableError, read_table
-
-    try:
-        trace = read_table(path)
-    except TableError as exc:
-        return [f"figures.trace_table: {exc}"]
-    missing = [c for c in TRACE_TABLE_COLUMNS if c not in trace.columns]
-    if missing:
-        return [f"figures.trace_table: {path}: not a power trace, it lacks {missing}"]
-    return []
 
 
 def check_input_path(key: str, path: str | os.PathLike) -> None:
@@ -315,8 +199,12 @@ def with_defaults(config: dict, schema_path: Path) -> dict:
     return config
 
 
-def load_study(configfile: str | Path | None = None, root: Path | None = None) -> dict:
-    """config.yaml with the study file's keys over it, checked, with the schema's defaults."""
+def read_study(
+    configfile: str | Path | None = None, root: Path | None = None
+) -> tuple[dict, list[tuple[str, Mapping]]]:
+    """config.yaml with the study file's keys over it, checked by the schema, with the
+    schema's defaults; and where each key came from (the files, for messages). What the
+    stages would refuse is checked above them: `prerun.load_study` reads a study whole."""
     root = root or workflow_root()
     base_path = root / "config.yaml"
     base = read_yaml(base_path)
@@ -327,6 +215,4 @@ def load_study(configfile: str | Path | None = None, root: Path | None = None) -
         sources.append((str(configfile), study))
         config.update(study)  # a key the study sets replaces the default's whole
     check_config(config, load_schema(root), sources)
-    config = with_defaults(config, root / SCHEMA)
-    check_settings(config, sources)
-    return config
+    return with_defaults(config, root / SCHEMA), sources

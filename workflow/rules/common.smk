@@ -24,12 +24,11 @@ from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
 from joulebench.plan import one_line, plan_study
+from joulebench.prerun import check_published, check_settings
 from joulebench.study import (
     ConfigError,
     check_config,
     check_input_path,
-    check_published,
-    check_settings,
     job_shell_prefix,
     load_schema,
     read_yaml,
@@ -52,7 +51,7 @@ def get_config_sources():
 
 
 # One short message per problem (key, where, which file, closest valid key), then defaults;
-# then what each stage would refuse later (study.check_settings) and, with from_summary, the
+# then what each stage would refuse later (prerun.check_settings) and, with from_summary, the
 # published summary read once: all before any job, a dry run too.
 CONFIG_SOURCES = get_config_sources()
 try:

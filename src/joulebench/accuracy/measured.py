@@ -20,7 +20,8 @@ import pandas as pd
 
 from joulebench.accuracy.shards import input_config, read_manifest, shard_batches
 from joulebench.safe_text import file_name
-from joulebench.tables import ACCURACY_COLUMNS, short_reason, write_table
+from joulebench.table_io import write_table
+from joulebench.tables import ACCURACY_COLUMNS, short_reason
 
 CHECKPOINT_SUFFIXES = (".safetensors", ".pth", ".pth.tar", ".pt", ".bin")
 HF_FILENAMES = ("model.safetensors", "pytorch_model.bin")  # timm's order on the Hub

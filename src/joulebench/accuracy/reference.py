@@ -27,8 +27,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from joulebench.tables import ACCURACY_COLUMNS, atomic_write, write_table
-from joulebench.tables import read_table as read_any_table
+from joulebench.table_io import atomic_write, write_table
+from joulebench.table_io import read_table as read_any_table
+from joulebench.tables import ACCURACY_COLUMNS
 
 TIMM_REPO = "huggingface/pytorch-image-models"
 # The snapshot the shipped files were copied from (reference_data/SOURCE.md); the three files
@@ -228,7 +229,7 @@ def _load_local(local_dir: str | Path, tables: ReferenceTables) -> ReferenceTabl
 
 def check_source(local_dir: str | Path | None = None, commit: str | None = None) -> None:
     """One source of tables at most: a local folder or a commit (the study checks it before
-    any job: study.check_settings)."""
+    any job: prerun.check_settings)."""
     if local_dir is not None and commit is not None:
         raise ValueError("reference: set local_dir or commit, not both")
     if commit is not None:

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from joulebench.accuracy.datasets import Listing, list_source, normalize_source
-from joulebench.tables import atomic_write
+from joulebench.table_io import atomic_write
 
 SHARD_FORMAT = 1  # bump when the stored bytes change meaning: it is part of every key
 MANIFEST = "manifest.json"

@@ -30,13 +30,8 @@ from joulebench.analysis.score import (
     measured_mask,
 )
 from joulebench.analysis.summary import read_summary
-from joulebench.tables import (
-    BEST_CONFIGS,
-    KNOB_COLUMNS,
-    conform,
-    energy_is_estimate,
-    write_table,
-)
+from joulebench.table_io import conform, write_table
+from joulebench.tables import BEST_CONFIGS, KNOB_COLUMNS, energy_is_estimate
 
 BEST_CONFIG_COLUMNS = BEST_CONFIGS.dtypes
 # constraint kind -> (column compared, sense, how it reads)

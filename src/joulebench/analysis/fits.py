@@ -35,6 +35,7 @@ from joulebench.analysis.score import (
 )
 from joulebench.analysis.summary import read_summary
 from joulebench.safe_text import printable
+from joulebench.table_io import conform, read_table, write_table
 from joulebench.tables import (
     ACCURACY_FITS,
     ACCURACY_LAW,
@@ -42,9 +43,6 @@ from joulebench.tables import (
     FACTOR_FITS,
     FIT_TABLE_COLUMNS,
     METHOD_SAVINGS,
-    conform,
-    read_table,
-    write_table,
 )
 
 FACTORS = ("flops_per_image", "params", "activations_per_image")

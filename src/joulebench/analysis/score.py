@@ -24,7 +24,8 @@ import pandas as pd
 from joulebench.analysis.carbon import carbon_columns
 from joulebench.analysis.summary import add_flag, read_summary
 from joulebench.measure.backends.base import FLAG_SIMULATED
-from joulebench.tables import SCORE_COLUMNS, conform, write_table
+from joulebench.table_io import conform, write_table
+from joulebench.tables import SCORE_COLUMNS
 
 GRADES = ("A", "B", "C", "D", "E", "F", "G")
 # Lower bounds of the efficiency index for A..F; below F's bound is G. In energy terms a
@@ -351,7 +352,7 @@ def in_scope(df: pd.DataFrame, energy_scope: str, energy: str = "total") -> pd.D
 
 def check_scope(energy_scope: str, energy: str = "total") -> None:
     """energy_scope is device or node, and node goes with total energy (the study checks
-    it before any job: study.check_settings)."""
+    it before any job: prerun.check_settings)."""
     if energy_scope not in ENERGY_SCOPES:
         raise ValueError(f"energy_scope must be one of {ENERGY_SCOPES}, got {energy_scope!r}")
     if energy_scope == "node" and energy != "total":

@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from joulebench.table_io import conform, read_table, write_table
 from joulebench.tables import (
     ACCURACY_COLUMNS,
     CATALOG_COLUMNS,
@@ -31,11 +32,8 @@ from joulebench.tables import (
     SUMMARY,
     SUMMARY_COLUMNS,
     UNFUSED,
-    conform,
     energy_is_estimate,
     is_estimate_meter,
-    read_table,
-    write_table,
 )
 
 # "unknown": a summary from elsewhere gave top-1 without saying where it came from.

@@ -17,7 +17,8 @@ import pandas as pd
 
 from joulebench.catalog.models import split_name
 from joulebench.catalog.workloads import FAMILY, is_workload, load_workload, workload_name
-from joulebench.tables import CATALOG_COLUMNS, UNFUSED, short_reason, write_table
+from joulebench.table_io import write_table
+from joulebench.tables import CATALOG_COLUMNS, UNFUSED, short_reason
 
 
 def _family(arch: str) -> str:

@@ -11,7 +11,7 @@ kind of device comes from its backend: nothing here tests a device string.
 
 torch is imported only when a GPU library sees a GPU or a device names one, so a CPU-only
 machine resolves `auto` in milliseconds. `torch`, `nvml` and `amdsmi` can be passed in
-(tests: a fake torch.cuda, tests/fake_nvml.py, tests/fake_amdsmi).
+(tests: a fake torch.cuda, tests/helpers/fake_nvml.py, tests/fake_amdsmi).
 """
 
 from __future__ import annotations
@@ -180,12 +180,11 @@ def format_devices(
     return "\n".join(lines)
 
 
-def devices_for(configfile: str | None = None, simulated: bool = False) -> tuple[str, bool]:
+def devices_for(study: dict | None = None, simulated: bool = False) -> tuple[str, bool]:
     """`joulebench devices`: (the table, whether every device can be measured) for the
-    study's devices, or for `auto` without a study file; with the simulated ones if asked."""
-    from joulebench.study import load_study
-
-    spec = load_study(configfile)["devices"] if configfile else AUTO
+    study's devices (a loaded study: prerun.load_study), or for `auto` without one; with the
+    simulated ones if asked."""
+    spec = study["devices"] if study else AUTO
     infos, why_no_gpu = describe_devices(spec)
     extra = simulated_devices() if simulated else None
     text = format_devices(infos, why_no_gpu, spec, extra)

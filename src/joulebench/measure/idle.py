@@ -12,7 +12,8 @@ import pandas as pd
 from joulebench.measure.protocol import IdleResult, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
 from joulebench.study import IDLE_DURATION_S
-from joulebench.tables import IDLE_COLUMNS, write_table
+from joulebench.table_io import write_table
+from joulebench.tables import IDLE_COLUMNS
 
 
 def idle_row(

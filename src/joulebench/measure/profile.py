@@ -32,17 +32,14 @@ from joulebench.measure.provenance import device_name, software, utc_now
 from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured
 from joulebench.measure.train import TrainSpec
 from joulebench.study import IDLE_PRE_S
+from joulebench.table_io import conform, empty_frame, read_table, write_table
 from joulebench.tables import (
     INPUT_KINDS,
     PHASES,
     PROFILE_COLUMNS,
     REPEAT_TABLE_COLUMNS,
     TRACE_TABLE_COLUMNS,
-    conform,
-    empty_frame,
-    read_table,
     short_reason,
-    write_table,
 )
 
 DEFAULT_ONNX_CACHE = "data/onnx"

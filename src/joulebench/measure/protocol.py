@@ -59,7 +59,7 @@ _MAX_CHUNK_STEPS = 1_000_000
 
 class SettingsError(ValueError):
     """Settings a stage refuses; `problems` holds one message per setting, each starting
-    with the setting's name (study.check_settings prints one line each)."""
+    with the setting's name (prerun.check_settings prints one line each)."""
 
     def __init__(self, what: str, problems: list[str]):
         super().__init__(f"{what}: " + "; ".join(problems))

@@ -29,7 +29,7 @@ from joulebench.analysis.best_configs import DecisionError, comparable
 from joulebench.analysis.score import GRADES, score_summary
 from joulebench.report.palettes import GRADE_COLORS
 from joulebench.safe_text import file_name, printable
-from joulebench.tables import atomic_write
+from joulebench.table_io import atomic_write
 
 WIDTH, HEIGHT = 380, 236
 NAME_CHARS = 44

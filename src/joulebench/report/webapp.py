@@ -39,13 +39,8 @@ from joulebench.analysis.score import (
 )
 from joulebench.analysis.summary import SUMMARY_KEY
 from joulebench.report.palettes import page_palettes
-from joulebench.tables import (
-    PAGE,
-    SUMMARY_COLUMNS,
-    atomic_write,
-    energy_is_estimate,
-    read_table,
-)
+from joulebench.table_io import atomic_write, read_table
+from joulebench.tables import PAGE, SUMMARY_COLUMNS, energy_is_estimate
 
 DEFAULT_TITLE = "joulebench: energy and accuracy of image classifiers"
 # Relative to results/webapp/index.html: the repository's docs folder.

@@ -24,7 +24,7 @@ from joulebench.measure.config_time import config_estimate_s, format_duration
 from joulebench.measure.devices import AUTO, RESOLVED_ENV
 from joulebench.measure.methods import expand_methods
 from joulebench.plan import plan_study
-from joulebench.study import load_study
+from joulebench.prerun import load_study
 
 RESOLVE_TIMEOUT_S = 600.0
 __all__ = ["StudyPlan", "format_duration", "parse_duration", "study_plan"]

@@ -18,7 +18,8 @@ import numpy as np
 
 from joulebench.measure.provenance import utc_now
 from joulebench.safe_text import file_name
-from joulebench.tables import CHECK, CHECK_RESULTS, atomic_write, is_estimate_meter
+from joulebench.table_io import atomic_write
+from joulebench.tables import CHECK, CHECK_RESULTS, is_estimate_meter
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 STATUSES = (PASS, WARN, FAIL, SKIP)

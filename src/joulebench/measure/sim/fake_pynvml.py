@@ -8,7 +8,7 @@ MHz), the NVMLError hierarchy with value-mapped subclasses, and NVMLError_Uninit
 before nvmlInit. Each instance is an independent "driver".
 
 `NvmlModule` is the part every fake shares (devices, identity, processes, MIG, limits); the
-tests' smooth-power fake (tests/fake_nvml.py) builds on it too. `SimNvml` answers power and
+tests' smooth-power fake (tests/helpers/fake_nvml.py) builds on it too. `SimNvml` answers power and
 energy from a `SimSensor` per board (joulebench.measure.sim.sensor): readings that refresh and
 average like the generation's real sensor.
 """

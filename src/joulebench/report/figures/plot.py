@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from joulebench.report.figures.rows import is_true
 from joulebench.report.palettes import OKABE_ITO
-from joulebench.tables import atomic_write
+from joulebench.table_io import atomic_write
 
 COLUMN_WIDTH_IN = 3.5
 MARKERS = ["o", "s", "^", "D", "v", "P", "X"]

@@ -14,7 +14,7 @@ from joulebench.report.figure_names import FIGURE_NAMES
 from joulebench.report.figures.registry import REGISTRY, Inputs
 from joulebench.report.figures.rows import not_comparable
 from joulebench.report.figures.trace import TRACE_KEY, choose_trace_config, trace_context
-from joulebench.tables import read_table
+from joulebench.table_io import read_table
 
 
 def render_all(

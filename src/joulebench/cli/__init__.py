@@ -1,0 +1,101 @@
+"""The `joulebench` command line: one subcommand per stage, called by the workflow's rules.
+
+Each command parses its arguments and calls one function of the stage's module; the logic
+lives there (and is tested there). A rule's `--settings` JSON is exactly that function's
+keyword arguments, built from the config (rule_settings; an unknown key is an error). Defaults
+of options equal the schema's (workflow/schemas/config.schema.yaml; tests/test_config.py).
+
+One module per group of commands, each command's `add_<command>` (its options) beside its
+`_cmd_<command>` (what it runs): `measure` (catalog, idle, profile, check, accuracy),
+`analysis` (summary, scores, fits, decisions, figures, labels, the page) and `tools`
+(resolve, devices, plan, status, columns); `common` holds what they share (printing,
+range-checked numbers, the options several commands take). The map of the package:
+docs/design.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+
+from joulebench.cli import analysis, measure, tools
+from joulebench.cli.common import say, show_warning
+
+# Every subcommand, in the order `joulebench --help` lists them.
+COMMANDS = (
+    tools.add_resolve,
+    measure.add_catalog,
+    measure.add_concat,
+    measure.add_profile,
+    measure.add_profile_job,
+    measure.add_reference,
+    measure.add_prepare,
+    measure.add_accuracy,
+    measure.add_accuracy_table,
+    analysis.add_summary,
+    analysis.add_score,
+    analysis.add_fits,
+    analysis.add_best_configs,
+    analysis.add_recommend,
+    analysis.add_label,
+    analysis.add_figures,
+    analysis.add_webapp,
+    measure.add_check,
+    measure.add_idle,
+    tools.add_devices,
+    tools.add_plan,
+    tools.add_status,
+    tools.add_columns,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line; defaults come from the stage functions (equal to the schema's)."""
+    parser = argparse.ArgumentParser(
+        prog="joulebench",
+        description="Energy per image of image-classification models, beside their accuracy.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from joulebench.analysis.best_configs import DecisionError
+    from joulebench.analysis.summary import SummaryError
+    from joulebench.catalog.models import ModelSelectionError
+    from joulebench.catalog.workloads import WorkloadError
+    from joulebench.measure.backends import DeviceError
+    from joulebench.measure.protocol import SettingsError
+    from joulebench.study import ConfigError
+    from joulebench.table_io import TableError, WriteError
+
+    try:
+        with warnings.catch_warnings():  # restores showwarning after the command
+            warnings.showwarning = show_warning
+            return args.func(args)
+    except (
+        ConfigError,
+        DecisionError,
+        DeviceError,
+        ModelSelectionError,
+        SettingsError,
+        SummaryError,
+        TableError,
+        WorkloadError,
+        WriteError,
+    ) as exc:
+        say(f"joulebench: error: {exc}", file=sys.stderr)  # bad input: no traceback
+        return 2
+    except BrokenPipeError:  # `joulebench status | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0
+    except OSError as exc:
+        if exc.filename is None:
+            raise  # not about a path the user gave: a bug or the machine, with its traceback
+        say(f"joulebench: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2

@@ -1,0 +1,198 @@
+"""The commands that turn measured (or published) tables into results: the summary, scores,
+fits, best configurations, recommendations, and the report's figures, labels and page
+(stages 7-10). Each parses its arguments and calls one function of its stage."""
+
+from __future__ import annotations
+
+from joulebench.cli.common import (
+    COUNT,
+    POSITIVE,
+    add_settings,
+    add_summary_input,
+    command_settings,
+    number,
+    say,
+)
+
+
+def _cmd_summary(args) -> int:
+    """One tidy table: catalog + profile + accuracy."""
+    from joulebench.analysis.summary import run_summary
+
+    run_summary(
+        args.profile, args.output, catalog=args.catalog, accuracy=args.accuracy, csv=args.csv
+    )
+    return 0
+
+
+def add_summary(sub) -> None:
+    p = sub.add_parser("summary", help="join catalog, profile and accuracy into one table")
+    p.add_argument("--profile", required=True)
+    p.add_argument("--catalog")
+    p.add_argument("--accuracy")
+    p.add_argument("--output", required=True, help="summary parquet")
+    p.add_argument("--csv", help="also write the summary as CSV")
+    p.set_defaults(func=_cmd_summary)
+
+
+def _cmd_score(args) -> int:
+    from joulebench.analysis.score import run_score
+
+    run_score(args.summary, args.output, **command_settings("score", args.settings))
+    return 0
+
+
+def add_score(sub) -> None:
+    p = sub.add_parser("score", help="Pareto front, efficiency index, grades, energy index")
+    p.add_argument("summary", help="a summary parquet or csv (ours or published)")
+    add_settings(p, "score section, energy_scope, carbon")
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_score)
+
+
+def _cmd_fits(args) -> int:
+    from joulebench.analysis.fits import run_fits
+
+    run_fits(args.summary, args.outdir, **command_settings("fits", args.settings))
+    return 0
+
+
+def add_fits(sub) -> None:
+    p = sub.add_parser("fits", help="energy vs FLOPs/params/activations, accuracy vs energy")
+    p.add_argument("summary")
+    add_settings(p, "the config's fits section")
+    p.add_argument("--outdir", required=True)
+    p.set_defaults(func=_cmd_fits)
+
+
+def _cmd_best_configs(args) -> int:
+    from joulebench.analysis.best_configs import run_best_configs
+
+    run_best_configs(args.summary, args.output, **command_settings("best-configs", args.settings))
+    return 0
+
+
+def add_best_configs(sub) -> None:
+    p = sub.add_parser(
+        "best-configs", help="each model's least-energy configuration, overall and constrained"
+    )
+    p.add_argument("summary", help="a summary parquet or csv (ours or published)")
+    add_settings(p, "the config's decisions section (+ score rules)")
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_best_configs)
+
+
+def _cmd_recommend(args) -> int:
+    """Models and configurations meeting the constraints, ranked by energy per image."""
+    from joulebench.analysis.best_configs import scoped
+    from joulebench.analysis.recommend import format_recommendation, recommend
+    from joulebench.analysis.summary import read_summary
+
+    rec = recommend(
+        scoped(read_summary(args.summary), args.energy_scope, args.energy),
+        min_top1=args.min_top1,
+        max_latency_ms=args.max_latency_ms,
+        min_throughput_img_s=args.min_throughput,
+        device=args.device,
+        current=args.current,
+        energy=args.energy,
+        all_configs=args.all,
+    )
+    say(format_recommendation(rec, top=args.top))
+    return 0
+
+
+def add_recommend(sub) -> None:
+    p = sub.add_parser(
+        "recommend", help="which model and configuration for an accuracy and latency budget"
+    )
+    add_summary_input(p)
+    p.add_argument(
+        "--min-top1", type=number(minimum=0, maximum=100), help="top-1 accuracy floor, percent"
+    )
+    p.add_argument("--max-latency-ms", type=POSITIVE, help="time per batch budget, ms")
+    p.add_argument("--min-throughput", type=POSITIVE, help="images per second floor")
+    p.add_argument("--device", help="only this device label (e.g. cpu, h200)")
+    p.add_argument("--current", help="MODEL:METHOD:BATCH run today: show each saving against it")
+    p.add_argument("--energy", choices=["total", "dynamic"], default="total")
+    p.add_argument(
+        "--energy-scope",
+        choices=["device", "node"],
+        default="device",
+        help="rank by the device's energy or the whole node's (GPU + CPU + DRAM)",
+    )
+    p.add_argument("--all", action="store_true", help="every configuration, not one per model")
+    p.add_argument("--top", type=COUNT, default=10, help="rows shown per device (10)")
+    p.set_defaults(func=_cmd_recommend)
+
+
+def _cmd_label(args) -> int:
+    """One model's energy label: a card (SVG and PNG) with energy, uncertainty, provenance."""
+    from joulebench.report.label import run_label
+
+    paths = run_label(
+        args.summary,
+        args.model,
+        device=args.device,
+        method=args.method,
+        batch_size=args.batch_size,
+        output=args.output,
+    )
+    say("\n".join(str(p) for p in paths))
+    return 0
+
+
+def add_label(sub) -> None:
+    p = sub.add_parser("label", help="a model's energy label: SVG and PNG card to share")
+    p.add_argument("model", help="a model of the summary")
+    add_summary_input(p)
+    p.add_argument("--device", help="device label (default: where its energy is least)")
+    p.add_argument("--method", help="method (default: its least-energy configuration)")
+    p.add_argument("--batch-size", type=COUNT, help="requested batch size")
+    p.add_argument("--output", "-o", help="path stem (default results/labels/<device>/<model>)")
+    p.set_defaults(func=_cmd_label)
+
+
+def _cmd_figures(args) -> int:
+    from joulebench.report.figures import run_figures
+
+    settings = command_settings("figures", args.settings)
+    run_figures(
+        args.summary,
+        args.scores,
+        args.fits_dir,
+        args.outdir,
+        trace_path=args.trace,
+        best_configs_path=args.best_configs,
+        **settings,
+    )
+    return 0
+
+
+def add_figures(sub) -> None:
+    p = sub.add_parser("figures", help="every figure of the study, PDF and PNG")
+    p.add_argument("--summary", required=True)
+    p.add_argument("--scores", required=True)
+    p.add_argument("--fits-dir", required=True)
+    p.add_argument("--trace", help="a power-trace parquet for the trace figure")
+    p.add_argument("--best-configs", help="best_configs parquet (default: from the summary)")
+    add_settings(p, "figures section, less trace_table")
+    p.add_argument("--outdir", required=True)
+    p.set_defaults(func=_cmd_figures)
+
+
+def _cmd_webapp(args) -> int:
+    """The study as one self-contained HTML page (works from file://, no network)."""
+    from joulebench.report.webapp import run_webapp
+
+    run_webapp(args.summary, args.scores, args.output, **command_settings("webapp", args.settings))
+    return 0
+
+
+def add_webapp(sub) -> None:
+    p = sub.add_parser("webapp", help="the interactive web page, one offline HTML file")
+    p.add_argument("--summary", required=True)
+    p.add_argument("--scores", required=True)
+    add_settings(p, "the score's grade_thresholds")
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_webapp)

@@ -1,0 +1,124 @@
+"""What every command shares: printing for a person, range-checked numbers, JSON options and
+settings, and the options several commands take, each declared once here."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import math
+import sys
+import warnings
+from collections.abc import Callable
+
+from joulebench.safe_text import printable
+
+
+def say(text, *, file=None, **kwargs) -> None:
+    """Print for a person at a terminal: names from data (a published summary's) may hold
+    escape sequences, so every control, bidi or invisible character is shown as its escape
+    (safe_text.printable); line breaks stay. Every output of a command goes through here."""
+    print(printable(text, newlines=True), file=file or sys.stdout, **kwargs)
+
+
+def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """warnings.showwarning through printable (a warning may quote a summary's column names)."""
+    text = warnings.formatwarning(message, category, filename, lineno, line)
+    say(text, file=file or sys.stderr, end="")
+
+
+def number(kind: type = float, *, minimum=None, above=None, maximum=None) -> Callable[[str], float]:
+    """An argparse `type=` for a finite number of `kind` in range, named as the schema names
+    ranges (minimum, exclusive minimum `above`, maximum): the one way every numeric option
+    is range-checked on the way in, so a bad value is a one-line usage error."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            word = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"must be {word}, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {text}")
+        if above is not None and not value > above:
+            raise argparse.ArgumentTypeError(f"must be > {above}, got {text}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {text}")
+        return value
+
+    return parse
+
+
+COUNT = number(int, minimum=1)  # threads, batch sizes, repeats, workers, GPUs, rows
+POSITIVE = number(above=0)  # watts, seconds, ms, images per second
+
+
+def json_object(option: str, text: str) -> dict:
+    """A JSON-object option (`--settings`, `--spec`, ...); ConfigError, one line, if it is not."""
+    from joulebench.study import ConfigError
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{option}: not valid JSON ({err.msg} at character {err.pos})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{option}: must be a JSON object {{...}}, not {type(value).__name__}")
+    return value
+
+
+def command_settings(command: str, text: str) -> dict:
+    """`--settings` JSON as the keyword arguments of the function `command` calls, as the
+    workflow builds them (rule_settings); a key it does not take is an error."""
+    from joulebench.rule_settings import keywords
+    from joulebench.study import settings_for
+
+    return settings_for(command, json_object("--settings", text), keywords(command))
+
+
+def default(func, name: str):
+    """The default of `func`'s parameter `name`: one place in the code holds it."""
+    return inspect.signature(func).parameters[name].default
+
+
+# --- options several commands take ---------------------------------------------------------
+
+
+def add_device(p, *, default_in_help: bool = True) -> None:
+    """`--device`: a device string of the registry (default cpu)."""
+    from joulebench.measure.backends import spellings
+
+    shown = f"{spellings()} (default cpu)" if default_in_help else spellings()
+    p.add_argument("--device", default="cpu", help=shown)
+
+
+def add_meter(p, *, meter_help: str | None = None, tdp_help: str | None = None) -> None:
+    """`--meter` (one of the registry's meters) and `--tdp-w` (the estimate's CPU power)."""
+    from joulebench.measure.backends import meter_names
+
+    p.add_argument("--meter", choices=meter_names(), help=meter_help)
+    p.add_argument("--tdp-w", type=POSITIVE, help=tdp_help)
+
+
+def add_protocol(p) -> None:
+    """The protocol's repeats and their least length, with the protocol's defaults."""
+    from joulebench.measure.protocol import ProtocolSettings
+
+    p.add_argument("--repeats", type=COUNT, default=ProtocolSettings.repeats)
+    p.add_argument("--min-repeat-s", type=number(minimum=0), default=ProtocolSettings.min_repeat_s)
+
+
+def add_gpu_uuid(p) -> None:
+    """`--gpu-uuid`: the workflow pins a job to one GPU."""
+    p.add_argument("--gpu-uuid", help="pin to this GPU (CUDA_VISIBLE_DEVICES); it is cuda:0")
+
+
+def add_settings(p, what: str) -> None:
+    """`--settings`: JSON of the stage function's keyword arguments (rule_settings)."""
+    p.add_argument("--settings", default="{}", help=f"JSON: {what}")
+
+
+def add_summary_input(p) -> None:
+    """`--summary` of a command that reads a study's results (ours or published)."""
+    p.add_argument("--summary", default="results/summary.parquet", help="ours or published")

@@ -1,0 +1,319 @@
+"""The commands that build a study's tables from models and devices: the catalog, the idle
+baseline, the profile (a workflow job, or one model now), `check` and accuracy (stages 1-6).
+Each parses its arguments and calls one function of its stage."""
+
+from __future__ import annotations
+
+import sys
+
+from joulebench.cli.common import (
+    COUNT,
+    POSITIVE,
+    add_device,
+    add_gpu_uuid,
+    add_meter,
+    add_protocol,
+    add_settings,
+    command_settings,
+    default,
+    json_object,
+    say,
+)
+
+TDP_HELP = "CPU power for the estimate meter"
+
+
+def _cmd_catalog(args) -> int:
+    from joulebench.catalog.build import run_catalog
+
+    run_catalog(args.models, args.output, models_file=args.models_file, threads=args.threads)
+    return 0
+
+
+def add_catalog(sub) -> None:
+    p = sub.add_parser("catalog", help="static properties (params, FLOPs...) of models")
+    p.add_argument("models", nargs="*", help="exact timm names")
+    p.add_argument("--models-file", help="a file with one exact timm name per line")
+    p.add_argument("--output", "-o", required=True, help="parquet to write")
+    p.add_argument("--threads", type=COUNT, default=1, help="torch CPU threads (default 1)")
+    p.set_defaults(func=_cmd_catalog)
+
+
+def _cmd_concat(args) -> int:
+    from joulebench.tables import concat_tables
+
+    concat_tables(args.table, args.parts, args.output)
+    return 0
+
+
+def add_concat(sub) -> None:
+    p = sub.add_parser("concat", help="concatenate per-job tables into one")
+    p.add_argument("table", choices=["catalog", "profile"])
+    p.add_argument("parts", nargs="+")
+    p.add_argument("--output", "-o", required=True)
+    p.set_defaults(func=_cmd_concat)
+
+
+def _cmd_profile(args) -> int:
+    """Ad hoc: measure one model now and print a short table (no Snakemake)."""
+    from joulebench.measure.profile import format_rows, profile_now
+
+    rows = profile_now(
+        args.model,
+        device=args.device,
+        methods=args.method or ["fp32"],
+        batch_sizes=args.batch_size or [1],
+        repeats=args.repeats,
+        min_repeat_s=args.min_repeat_s,
+        meter=args.meter,
+        tdp_w=args.tdp_w,
+        threads=args.threads,
+        phases=args.phase or ["inference"],
+        optimizer=args.optimizer,
+        onnx_cache=args.onnx_cache,
+        input_kind=args.input_kind,
+        allow_emulated=args.allow_emulated,
+        output=args.output,
+    )
+    say(format_rows(rows))
+    return _nothing_measured(rows)
+
+
+def _nothing_measured(rows) -> int:
+    """0 when a configuration was measured; else 1, with each reason on stderr."""
+    if (rows["status"] == "ok").any():
+        return 0
+    reasons = dict.fromkeys(
+        f"{s}: {r}" for s, r in zip(rows["status"], rows["reason"], strict=True)
+    )
+    say("joulebench: error: nothing was measured: " + "; ".join(reasons), file=sys.stderr)
+    return 1
+
+
+def add_profile(sub) -> None:
+    from joulebench.measure.methods import PRESETS
+    from joulebench.measure.profile import DEFAULT_ONNX_CACHE
+    from joulebench.measure.train import OPTIMIZERS, TrainSpec
+    from joulebench.tables import INPUT_KINDS, PHASES
+
+    p = sub.add_parser("profile", help="measure one model now and print a short table")
+    p.add_argument(
+        "model", help="a timm name (exact, bare architecture) or a workload (file.py:function)"
+    )
+    add_device(p)
+    p.add_argument(
+        "--method", action="append", choices=sorted(PRESETS), help="repeatable (default fp32)"
+    )
+    p.add_argument("--batch-size", type=COUNT, action="append", help="repeatable (default 1)")
+    add_protocol(p)
+    add_meter(p, meter_help="force a meter", tdp_help=TDP_HELP)
+    p.add_argument("--threads", type=COUNT, help="torch CPU threads")
+    p.add_argument("--output", "-o", help="also write the rows to this parquet")
+    p.add_argument(
+        "--phase", action="append", choices=list(PHASES), help="repeatable (default inference)"
+    )
+    p.add_argument(
+        "--optimizer", choices=list(OPTIMIZERS), default=TrainSpec.optimizer, help="train phase"
+    )
+    p.add_argument(
+        "--onnx-cache", default=DEFAULT_ONNX_CACHE, help="exported models (runtime methods)"
+    )
+    p.add_argument(
+        "--input-kind", choices=list(INPUT_KINDS), default=INPUT_KINDS[0], help="synthetic batch"
+    )
+    p.add_argument(
+        "--allow-emulated",
+        action="store_true",
+        help="measure methods whose precision this device only emulates (default: skipped)",
+    )
+    p.set_defaults(func=_cmd_profile)
+
+
+def _cmd_profile_job(args) -> int:
+    """One workflow job: all methods x batch sizes of one model on one device."""
+    from joulebench.measure.devices import pin_to_gpu
+    from joulebench.measure.profile import run_job
+
+    run_job(
+        args.model,
+        args.device_label,
+        pin_to_gpu(json_object("--spec", args.spec), args.gpu_uuid),
+        idle=args.idle,
+        threads=args.threads,
+        output=args.output,
+        repeats_output=args.repeats_output,
+        trace_output=args.trace_output,
+    )
+    return 0
+
+
+def add_profile_job(sub) -> None:
+    p = sub.add_parser("profile-job", help="(workflow) all methods x batch sizes of one model")
+    p.add_argument("model")
+    p.add_argument("--device-label", required=True)
+    p.add_argument("--spec", required=True, help="JSON: torch_device, methods, batch_sizes...")
+    p.add_argument("--idle", help="the device's idle baseline parquet")
+    p.add_argument("--threads", type=COUNT)
+    p.add_argument("--output", required=True)
+    p.add_argument("--repeats-output", required=True)
+    p.add_argument("--trace-output", required=True)
+    add_gpu_uuid(p)
+    p.set_defaults(func=_cmd_profile_job)
+
+
+def _cmd_idle(args) -> int:
+    """The idle power baseline of a device."""
+    from joulebench.measure.devices import pin_to_gpu
+    from joulebench.measure.idle import idle_line, run_idle
+
+    row = run_idle(
+        args.device_label,
+        pin_to_gpu({"torch_device": args.device}, args.gpu_uuid)["torch_device"],
+        args.output,
+        duration_s=args.duration_s,
+        meter=args.meter,
+        tdp_w=args.tdp_w,
+    )
+    say(idle_line(row))
+    return 0
+
+
+def add_idle(sub) -> None:
+    from joulebench.study import IDLE_DURATION_S
+
+    p = sub.add_parser("idle", help="measure the idle power baseline of a device")
+    p.add_argument("--device-label", required=True)
+    add_device(p, default_in_help=False)
+    p.add_argument("--duration-s", type=POSITIVE, default=IDLE_DURATION_S)
+    add_meter(p)
+    p.add_argument("--output", required=True)
+    add_gpu_uuid(p)
+    p.set_defaults(func=_cmd_idle)
+
+
+def _cmd_check(args) -> int:
+    """Can this machine's energy numbers be trusted? A pass/warn/fail table and a JSON report."""
+    from joulebench.measure.check.command import run_check
+    from joulebench.measure.check.report import FAIL, format_table
+    from joulebench.measure.meters import MeterUnavailable
+
+    def progress(message: str) -> None:
+        say(f"check {args.device}: {message}", file=sys.stderr, flush=True)
+
+    try:
+        report, path = run_check(
+            args.device,
+            quick=args.quick,
+            idle_s=args.idle_s,
+            meter=args.meter,
+            tdp_w=args.tdp_w,
+            output=args.output,
+            progress=progress,
+        )
+    except MeterUnavailable as err:
+        say(f"check {args.device}: cannot measure: {err}", file=sys.stderr)
+        return 2
+    say(format_table(report))
+    say(f"report -> {path}")
+    return 1 if report["verdict"] == FAIL else 0
+
+
+def add_check(sub) -> None:
+    p = sub.add_parser(
+        "check", help="can this machine's energy numbers be trusted? (run before a study)"
+    )
+    add_device(p)
+    p.add_argument("--quick", action="store_true", help="short runs: a first look, not a study")
+    p.add_argument("--idle-s", type=POSITIVE, help="seconds of idle power (default 10)")
+    add_meter(p, meter_help="force one of the device's meters", tdp_help=TDP_HELP)
+    p.add_argument("--output", "-o", help="default results/check/<device>.json")
+    p.set_defaults(func=_cmd_check)
+
+
+def _cmd_reference(args) -> int:
+    """timm's published accuracy for the catalog's models (the shipped copy unless set)."""
+    from joulebench.accuracy.reference import run_reference
+
+    run_reference(args.catalog, args.output, **command_settings("reference", args.settings))
+    return 0
+
+
+def add_reference(sub) -> None:
+    p = sub.add_parser("reference", help="timm's published accuracy for the catalog's models")
+    p.add_argument("--catalog", required=True)
+    add_settings(p, "the config's reference section")
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_reference)
+
+
+def _cmd_prepare(args) -> int:
+    """Preprocess a dataset once for one input configuration into cached shards."""
+    from joulebench.accuracy.shards import prepare
+
+    shard = prepare(
+        json_object("--source", args.source),
+        json_object("--input-config", args.input_config),
+        args.out_root,
+        workers=args.workers,
+        shard_size=args.shard_size,
+    )
+    say(f"prepared -> {shard}", file=sys.stderr)
+    return 0
+
+
+def add_prepare(sub) -> None:
+    from joulebench.accuracy.shards import prepare
+
+    p = sub.add_parser("prepare", help="preprocess a dataset into shards for one input config")
+    p.add_argument("--source", required=True, help="JSON: the config's dataset section")
+    p.add_argument("--input-config", required=True, help="JSON: a model's data config")
+    p.add_argument("--out-root", default="data/prepared")
+    p.add_argument("--workers", type=COUNT, default=default(prepare, "workers"))
+    p.add_argument("--shard-size", type=COUNT, default=default(prepare, "shard_size"))
+    p.set_defaults(func=_cmd_prepare)
+
+
+def _cmd_accuracy(args) -> int:
+    """Measured top-1/top-5 of models sharing one shard folder, where weights exist locally."""
+    from joulebench.accuracy.measured import run_accuracy
+
+    run_accuracy(
+        args.models,
+        args.shard_dir,
+        args.output,
+        checkpoints=args.checkpoints,
+        batch_size=args.batch_size,
+        device=args.device,
+        allow_download=args.allow_download,
+    )
+    return 0
+
+
+def add_accuracy(sub) -> None:
+    from joulebench.accuracy.measured import measure_models
+
+    p = sub.add_parser("accuracy", help="measured top-1/top-5 on prepared shards")
+    p.add_argument("models", nargs="+")
+    p.add_argument("--shard-dir", required=True)
+    p.add_argument("--checkpoints", help="a folder of <model>.safetensors / .pth files")
+    p.add_argument("--batch-size", type=COUNT, default=default(measure_models, "batch_size"))
+    p.add_argument("--device", default=default(measure_models, "device"))
+    p.add_argument("--allow-download", action="store_true")
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_accuracy)
+
+
+def _cmd_accuracy_table(args) -> int:
+    """Measured accuracy where there is one, else the reference: every value with its source."""
+    from joulebench.accuracy.reference import run_accuracy_table
+
+    run_accuracy_table(args.reference, args.measured, args.output)
+    return 0
+
+
+def add_accuracy_table(sub) -> None:
+    p = sub.add_parser("accuracy-table", help="measured accuracy, else the reference")
+    p.add_argument("--reference", required=True)
+    p.add_argument("measured", nargs="*", default=[], help="measured accuracy tables (after --)")
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=_cmd_accuracy_table)

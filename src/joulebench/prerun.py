@@ -1,0 +1,144 @@
+"""A study checked whole before any job: what each stage would refuse, and a published summary.
+
+The schema cannot say every constraint (pause_s in order, warm-up min <= max, grade
+thresholds decreasing, a method's runtime and precision, ...): `check_settings` runs each
+stage's own validator on the config's value, so the workflow refuses at parse time (a dry
+run too) exactly what a job would refuse hours later, one line per problem naming the key
+and the file that set it. With `from_summary`, `check_published` reads the published summary
+(and `figures.trace_table`) once, as the jobs would. `load_study` is the study as `joulebench
+plan`, `devices`, `status` and the workflow see it: read and schema-checked by
+`joulebench.study`, then checked here. This module calls into the stages, so it sits above
+them (below cli); the stages import it never. The map of the package: docs/design.md.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from joulebench.study import ConfigError, check_input_path, read_study, source_of
+
+
+def load_study(configfile: str | Path | None = None, root: Path | None = None) -> dict:
+    """config.yaml with the study file's keys over it, checked by the schema and by every
+    stage's validator, with the schema's defaults."""
+    config, sources = read_study(configfile, root)
+    check_settings(config, sources)
+    return config
+
+
+def check_settings(config: Mapping, sources: Sequence[tuple[str, Mapping]] = ()) -> None:
+    """Raise ConfigError naming each key whose value the stage reading it would refuse: the
+    constraints no schema can say (pause_s in order, warm-up min <= max, repeats <= max_repeats,
+    grade thresholds decreasing, a method's runtime and precision, ...). The stage's own
+    validator runs on the config's value, so the workflow refuses at parse time (a dry run
+    too) exactly what a job would refuse hours later."""
+    problems = []
+    for key, check in _stage_checks():
+        try:
+            check(config)
+        except (ValueError, TypeError) as exc:
+            origin = source_of(key.split("."), sources)
+            origin = f" (set in {origin})" if origin else ""
+            for problem in getattr(exc, "problems", [str(exc)]):
+                problems.append(f"config: {key}{origin}: {_without_key(problem, key)}")
+    if problems:
+        raise ConfigError("\n".join(problems))
+
+
+def _stage_checks() -> list[tuple[str, Callable[[Mapping], object]]]:
+    """(key, its stage's validator applied to the config) for every setting a stage checks."""
+    from joulebench.accuracy.datasets import normalize_source
+    from joulebench.accuracy.reference import check_source
+    from joulebench.analysis.best_configs import parse_constraints
+    from joulebench.analysis.carbon import check_carbon
+    from joulebench.analysis.score import check_max_cv, check_scope, parse_grade_thresholds
+    from joulebench.measure.methods import parse_methods
+    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.measure.train import TrainSpec
+
+    return [
+        ("protocol", lambda c: ProtocolSettings.from_dict(_at(c, "protocol"))),
+        ("methods", lambda c: parse_methods(_at(c, "methods", {}))),
+        ("train", lambda c: TrainSpec.from_dict(_at(c, "train"))),
+        ("dataset", lambda c: normalize_source(_at(c, "dataset"))),
+        (
+            "reference",
+            lambda c: check_source(_at(c, "reference.local_dir"), _at(c, "reference.commit")),
+        ),
+        (
+            "energy_scope",
+            lambda c: check_scope(
+                _at(c, "energy_scope", "device"), _at(c, "score.energy", "total")
+            ),
+        ),
+        (
+            "score.grade_thresholds",
+            lambda c: parse_grade_thresholds(_at(c, "score.grade_thresholds")),
+        ),
+        ("score.max_energy_cv", lambda c: check_max_cv(_at(c, "score.max_energy_cv"))),
+        ("fits.max_energy_cv", lambda c: check_max_cv(_at(c, "fits.max_energy_cv"))),
+        ("decisions", lambda c: parse_constraints(**_at(c, "decisions", {}))),
+        ("carbon", lambda c: check_carbon(_at(c, "carbon"))),
+    ]
+
+
+def _without_key(message: str, key: str) -> str:
+    """A stage's message without the key the line already names ("train: lr must be ...")."""
+    for lead in (f"{key}: ", f"{key}."):
+        if message.startswith(lead):
+            return message[len(lead) :]
+    return message
+
+
+def _at(config: Mapping, key: str, default=None):
+    """The config's value at a dotted key (`score.energy`), or `default` where unset."""
+    node = config
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return default if node is None else node
+
+
+def check_published(config: Mapping) -> list[str]:
+    """With `from_summary`: the published summary (and `figures.trace_table`) read and
+    checked once, before any job, as the jobs would read them (analysis.summary.read_summary):
+    a ConfigError saying every problem, so the console says why, not three jobs' logs.
+    Returns what reading noted (columns an older summary lacks, extra ones ignored)."""
+    summary = config.get("from_summary")
+    if not summary:
+        return []
+    from joulebench.analysis.summary import SummaryError, read_summary
+    from joulebench.table_io import TableError
+
+    trace = (config.get("figures") or {}).get("trace_table")
+    check_input_path("from_summary", summary)
+    if trace:
+        check_input_path("figures.trace_table", trace)
+    problems = []
+    with warnings.catch_warnings(record=True) as notes:
+        warnings.simplefilter("always")
+        try:
+            read_summary(summary)
+        except (SummaryError, TableError) as exc:
+            problems.append(f"from_summary: {exc}")
+        if trace:
+            problems += _trace_problems(trace)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return [f"from_summary: note: {w.message}" for w in notes]
+
+
+def _trace_problems(path) -> list[str]:
+    """Why `path` cannot be the trace figure's power trace (tables.TRACE), if it cannot."""
+    from joulebench.table_io import TableError, read_table
+    from joulebench.tables import TRACE_TABLE_COLUMNS
+
+    try:
+        trace = read_table(path)
+    except TableError as exc:
+        return [f"figures.trace_table: {exc}"]
+    missing = [c for c in TRACE_TABLE_COLUMNS if c not in trace.columns]
+    if missing:
+        return [f"figures.trace_table: {path}: not a power trace, it lacks {missing}"]
+    return []

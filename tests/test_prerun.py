@@ -1,0 +1,157 @@
+"""A study checked whole before any job (joulebench.prerun): what each stage's own validator
+would refuse, named by key and file, and a published summary read once."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import REPO
+
+from joulebench.prerun import check_published, check_settings, load_study
+from joulebench.study import ConfigError
+
+# --- what a stage would refuse hours later, refused when the study is read -------------------
+
+
+@pytest.mark.parametrize(
+    ("section", "value", "line"),
+    [
+        ("protocol", {"pause_s": [1, 0]}, "config: protocol: pause_s must be (min, max)"),
+        (
+            "protocol",
+            {"warmup_min_s": 5, "warmup_max_s": 1},
+            "config: protocol: warmup_max_s must be >= warmup_min_s, got 1 < 5",
+        ),
+        (
+            "protocol",
+            {"repeats": 30},
+            "config: protocol: repeats must be <= max_repeats (the cap on repeats), got 30 > 20",
+        ),
+        (
+            "score",
+            {"grade_thresholds": [0.1, 0.2, 0.3, 0.45, 0.6, 0.8]},
+            "config: score.grade_thresholds: grade thresholds must strictly decrease",
+        ),
+        (
+            "methods",
+            {"ort": {"runtime": "onnxruntime", "precision": "bf16"}},
+            "config: methods: method ort: runtime onnxruntime runs precision",
+        ),
+        (
+            "methods",
+            {"ort": {"runtime": "onnxruntime", "channels_last": True}},
+            "config: methods: method ort: compile and channels_last apply to runtime pytorch",
+        ),
+        (
+            "reference",
+            {"local_dir": "timm/results", "commit": "a" * 40},
+            "config: reference: set local_dir or commit, not both",
+        ),
+        ("dataset", {"kind": "imagefolder"}, "config: dataset: dataset kind 'imagefolder' needs"),
+        ("train", {"lr": 0.0}, "config: train: lr must be > 0"),
+        ("decisions", {"max_latency_ms": [float("inf")]}, "config: decisions: max_latency_ms:"),
+    ],
+)
+def test_settings_a_stage_would_refuse_are_refused_naming_the_key(section, value, line):
+    config = load_study(None, REPO)
+    config[section] = {**config[section], **value}
+    with pytest.raises(ConfigError) as err:
+        check_settings(config)
+    assert line in str(err.value)
+    assert len(str(err.value).splitlines()) == 1
+
+
+def test_node_energy_scope_needs_total_energy_before_any_job():
+    config = load_study(None, REPO)
+    config["energy_scope"] = "node"
+    config["score"] = {**config["score"], "energy": "dynamic"}
+    with pytest.raises(ConfigError, match="config: energy_scope: energy_scope node scores total"):
+        check_settings(config)
+
+
+def test_each_problem_is_its_own_line_with_the_file_that_set_it(tmp_path):
+    """A study is read whole (plan, devices and the workflow alike): every problem at once."""
+    study = tmp_path / "study.yaml"
+    study.write_text("protocol: {pause_s: [1, 0], warmup_min_s: 5, warmup_max_s: 1}\n")
+    with pytest.raises(ConfigError) as err:
+        load_study(study, REPO)
+    lines = str(err.value).splitlines()
+    assert len(lines) == 2
+    assert all(line.startswith(f"config: protocol (set in {study}): ") for line in lines)
+
+
+def test_the_stages_own_validator_decides():
+    """Declared once: the message is the stage's own (ProtocolSettings), not a copy's."""
+    from joulebench.measure.protocol import ProtocolSettings
+
+    with pytest.raises(ValueError) as stage:
+        ProtocolSettings(pause_s=(1.0, 0.0))
+    config = load_study(None, REPO)
+    config["protocol"] = {**config["protocol"], "pause_s": [1, 0]}
+    with pytest.raises(ConfigError) as study:
+        check_settings(config)
+    assert stage.value.problems[0] in str(study.value)
+
+
+def test_the_default_study_and_every_shipped_study_pass():
+    check_settings(load_study(None, REPO))
+    for study in sorted((REPO / "studies").glob("*.yaml")):
+        check_settings(load_study(study, REPO))
+
+
+# --- a published summary, read once before any job ------------------------------------------
+
+
+def _published(tmp_path, name="summary.parquet", **changes):
+    """A valid summary (decision_rows) with `changes` to its first row, as a file."""
+    from helpers.decision_rows import decision_summary
+
+    from joulebench.analysis.summary import write_summary
+
+    df = decision_summary()
+    for column, value in changes.items():
+        df.loc[0, column] = value
+    path = tmp_path / name
+    if changes:
+        df.to_parquet(path)  # as published: not checked on the way out
+    else:
+        write_summary(df, path)
+    return path
+
+
+def test_a_published_summary_is_checked_once_with_every_problem(tmp_path):
+    path = _published(tmp_path, top1=150.0, energy_per_image_j=-1.0)
+    with pytest.raises(ConfigError) as err:
+        check_published({"from_summary": str(path)})
+    message = str(err.value)
+    assert message.startswith(f"from_summary: {path}: summary does not match")
+    assert "top1 must lie in [0, 100]" in message and "energy_per_image_j" in message
+    assert check_published({"from_summary": str(_published(tmp_path, "ok.parquet"))}) == []
+    assert check_published({"from_summary": None}) == []
+
+
+def test_a_published_summary_with_extra_columns_reads_with_a_note(tmp_path):
+    from helpers.decision_rows import decision_summary
+
+    path = tmp_path / "newer.parquet"
+    decision_summary().assign(from_the_future=1).to_parquet(path)
+    notes = check_published({"from_summary": str(path)})
+    assert notes == [
+        f"from_summary: note: {path}: ignoring undeclared summary columns ['from_the_future']"
+    ]
+
+
+def test_a_trace_table_that_is_no_trace_is_refused(tmp_path):
+    summary = _published(tmp_path)
+    config = {"from_summary": str(summary), "figures": {"trace_table": str(summary)}}
+    with pytest.raises(ConfigError, match=r"figures.trace_table: .*not a power trace, it lacks"):
+        check_published(config)
+    config["figures"]["trace_table"] = str(tmp_path / "missing.parquet")
+    with pytest.raises(ConfigError, match="figures.trace_table: no such file: "):
+        check_published(config)
+
+
+def test_braces_in_an_input_path_are_named(tmp_path):
+    path = _published(tmp_path, "summary{v2}.parquet")
+    with pytest.raises(ConfigError) as err:
+        check_published({"from_summary": str(path)})
+    assert str(err.value).startswith(f"from_summary: {path}: Snakemake reads {{ and }}")

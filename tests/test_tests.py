@@ -1,0 +1,68 @@
+"""The tests' own shape: shared builders live in tests/helpers/ (or conftest), never in a test
+module that another imports; a test module that needs no torch collects without it."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+from conftest import REPO
+
+TESTS = REPO / "tests"
+TORCH = ("torch", "timm", "torchvision")
+
+
+def _imported(tree: ast.AST) -> set[str]:
+    """The top-level names of every module `tree` imports (lazy imports included)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _test_modules() -> list:
+    return sorted(TESTS.rglob("test_*.py"))
+
+
+def test_no_test_module_imports_another():
+    """Tests, helpers and benches alike import builders from tests/helpers/."""
+    tests = {path.stem for path in _test_modules()}
+    found = [
+        f"{path.relative_to(REPO)} imports {name}"
+        for path in sorted([*TESTS.rglob("*.py"), *(REPO / "bench").glob("*.py")])
+        for name in sorted(_imported(ast.parse(path.read_text())) & tests)
+    ]
+    assert not found, found
+
+
+def test_the_import_check_finds_each_form():
+    code = "import test_a\nfrom test_b import x\ndef f():\n    from test_c.d import y\n"
+    code += "from . import z\nimport helpers.x\n"
+    assert _imported(ast.parse(code)) == {"test_a", "test_b", "test_c", "helpers"}
+
+
+def _imports_torch_itself(tree: ast.Module) -> bool:
+    """Does the module import torch, timm or torchvision when it is imported (not lazily)?"""
+    top = [n for n in tree.body if not isinstance(n, ast.FunctionDef | ast.ClassDef)]
+    return any(name in TORCH for node in top for name in _imported(node))
+
+
+def test_modules_that_need_no_torch_collect_without_it():
+    """Collected with torch, timm and torchvision unimportable: a module that does not import
+    them itself must not get them through a helper or the package (test_check once could not
+    be collected without torch because it imported test_profile)."""
+    plain = [p for p in _test_modules() if not _imports_torch_itself(ast.parse(p.read_text()))]
+    assert TESTS / "test_check.py" in plain and TESTS / "test_profile.py" not in plain
+    hide = f"import sys; sys.modules.update(dict.fromkeys({TORCH!r})); import pytest; "
+    run = "sys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', *sys.argv[1:]]))"
+    res = subprocess.run(
+        [sys.executable, "-c", hide + run, *map(str, plain)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
