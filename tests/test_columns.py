@@ -4,7 +4,6 @@ producer grep can find, docs/columns.md generated from it, and real outputs that
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
 import math
 import re
@@ -14,6 +13,7 @@ import sys
 import pandas as pd
 import pytest
 from conftest import FAST_PROTOCOL, REPO
+from helpers.dotted import resolve
 
 from joulebench import tables
 from joulebench.accuracy.reference import reference_accuracy
@@ -27,20 +27,6 @@ from joulebench.report.webapp import page_table
 
 SRC = REPO / "src" / "joulebench"
 ENTRY = f"{REPO}/tests/workloads/tiny_net.py:build"
-
-
-def _resolve(dotted: str):
-    """The object a producer names: a module's function, or a class's method."""
-    parts = dotted.split(".")
-    for i in range(len(parts) - 1, 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except ModuleNotFoundError:
-            continue
-        for attr in parts[i:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise LookupError(dotted)
 
 
 def test_docs_columns_is_generated_from_the_registry():
@@ -94,7 +80,7 @@ def test_every_producer_exists_and_names_its_column(table):
             # grep finds the rename in tables.py, and the value's producer by its first name
             source, _, name = column.renamed_from.partition(".")
             column = dataclasses.replace(tables.TABLES[source][name], name=name)
-        producer = _resolve(column.producer)
+        producer = resolve(column.producer)
         assert callable(producer), column.producer
         source = inspect.getsource(producer)
         assert re.search(rf"(?<![\w.]){re.escape(column.name)}(?!\w)", source), (
@@ -104,7 +90,7 @@ def test_every_producer_exists_and_names_its_column(table):
 
 def test_a_producer_that_does_not_name_its_column_is_caught():
     column = tables.Column("no_such_column_j", "float64", "J", "x", "joulebench.table_io.conform")
-    source = inspect.getsource(_resolve(column.producer))
+    source = inspect.getsource(resolve(column.producer))
     assert not re.search(rf"(?<![\w.]){re.escape(column.name)}(?!\w)", source)
 
 

@@ -14,13 +14,14 @@ from helpers.timm_models import register
 from torch import nn
 
 from joulebench.cli import main
+from joulebench.flags import FLAG_EMULATED, has_flag
 from joulebench.measure import profile as profile_module
 from joulebench.measure.backends import Libraries, NativePrecisions, backend_for
 from joulebench.measure.backends import cpu as cpu_backend
 from joulebench.measure.backends.cpu import cpu_flags, native_from_cpuinfo
 from joulebench.measure.backends.cuda import cuda_native
 from joulebench.measure.backends.rocm import rocm_native
-from joulebench.measure.emulation import FLAG_EMULATED, native_by_label, verdict
+from joulebench.measure.emulation import native_by_label, verdict
 from joulebench.measure.methods import Method, parse_methods
 from joulebench.measure.profile import ProfileJob, run_profile
 from joulebench.measure.protocol import ProtocolSettings
@@ -263,8 +264,8 @@ def test_a_cpu_without_bf16_skips_bf16_before_building_and_measures_it_when_forc
     assert "allow_emulated: true on method bf16 measures it" in rows.loc["bf16", "reason"]
     assert built == ["fp32", "bf16-forced"]  # the skipped one was never built
     # The forced one is measured, flagged (not invalidating), beside the protocol's flags.
-    assert FLAG_EMULATED in rows.loc["bf16-forced", "flags"].split(";")
-    assert FLAG_EMULATED not in str(rows.loc["fp32", "flags"]).split(";")
+    assert has_flag(rows.loc["bf16-forced", "flags"], FLAG_EMULATED)
+    assert not has_flag(rows.loc["fp32", "flags"], FLAG_EMULATED)
     assert rows.loc["bf16-forced", "energy_per_image_j"] > 0
     assert any("bf16 bs2: skipped bf16 is only emulated here" in line for line in logged)
 
@@ -274,7 +275,7 @@ def test_a_cpu_with_bf16_measures_it_unflagged(fake_cpu):
     rows = run_profile(_job(), log=lambda s: None).rows.set_index("method")
     assert (rows["status"] == "ok").all()
     for method in ("bf16", "bf16-forced"):
-        assert FLAG_EMULATED not in str(rows.loc[method, "flags"]).split(";")
+        assert not has_flag(rows.loc[method, "flags"], FLAG_EMULATED)
 
 
 def test_joulebench_profile_allow_emulated(fake_cpu, capsys):

@@ -14,6 +14,7 @@ from helpers.fake_gpus import A100, H200, fake_torch
 from helpers.fake_nvml import ManualClock
 from helpers.fake_powercap import FakePowercap
 
+from joulebench.flags import FLAG_HOST_SHARED
 from joulebench.measure.backends import kind_of, select_meter
 from joulebench.measure.backends.sim import sim_generation, wall_sim_gpu
 from joulebench.measure.concurrency import NodeMeasurements
@@ -26,7 +27,7 @@ from joulebench.measure.devices import (
     slots_taken,
 )
 from joulebench.measure.meters.estimate import EstimateMeter
-from joulebench.measure.meters.node import ESTIMATE_NO_DRAM, FLAG_HOST_SHARED, NO_GPU, NodeMeter
+from joulebench.measure.meters.node import ESTIMATE_NO_DRAM, NO_GPU, NodeMeter
 from joulebench.measure.protocol import ProtocolSettings, measure
 from joulebench.measure.sim import simulated_gpu
 

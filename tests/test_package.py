@@ -48,8 +48,14 @@ def test_the_two_subpackages_alone_import_no_torch():
 
 
 def test_the_data_contract_imports_no_measuring_code():
-    # safe_text: every layer may use it; tables reads and writes through table_io
-    allowed = {"table_io.py": set(), "safe_text.py": set(), "tables.py": {"joulebench.table_io"}}
+    # safe_text and flags: every layer may use them; tables reads and writes through table_io
+    # and renders the flags registry into docs/columns.md
+    allowed = {
+        "table_io.py": set(),
+        "safe_text.py": set(),
+        "flags.py": set(),
+        "tables.py": {"joulebench.table_io", "joulebench.flags.flags_markdown"},
+    }
     for leaf, others in allowed.items():
         tree = ast.parse((SRC / "joulebench" / leaf).read_text())
         imported = [
@@ -137,7 +143,7 @@ def test_stages_are_subpackages_that_say_what_they_are():
         assert doc and len(doc) > 200, stage
         assert "docs/design.md" in doc, stage
     flat = sorted(p.stem for p in (SRC / "joulebench").glob("*.py"))
-    top = ["__init__", "__main__", "plan", "prerun", "rule_settings", "safe_text", "stats"]
+    top = ["__init__", "__main__", "flags", "plan", "prerun", "rule_settings", "safe_text", "stats"]
     assert flat == [*top, "study", "table_io", "tables"]
     assert (SRC / "joulebench" / "cli" / "__init__.py").is_file()  # the command: a package
 
@@ -156,13 +162,14 @@ def test_the_command_runs_as_a_module():
 
 # Lowest first: a module imports only modules of its own layer or below (lazy imports too).
 LAYERS = (
-    # and the root (its __version__); safe_text imports no joulebench module
+    # and the root (its __version__); safe_text and flags import no joulebench module
     (
         "joulebench.tables",
         "joulebench.table_io",
         "joulebench.study",
         "joulebench.stats",
         "joulebench.safe_text",
+        "joulebench.flags",
     ),
     ("joulebench.catalog",),
     ("joulebench.measure",),

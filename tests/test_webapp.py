@@ -17,6 +17,7 @@ import pytest
 from helpers.page_study import CHROMIUM, CHROMIUM_ARGS, DEVICES, synthetic_summary
 
 from joulebench.analysis.score import GRADES, SCORE_GROUP, score_summary
+from joulebench.flags import FLAGS
 from joulebench.report import palettes, webapp
 from joulebench.report.webapp import PAGE_COLUMNS, build_page, embed_json, page_data, page_table
 
@@ -828,6 +829,9 @@ def test_flagged_spread_and_clipped_interval_are_shown(browser, odd_site):
     app.visible(1)
     status = page.locator("#table tbody tr.row td").last
     expect(status.locator(".badge.flag")).to_contain_text("high-spread")
+    title = status.get_attribute("title")  # every flag on hover, with the registry's meaning
+    assert f"high-spread: {FLAGS['high-spread'].meaning}" in title
+    assert f"ci-clipped: {FLAGS['ci-clipped'].meaning}" in title
     app.hover_plot_center()
     card = page.locator("#card")
     expect(card).to_contain_text("lower bound clipped at 0")

@@ -16,6 +16,8 @@ import pytest
 from helpers.decision_rows import decision_summary, profile_row
 
 from joulebench.analysis.score import score_summary
+from joulebench.flags import FLAGS
+from joulebench.flags import page_meta as flags_meta
 from joulebench.report import webapp
 from joulebench.report.webapp import PAGE_COLUMNS, page_data, page_table
 
@@ -224,24 +226,49 @@ def test_the_table_order_keeps_ties_by_row_and_empty_values_last(tmp_path, study
 
 
 def test_flags_units_and_numbers(tmp_path):
-    body = """const r = { flags: "other-load; ci-clipped;;high-spread",
+    body = """const r = { flags: "other-load; ci-clipped;;high-spread;other-load",
       score_note: "flagged high-spread (energy CV 104% > 25%)" };
+    const F = D.flagInfo(I.flags);
     const units = { j: {}, wh: { axis: "Wh", factor: 1000 / 3600 },
       co2e: { axis: "gCO2e", factor: 1000 * 1.5e-4 } };
     const none = { j: {}, wh: units.wh, co2e: { axis: "gCO2e", factor: NaN } };
-    return [D.flagList(r), D.ciClipped(r), D.offFrontFlag(r), D.flagsInOrder(r),
+    return [D.flagList(r, F), D.ciClipped(r, F), D.offFrontFlag(r), D.flagsInOrder(r, F),
       [3.6, 0.00123, 4.2e-7, 0, NaN].map(D.fmtJoules),
       D.energyFormat(units, "wh")(3.6), D.energyFormat(units, "co2e")(2),
       D.energyFormat(none, "co2e")(2), D.fmtCount(25557032), D.fmtPct(76.1234),
       D.fmtCv({ energy_per_image_cv: 1.04 }), D.ciHalfPct({ energy: 2,
         energy_per_image_ci95_high_j: 2.1 })];"""
-    got = run_js(tmp_path, body)
+    got = run_js(tmp_path, body, flags=flags_meta())
     assert got[0] == ["other-load", "ci-clipped", "high-spread"] and got[1] is True
     assert got[2] == "high-spread"
     assert got[3] == ["high-spread", "other-load", "ci-clipped"]  # off the front first
     assert got[4] == ["3.6 J", "1.23 mJ", "420 nJ", "0 J", "–"]
     assert got[5:8] == ["1 Wh", "0.3 gCO2e", "–"]
     assert got[8:] == ["25.6 M", "76.12%", "104%", " ±5%"]
+
+
+def test_flags_are_read_from_the_pages_metadata(tmp_path, study):
+    """The page knows flags only from meta.flags (joulebench.flags.page_meta): its order
+    (off the front, then invalidating or unknown, then informative), meanings and separator
+    follow that, not a list of its own."""
+    data, _ = study
+    assert data["meta"]["flags"] == flags_meta()
+    body = """const r = { flags: "ci-clipped|warmup-not-steady|no-such|mig" };
+    const order = (meta) => D.flagsInOrder(r, D.flagInfo(meta));
+    const s = D.loadStudy(I.data);
+    return [order(I.piped), order(I.changed), D.flagMeaning("mig", s.flags),
+      D.flagMeaning("no-such", s.flags), D.ciClipped(r, D.flagInfo(I.piped)),
+      D.flagList({ flags: "ci-clipped;mig" }, s.flags)];"""
+    piped = {**flags_meta(), "separator": "|"}
+    changed = {  # were ci-clipped invalidating and mig not, the order would follow
+        **piped,
+        "known": [{**f, "invalidates": f["name"] == "ci-clipped"} for f in flags_meta()["known"]],
+    }
+    got = run_js(tmp_path, body, data=data, piped=piped, changed=changed)
+    assert got[0] == ["no-such", "mig", "ci-clipped", "warmup-not-steady"]
+    assert got[1] == ["ci-clipped", "no-such", "warmup-not-steady", "mig"]
+    assert got[2] == FLAGS["mig"].meaning and got[3] == ""
+    assert got[4] is True and got[5] == ["ci-clipped", "mig"]
 
 
 def test_csv_holds_every_column_and_disarms_formulas(tmp_path, study):

@@ -10,8 +10,9 @@ Adding a column is one entry in a table below.
 
 Every stage reads and writes them through `joulebench.table_io` (atomic writes, one-line
 errors); `concat_tables` here joins the per-job parts of a declared table. This module
-imports no measuring code (and no torch), and of joulebench only `table_io`. The map of the
-package: docs/design.md.
+imports no measuring code (and no torch), and of joulebench only `table_io` and `flags` (the
+flags registry, whose section of docs/columns.md it renders). The map of the package:
+docs/design.md.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from joulebench import table_io
+from joulebench.flags import flags_markdown
 
 # Values that several stages check or write, kept here once.
 PHASES = ("inference", "train")  # `phase`: inference (per image) or train (per sample)
@@ -399,7 +401,7 @@ PROFILE = Table(
         warmup_s              float64  s      {_SUMMARY}
             warm-up time
         warmup_steady         boolean  -      {_SUMMARY}
-            True: throughput was steady when warm-up ended (else flag warmup_not_steady)
+            True: throughput was steady when warm-up ended (else flag warmup-not-steady)
         start_temperature_c   float64  °C     measure.profile.result_fields
             device temperature when the first window opened (NVML; empty elsewhere)
         end_temperature_c     float64  °C     measure.profile.result_fields
@@ -409,8 +411,8 @@ PROFILE = Table(
         end_sm_clock_mhz      float64  MHz    measure.profile.result_fields
             SM clock when the last window closed
         flags                 string   -      {_SUMMARY}
-            ;-joined: other-process, mig, other-load, warmup_not_steady,
-            train_loss_not_finite, emulated, ...; empty when none
+            ;-joined names of the Flags below (other-process, mig, other-load,
+            warmup-not-steady, emulated, ...); empty when none
         weights               string   -      {_JOB}
             random or pretrained
         input_kind            string   -      {_JOB}
@@ -1261,7 +1263,8 @@ FIT_TABLE_COLUMNS = {t.name: t.dtypes for t in FIT_TABLES}
 
 
 def columns_markdown() -> str:
-    """docs/columns.md: every table with its columns, units, meanings and producers."""
+    """docs/columns.md: every table with its columns, units, meanings and producers, then
+    the flags (joulebench.flags)."""
     lines = [
         "# Columns",
         "",
@@ -1271,7 +1274,9 @@ def columns_markdown() -> str:
         "stale. Units are also in the names (`_j` joules, `_w` watts, `_s` seconds, `_ms`,",
         "`_pct` percent, `_img_s` images per second); *ratio* is dimensionless.",
         "",
-        "Tables: " + ", ".join(f"[{t.name}](#{t.name.replace('_', '-')})" for t in TABLES.values()),
+        "Tables: "
+        + ", ".join(f"[{t.name}](#{t.name.replace('_', '-')})" for t in TABLES.values())
+        + "; and the [flags](#flags) of the `flags` columns.",
         "",
     ]
     for table in TABLES.values():
@@ -1288,7 +1293,7 @@ def columns_markdown() -> str:
             meaning = c.meaning.replace("|", "\\|")
             lines.append(f"| `{c.name}` | {c.dtype} | {c.unit} | {meaning} | {producer} |")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + flags_markdown())
 
 
 def columns_text(table: str | None = None) -> str:

@@ -22,8 +22,15 @@ import numpy as np
 import pandas as pd
 
 from joulebench.analysis.carbon import carbon_columns
-from joulebench.analysis.summary import add_flag, read_summary
-from joulebench.measure.backends.base import FLAG_SIMULATED
+from joulebench.analysis.summary import read_summary
+from joulebench.flags import (
+    FLAG_HIGH_SPREAD,
+    FLAG_SIMULATED,
+    INVALIDATING,
+    add_flag,
+    canonical_names,
+    first_flag,
+)
 from joulebench.table_io import conform, write_table
 from joulebench.tables import SCORE_COLUMNS
 
@@ -44,9 +51,9 @@ DEFAULT_REFERENCE_MODEL = "resnet50.a1_in1k"
 # `high-spread`: at CV 0.25 and the default 4 repeats the 95% CI is the mean +-40 %, wider
 # than two grade bands, so its grade would say nothing. See docs/scoring.md.
 DEFAULT_MAX_ENERGY_CV = 0.25
-FLAG_HIGH_SPREAD = "high-spread"
-# Flags that make a measurement unusable for comparison (set by the meters, and high-spread).
-DEFAULT_INVALID_FLAGS = ("other-process", "mig", "other-load", FLAG_HIGH_SPREAD)
+# Flags that make a measurement unusable for comparison: the registry's invalidating ones
+# (joulebench.flags; the schema's default of score.invalid_flags is the same list).
+DEFAULT_INVALID_FLAGS = INVALIDATING
 # A simulated GPU's row (is_simulated; devices `sim:<gpu>`, flag FLAG_SIMULATED) is never
 # scored, whatever the config's invalid_flags say: its energy is the sensor simulator's.
 ENERGY_COLUMNS = {"total": "energy_per_image_j", "dynamic": "dynamic_energy_per_image_j"}
@@ -140,10 +147,7 @@ def _best_top1_within(top1: np.ndarray, energy: np.ndarray) -> np.ndarray:
 def _flagged(flags: pd.Series, invalid: Sequence[str]) -> pd.Series:
     """Each row's first flag of `invalid` (or simulated), '' for none; worked out once per
     distinct flags text (a study has a handful), not once per row."""
-    invalid = (*invalid, FLAG_SIMULATED)
-    codes, texts = pd.factorize(flags.fillna("").astype(str))
-    first = [next((f.strip() for f in t.split(";") if f.strip() in invalid), "") for t in texts]
-    return pd.Series(np.asarray(first + [""], dtype=object)[codes], index=flags.index)
+    return first_flag(flags, (*canonical_names(invalid), FLAG_SIMULATED))
 
 
 def energy_cv(df: pd.DataFrame, energy: str = "total") -> pd.Series:

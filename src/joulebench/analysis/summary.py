@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from joulebench.flags import FLAG_CI_CLIPPED, add_flag, canonical_flags
 from joulebench.table_io import conform, read_table, write_table
 from joulebench.tables import (
     ACCURACY_COLUMNS,
@@ -41,8 +42,6 @@ ACCURACY_SOURCES = ("measured", "reference", "none", "unknown")
 STATUS_NOT_PROFILED = "not-profiled"
 # A row of our own profile holding an impossible value (e.g. energy 0 on a row marked ok).
 STATUS_INVALID = "invalid"
-# Added to `flags` where a 95% CI lower bound below 0 J was raised to 0 (energies are > 0).
-FLAG_CI_CLIPPED = "ci-clipped"
 CI_LOW_COLUMNS = ("energy_per_image_ci95_low_j", "dynamic_energy_per_image_ci95_low_j")
 SPREAD_COLUMNS = (
     "energy_per_image_std_j",
@@ -126,6 +125,7 @@ def build_summary(
     prof["is_estimate"] = energy_is_estimate(prof)
     prof = prof.rename(columns=_PROFILE_RENAME)
     prof["phase"] = prof["phase"].fillna(phase)
+    prof["flags"] = canonical_flags(prof["flags"])  # a part written before the names changed
 
     if catalog is not None and len(catalog):
         cat = conform(catalog.reindex(columns=list(CATALOG_COLUMNS)), CATALOG_COLUMNS)
@@ -196,17 +196,6 @@ def run_summary(profile, output, *, catalog=None, accuracy=None, csv=None) -> pd
 
 
 # --- values no measurement can have, and intervals that cannot go below zero -----------
-
-
-def add_flag(flags: pd.Series, where, flag: str) -> pd.Series:
-    """`flags` (;-joined) with `flag` appended on the rows `where` is true, never twice."""
-    where = pd.Series(where, index=flags.index).fillna(False).astype(bool)
-    old = flags.astype("string").fillna("")
-    codes, texts = pd.factorize(old)  # once per distinct flags text, not once per row
-    has = np.array([flag in [f.strip() for f in t.split(";")] for t in texts] + [False])
-    add = where & ~has[codes]
-    joined = old.where(old == "", old + ";") + flag
-    return old.where(~add, joined).astype("string")
 
 
 def clip_ci_low(df: pd.DataFrame) -> pd.DataFrame:
@@ -455,7 +444,8 @@ def read_summary(path: str | os.PathLike) -> pd.DataFrame:
     """Read a summary (parquet or csv) from anywhere, check it, return it in declared form.
 
     Missing optional columns are left empty (accuracy_source: "none", or "unknown" where a
-    top-1 is given); an old runtime name reads as today's (tensorrt: ort-tensorrt);
+    top-1 is given); an old runtime name reads as today's (tensorrt: ort-tensorrt), an old
+    flag name too (warmup_not_steady: warmup-not-steady, joulebench.flags);
     impossible values raise SummaryError naming column, row and value; CI lower bounds
     below 0 J are raised to 0 and flagged `ci-clipped`.
     """
@@ -465,6 +455,8 @@ def read_summary(path: str | os.PathLike) -> pd.DataFrame:
     df = _fill_missing(df, path)
     if "runtime" in df.columns:  # an old name (tensorrt) reads as the runtime it named
         df = df.assign(runtime=df["runtime"].replace(RUNTIME_ALIASES))
+    if "flags" in df.columns:  # old spellings (warmup_not_steady) read as today's
+        df = df.assign(flags=canonical_flags(df["flags"]))
     try:
         validate_summary(df)
     except SummaryError as exc:

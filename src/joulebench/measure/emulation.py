@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from joulebench.flags import FLAG_EMULATED
 from joulebench.measure.backends import (
     Backend,
     DeviceError,
@@ -25,7 +26,6 @@ from joulebench.measure.backends import (
 )
 from joulebench.measure.methods import Method
 
-FLAG_EMULATED = "emulated"  # a forced method measured in emulation (not invalidating)
 FORCE_KEY = "allow_emulated"  # the method key that forces it (Method.allow_emulated)
 FORCE_OPTION = "--allow-emulated"  # joulebench profile's
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from joulebench.flags import join_flags
 from joulebench.measure.protocol import IdleResult, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
 from joulebench.study import IDLE_DURATION_S
@@ -30,7 +31,7 @@ def idle_row(
         "idle_power_w": idle.power_w,
         "duration_s": idle.duration_s,
         "energy_j": idle.energy_j,
-        "flags": ";".join(idle.flags),
+        "flags": join_flags(idle.flags),
         "host": software()["host"],
         "start_time_utc": started,
     }

@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
-from joulebench.measure.backends import FLAG_SIMULATED, Backend, backend_for
+from joulebench.flags import FLAG_SIMULATED, FLAG_TRAIN_LOSS_NOT_FINITE, join_flags
+from joulebench.measure.backends import Backend, backend_for
 from joulebench.measure.config_time import Eta, config_estimate_s
 from joulebench.measure.emulation import method_verdict
 from joulebench.measure.methods import KNOBS_NOT_SET, PRESETS, Method, parse_methods
@@ -43,7 +44,6 @@ from joulebench.tables import (
 )
 
 DEFAULT_ONNX_CACHE = "data/onnx"
-FLAG_LOSS_NOT_FINITE = "train_loss_not_finite"
 SEED = 0  # random weights and batches: every method and runtime of a model sees the same
 # How out-of-memory errors read (the last one is ONNX Runtime's allocator).
 OOM_PHRASES = ("out of memory", "can't allocate memory", "not enough memory", "failed to allocate")
@@ -513,10 +513,10 @@ def config_row(job: ProfileJob, known: dict, phase: str, method: Method, outcome
     row.update(result_fields(outcome.result, outcome.meter_info))
     extra = [outcome.fields.get("flags", "")]  # set before measuring (emulated)
     if not math.isfinite(row.get("train_loss_last", 0.0)):
-        extra.append(FLAG_LOSS_NOT_FINITE)
+        extra.append(FLAG_TRAIN_LOSS_NOT_FINITE)
     if row["is_simulated"]:  # a simulated GPU: never scored (analysis.score)
         extra.append(FLAG_SIMULATED)
-    row["flags"] = ";".join(f for f in (row["flags"], *extra) if f)
+    row["flags"] = join_flags(row["flags"], extra)
     return row
 
 

@@ -7,7 +7,7 @@ It knows nothing of torch, NVML or RAPL. The caller hands it:
 
 The protocol then
 1. warms up in chunks of steps until throughput is steady (cudnn autotune, compilation,
-   clocks ramping up), or gives up at `warmup_max_s` and flags `warmup_not_steady`;
+   clocks ramping up), or gives up at `warmup_max_s` and flags `warmup-not-steady`;
 2. runs several repeats, each a window of at least `min_repeat_s` and `min_repeat_batches`,
    because NVML's power updates about every 100 ms and samples only part of that: short
    windows are wrong. Windows open and close right after a sync, so the energy read covers
@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 import pandas as pd
 
+from joulebench.flags import FLAG_CI_TARGET_NOT_MET, FLAG_WARMUP_NOT_STEADY, join_flags
 from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
 from joulebench.measure.meters.node import COMPONENTS as NODE_PARTS
 from joulebench.stats import spread
@@ -49,8 +50,6 @@ REPEAT_COLUMNS = [c.name for c in WINDOW]
 #: Columns of `ProtocolResult.trace`: the meter's trace of every repeat, stacked.
 PROTOCOL_TRACE_COLUMNS = ["repeat", *TRACE_COLUMNS]
 
-FLAG_WARMUP_NOT_STEADY = "warmup_not_steady"
-FLAG_CI_TARGET_NOT_MET = "ci_target_not_met"
 
 _MIN_REPEATS_FOR_CI = 3  # fewer repeats give a CI too wide and too unstable to stop on
 _WINDOW_MARGIN = 1.05  # size windows a little long so the top-up loop is rarely needed
@@ -395,7 +394,7 @@ def repeat_row(
         "end_sm_clock_mhz": _state(reading, "end", "sm_clock_mhz"),
         "pause_before_s": pause_s,
         "phase_shift_s": shift_s,
-        "flags": ";".join(_unique(reading.flags)),
+        "flags": join_flags(reading.flags),
         **node_per_image(reading, images, energy_j - shift_j, duration_s, work_s),
         "host_cpu_share": _state(reading, "end", "host_cpu_share"),
         "concurrent_measurements": _state(reading, "end", "concurrent_measurements"),
@@ -477,7 +476,7 @@ def summarize(repeats: pd.DataFrame, step_ms, warmup, meter, images_per_step, id
     summary["power_mean_w"] = float(repeats["power_mean_w"].mean())
     summary["power_max_w"] = _nanmax(repeats["power_max_w"])
     summary["trace_disagreement_max"] = _nanmax(repeats["trace_disagreement"])
-    summary["flags"] = ";".join(flags)
+    summary["flags"] = join_flags(flags)
     for column in (
         "energy_gpu_per_image_j",
         "energy_cpu_per_image_j",

@@ -38,6 +38,7 @@ from joulebench.analysis.score import (
     score_summary,
 )
 from joulebench.analysis.summary import SUMMARY_KEY
+from joulebench.flags import page_meta as flags_meta
 from joulebench.report.palettes import page_palettes
 from joulebench.table_io import atomic_write, read_table
 from joulebench.tables import PAGE, SUMMARY_COLUMNS, energy_is_estimate
@@ -190,7 +191,8 @@ def page_data(
     """What the page embeds: meta plus the rows column by column, each as `encode_column`.
 
     The meta carries what the script would otherwise retype: the score's comparison group
-    (SCORE_GROUP) and the colours (palettes.py), so page, score and figures cannot drift apart.
+    (SCORE_GROUP), the colours (palettes.py) and the flags (flags.py: separator, meanings,
+    which invalidate), so page, score and figures cannot drift apart.
     """
     table = page_table(summary, scores)
     kinds = table["energy_kind"].dropna().unique().tolist()
@@ -209,6 +211,7 @@ def page_data(
         # the headline energy (energy_scope) and the page's unit switch (analysis.carbon)
         "energy_scope": next(iter(table["energy_scope"].dropna()), "device"),
         "co2e_g_per_j": co2e_g_per_j(table),
+        "flags": flags_meta(),
     }
     columns = list(PAGE_COLUMNS)
     return {"meta": meta, "columns": columns, "data": {c: encode_column(table[c]) for c in columns}}

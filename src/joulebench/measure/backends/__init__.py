@@ -11,7 +11,6 @@ package: docs/design.md.
 """
 
 from joulebench.measure.backends.base import (
-    FLAG_SIMULATED,
     Backend,
     DeviceError,
     DeviceIdentity,
@@ -34,7 +33,6 @@ from joulebench.measure.backends.registry import (
 from joulebench.measure.backends.select import select_meter, select_node_meter
 
 __all__ = [
-    "FLAG_SIMULATED",
     "Backend",
     "DeviceError",
     "DeviceIdentity",

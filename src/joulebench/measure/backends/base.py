@@ -21,7 +21,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-FLAG_SIMULATED = "simulated"  # every row of a simulated device: never scored (analysis.score)
 # Words of product names that say nothing about the GPU.
 _VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "radeon"}
 

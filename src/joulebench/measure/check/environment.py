@@ -5,6 +5,7 @@ meter's library); a value the device does not report is a skipped row."""
 
 from __future__ import annotations
 
+from joulebench.flags import FLAG_PROCESS_CHECK_FAILED
 from joulebench.measure.backends import DeviceState
 from joulebench.measure.check.report import FAIL, PASS, SKIP, WARN, Row
 
@@ -111,7 +112,7 @@ def _partition_row(state: DeviceState) -> Row:
 
 def _process_row(meter) -> Row:
     flags = meter.current_flags()
-    if "process-check-failed" in flags:
+    if FLAG_PROCESS_CHECK_FAILED in flags:
         return Row(
             "environment",
             "other processes",

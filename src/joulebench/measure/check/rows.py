@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from joulebench.flags import FLAG_OTHER_LOAD, FLAG_OTHER_PROCESS, has_flag
 from joulebench.measure.check.report import FAIL, PASS, SKIP, WARN, Row
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.tables import INPUT_KINDS
@@ -117,7 +118,7 @@ def repeat_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[R
     s = result.summary
     cv = s["energy_per_image_cv"]
     window = float(result.repeats["duration_s"].mean())
-    busy = "other-load" in s["flags"].split(";") or "other-process" in s["flags"].split(";")
+    busy = has_flag(s["flags"], FLAG_OTHER_LOAD) or has_flag(s["flags"], FLAG_OTHER_PROCESS)
     hint = "; other processes loaded the device: rerun when it is quiet" if busy else ""
     return [
         Row(

@@ -24,6 +24,7 @@ import os
 import time
 from collections.abc import Callable
 
+from joulebench.flags import FLAG_OTHER_PROCESS, FLAG_PARTITION, FLAG_PROCESS_CHECK_FAILED
 from joulebench.measure.meters.base import MeterUnavailable
 from joulebench.measure.meters.gpu_window import GpuWindowMeter
 from joulebench.measure.meters.nvml import match_nvml_index, other_pids, torch_has_cuda_context
@@ -32,7 +33,6 @@ from joulebench.measure.meters.sampler import Sampler
 log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL_S = 0.015
-FLAG_PARTITION = "partition"
 STATE_KEYS = ("temperature_c", "sm_clock_mhz", "power_w")
 
 
@@ -214,12 +214,12 @@ class AmdSmiMeter(GpuWindowMeter):
         flags = []
         pids = self._pids()
         if pids is None:
-            flags.append("process-check-failed")
+            flags.append(FLAG_PROCESS_CHECK_FAILED)
             self.other_pids = []
         else:
             self.other_pids = other_pids(pids, os.getpid(), self.has_cuda_context())
         if self.other_pids:
-            flags.append("other-process")
+            flags.append(FLAG_OTHER_PROCESS)
         partitions = []
         for fn, whole in (
             ("amdsmi_get_gpu_compute_partition", "SPX"),

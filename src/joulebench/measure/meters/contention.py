@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from joulebench.flags import FLAG_OTHER_LOAD
 from joulebench.measure.meters.base import Meter, Reading
 
-FLAG_OTHER_LOAD = "other-load"
 PROC_STAT_ALL = "cpu"  # the label of /proc/stat's first line: every CPU's time summed
 DEFAULT_THRESHOLD = 0.10  # share of all CPUs' time used by other processes in the window
 

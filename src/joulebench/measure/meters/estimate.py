@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from joulebench.flags import FLAG_ESTIMATE
 from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
 
 POWER_MODEL = "tdp-linear"
@@ -141,7 +142,7 @@ class EstimateMeter(Meter):
             energy_j=power_w * duration_s,
             duration_s=duration_s,
             trace=pd.DataFrame(columns=TRACE_COLUMNS, dtype=float),  # nothing was sampled
-            flags=["estimate"],
+            flags=[FLAG_ESTIMATE],
             end_state={"power_w": power_w, "utilization_pct": 100.0 * min(utilisation, 1.0)},
         )
 

@@ -22,12 +22,12 @@ import math
 import time
 from collections.abc import Callable
 
+from joulebench.flags import FLAG_HOST_SHARED
 from joulebench.measure.meters.base import Meter, Reading
 from joulebench.measure.meters.contention import system_busy_s
 
 GPU_PART, CPU_PART = "gpu", "cpu"  # the node's parts a device's own reading can be
 COMPONENTS = (GPU_PART, CPU_PART, "dram")
-FLAG_HOST_SHARED = "host-shared"
 NO_GPU = "no GPU in this measurement (the device is the CPU)"
 ESTIMATE_NO_DRAM = "the CPU estimate models the packages only; DRAM needs RAPL"
 

@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from joulebench.flags import FLAG_MIG, FLAG_OTHER_PROCESS, FLAG_PROCESS_CHECK_FAILED
 from joulebench.measure.meters.base import MeterUnavailable
 from joulebench.measure.meters.gpu_window import GpuWindowMeter
 from joulebench.measure.meters.nvidia_sensors import DEFAULT_REFRESH_S, expected_sensor
@@ -359,7 +360,7 @@ class NvmlMeter(GpuWindowMeter):
         flags = []
         pids = self._compute_pids()
         if pids is None:
-            flags.append("process-check-failed")
+            flags.append(FLAG_PROCESS_CHECK_FAILED)
             self.other_pids = []
         else:
             self.other_pids = other_pids(pids, os.getpid(), self.has_cuda_context())
@@ -367,11 +368,11 @@ class NvmlMeter(GpuWindowMeter):
             if self.other_pids != self._warned_pids:  # once per change, not every window
                 log.warning("GPU %s is also used by pids %s", self.uuid, self.other_pids)
                 self._warned_pids = list(self.other_pids)
-            flags.append("other-process")
+            flags.append(FLAG_OTHER_PROCESS)
         try:
             current_mode, _pending = self.nvml.nvmlDeviceGetMigMode(self.handle)
             if current_mode == getattr(self.nvml, "NVML_DEVICE_MIG_ENABLE", 1):
-                flags.append("mig")  # power and energy are the whole GPU's, not the slice's
+                flags.append(FLAG_MIG)  # power and energy are the whole GPU's, not the slice's
         except self.nvml.NVMLError:
             pass  # not MIG-capable
         return flags

@@ -14,10 +14,9 @@ import numpy as np
 import pandas as pd
 
 from joulebench.analysis.score import (
-    DEFAULT_INVALID_FLAGS,
     DEFAULT_MAX_ENERGY_CV,
     ENERGY_COLUMNS,
-    row_flags,
+    invalidating_flag,
 )
 from joulebench.tables import energy_is_estimate
 
@@ -110,13 +109,11 @@ def not_comparable(
     """Why rows of a summary have no comparable energy, counted: '20 flagged other-load, 2
     failed' (empty when every row is comparable): the reason a figure is empty."""
     e = pd.to_numeric(summary[ENERGY_COLUMNS[energy]], errors="coerce")
-    flags = row_flags(summary, energy, max_energy_cv).fillna("")
-    invalid = set(DEFAULT_INVALID_FLAGS)
+    hits = invalidating_flag(summary, energy, max_energy_cv=max_energy_cv)
     status = summary["status"].astype("string").fillna("missing")
     lacks = missing_key(summary)
     reasons = []
-    for st, lack, value, fl in zip(status, lacks, e, flags, strict=True):
-        hit = next((f.strip() for f in fl.split(";") if f.strip() in invalid), "")
+    for st, lack, value, hit in zip(status, lacks, e, hits, strict=True):
         if st != "ok":
             reasons.append("failed")
         elif lack:

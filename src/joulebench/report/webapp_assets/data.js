@@ -185,6 +185,7 @@ const jbData = (function () {
       rows,
       palette,
       units: energyUnits(meta),
+      flags: flagInfo(meta.flags),
       plottable: rows.filter((r) => r.plottable).length,
       fronts: makeFronts(rows),
       familyColor: familyColors(rows, palette.series),
@@ -346,19 +347,30 @@ const jbData = (function () {
   }
 
   // ---------------------------------------------------------------- flags
-  // The summary raises CI lower bounds below 0 J to 0 and flags the row (docs/scoring.md).
-  const flagList = (r) => String(r.flags || "").split(";").map((f) => f.trim()).filter(Boolean);
-  const ciClipped = (r) => flagList(r).includes("ci-clipped");
-  const INFO_FLAGS = ["estimate", "ci-clipped"]; // say something about a row, never exclude it
+  // What the page knows of flags is the registry's (joulebench/flags.py, meta.flags): the
+  // separator, each flag's meaning and whether it invalidates, and ci-clipped by its role
+  // (the summary raises CI lower bounds below 0 J to 0 and flags the row, docs/scoring.md).
+  function flagInfo(metaFlags) {
+    const known = new Map(metaFlags.known.map((f) => [f.name, f]));
+    return { separator: metaFlags.separator, known, ciClipped: metaFlags.ci_clipped };
+  }
+  function flagList(r, info) {
+    const names = String(r.flags || "").split(info.separator).map((f) => f.trim());
+    return [...new Set(names.filter(Boolean))];
+  }
+  const ciClipped = (r, info) => flagList(r, info).includes(info.ciClipped);
+  const flagMeaning = (f, info) => (info.known.has(f) ? info.known.get(f).meaning : "");
+  // says something about a row, never excludes it (an unknown flag might)
+  const informative = (f, info) => info.known.has(f) && !info.known.get(f).invalidates;
   // the flag its score note names as what kept it off the front
   const offFrontFlag = (r) => (/flagged ([^\s:(;]+)/.exec(String(r.score_note || "")) || [])[1];
 
   // The flags as the table shows them: the one that kept it off the front first, the
   // informative ones last.
-  function flagsInOrder(r) {
+  function flagsInOrder(r, info) {
     const off = offFrontFlag(r);
-    const key = (f) => (f === off ? 0 : INFO_FLAGS.includes(f) ? 2 : 1);
-    return flagList(r).sort((a, b) => key(a) - key(b));
+    const key = (f) => (f === off ? 0 : informative(f, info) ? 2 : 1);
+    return flagList(r, info).sort((a, b) => key(a) - key(b));
   }
 
   // ---------------------------------------------------------------- numbers and units
@@ -545,7 +557,9 @@ const jbData = (function () {
     modelsWithout,
     textRanks,
     orderRows,
+    flagInfo,
     flagList,
+    flagMeaning,
     ciClipped,
     offFrontFlag,
     flagsInOrder,

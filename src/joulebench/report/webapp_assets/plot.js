@@ -552,7 +552,7 @@ const jbPlot = (function (D, dom) {
     badges.append(dom.gradeChip(r.grade, study.palette.grade));
     if (r.on_front === true) badges.append(badge("front", "on the front"));
     if (r.est) badges.append(badge("est", "estimated"));
-    if (r.flags) badges.append(badge("flag u", D.flagList(r).join(", ")));
+    if (r.flags) badges.append(badge("flag u", D.flagList(r, study.flags).join(", ")));
     card.append(badges);
     const dl = el("dl");
     const add = (k, v) => {
@@ -561,7 +561,7 @@ const jbPlot = (function (D, dom) {
       dl.append(el("dt", null, k), dd);
     };
     add(`Energy / image (${r.dyn ? "above idle" : "total"})`, fmtEnergy(r.energy) + (r.est ? " (estimated)" : ""));
-    add("95% CI", D.fmtCi(r, fmtEnergy) + (D.ciClipped(r) ? " (lower bound clipped at 0)" : ""));
+    add("95% CI", D.fmtCi(r, fmtEnergy) + (D.ciClipped(r, study.flags) ? " (lower bound clipped at 0)" : ""));
     add("CV over repeats", D.fmtCv(r) + (r.repeats ? ` (${r.repeats} repeats)` : ""));
     const other = r.dyn ? num(r.energy_per_image_j) : num(r.dynamic_energy_per_image_j);
     add(r.dyn ? "Total energy" : "Above idle", fmtEnergy(other));

@@ -179,7 +179,7 @@ const jbTable = (function (D, dom) {
       td.append(fmtEnergy(r.energy));
       if (!isNaN(D.ciOf(r).lo) && D.ciHalfPct(r)) {
         td.append(el("span", "ci", D.ciHalfPct(r)));
-        const clipped = D.ciClipped(r) ? " (lower bound clipped at 0)" : "";
+        const clipped = D.ciClipped(r, study.flags) ? " (lower bound clipped at 0)" : "";
         td.setAttribute("title", "95% CI " + D.fmtCi(r, fmtEnergy) + clipped);
       }
       if (r.est) td.append(" ", badge("est", "estimated"));
@@ -187,11 +187,12 @@ const jbTable = (function (D, dom) {
       td.append(dom.gradeChip(r.grade, study.palette.grade));
     } else if (c.key === "status") {
       td.textContent = str(r.status);
-      const flags = D.flagsInOrder(r);
+      const flags = D.flagsInOrder(r, study.flags);
       if (flags.length) {
         const more = flags.length > 1 ? ` +${flags.length - 1}` : "";
         td.append(" ", badge("flag u", flags[0] + more));
-        td.setAttribute("title", `${str(r.status)}, flagged: ${flags.join(", ")}`);
+        const said = (f) => [f, D.flagMeaning(f, study.flags)].filter(Boolean).join(": ");
+        td.setAttribute("title", `${str(r.status)}, flagged:\n` + flags.map(said).join("\n"));
       }
     } else {
       td.textContent = c.fmt ? c.fmt(r) : str(r[c.key]);

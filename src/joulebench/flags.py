@@ -1,0 +1,275 @@
+"""The flags a row can carry, declared once, and the helpers that read and write them.
+
+A row's `flags` column is text: the names of the conditions its measurement met, joined by
+`;` (`other-process;ci-clipped`). Each name is a `Flag` of the registry below: what it
+means, whether it keeps a row off the score's front by default (`invalidates`: the default
+of `score.invalid_flags` is every such flag) and the functions that set it, so grep finds
+where a flag comes from. docs/columns.md lists them (`joulebench columns --markdown`) and the
+web page reads them from its embedded metadata (`page_meta`). Every module writes and reads
+flags through the helpers here (`join_flags`, `split_flags`, `has_flag`, `add_flag`,
+`first_flag`), never with its own `;`.
+
+Names are kebab-case. Older spellings (`warmup_not_steady`, ...) still read: published
+summaries map them (`canonical_flags`, in analysis.summary.read_summary), and a config's
+`invalid_flags` is mapped with a note (`canonical_names`). Adding a flag: a constant and
+one `Flag` entry below. This module imports nothing of joulebench: every layer may use it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+SEPARATOR = ";"
+
+# The meters (measure/meters)
+FLAG_OTHER_PROCESS = "other-process"
+FLAG_PROCESS_CHECK_FAILED = "process-check-failed"
+FLAG_MIG = "mig"
+FLAG_PARTITION = "partition"
+FLAG_OTHER_LOAD = "other-load"
+FLAG_HOST_SHARED = "host-shared"
+FLAG_ESTIMATE = "estimate"
+# The protocol (measure.protocol) and the profile job (measure.profile, measure.emulation)
+FLAG_WARMUP_NOT_STEADY = "warmup-not-steady"
+FLAG_CI_TARGET_NOT_MET = "ci-target-not-met"
+FLAG_TRAIN_LOSS_NOT_FINITE = "train-loss-not-finite"
+FLAG_EMULATED = "emulated"
+FLAG_SIMULATED = "simulated"
+# The summary and the score (analysis)
+FLAG_CI_CLIPPED = "ci-clipped"
+FLAG_HIGH_SPREAD = "high-spread"
+
+_NVML = "joulebench.measure.meters.nvml.NvmlMeter._flags"
+_AMDSMI = "joulebench.measure.meters.amdsmi.AmdSmiMeter._flags"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag: its name, what it means, whether it invalidates a row by default, and the
+    functions (dotted paths) that set it."""
+
+    name: str
+    meaning: str
+    invalidates: bool  # in the default score.invalid_flags: kept off the front, no grade
+    producer: tuple[str, ...]
+    old_names: tuple[str, ...] = ()  # earlier spellings, still read
+
+    def __post_init__(self):
+        if self.name != self.name.strip().lower() or not self.name or SEPARATOR in self.name:
+            raise ValueError(f"flag {self.name!r}: a lower-case name without {SEPARATOR!r}")
+        if not self.producer:
+            raise ValueError(f"flag {self.name}: no producer")
+
+
+FLAGS: dict[str, Flag] = {
+    f.name: f
+    for f in (
+        Flag(
+            FLAG_OTHER_PROCESS,
+            "another process used the GPU in the window: its work is in the energy",
+            True,
+            (_NVML, _AMDSMI),
+        ),
+        Flag(
+            FLAG_PROCESS_CHECK_FAILED,
+            "the GPU's process list could not be read: other-process was not checked",
+            False,
+            (_NVML, _AMDSMI),
+        ),
+        Flag(
+            FLAG_MIG,
+            "MIG mode: power and energy are the whole GPU's, every slice's work included",
+            True,
+            (_NVML,),
+        ),
+        Flag(
+            FLAG_PARTITION,
+            "an AMD GPU split into partitions: the counter is the whole device's",
+            False,
+            (_AMDSMI,),
+        ),
+        Flag(
+            FLAG_OTHER_LOAD,
+            "other processes kept the measured CPU busy in the window",
+            True,
+            ("joulebench.measure.meters.contention.ContentionGuard.end",),
+        ),
+        Flag(
+            FLAG_HOST_SHARED,
+            "measurements overlapped: the host's CPU and DRAM energy is shared by CPU time",
+            False,
+            ("joulebench.measure.meters.node.NodeMeter.end",),
+        ),
+        Flag(
+            FLAG_ESTIMATE,
+            "the energy is modelled from utilisation and TDP, not read from a counter",
+            False,
+            ("joulebench.measure.meters.estimate.EstimateMeter.end",),
+        ),
+        Flag(
+            FLAG_WARMUP_NOT_STEADY,
+            "throughput was not steady when warm-up gave up (warmup_max_s)",
+            False,
+            ("joulebench.measure.protocol.measure",),
+            ("warmup_not_steady",),
+        ),
+        Flag(
+            FLAG_CI_TARGET_NOT_MET,
+            "the energy's 95% CI was still wider than ci_target at max_repeats",
+            False,
+            ("joulebench.measure.protocol.measure",),
+            ("ci_target_not_met",),
+        ),
+        Flag(
+            FLAG_TRAIN_LOSS_NOT_FINITE,
+            "the training loss became NaN or infinite (e.g. fp16 without a scaler)",
+            False,
+            ("joulebench.measure.profile.config_row",),
+            ("train_loss_not_finite",),
+        ),
+        Flag(
+            FLAG_EMULATED,
+            "a precision the device only emulates, measured because it was forced",
+            False,
+            ("joulebench.measure.emulation.verdict",),
+        ),
+        Flag(
+            FLAG_SIMULATED,
+            "a simulated GPU: the energy is the sensor simulator's, never scored",
+            True,
+            ("joulebench.measure.profile.config_row", "joulebench.analysis.score.row_flags"),
+        ),
+        Flag(
+            FLAG_CI_CLIPPED,
+            "a 95% CI lower bound below 0 J was raised to 0",
+            False,
+            ("joulebench.analysis.summary.clip_ci_low",),
+        ),
+        Flag(
+            FLAG_HIGH_SPREAD,
+            "the energy varied more than max_energy_cv (CV) between repeats",
+            True,
+            ("joulebench.analysis.score.row_flags",),
+        ),
+    )
+}
+
+# The default of score.invalid_flags (and fits.invalid_flags): the schema's too.
+INVALIDATING: tuple[str, ...] = tuple(f.name for f in FLAGS.values() if f.invalidates)
+# Earlier spellings -> today's names.
+OLD_NAMES: dict[str, str] = {old: f.name for f in FLAGS.values() for old in f.old_names}
+
+
+# --- one row's flags: text <-> names ------------------------------------------------------
+
+
+def split_flags(text) -> list[str]:
+    """The names in a flags text, in order, each once; [] for empty, None or NA."""
+    if text is None or text is pd.NA or (isinstance(text, float) and np.isnan(text)):
+        return []
+    return list(dict.fromkeys(f.strip() for f in str(text).split(SEPARATOR) if f.strip()))
+
+
+def join_flags(*parts: str | Iterable[str] | None) -> str:
+    """One flags text from flags texts and lists of names, each name once, in order."""
+    names: list[str] = []
+    for part in parts:
+        if part is None or isinstance(part, str) or not isinstance(part, Iterable):
+            names += split_flags(part)
+        else:
+            names += [n for p in part for n in split_flags(p)]
+    return SEPARATOR.join(dict.fromkeys(names))
+
+
+def has_flag(text, name: str) -> bool:
+    """True where the flags text holds `name` (a whole name, not a part of one)."""
+    return name in split_flags(text)
+
+
+# --- a column of flags (pandas), worked out once per distinct text -------------------------
+
+
+def _per_text(flags: pd.Series, fn, dtype=object) -> pd.Series:
+    """fn of each row's flags text, called once per distinct text (a study has a handful)."""
+    codes, texts = pd.factorize(flags.astype("string").fillna(""))
+    values = np.asarray([fn(t) for t in texts] + [fn("")], dtype=dtype)
+    return pd.Series(values[codes], index=flags.index)
+
+
+def add_flag(flags: pd.Series, where, flag: str) -> pd.Series:
+    """`flags` with `flag` added on the rows `where` is true, never twice."""
+    where = pd.Series(where, index=flags.index).fillna(False).astype(bool)
+    old = flags.astype("string").fillna("")
+    added = _per_text(old, lambda t: t if has_flag(t, flag) else join_flags(t, [flag]))
+    return old.where(~where, added).astype("string")
+
+
+def first_flag(flags: pd.Series, names: Sequence[str]) -> pd.Series:
+    """Each row's first flag that is one of `names`, '' for none."""
+    wanted = set(names)
+    return _per_text(flags, lambda t: next((f for f in split_flags(t) if f in wanted), ""))
+
+
+def canonical_flags(flags: pd.Series) -> pd.Series:
+    """A flags column with earlier spellings (OLD_NAMES) read as today's names; a text
+    without one is left as it is."""
+
+    def today(text: str) -> str:
+        names = split_flags(text)
+        return (
+            join_flags([OLD_NAMES.get(f, f) for f in names])
+            if set(names) & OLD_NAMES.keys()
+            else text
+        )
+
+    return _per_text(flags, today).astype("string").where(flags.notna(), pd.NA)
+
+
+def canonical_names(names: Sequence[str], what: str = "invalid_flags") -> tuple[str, ...]:
+    """A config's list of flags with earlier spellings mapped to today's, with a note."""
+    old = [n for n in names if n in OLD_NAMES]
+    if old:
+        renamed = ", ".join(f"{n} -> {OLD_NAMES[n]}" for n in old)
+        warnings.warn(f"{what}: old flag names read as today's ({renamed})", stacklevel=2)
+    return tuple(dict.fromkeys(OLD_NAMES.get(n, n) for n in names))
+
+
+# --- the registry, shown ---------------------------------------------------------------
+
+
+def flags_markdown() -> list[str]:
+    """docs/columns.md's Flags section (tables.columns_markdown)."""
+    lines = [
+        "## Flags",
+        "",
+        f"The `flags` column holds these names, joined by `{SEPARATOR}`. *Invalidating*: in",
+        "the default `score.invalid_flags`, so the row keeps its numbers but is kept off the",
+        "Pareto front and gets no grade (`simulated` always is). Older spellings are still",
+        "read: " + ", ".join(f"`{o}` as `{n}`" for o, n in OLD_NAMES.items()) + ".",
+        "",
+        "| flag | meaning | invalidating | producer |",
+        "|---|---|---|---|",
+    ]
+    for f in FLAGS.values():
+        producer = ", ".join(f"`{p.removeprefix('joulebench.')}`" for p in f.producer)
+        yes, meaning = ("yes" if f.invalidates else "no"), f.meaning.replace("|", "\\|")
+        lines.append(f"| `{f.name}` | {meaning} | {yes} | {producer} |")
+    return [*lines, ""]
+
+
+def page_meta() -> dict:
+    """What the web page knows of flags (its embedded meta): the separator, each flag's
+    meaning and whether it invalidates, and the one flag it reads by role (ci-clipped)."""
+    return {
+        "separator": SEPARATOR,
+        "known": [
+            {"name": f.name, "meaning": f.meaning, "invalidates": f.invalidates}
+            for f in FLAGS.values()
+        ],
+        "ci_clipped": FLAG_CI_CLIPPED,
+    }
