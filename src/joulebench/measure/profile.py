@@ -256,10 +256,10 @@ class Runner:
     finish: Callable[[], dict] = dict  # row fields read after measuring (train losses)
 
 
-def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Runner:
-    """Build the configuration; raise NotMeasured for one that is reported, not measured."""
-    import torch
-
+def check_runnable(job: ProfileJob, phase: str, method: Method) -> None:
+    """Raise NotMeasured where the method cannot run here at all (knobs not set, a runtime
+    this device or install lacks): asked before emulation, whose reason matters only for a
+    method that could run."""
     if method.knobs:  # never a measurement at the default limit labelled as capped
         raise NotMeasured(STATUS_SKIPPED, KNOBS_NOT_SET)
     if method.exported:
@@ -270,6 +270,13 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
         reason = _runtime_backend(method).unavailable_reason(method.runtime, job.compute_device)
         if reason:
             raise NotMeasured(STATUS_SKIPPED, reason)
+
+
+def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Runner:
+    """Build the configuration; raise NotMeasured for one that is reported, not measured."""
+    import torch
+
+    check_runnable(job, phase, method)
     train = phase == "train"
     built = build(
         job.model,
@@ -336,6 +343,10 @@ def measure_config(
     precision the device only emulates is skipped before anything is built (unless forced)."""
     import torch
 
+    try:
+        check_runnable(job, phase, method)
+    except NotMeasured as exc:
+        return Outcome(exc.status, exc.reason, fields=exc.fields)
     emulated = method_verdict(job.backend, job.torch_device, method)
     if emulated.skip_reason:
         return Outcome(STATUS_SKIPPED, emulated.skip_reason)
