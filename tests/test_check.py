@@ -76,6 +76,14 @@ def test_cli_check_refuses_an_unknown_device_or_meter(capsys):
     assert "device 'sim:h100' is measured with nvml, not 'rapl'" in capsys.readouterr().err
 
 
+def test_cli_check_refuses_an_unwritable_report_before_measuring(capsys, tmp_path):
+    """A folder as --output is said at once, not after a minute of measuring."""
+    assert cli_main(["check", "--device", "cpu", "--output", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write {tmp_path}: it is a folder" in err
+    assert "idle power" not in err  # no part of the check ran
+
+
 def test_cli_check_of_a_simulated_gpu_passes_and_writes_its_report(capsys, tmp_path):
     """The simulated proof of the check: every GPU check on a simulated H100 (in simulated
     time), its report validated, found again by the device's own name."""

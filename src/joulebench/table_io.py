@@ -101,6 +101,12 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Pat
     return path
 
 
+def check_writable(path: str | os.PathLike) -> None:
+    """Raise WriteError now where `path` could not be written later (a folder, a file where
+    its folder would be): long commands ask before they spend minutes measuring."""
+    _check_writable(Path(path))
+
+
 def _check_writable(path: Path) -> None:
     """WriteError when `path` is a folder, or a file stands where its folder would be (the
     OS would say only "File exists")."""

@@ -29,6 +29,7 @@ def run_check(
     from joulebench.measure.check.report import report_path, write_report
     from joulebench.measure.meters import MeterUnavailable
     from joulebench.study import ConfigError
+    from joulebench.table_io import check_writable
 
     try:
         backend = backend_for(device, prefer=meter)
@@ -39,6 +40,8 @@ def run_check(
     except DeviceError as err:
         raise ConfigError(f"check: --meter: {err}") from None
     device = backend.canonical(device)
+    output = Path(output or report_path(device))
+    check_writable(output)  # before a minute of measuring, not after
     settings = CheckSettings.quick() if quick else CheckSettings()
     if idle_s is not None:
         if not 0 < idle_s <= 3600:
@@ -60,4 +63,4 @@ def run_check(
         target = backend.check_target(device, meter, libs)
         report = check_gpu(target, settings, progress, state=backend.state)
     data = report.as_dict()
-    return data, write_report(data, output or report_path(device))
+    return data, write_report(data, output)
