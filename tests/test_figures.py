@@ -856,3 +856,61 @@ def test_the_workflow_learns_the_figure_names_without_matplotlib():
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+
+
+def _sweep_summary() -> pd.DataFrame:
+    """A measured sweep of two models (made-up energies: a knee at 420 W) beside a plain
+    method, a failed cap and a simulated sweep."""
+    rows = []
+    for model, scale in (("small", 1.0), ("big", 3.0)):
+        rows.append(dict(model=model, method="fp16", limit=np.nan, mj=1.2 * scale))
+        for w, mj in ((700, 1.14), (560, 1.01), (420, 0.99), (350, 1.05)):
+            rows.append(dict(model=model, method=f"fp16@{w}W", limit=float(w), mj=mj * scale))
+    df = pd.DataFrame(rows).assign(
+        device_label="h200",
+        batch_size=64,
+        batch_size_requested=64,
+        phase="inference",
+        status="ok",
+        flags="",
+        is_simulated=False,
+        energy_is_estimate=False,
+        energy_per_image_cv=0.01,
+    )
+    df["energy_per_image_j"] = df.pop("mj") / 1e3
+    df["power_limit_readback_w"] = df.pop("limit")
+    df["throughput_img_s"] = 600.0 * df["power_limit_readback_w"].fillna(700) / 700
+    failed = df.iloc[[2]].assign(method="fp16@200W", status="error", power_limit_readback_w=200.0)
+    sim = df.iloc[1:5].assign(device_label="g0", is_simulated=True)
+    return pd.concat([df, failed, sim], ignore_index=True)
+
+
+def test_power_limit_sweep_draws_each_line_with_its_cheapest_limit_ringed(tmp_path, monkeypatch):
+    saved = []
+    _watch_saves(monkeypatch, lambda fig, stem: saved.append(fig))
+    _assert_written(figures.power_limit_sweep(_sweep_summary(), tmp_path / "sweep"))
+    (fig,) = saved
+    ax_e, ax_t = fig.axes
+    drawn = [ln for ln in ax_e.lines if len(ln.get_xdata()) > 1]
+    assert len(drawn) == 2  # one per model; the plain method, the failure and the sim are out
+    for line in drawn:
+        assert list(line.get_xdata()) == [350.0, 420.0, 560.0, 700.0]
+    rings = [ln for ln in ax_e.lines if len(ln.get_xdata()) == 1]
+    assert sorted(float(r.get_xdata()[0]) for r in rings) == [420.0, 420.0]
+    assert ax_t.get_xlabel() == "Power limit in force (W, read back)"
+    texts = [t.get_text() for t, _ in _drawn_texts(fig)]
+    assert "big · fp16 · b64" in texts and not [t for t in texts if "simulated" in t]
+
+
+def test_power_limit_sweep_draws_a_simulated_sweep_only_alone_and_says_so(tmp_path, monkeypatch):
+    sweep = _sweep_summary()
+    texts, _ = _figure_texts(
+        monkeypatch,
+        lambda: figures.power_limit_sweep(sweep[sweep.is_simulated], tmp_path / "sim"),
+    )
+    assert "g0 (simulated) · ringed: least energy per line" in texts
+    texts, _ = _figure_texts(
+        monkeypatch,
+        lambda: figures.power_limit_sweep(sweep[sweep.method == "fp16"], tmp_path / "none"),
+    )
+    assert [t for t in texts if t.startswith("No data")]

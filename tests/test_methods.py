@@ -14,7 +14,6 @@ from helpers.decision_rows import SWEEP, sweep_summary
 
 from joulebench.measure.methods import (
     KNOBS,
-    KNOBS_NOT_SET,
     KnobReadback,
     Method,
     expand_methods,
@@ -178,20 +177,17 @@ def test_what_the_backend_read_back_lands_in_its_columns():
     assert fields["sm_clock_requested_preset"] == "max"
 
 
-def test_until_devices_set_knobs_a_method_with_one_is_skipped_not_measured_at_the_default():
-    from joulebench.measure.profile import ProfileJob, prepare
-    from joulebench.measure.runtimes import NotMeasured
+def test_a_sweep_expands_into_the_job_s_methods():
+    from joulebench.measure.profile import ProfileJob
 
     job = ProfileJob.from_spec(
         "resnet18", "cpu", {"torch_device": "cpu", "methods": SWEEP_CONFIG, "batch_sizes": [1]}
     )
     assert [m.name for m in job.methods][1:] == ["fp16@1.0", "fp16@0.8", "fp16@0.6", "fp16@0.5"]
-    with pytest.raises(NotMeasured) as err:
-        prepare(job, "inference", job.methods[1], 1)
-    assert (err.value.status, err.value.reason) == ("skipped", KNOBS_NOT_SET)
+    assert job.configs_ask_knobs() and job.knob_control() is None  # a CPU has no limit to set
 
 
-def test_a_sweep_in_a_real_job_gives_rows_that_say_what_was_asked_and_why_not_measured():
+def test_a_sweep_on_a_cpu_gives_rows_that_say_what_was_asked_and_why_not_measured():
     from conftest import FAST_PROTOCOL
 
     from joulebench.measure.profile import ProfileJob, run_profile
@@ -216,7 +212,8 @@ def test_a_sweep_in_a_real_job_gives_rows_that_say_what_was_asked_and_why_not_me
         .all()
     )
     for name, fraction in (("capped@0.8", 0.8), ("capped@0.6", 0.6)):
-        assert (rows.loc[name, "status"], rows.loc[name, "reason"]) == ("skipped", KNOBS_NOT_SET)
+        assert rows.loc[name, "status"] == "skipped"
+        assert rows.loc[name, "reason"] == "cpu has no power_limit to set"
         assert rows.loc[name, "power_limit_requested_fraction"] == fraction
         assert pd.isna(rows.loc[name, "power_limit_readback_w"])
         assert pd.isna(rows.loc[name, "energy_per_image_j"])  # no number for a knob not set

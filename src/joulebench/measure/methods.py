@@ -50,11 +50,6 @@ DEFAULT_OPSET = 18
 # of `methods:`; Method.knob_fields gives their row columns, knob_label their part of a
 # swept method's name. In this order in a name: fp16@0.6@1410MHz.
 KNOBS = ("power_limit_w", "power_limit", "sm_clock_mhz")
-# Until the device backends set knobs, a method asking for one is a skipped row saying so.
-KNOBS_NOT_SET = (
-    "power limits and locked clocks are not set on devices yet (docs/power.md); "
-    "not measured, rather than measured at the device's current settings"
-)
 SWEEP_MARK = "@"  # <name>@<value>: no config key has one (the schema's pattern), so no clash
 # Methods known by name: `joulebench profile --method` (a study names its own in `methods:`).
 PRESETS: dict[str, dict] = {

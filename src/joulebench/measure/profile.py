@@ -24,10 +24,11 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from joulebench.flags import FLAG_SIMULATED, FLAG_TRAIN_LOSS_NOT_FINITE, join_flags
-from joulebench.measure.backends import Backend, backend_for
+from joulebench.measure.backends import Backend, KnobRefused, backend_for
 from joulebench.measure.config_time import Eta, config_estimate_s
 from joulebench.measure.emulation import method_verdict
-from joulebench.measure.methods import KNOBS_NOT_SET, PRESETS, Method, parse_methods
+from joulebench.measure.knobs import applied, restore_leftover
+from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
 from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured
@@ -125,10 +126,22 @@ class ProfileJob:
         """The backend of the job's device (DeviceError for a string none serves)."""
         return backend_for(self.torch_device)
 
+    def knob_control(self):
+        """The device's power limit and clock control, opened once per job; None where its
+        kind has none (a CPU); KnobRefused where it has, but they cannot be reached."""
+        if "_knobs" not in self.__dict__:
+            self.__dict__["_knobs"] = self.backend.knob_control(
+                self.torch_device, self.device_label
+            )
+        return self.__dict__["_knobs"]
+
     @property
     def compute_device(self) -> str:
         """Where torch runs the model: the device itself, or the CPU for a simulated GPU."""
         return self.backend.compute_device(self.torch_device)
+
+    def configs_ask_knobs(self) -> bool:
+        return any(m.knobs for m in self.methods)
 
     def configs(self) -> list[tuple[str, Method, int]]:
         """(phase, method, batch size) in the order they are measured."""
@@ -257,11 +270,9 @@ class Runner:
 
 
 def check_runnable(job: ProfileJob, phase: str, method: Method) -> None:
-    """Raise NotMeasured where the method cannot run here at all (knobs not set, a runtime
-    this device or install lacks): asked before emulation, whose reason matters only for a
+    """Raise NotMeasured where the method cannot run here at all (a runtime this device or
+    install lacks): asked before emulation, whose reason matters only for a
     method that could run."""
-    if method.knobs:  # never a measurement at the default limit labelled as capped
-        raise NotMeasured(STATUS_SKIPPED, KNOBS_NOT_SET)
     if method.exported:
         if phase == "train":
             raise NotMeasured(
@@ -340,9 +351,8 @@ def measure_config(
     job: ProfileJob, method: Method, batch_size: int, meter_factory, phase: str = "inference"
 ) -> Outcome:
     """Measure one configuration; failures become an Outcome with status and reason. A
-    precision the device only emulates is skipped before anything is built (unless forced)."""
-    import torch
-
+    precision the device only emulates is skipped before anything is built (unless forced);
+    a method's knobs are set on the device around it, and restored (measure.knobs)."""
     try:
         check_runnable(job, phase, method)
     except NotMeasured as exc:
@@ -350,6 +360,31 @@ def measure_config(
     emulated = method_verdict(job.backend, job.torch_device, method)
     if emulated.skip_reason:
         return Outcome(STATUS_SKIPPED, emulated.skip_reason)
+    if not method.knobs:
+        return _measure_built(job, method, batch_size, meter_factory, phase, emulated)
+    try:
+        control = job.knob_control()
+        if control is None:
+            asked = ", ".join(method.knobs)
+            return Outcome(STATUS_SKIPPED, f"{job.torch_device} has no {asked} to set")
+        with applied(control, method, _warn) as readback:
+            outcome = _measure_built(job, method, batch_size, meter_factory, phase, emulated)
+    except KnobRefused as err:  # nothing was changed, or the change was undone
+        return Outcome(STATUS_SKIPPED, str(err))
+    outcome.fields.update(method.knob_fields(readback))
+    return outcome
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _measure_built(
+    job: ProfileJob, method: Method, batch_size: int, meter_factory, phase: str, emulated
+) -> Outcome:
+    """Build and measure one configuration (`measure_config` has said it may run)."""
+    import torch
+
     try:
         runner = prepare(job, phase, method, batch_size)
     except NotMeasured as exc:
@@ -418,8 +453,13 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
             **meter_options,
         )
 
-    with node:
-        return measure_configs(job, meter_factory, meter_options, log)
+    try:
+        with node:
+            return measure_configs(job, meter_factory, meter_options, log)
+    finally:
+        control = job.__dict__.get("_knobs")
+        if control is not None:
+            control.close()
 
 
 def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) -> ProfileOutput:
@@ -477,6 +517,9 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
         "input_kind": job.input_kind,
         **software(),
     }
+    restored = _restore_leftover(job)
+    if restored:
+        log(f"{job.model}: {restored}")
     meter, _ = meter_factory()
     with meter:
         idle = measure_idle(meter, job.idle_pre_s)
@@ -486,6 +529,15 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
     base.update(checked_fields(check))
     meter_options.update(job.backend.meter_options_from_check(check))
     return base, idle
+
+
+def _restore_leftover(job: ProfileJob) -> str | None:
+    """What a killed job left changed on this GPU, restored before anything is measured."""
+    try:
+        control = job.knob_control()
+        return restore_leftover(control) if control is not None else None
+    except KnobRefused as err:  # a kind that sets nothing; a live holder: its rows say so
+        return f"device settings not checked: {err}" if job.configs_ask_knobs() else None
 
 
 def measure_with_retry(

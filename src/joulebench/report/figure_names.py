@@ -16,4 +16,5 @@ FIGURE_NAMES = (
     "train_vs_inference",
     "energy_optimal_front",
     "method_value",
+    "power_limit_sweep",
 )

@@ -16,6 +16,8 @@ from joulebench.measure.backends.base import (
     DeviceIdentity,
     DeviceInfo,
     DeviceState,
+    KnobControl,
+    KnobRefused,
     Libraries,
     NativePrecisions,
 )
@@ -38,6 +40,8 @@ __all__ = [
     "DeviceIdentity",
     "DeviceInfo",
     "DeviceState",
+    "KnobControl",
+    "KnobRefused",
     "Libraries",
     "NativePrecisions",
     "backend_for",

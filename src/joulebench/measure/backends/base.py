@@ -155,6 +155,51 @@ def short_gpu_name(name: str) -> str:
     return short or "gpu"
 
 
+class KnobRefused(Exception):
+    """A device setting (power limit, locked clock) cannot be set here: the message says
+    why and how to fix it (a permission, a value outside the board's range)."""
+
+
+class KnobControl(abc.ABC):
+    """The settings of one device that a method may ask for (docs/power.md), as its
+    management library sets and reads them. `uuid` names the device across processes (the
+    record a killed job leaves is found by it). Setting calls raise KnobRefused."""
+
+    uuid: str = ""
+
+    @abc.abstractmethod
+    def power_limit_w(self) -> float:
+        """The power limit in force, in watts."""
+
+    @abc.abstractmethod
+    def default_power_limit_w(self) -> float:
+        """The board's default limit: `power_limit` fractions are of this."""
+
+    @abc.abstractmethod
+    def power_limit_range_w(self) -> tuple[float, float]:
+        """The lowest and highest limit the board accepts, in watts."""
+
+    @abc.abstractmethod
+    def set_power_limit_w(self, watts: float) -> None:
+        """Set the power limit (the board's own range is the caller's check)."""
+
+    @abc.abstractmethod
+    def sm_clock_mhz(self, preset: str | None = None) -> float:
+        """The SM clock now, or a named one: `max` (highest supported), `base` (default
+        application clock)."""
+
+    @abc.abstractmethod
+    def lock_sm_clock_mhz(self, mhz: int) -> None:
+        """Lock the SM clock at `mhz`."""
+
+    @abc.abstractmethod
+    def reset_sm_clock(self) -> None:
+        """Undo a lock: the board picks its clocks again."""
+
+    def close(self) -> None:
+        """Release the management library (the settings stay as they are)."""
+
+
 class Backend(abc.ABC):
     """One kind of device. Class attributes say what the kind is; methods take the device
     string (one of `pattern`'s) and, where they read the machine, the `Libraries`."""
@@ -306,6 +351,13 @@ class Backend(abc.ABC):
         if runtime == ORT_TENSORRT:
             raise DeviceError(f"TensorRT runs on CUDA devices only, not {device}")
         return ["CPUExecutionProvider"]
+
+    # -- settings a method may ask for (docs/power.md)
+
+    def knob_control(self, device: str, label: str, libs: Libraries | None = None):
+        """The device's KnobControl, or None where this kind has no power limit or clock to
+        set (a CPU); KnobRefused where it has, but they cannot be reached here."""
+        return None
 
     # -- joulebench check
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from joulebench.measure.backends.base import (
     DeviceIdentity,
     DeviceState,
+    KnobControl,
+    KnobRefused,
     Libraries,
     NativePrecisions,
 )
@@ -27,6 +29,12 @@ from joulebench.measure.backends.torch_gpu import (
 from joulebench.measure.methods import TORCH_TENSORRT
 
 PERSISTENCE_FIX = "nvidia-smi -pm 1"
+# What NVML needs to change a board's settings, and how to grant it.
+KNOB_PERMISSION = (
+    "setting a GPU's power limit or clocks needs root (NVML: no permission): run the profile "
+    "job as root, or set it yourself (sudo nvidia-smi -pl WATTS / -lgc MHZ) and measure a "
+    "method without the key"
+)
 # bf16 in hardware from Ampere's tensor cores (torch.cuda.is_bf16_supported(
 # including_emulation=False) draws the same line); fp16 from Volta's, and before them only
 # on the GPUs that run it at twice fp32's rate: Jetson TX1 (5.3), P100 (6.0), Jetson TX2
@@ -127,6 +135,54 @@ def nvml_state(meter) -> DeviceState:
     )
 
 
+class NvmlKnobs(KnobControl):
+    """Power limit and locked SM clock through NVML, on an NvmlMeter's handle (a real GPU's
+    or a simulated one's: the fake pynvml has the same calls)."""
+
+    def __init__(self, meter):
+        self.meter, self.nvml, self.handle = meter, meter.nvml, meter.handle
+        self.uuid = str(meter.uuid)
+
+    def _call(self, fn_name: str, *args):
+        try:
+            return getattr(self.nvml, fn_name)(self.handle, *args)
+        except self.nvml.NVMLError as err:
+            if isinstance(err, getattr(self.nvml, "NVMLError_NoPermission", ())):
+                raise KnobRefused(KNOB_PERMISSION) from None
+            raise KnobRefused(f"NVML {fn_name}: {err}") from None
+
+    def power_limit_w(self) -> float:
+        return self._call("nvmlDeviceGetPowerManagementLimit") / 1000.0
+
+    def default_power_limit_w(self) -> float:
+        return self._call("nvmlDeviceGetPowerManagementDefaultLimit") / 1000.0
+
+    def power_limit_range_w(self) -> tuple[float, float]:
+        low_mw, high_mw = self._call("nvmlDeviceGetPowerManagementLimitConstraints")
+        return low_mw / 1000.0, high_mw / 1000.0
+
+    def set_power_limit_w(self, watts: float) -> None:
+        self._call("nvmlDeviceSetPowerManagementLimit", int(round(watts * 1000)))
+
+    def sm_clock_mhz(self, preset: str | None = None) -> float:
+        sm = self.nvml.NVML_CLOCK_SM
+        if preset == "max":
+            return float(self._call("nvmlDeviceGetMaxClockInfo", sm))
+        if preset == "base":
+            default_id = self.nvml.NVML_CLOCK_ID_APP_CLOCK_DEFAULT
+            return float(self._call("nvmlDeviceGetClock", sm, default_id))
+        return float(self._call("nvmlDeviceGetClockInfo", sm))
+
+    def lock_sm_clock_mhz(self, mhz: int) -> None:
+        self._call("nvmlDeviceSetGpuLockedClocks", int(mhz), int(mhz))
+
+    def reset_sm_clock(self) -> None:
+        self._call("nvmlDeviceResetGpuLockedClocks")
+
+    def close(self) -> None:
+        self.meter.close()
+
+
 class CudaBackend(TorchGpuBackend):
     """NVIDIA GPUs through NVML; the energy counter where the GPU has one (Volta and newer)."""
 
@@ -176,6 +232,10 @@ class CudaBackend(TorchGpuBackend):
 
     def state(self, meter) -> DeviceState:
         return nvml_state(meter)
+
+    def knob_control(self, device: str, label: str, libs: Libraries | None = None):
+        meter, _ = self.meter(device, label=label, libs=libs)
+        return NvmlKnobs(meter)
 
 
 BACKEND = CudaBackend()

@@ -15,6 +15,7 @@ import re
 from joulebench.measure.backends.base import (
     DeviceIdentity,
     DeviceState,
+    KnobRefused,
     Libraries,
     NativePrecisions,
 )
@@ -150,6 +151,12 @@ class RocmBackend(TorchGpuBackend):
 
     def state(self, meter) -> DeviceState:
         return amdsmi_state(meter)
+
+    def knob_control(self, device: str, label: str, libs: Libraries | None = None):
+        raise KnobRefused(
+            "power limits and locked clocks are set on NVIDIA GPUs only so far (AMD SMI's "
+            "amdsmi_set_power_cap is not wired yet, docs/power.md)"
+        )
 
 
 BACKEND = RocmBackend()

@@ -24,7 +24,7 @@ from joulebench.measure.backends.base import (
     Libraries,
     NativePrecisions,
 )
-from joulebench.measure.backends.cuda import cuda_native, nvml_state
+from joulebench.measure.backends.cuda import NvmlKnobs, cuda_native, nvml_state
 from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
@@ -138,6 +138,10 @@ class SimBackend(Backend):
 
     def state(self, meter) -> DeviceState:
         return nvml_state(meter)
+
+    def knob_control(self, device: str, label: str, libs: Libraries | None = None):
+        """The simulated board's NVML, which sets and reads its limit and clocks."""
+        return NvmlKnobs(wall_sim_gpu(device, label).meter())
 
 
 BACKEND = SimBackend()

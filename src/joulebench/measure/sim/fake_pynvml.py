@@ -275,12 +275,27 @@ class SimBoard:
     ecc_mode: int | None = NVML_FEATURE_ENABLED
     default_power_limit_mw: int = 700_000
     power_limit_mw: int = 700_000  # the current (enforced) limit
+    power_limit_range_mw: tuple[int, int] = (200_000, 700_000)  # H100 SXM's, as NVML says
     app_clock_mhz: int | None = None  # None: the default application clock
     default_app_clock_mhz: int = 1980
     mem_clock_mhz: int = 2619
+    locked_sm_clock_mhz: int | None = None  # nvmlDeviceSetGpuLockedClocks (min = max here)
+    settable: bool = field(default_factory=lambda: os.geteuid() == 0)  # NVML: root only
+    on_change: Callable[[SimBoard], None] | None = None  # the wall board keeps its settings
 
     def __post_init__(self):
         self.gpu.power_limit_w = self.power_limit_mw / 1000.0
+
+    def set_power_limit_mw(self, milliwatts: int) -> None:
+        self.power_limit_mw = int(milliwatts)
+        self.gpu.power_limit_w = self.power_limit_mw / 1000.0
+        if self.on_change:
+            self.on_change(self)
+
+    def lock_sm_clock_mhz(self, mhz: int | None) -> None:
+        self.locked_sm_clock_mhz = mhz
+        if self.on_change:
+            self.on_change(self)
 
     @property
     def spec(self) -> SensorSpec:
@@ -389,6 +404,37 @@ class SimNvml(NvmlModule):
         if sensor != NVML_TEMPERATURE_GPU:
             raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
         return int(round(board.gpu.temperature_c()))
+
+    # --- setting a power limit and locked clocks (root only, as on a real board) ---
+
+    def _settable(self, handle, fn: str) -> SimBoard:
+        board = self._dev(handle, fn)
+        if not board.settable:
+            raise NVMLError(NVML_ERROR_NO_PERMISSION)
+        return board
+
+    def nvmlDeviceGetPowerManagementLimitConstraints(self, handle):
+        low, high = self._dev(
+            handle, "nvmlDeviceGetPowerManagementLimitConstraints"
+        ).power_limit_range_mw
+        return [low, high]
+
+    def nvmlDeviceSetPowerManagementLimit(self, handle, limit):
+        board = self._settable(handle, "nvmlDeviceSetPowerManagementLimit")
+        low, high = board.power_limit_range_mw
+        if not low <= limit <= high:
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        board.set_power_limit_mw(limit)
+
+    def nvmlDeviceSetGpuLockedClocks(self, handle, minGpuClockMHz, maxGpuClockMHz):
+        board = self._settable(handle, "nvmlDeviceSetGpuLockedClocks")
+        top = board.gpu.max_sm_clock_mhz
+        if not 0 < minGpuClockMHz <= maxGpuClockMHz or maxGpuClockMHz > top:
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        board.lock_sm_clock_mhz(int(maxGpuClockMHz))
+
+    def nvmlDeviceResetGpuLockedClocks(self, handle):
+        self._settable(handle, "nvmlDeviceResetGpuLockedClocks").lock_sm_clock_mhz(None)
 
     def nvmlDeviceGetUtilizationRates(self, handle):
         board = self._dev(handle, "nvmlDeviceGetUtilizationRates")

@@ -15,9 +15,11 @@ are the simulated backend's (joulebench.measure.backends.sim).
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
@@ -34,6 +36,33 @@ def sim_uuid(label: str) -> str:
     """A stable UUID per device label, so each simulated GPU of a study is its own board."""
     h = hashlib.sha1(label.encode()).hexdigest()
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _settings_path(uuid: str):
+    from joulebench.measure.knobs import state_dir
+
+    return state_dir() / "sim-boards" / f"{uuid}.json"
+
+
+def load_settings(board: SimBoard) -> None:
+    """The power limit and locked clock this simulated board was left with (by any process)."""
+    try:
+        saved = json.loads(_settings_path(board.uuid).read_text())
+    except (FileNotFoundError, ValueError):
+        return
+    board.power_limit_mw = int(saved.get("power_limit_mw", board.power_limit_mw))
+    board.gpu.power_limit_w = board.power_limit_mw / 1000.0
+    board.locked_sm_clock_mhz = saved.get("locked_sm_clock_mhz")
+
+
+def save_settings(board: SimBoard) -> None:
+    """Keep the board's settings where the next process finds them, as a real board would."""
+    from joulebench.table_io import atomic_write
+
+    text = json.dumps(
+        {"power_limit_mw": board.power_limit_mw, "locked_sm_clock_mhz": board.locked_sm_clock_mhz}
+    )
+    atomic_write(_settings_path(board.uuid), lambda tmp: Path(tmp).write_text(text))
 
 
 class _WallClock:
@@ -99,6 +128,8 @@ class WallSimGpu:
         name = f"{BOARD[self.generation]} (simulated)"
         self.board = SimBoard(self.gpu, self.sensor, name=name, uuid=sim_uuid(label))
         self.board.power_limit_mw = self.board.default_power_limit_mw
+        load_settings(self.board)  # a board keeps its settings from one process to the next
+        self.board.on_change = save_settings
         self.nvml = SimNvml([self.board], clock=self.clock)
 
     @property
@@ -112,22 +143,39 @@ class WallSimGpu:
             if gap_s > 0:
                 self.gpu.signal.hold(gap_s, self._level_w)
 
-    def _set(self, level_w: float) -> None:
+    def _set(self, level_w: float, clock_factor: float) -> None:
         with self.lock:
             self.catch_up()
             self._level_w = level_w
-            busy = level_w > self.idle_w
-            self.gpu.sm_clock_mhz = self.gpu.max_sm_clock_mhz * (1.0 if busy else 0.3)
+            locked = self.board.locked_sm_clock_mhz  # a locked clock holds, busy or idle
+            self.gpu.sm_clock_mhz = locked or self.gpu.max_sm_clock_mhz * clock_factor
+
+    def busy_level(self) -> tuple[float, float]:
+        """(power, clock factor) of a step under the board's power limit and locked clock:
+        SimGpu's throttle (dynamic power with the cube of the clock), or the lock if lower."""
+        power_w, _, f = self.gpu._throttled(self.busy_w, 1.0)
+        locked = self.board.locked_sm_clock_mhz
+        if locked and locked / self.gpu.max_sm_clock_mhz < f:
+            f = locked / self.gpu.max_sm_clock_mhz
+            power_w = self.idle_w + (self.busy_w - self.idle_w) * f**3
+        return power_w, f
 
     def run(self, step: Callable[[], object]) -> Callable[[], object]:
-        """`step`, with the board busy while it runs."""
+        """`step`, with the board busy while it runs. At a clock factor f < 1 (a power limit
+        or a locked clock) its kernels take 1/f as long: the step's own time on the CPU is
+        the full-clock time, and the board stays busy for the rest at the lower power."""
 
         def busy_step():
-            self._set(self.busy_w)
+            power_w, f = self.busy_level()
+            self._set(power_w, f)
+            started = time.perf_counter()
             try:
-                return step()
+                out = step()
+                if f < 1.0:
+                    time.sleep((time.perf_counter() - started) * (1.0 / f - 1.0))
+                return out
             finally:
-                self._set(self.idle_w)
+                self._set(self.idle_w, 0.3)
 
         return busy_step
 

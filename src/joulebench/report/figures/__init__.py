@@ -38,6 +38,7 @@ from joulebench.report.figures.plot import (
     plain_number,
     short,
 )
+from joulebench.report.figures.power import power_limit_sweep
 from joulebench.report.figures.registry import REGISTRY, figure
 from joulebench.report.figures.render import render_all, run_figures, with_score_flags
 from joulebench.report.figures.rows import not_comparable
@@ -78,6 +79,7 @@ __all__ = [
     "short",
     "throughput_vs_energy",
     "train_vs_inference",
+    "power_limit_sweep",
     "unscored_reasons",
     "with_score_flags",
 ]
