@@ -1,0 +1,103 @@
+"""For a session lent an NVIDIA GPU: the power-limit path of joulebench on a real board.
+
+1. A sweep (resnet50.a1_in1k fp16, batch 64, power_limit [1.0, 0.8, 0.6, 0.5]) through the
+   profile job: rows with the read-back limit, the limit restored after it.
+2. kill -9 of a job while it measures at 0.5 of the limit: NVML shows the limit it left;
+   the next job restores it before it measures (its log says so).
+Writes knobs.parquet (the sweep's rows) and knobs.json (limits seen) under --out.
+
+    python bench/gpu_knobs.py --out $OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SPEC = {
+    "torch_device": "cuda:0",
+    "batch_sizes": [64],
+    "protocol": {"repeats": 3, "min_repeat_s": 2.0, "warmup_max_s": 10.0},
+    "idle_pre_s": 1.0,
+}
+KILLED = """
+import sys
+from joulebench.measure.profile import ProfileJob, run_profile
+spec = {**%r, "methods": {"capped": {"precision": "fp16", "power_limit": 0.5}},
+        "protocol": {"repeats": 3, "min_repeat_s": 60.0}}
+run_profile(ProfileJob.from_spec("resnet50.a1_in1k", "h200", spec))
+"""
+
+
+def limit_w(device: str) -> float:
+    """The limit in force now, read through the device's backend (a fresh handle)."""
+    from joulebench.measure.backends import backend_for
+
+    control = backend_for(device).knob_control(device, "h200")
+    try:
+        return control.power_limit_w()
+    finally:
+        control.close()
+
+
+def main() -> int:
+    from joulebench.measure.knobs import state_dir
+    from joulebench.measure.profile import ProfileJob, run_profile
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--device", default="cuda:0", help="sim:h100 for a dry run")
+    args = p.parse_args()
+    out, device = Path(args.out), args.device
+    SPEC["torch_device"] = device
+    seen = {"before_w": limit_w(device)}
+    methods = {"fp16": {"precision": "fp16", "power_limit": [1.0, 0.8, 0.6, 0.5]}}
+    job = ProfileJob.from_spec("resnet50.a1_in1k", "h200", {**SPEC, "methods": methods})
+    rows = run_profile(job).rows
+    rows.to_parquet(out / "knobs.parquet")
+    seen["after_sweep_w"] = limit_w(device)
+    killed = subprocess.Popen([sys.executable, "-c", KILLED % (SPEC,)])
+    deadline = time.monotonic() + 120
+    while not list((state_dir() / "knobs").glob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(15.0)  # warm-up and into the first window, at the cap
+    seen["while_capped_w"] = limit_w(device)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    seen["after_kill_w"] = limit_w(device)
+    seen["record_left"] = [str(x) for x in (state_dir() / "knobs").glob("*.json")]
+    lines = []
+    job = ProfileJob.from_spec(
+        "resnet50.a1_in1k", "h200", {**SPEC, "methods": {"fp16": {"precision": "fp16"}}}
+    )
+    next_rows = run_profile(job, log=lines.append).rows
+    seen["next_job_log"] = lines
+    seen["next_job_status"] = next_rows.status.tolist()
+    seen["after_next_job_w"] = limit_w(device)
+    seen["records_now"] = [str(x) for x in (state_dir() / "knobs").glob("*.json")]
+    (out / "knobs.json").write_text(json.dumps(seen, indent=1))
+    print(json.dumps(seen, indent=1))
+    print(
+        rows[
+            [
+                "method",
+                "status",
+                "reason",
+                "power_limit_readback_w",
+                "energy_per_image_j",
+                "energy_per_image_cv",
+                "throughput_img_s",
+                "power_mean_w",
+            ]
+        ].to_string()
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
