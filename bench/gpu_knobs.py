@@ -28,9 +28,9 @@ SPEC = {
 KILLED = """
 import sys
 from joulebench.measure.profile import ProfileJob, run_profile
-spec = {**%r, "methods": {"capped": {"precision": "fp16", "power_limit": 0.5}},
+spec = {**%r, "methods": {"capped": {"precision": sys.argv[2], "power_limit": 0.5}},
         "protocol": {"repeats": 3, "min_repeat_s": 60.0}}
-run_profile(ProfileJob.from_spec("resnet50.a1_in1k", "h200", spec))
+run_profile(ProfileJob.from_spec(sys.argv[1], "h200", spec))
 """
 
 
@@ -52,16 +52,19 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
     p.add_argument("--device", default="cuda:0", help="sim:h100 for a dry run")
+    p.add_argument("--model", default="resnet50.a1_in1k")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--precision", default="fp16", help="fp32 for a dry run on a CPU")
     args = p.parse_args()
     out, device = Path(args.out), args.device
-    SPEC["torch_device"] = device
+    SPEC.update(torch_device=device, batch_sizes=[args.batch_size])
     seen = {"before_w": limit_w(device)}
-    methods = {"fp16": {"precision": "fp16", "power_limit": [1.0, 0.8, 0.6, 0.5]}}
-    job = ProfileJob.from_spec("resnet50.a1_in1k", "h200", {**SPEC, "methods": methods})
+    methods = {"fp16": {"precision": args.precision, "power_limit": [1.0, 0.8, 0.6, 0.5]}}
+    job = ProfileJob.from_spec(args.model, "h200", {**SPEC, "methods": methods})
     rows = run_profile(job).rows
     rows.to_parquet(out / "knobs.parquet")
     seen["after_sweep_w"] = limit_w(device)
-    killed = subprocess.Popen([sys.executable, "-c", KILLED % (SPEC,)])
+    killed = subprocess.Popen([sys.executable, "-c", KILLED % (SPEC,), args.model, args.precision])
     deadline = time.monotonic() + 120
     while not list((state_dir() / "knobs").glob("*.json")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -73,7 +76,7 @@ def main() -> int:
     seen["record_left"] = [str(x) for x in (state_dir() / "knobs").glob("*.json")]
     lines = []
     job = ProfileJob.from_spec(
-        "resnet50.a1_in1k", "h200", {**SPEC, "methods": {"fp16": {"precision": "fp16"}}}
+        args.model, "h200", {**SPEC, "methods": {"fp16": {"precision": args.precision}}}
     )
     next_rows = run_profile(job, log=lines.append).rows
     seen["next_job_log"] = lines
