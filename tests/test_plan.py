@@ -77,18 +77,29 @@ def test_gpus_measure_at_once_and_a_cpu_device_adds_its_time():
 
 
 def test_a_study_on_a_node_with_n_gpus():
-    assert planning.with_gpus({"h200": "cuda"}, 3) == {
-        "h200-0": "cuda:0",
-        "h200-1": "cuda:1",
-        "h200-2": "cuda:2",
-    }
+    """As `auto` would pick them: one pool of N under the first GPU's label."""
+    assert planning.with_gpus({"h200": "cuda"}, 3) == {"h200": ["cuda:0", "cuda:1", "cuda:2"]}
     assert planning.with_gpus({"cpu": "cpu", "g": "sim:h100"}, 2) == {
-        "cpu": "cpu",
-        "g-0": "sim:h100",
-        "g-1": "sim:h100",
+        "cpu": ["cpu"],
+        "g": ["sim:h100:0", "sim:h100:1"],
     }
     with pytest.raises(ValueError, match="needs a study with a GPU device"):
         planning.with_gpus({"cpu": "cpu"}, 8)
+
+
+def test_a_pool_divides_the_models_among_its_gpus():
+    """Each model measured once, by whichever GPU of the pool is free: the models' jobs
+    divide by the pool's size (whole jobs), the configurations do not multiply."""
+    one = plan_study(study(), MODELS, {"h200": "cuda:0"}, None)
+    pool = plan_study(study(), MODELS, {"h200": ["cuda:0", "cuda:1"]}, None)
+    assert pool.configurations == one.configurations
+    (d,) = pool.devices
+    assert d.gpus == 2
+    idle_s = one.devices[0].estimate_s - len(MODELS) * d.model_job_s
+    assert d.estimate_s == pytest.approx(idle_s + math.ceil(len(MODELS) / 2) * d.model_job_s)
+    text = format_plan(pool)
+    assert "h200         2 GPUs" in text
+    assert f"(pool h200: its 2 GPUs share the {len(MODELS)} models" in text
 
 
 def test_train_batch_sizes_and_exported_runtimes():

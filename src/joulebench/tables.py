@@ -306,6 +306,13 @@ PROFILE = Table(
             cpu, cuda or cuda:N
         device_name           string   -      measure.provenance.device_name
             the GPU's or CPU's product name
+        gpu_uuid              string   -      measure.profile.gpu_fields
+            the UUID of the GPU that measured the row (of a pool: the one the job leased);
+            empty for the CPU
+        gpu_index             Int64    -      measure.profile.gpu_fields
+            NVML's index of that GPU (not torch's); empty where not known
+        gpu_serial            string   -      measure.profile.gpu_fields
+            that GPU's serial number, where NVML gives it (a pool's GPUs); else empty
         precision             string   -      {_ROW}
             fp32, fp16 or bf16
         autocast              boolean  -      {_ROW}
