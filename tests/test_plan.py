@@ -70,7 +70,7 @@ def test_gpus_measure_at_once_and_a_cpu_device_adds_its_time():
     one_gpu = plan.devices[0].estimate_s
     assert plan.measuring_wall_s == pytest.approx(one_gpu)  # at once: the longest
     assert plan.one_at_a_time_s == pytest.approx(plan.total_s + one_gpu)
-    assert "the 2 GPUs measure at once" in format_plan(plan)
+    assert "the 2 GPU devices measure at once" in format_plan(plan)
     with_cpu = plan_study(study(), MODELS, {**gpus, "cpu": "cpu"}, None)
     cpu = with_cpu.devices[2].estimate_s
     assert with_cpu.measuring_wall_s == pytest.approx(one_gpu + cpu)  # the CPU alone

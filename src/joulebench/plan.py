@@ -327,12 +327,13 @@ def format_plan(plan: Plan) -> str:
     )
     lines += [_pool_line(plan, d) for d in plan.devices if d.gpus > 1]
     gpus = sum(1 for d in plan.devices if not _is_host(d.torch_device))
+    pooled = any(d.gpus > 1 for d in plan.devices)
     if gpus > 1:
         lines.append(
-            f"(one host: the {gpus} GPUs measure at once, each every model; one at a time "
-            f"would take {format_duration(plan.one_at_a_time_s)})"
+            f"(one host: the {gpus} GPU devices measure at once, each every model; one at a "
+            f"time would take {format_duration(plan.one_at_a_time_s)})"
         )
-    else:
+    elif not pooled:  # a pool's own line says how its GPUs share the work
         lines.append("(one host: a CPU device measures alone; GPUs would measure at once)")
     if plan.slurm:
         s = plan.slurm
@@ -365,7 +366,7 @@ def _pool_line(plan: Plan, d: DevicePlan) -> str:
     return (
         f"(pool {d.label}: its {d.gpus} GPUs share the {plan.models:,} models, each measured "
         f"once by whichever GPU is free: {format_duration(d.estimate_s)} where one GPU would "
-        f"take {format_duration(one_gpu_s)})"
+        f"take {format_duration(one_gpu_s)}; `measuring >=` is all its GPUs' time together)"
     )
 
 

@@ -1,0 +1,91 @@
+"""GPU pools (issue 24 item 1): the same study measured by a pool of 2 simulated GPUs and by
+one simulated GPU, each configuration measured once in both.
+
+    PYTHONPATH=src .venv/bin/python bench/bench_pool.py [--models 3] [--min-repeat-s 2]
+
+Both runs use the same workflow with `--cores 2` (the pool's jobs get one torch thread each,
+the single GPU's job two); the wall time of each is Snakemake's, from start to the profile
+table. Each run has its own GPU lock folder and measurement markers, so other runs on the
+host neither hold its (simulated) GPUs nor count as its neighbours. Prints markdown for
+docs/benchmarks.md, with which GPU measured each model in the pool's run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+MODELS = [
+    "resnet18.a1_in1k",
+    "mobilenetv3_small_100.lamb_in1k",
+    "efficientnet_b0.ra_in1k",
+    "resnet34.a1_in1k",
+]
+POOL = {"h100": {"pool": ["sim:h100:0", "sim:h100:1"]}}
+ONE = {"h100": "sim:h100"}
+
+
+def study(devices: dict, n_models: int, min_repeat_s: float) -> dict:
+    return {
+        "models": MODELS[:n_models],
+        "catalog": {"models_per_job": n_models},
+        "devices": devices,
+        "methods": {"fp32": {"precision": "fp32"}},
+        "batch_sizes": [1],
+        "protocol": {"repeats": 2, "min_repeat_s": min_repeat_s, "warmup_min_s": 0.5},
+        "profile": {"idle_pre_s": 0.5},
+        "idle": {"duration_s": 2.0},
+    }
+
+
+def run(config: dict) -> tuple[float, pd.DataFrame]:
+    """(wall time in s, the profile rows) of the study in a fresh folder."""
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        (workdir / "c.yaml").write_text(yaml.safe_dump(config))
+        cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
+        cmd += ["--directory", str(workdir), "--cores", "2"]
+        cmd += ["results/profile.parquet", "--configfile", str(workdir / "c.yaml")]
+        env = {**os.environ, "JOULEBENCH_LOCK_DIR": str(workdir / "locks")}
+        env["JOULEBENCH_RUNNING_DIR"] = str(workdir / "running")
+        t0 = time.monotonic()
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        wall = time.monotonic() - t0
+        if done.returncode:
+            sys.exit(done.stderr[-3000:])
+        return wall, pd.read_parquet(workdir / "results" / "profile.parquet")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--models", type=int, default=3, choices=range(1, len(MODELS) + 1))
+    parser.add_argument("--min-repeat-s", type=float, default=2.0)
+    args = parser.parse_args()
+    pool_s, rows = run(study(POOL, args.models, args.min_repeat_s))
+    one_s, one_rows = run(study(ONE, args.models, args.min_repeat_s))
+    assert len(rows) == len(one_rows) == args.models  # each configuration measured once
+    load = os.getloadavg()[0]
+    print(f"{dt.date.today()}, {platform.machine()}, {os.cpu_count()} CPUs, load {load:.1f}")
+    print(f"{args.models} models, fp32, batch 1, 2 windows of {args.min_repeat_s:g} s\n")
+    print("| run | wall time |\n|---|---|")
+    print(f"| pool of 2 simulated GPUs | {pool_s:.0f} s |")
+    print(f"| one simulated GPU | {one_s:.0f} s |")
+    print(f"| ratio | {pool_s / one_s:.2f} |\n")
+    print("| model | gpu_index | gpu_uuid | status |\n|---|---|---|---|")
+    for r in rows.sort_values("start_time_utc").itertuples():
+        print(f"| {r.model} | {r.gpu_index} | {r.gpu_uuid} | {r.status} |")
+
+
+if __name__ == "__main__":
+    main()
