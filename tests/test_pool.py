@@ -16,15 +16,18 @@ from conftest import FAST_PROTOCOL, snakemake
 from helpers.fake_gpus import A100, H200, fake_torch
 from helpers.fake_nvml import FakeNvml
 
+from joulebench.analysis.summary import gpu_spread
 from joulebench.measure.devices import (
     AUTO,
     RESOLVED_ENV,
+    DeviceError,
     auto_devices,
     check_devices,
     lease_from_pool,
     measure_threads,
     measuring_resources,
     pool_leases,
+    pool_of,
     resolve_devices,
     resolve_pools,
     slot_limits,
@@ -188,3 +191,50 @@ def test_a_pool_of_two_simulated_gpus_measures_each_model_once(tmp_path):
         assert (jobs["start"].iloc[1:].to_numpy() >= jobs["end"].iloc[:-1].to_numpy()).all()
     assert rows["gpu_uuid"].nunique() == 2
     assert rows["concurrent_measurements"].max() == 2
+
+
+# ------------------------------------------------------------------ each model on k GPUs
+
+
+def test_each_model_on_k_gpus_makes_k_labels_of_distinct_gpus():
+    gpus = [f"cuda:{i}" for i in range(4)]
+    spec = {"h200": {"pool": gpus, "each_model_on": 2}}
+    assert resolve_pools(spec, env={}) == {
+        "h200-0": ["cuda:0", "cuda:2"],
+        "h200-1": ["cuda:1", "cuda:3"],
+    }
+    assert pool_of(spec) == {"h200-0": "h200", "h200-1": "h200"}
+    # as many as its GPUs: one GPU per label, each measuring every model (as before pools)
+    every = resolve_pools({"h200": {"pool": gpus, "each_model_on": 4}}, env={})
+    assert every == {f"h200-{i}": [f"cuda:{i}"] for i in range(4)}
+    with pytest.raises(DeviceError, match="each_model_on: 5, but its pool has 4 GPUs"):
+        resolve_pools({"h200": {"pool": gpus, "each_model_on": 5}}, env={})
+    with pytest.raises(DeviceError, match="'h200-0' is given twice"):
+        resolve_pools({**spec, "h200-0": "cpu"}, env={})
+    assert pool_of({"cpu": "cpu", **SIM_POOL}) == {"cpu": "cpu", "h100": "h100"}
+
+
+def test_the_summary_reports_the_spread_between_a_pools_gpus():
+    key = {"phase": "inference", "method": "fp32", "batch_size_requested": 1, "status": "ok"}
+    rows = pd.DataFrame(
+        [
+            {**key, "device_pool": "h200", "model": "m", "energy_per_image_j": 0.9},
+            {**key, "device_pool": "h200", "model": "m", "energy_per_image_j": 1.1},
+            {**key, "device_pool": "h200", "model": "n", "energy_per_image_j": 2.0},
+            {**key, "device_pool": "cpu", "model": "m", "energy_per_image_j": 5.0},
+        ]
+    )
+    spread = gpu_spread(rows)
+    assert spread.iloc[0] == pytest.approx(0.2) and spread.iloc[1] == pytest.approx(0.2)
+    assert spread.iloc[2:].isna().all()  # measured on one GPU: no spread
+    failed = rows.assign(status=["ok", "failed", "ok", "ok"])
+    assert gpu_spread(failed).isna().all()  # a failed row is no measurement
+
+
+def test_the_dag_of_a_pool_measured_on_two_gpus_per_model(tmp_path):
+    devices = {"h100": {**SIM_POOL["h100"], "each_model_on": 2}}
+    done = snakemake(tmp_path, {**POOL_STUDY, "devices": devices}, "-n", "-p")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"^profile\s+6$", done.stdout, re.MULTILINE)  # 3 models x 2 GPUs
+    assert "results/profile/h100-1/rows/resnet18.a1_in1k.parquet" in done.stdout
+    assert '"device_pool": "h100"' in done.stdout and "--pool=" not in done.stdout

@@ -306,6 +306,10 @@ PROFILE = Table(
             cpu, cuda or cuda:N
         device_name           string   -      measure.provenance.device_name
             the GPU's or CPU's product name
+        device_pool           string   -      {_JOB}
+            the study's label of the pool the device belongs to: the device_label itself,
+            or for a pool measured on k GPUs per model (each_model_on) the pool's label
+            (h200 for h200-0 .. h200-3); empty in rows written before pools
         gpu_uuid              string   -      measure.profile.gpu_fields
             the UUID of the GPU that measured the row (of a pool: the one the job leased);
             empty for the CPU
@@ -715,6 +719,14 @@ SUMMARY = Table(
             else c
             for c in ACCURACY.columns
             if c.name != "model"
+        ),
+        *_declare(
+            """
+            gpu_spread_fraction   float64  ratio  analysis.summary.build_summary
+                (max - min) / mean of energy_per_image_j between the GPUs of one pool that
+                measured the same configuration (each_model_on: k labels, one GPU each
+                time): GPU-to-GPU variation; empty where one GPU measured it
+            """
         ),
     ),
     key=("phase", "device_label", "method", "model", "batch_size_requested"),

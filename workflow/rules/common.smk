@@ -12,11 +12,13 @@ from snakemake.utils import validate
 from joulebench.analysis.best_models import end_of_run
 from joulebench.measure.devices import (
     RESOLVED_ENV,
+    DeviceError,
     check_devices,
     measure_threads,
     measuring_resources,
     pinned_uuids,
     pool_leases,
+    pool_of,
     representatives,
     resolve_pools,
     slot_limits,
@@ -94,7 +96,15 @@ if not FROM_SUMMARY and not config.get("models"):
 
 # label -> its devices (one, or a pool of identical GPUs); `auto` resolved here once, and
 # handed to jobs on other hosts. DEVICES: label -> its (first) torch device.
-POOLS = {} if FROM_SUMMARY else resolve_pools(config["devices"])
+try:
+    POOLS = {} if FROM_SUMMARY else resolve_pools(config["devices"])
+    POOL_OF = (
+        {}
+        if FROM_SUMMARY or config["devices"] == "auto"
+        else pool_of(config["devices"])
+    )
+except DeviceError as exc:
+    raise WorkflowError(printable(str(exc), newlines=True))
 DEVICES = representatives(POOLS)
 os.environ[RESOLVED_ENV] = json.dumps(POOLS)
 
@@ -274,6 +284,8 @@ def get_profile_spec(wildcards):
     }
     if wildcards.model in WORKLOADS:
         spec["workload"] = WORKLOADS[wildcards.model]
+    if POOL_OF.get(wildcards.device, wildcards.device) != wildcards.device:
+        spec["device_pool"] = POOL_OF[wildcards.device]  # one of k GPUs per model
     return json.dumps(spec)  # not sort_keys: methods keep the config's order
 
 

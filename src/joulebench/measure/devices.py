@@ -43,8 +43,10 @@ AUTO = "auto"
 RESOLVED_ENV = "JOULEBENCH_AUTO_DEVICES"
 
 POOL = "pool"  # devices: {h200: {pool: [cuda:0, cuda:1]}}
+# devices: {h200: {pool: [...], each_model_on: k}}: each model measured on k distinct GPUs
+EACH_MODEL_ON = "each_model_on"
 
-__all__ = ["AUTO", "POOL", "RESOLVED_ENV", "DeviceError", "DeviceInfo"]
+__all__ = ["AUTO", "EACH_MODEL_ON", "POOL", "RESOLVED_ENV", "DeviceError", "DeviceInfo"]
 
 
 def pool_members(entry) -> list[str]:
@@ -56,9 +58,36 @@ def pool_members(entry) -> list[str]:
     return [str(entry)]
 
 
+def replicas(label: str, entry) -> dict[str, list[str]]:
+    """A pool measured `each_model_on: k` distinct GPUs as k labels (`h200-0` ..), label r
+    a pool of the GPUs r, r + k, ...: each model is measured once under each label, so on
+    k distinct GPUs (k = the pool's size: one GPU per label, each measuring every model)."""
+    members = pool_members(entry)
+    k = int(entry.get(EACH_MODEL_ON, 1)) if isinstance(entry, dict) else 1
+    if k <= 1:
+        return {label: members}
+    if k > len(members):
+        raise DeviceError(
+            f"devices: '{label}' asks {EACH_MODEL_ON}: {k}, but its pool has {len(members)} GPUs"
+        )
+    return {f"{label}-{r}": members[r::k] for r in range(k)}
+
+
 def as_pools(devices: dict) -> dict[str, list[str]]:
-    """label -> its devices, from a map of devices, of pools, or of both."""
-    return {label: pool_members(entry) for label, entry in devices.items()}
+    """label -> its devices, from a map of devices, of pools, or of both (a pool measured
+    on k GPUs per model as its k labels: replicas)."""
+    pools: dict[str, list[str]] = {}
+    for label, entry in devices.items():
+        for name, members in replicas(label, entry).items():
+            if name in pools or (name != label and name in devices):
+                raise DeviceError(f"devices: the label '{name}' is given twice")
+            pools[name] = members
+    return pools
+
+
+def pool_of(devices: dict) -> dict[str, str]:
+    """label -> the study's label of its pool: a replica's (`h200-1` -> `h200`), else its own."""
+    return {name: label for label, entry in devices.items() for name in replicas(label, entry)}
 
 
 def representatives(pools: dict) -> dict[str, str]:

@@ -78,6 +78,7 @@ class ProfileJob:
     input_kind: str = "random"  # the synthetic batch: random (default) or zeros
     check_dir: str = "results/check"  # where `joulebench check` left its reports
     gpu: dict = field(default_factory=dict)  # the pool's GPU leased: uuid, index, serial
+    device_pool: str = ""  # the study's pool label of a replica label (each_model_on)
 
     def __post_init__(self):
         if self.input_kind not in INPUT_KINDS:
@@ -155,6 +156,8 @@ def job_fields_from_spec(spec: dict) -> dict:
         fields_["input_kind"] = spec["input_kind"]
     if spec.get("gpu"):
         fields_["gpu"] = dict(spec["gpu"])
+    if spec.get("device_pool"):
+        fields_["device_pool"] = str(spec["device_pool"])
     return fields_
 
 
@@ -471,6 +474,7 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
 
     base = {
         "device_label": job.device_label,
+        "device_pool": job.device_pool or job.device_label,
         "torch_device": job.torch_device,
         "device_name": device_name(job.torch_device),
         "is_simulated": job.backend.simulated,
