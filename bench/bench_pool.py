@@ -1,13 +1,14 @@
 """GPU pools (issue 24 item 1): the same study measured by a pool of 2 simulated GPUs and by
 one simulated GPU, each configuration measured once in both.
 
-    PYTHONPATH=src .venv/bin/python bench/bench_pool.py [--models 3] [--min-repeat-s 2]
+    PYTHONPATH=src .venv/bin/python bench/bench_pool.py [--models 3] [--min-repeat-s 2] [--rounds 2]
 
 Both runs use the same workflow with `--cores 2` (the pool's jobs get one torch thread each,
 the single GPU's job two); the wall time of each is Snakemake's, from start to the profile
-table. Each run has its own GPU lock folder and measurement markers, so other runs on the
-host neither hold its (simulated) GPUs nor count as its neighbours. Prints markdown for
-docs/benchmarks.md, with which GPU measured each model in the pool's run.
+table. Rounds alternate which run goes first (the host's other load changes). Each run has
+its own GPU lock folder and measurement markers, so other runs on the host neither hold its
+(simulated) GPUs nor count as its neighbours. Prints markdown for docs/benchmarks.md, with
+which GPU measured each model in the last pool run.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,17 +73,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--models", type=int, default=3, choices=range(1, len(MODELS) + 1))
     parser.add_argument("--min-repeat-s", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=2, help="pairs of runs, order alternated")
     args = parser.parse_args()
-    pool_s, rows = run(study(POOL, args.models, args.min_repeat_s))
-    one_s, one_rows = run(study(ONE, args.models, args.min_repeat_s))
-    assert len(rows) == len(one_rows) == args.models  # each configuration measured once
-    load = os.getloadavg()[0]
-    print(f"{dt.date.today()}, {platform.machine()}, {os.cpu_count()} CPUs, load {load:.1f}")
+    pool_study, one_study = (study(d, args.models, args.min_repeat_s) for d in (POOL, ONE))
+    loads, lines, ratios = [os.getloadavg()[0]], [], []
+    for i in range(args.rounds):
+        # alternate which runs first, so a change in the host's other load favours neither
+        if i % 2 == 0:
+            (pool_s, rows), (one_s, one_rows) = run(pool_study), run(one_study)
+        else:
+            (one_s, one_rows), (pool_s, rows) = run(one_study), run(pool_study)
+        assert len(rows) == len(one_rows) == args.models  # each configuration measured once
+        loads.append(os.getloadavg()[0])
+        ratios.append(pool_s / one_s)
+        first = "pool" if i % 2 == 0 else "one"
+        lines.append(
+            f"| {i + 1} ({first} first) | {pool_s:.0f} s | {one_s:.0f} s | {pool_s / one_s:.2f} |"
+        )
+    print(
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
+        f"{os.cpu_count()} CPUs, load average {min(loads):.1f}-{max(loads):.1f}"
+    )
     print(f"{args.models} models, fp32, batch 1, 2 windows of {args.min_repeat_s:g} s\n")
-    print("| run | wall time |\n|---|---|")
-    print(f"| pool of 2 simulated GPUs | {pool_s:.0f} s |")
-    print(f"| one simulated GPU | {one_s:.0f} s |")
-    print(f"| ratio | {pool_s / one_s:.2f} |\n")
+    print("| round | pool of 2 simulated GPUs | one simulated GPU | ratio |")
+    print("|---|---|---|---|")
+    print("\n".join(lines))
+    print(f"| median | | | {statistics.median(ratios):.2f} |\n")
+    print("Last pool run, which GPU measured each model:\n")
     print("| model | gpu_index | gpu_uuid | status |\n|---|---|---|---|")
     for r in rows.sort_values("start_time_utc").itertuples():
         print(f"| {r.model} | {r.gpu_index} | {r.gpu_uuid} | {r.status} |")
