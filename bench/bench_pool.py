@@ -1,14 +1,17 @@
 """GPU pools (issue 24 item 1): the same study measured by a pool of 2 simulated GPUs and by
 one simulated GPU, each configuration measured once in both.
 
-    PYTHONPATH=src .venv/bin/python bench/bench_pool.py [--models 3] [--min-repeat-s 2] [--rounds 2]
+    PYTHONPATH=src .venv/bin/python bench/bench_pool.py [--models 3] [--min-repeat-s 2]
+        [--rounds 2]
 
-Both runs use the same workflow with `--cores 2` (the pool's jobs get one torch thread each,
-the single GPU's job two); the wall time of each is Snakemake's, from start to the profile
-table. Rounds alternate which run goes first (the host's other load changes). Each run has
-its own GPU lock folder and measurement markers, so other runs on the host neither hold its
-(simulated) GPUs nor count as its neighbours. Prints markdown for docs/benchmarks.md, with
-which GPU measured each model in the last pool run.
+Both runs use the same workflow with `--cores 2` and one torch thread per measuring job
+(`--set-threads`: what the pool's jobs get; the single GPU's would otherwise take both
+cores, which on a busy host changes its speed, not the pool's effect); the wall time of
+each is Snakemake's, from start to the profile table. Rounds alternate which run goes first
+(the host's other load changes). Each run has its own GPU lock folder and measurement
+markers, so other runs on the host neither hold its (simulated) GPUs nor count as its
+neighbours. Prints markdown for docs/benchmarks.md, with which GPU measured each model in
+the last pool run.
 """
 
 from __future__ import annotations
@@ -57,7 +60,8 @@ def run(config: dict) -> tuple[float, pd.DataFrame]:
         workdir = Path(tmp)
         (workdir / "c.yaml").write_text(yaml.safe_dump(config))
         cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
-        cmd += ["--directory", str(workdir), "--cores", "2"]
+        cmd += ["--directory", str(workdir), "--cores", "2", "--set-threads"]
+        cmd += ["idle=1", "profile=1"]  # one torch thread per job in both runs
         cmd += ["results/profile.parquet", "--configfile", str(workdir / "c.yaml")]
         env = {**os.environ, "JOULEBENCH_LOCK_DIR": str(workdir / "locks")}
         env["JOULEBENCH_RUNNING_DIR"] = str(workdir / "running")
