@@ -59,10 +59,10 @@ def run(config: dict) -> tuple[float, pd.DataFrame]:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         (workdir / "c.yaml").write_text(yaml.safe_dump(config))
-        cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
-        cmd += ["--directory", str(workdir), "--cores", "2", "--set-threads"]
-        cmd += ["idle=1", "profile=1"]  # one torch thread per job in both runs
-        cmd += ["results/profile.parquet", "--configfile", str(workdir / "c.yaml")]
+        cmd = [sys.executable, "-m", "snakemake", "results/profile.parquet"]
+        cmd += ["-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--cores", "2"]
+        cmd += ["--configfile", str(workdir / "c.yaml")]
+        cmd += ["--set-threads", "idle=1", "profile=1"]  # one torch thread per job in both
         env = {**os.environ, "JOULEBENCH_LOCK_DIR": str(workdir / "locks")}
         env["JOULEBENCH_RUNNING_DIR"] = str(workdir / "running")
         t0 = time.monotonic()
