@@ -218,3 +218,16 @@ def test_plan_command_for_the_full_study():
     n = len(timm.list_pretrained())
     assert f"{n * 5 * 4:,} configurations = 1 device x {n:,} models x 5 methods" in result.stdout
     assert f"{1 + math.ceil(n / 100) + math.ceil(n / 8):,} allocations" in result.stdout
+
+
+@pytest.mark.slow
+def test_plan_command_for_the_full_study_on_a_node_of_8_gpus():
+    """--gpus 8: one pool of 8 (as auto picks them), each weight measured once."""
+    args = ["plan", "--configfile", "studies/hidden-joules.yaml", "--gpus", "8"]
+    result = subprocess.run(
+        [sys.executable, "-m", "joulebench", *args], capture_output=True, text=True, cwd=REPO
+    )
+    assert result.returncode == 0, result.stderr
+    n = len(timm.list_pretrained())
+    assert f"{n * 5 * 4:,} configurations = 1 device x {n:,} models" in result.stdout
+    assert f"(pool h200: its 8 GPUs share the {n:,} models, each measured once" in result.stdout
