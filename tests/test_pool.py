@@ -238,3 +238,11 @@ def test_the_dag_of_a_pool_measured_on_two_gpus_per_model(tmp_path):
     assert re.search(r"^profile\s+6$", done.stdout, re.MULTILINE)  # 3 models x 2 GPUs
     assert "results/profile/h100-1/rows/resnet18.a1_in1k.parquet" in done.stdout
     assert '"device_pool": "h100"' in done.stdout and "--pool=" not in done.stdout
+
+
+def test_a_pool_that_is_not_here_is_left_to_the_check():
+    """No GPU here: no lease records (and no traceback); the check says what is missing."""
+    torch, nvml = fake_torch([], available=False), FakeNvml([])
+    pools = {"h200": {"pool": ["cuda:0", "cuda:1"]}}
+    assert pool_leases(pools, torch=torch, nvml=nvml) == {}
+    assert "no CUDA device is visible" in check_devices(pools, torch=torch, nvml=nvml)[0]

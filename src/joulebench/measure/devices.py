@@ -373,11 +373,12 @@ def pinned_uuids(devices: dict[str, str], *, torch=None) -> dict[str, str]:
 
 def pool_leases(devices: dict, *, torch=None, nvml=None) -> dict[str, list[dict]]:
     """label -> its GPUs as a job leases them, for every pool of more than one device:
-    device, uuid (the lease's key), index and serial (what rows record), pin (pin_value)."""
+    device, uuid (the lease's key), index and serial (what rows record), pin (pin_value).
+    A pool that cannot be measured here is left out (check_devices says why, before any job)."""
     libs = Libraries(torch=torch, nvml=nvml)
     out = {}
     for label, members in as_pools(devices).items():
-        if len(members) < 2:
+        if len(members) < 2 or check_devices({label: members}, torch=torch, nvml=nvml):
             continue
         out[label] = [_lease_record(device, libs) for device in members]
     return out
