@@ -111,8 +111,8 @@ def test_a_pools_gpus_are_leased_by_uuid_with_nvmls_index_and_serial(tmp_path):
     torch, nvml = fake_torch([a, b]), FakeNvml([b, a])  # NVML numbers them the other way
     (records,) = pool_leases({"h200": ["cuda:0", "cuda:1"]}, torch=torch, nvml=nvml).values()
     assert [(r["device"], r["uuid"], r["index"], r["serial"]) for r in records] == [
-        ("cuda:0", a.uuid.removeprefix("GPU-"), 1, "1650924060001"),
-        ("cuda:1", b.uuid.removeprefix("GPU-"), 0, "1650924060002"),
+        ("cuda:0", a.uuid, 1, "1650924060001"),  # as NVML writes it
+        ("cuda:1", b.uuid, 0, "1650924060002"),
     ]
     assert [r["pin"] for r in records] == [a.uuid, b.uuid]
     assert pool_leases({"h200": "cuda:0"}, torch=torch, nvml=nvml) == {}  # one GPU: no pool

@@ -189,10 +189,12 @@ class CudaBackend(TorchGpuBackend):
         return None if props is None else cuda_native(int(props.major), int(props.minor))
 
     def pool_member(self, device: str, libs: Libraries) -> DeviceIdentity:
-        """torch's UUID of `device`, with NVML's index and serial of the GPU of that UUID."""
-        from joulebench.measure.meters.nvml import cuda_identity
+        """torch's UUID of `device` as NVML writes it (`GPU-...`), with NVML's index and
+        serial of the GPU of that UUID."""
+        from joulebench.measure.meters.nvml import cuda_identity, normalize_uuid
 
         uuid, bus = cuda_identity(cuda_ordinal(device), cuda=libs.get_torch().cuda)
+        uuid = "GPU-" + normalize_uuid(uuid) if normalize_uuid(uuid) else None
         index, serial = nvml_index_serial(libs.get_nvml(), uuid)
         name = str(libs.get_torch().cuda.get_device_properties(cuda_ordinal(device)).name)
         return DeviceIdentity(device, name, uuid, bus, cuda_ordinal(device), index, serial)
