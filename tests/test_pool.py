@@ -23,6 +23,8 @@ from joulebench.measure.devices import (
     DeviceError,
     auto_devices,
     check_devices,
+    describe_devices,
+    format_devices,
     lease_from_pool,
     measure_threads,
     measuring_resources,
@@ -246,3 +248,11 @@ def test_a_pool_that_is_not_here_is_left_to_the_check():
     pools = {"h200": {"pool": ["cuda:0", "cuda:1"]}}
     assert pool_leases(pools, torch=torch, nvml=nvml) == {}
     assert "no CUDA device is visible" in check_devices(pools, torch=torch, nvml=nvml)[0]
+
+
+def test_the_devices_command_shows_a_pool():
+    torch, nvml = fake_torch([H200, H200_B]), FakeNvml([H200, H200_B])
+    infos, why = describe_devices(AUTO, torch=torch, nvml=nvml)
+    assert [(i.label, i.torch_device) for i in infos] == [("h200", "cuda:0"), ("h200", "cuda:1")]
+    text = format_devices(infos, why)
+    assert text.startswith("devices: auto picks h200 (a pool of 2: cuda:0, cuda:1)")
