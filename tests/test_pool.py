@@ -256,3 +256,14 @@ def test_the_devices_command_shows_a_pool():
     assert [(i.label, i.torch_device) for i in infos] == [("h200", "cuda:0"), ("h200", "cuda:1")]
     text = format_devices(infos, why)
     assert text.startswith("devices: auto picks h200 (a pool of 2: cuda:0, cuda:1)")
+
+
+def test_the_idle_row_of_a_pool_names_the_gpu_it_read(tmp_path):
+    from joulebench.measure.idle import run_idle
+
+    (records,) = pool_leases(SIM_POOL).values()
+    lease, spec = lease_from_pool({"torch_device": "sim:h100:0"}, records, "x", folder=tmp_path)
+    with lease:
+        row = run_idle("h100", spec["torch_device"], tmp_path / "idle.parquet", duration_s=0.3)
+    assert row["gpu_uuid"] == records[0]["uuid"]
+    assert pd.read_parquet(tmp_path / "idle.parquet")["gpu_uuid"].tolist() == [row["gpu_uuid"]]

@@ -257,6 +257,10 @@ IDLE = Table(
             cpu, cuda or cuda:N
         device_name           string   -      measure.provenance.device_name
             the GPU's or CPU's product name
+        gpu_uuid              string   -      measure.idle.idle_row
+            the UUID of the GPU whose idle power this is (of a pool: the one its idle job
+            leased; the pool's profile rows each read a short idle on their own GPU,
+            idle_power_pre_w); empty for the CPU
         meter                 string   -      measure.idle.idle_row
             what read the energy: nvml, rapl, estimate:<model>
         is_estimate           boolean  -      measure.idle.idle_row
