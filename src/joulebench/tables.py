@@ -252,7 +252,7 @@ IDLE = Table(
     _declare(
         """
         device_label          string   -      measure.idle.idle_row
-            the config's name for the device (cpu, h200-0)
+            the config's name for the device or pool (cpu, h200)
         torch_device          string   -      measure.idle.idle_row
             cpu, cuda or cuda:N
         device_name           string   -      measure.provenance.device_name
@@ -297,7 +297,7 @@ PROFILE = Table(
     _declare(
         f"""
         device_label          string   -      {_JOB}
-            the config's name for the device (cpu, h200-0): in every row and in paths
+            the config's name for the device or pool (cpu, h200): in every row and in paths
         model                 string   -      {_JOB}
             timm name (arch.tag) or custom workload name
         method                string   -      {_LOOP}
