@@ -39,8 +39,9 @@ def test_each_schema_enum_is_the_codes_tuple(schema_values, code_values):
 
 
 def test_device_patterns_are_the_registrys():
-    devices = PROPS["devices"]["anyOf"][1]["additionalProperties"]["pattern"]
-    assert devices == device_pattern()
+    one, pool = PROPS["devices"]["anyOf"][1]["additionalProperties"]["anyOf"]
+    assert one["pattern"] == device_pattern()
+    assert pool["properties"]["pool"]["items"]["pattern"] == device_pattern()  # a pool's GPUs
     # measured accuracy runs on a torch device: no simulated GPU
     assert PROPS["accuracy"]["properties"]["device"]["pattern"] == device_pattern(simulated=False)
     assert meter_names() == ("rapl", "estimate", "nvml", "amdsmi")  # amdsmi can be forced

@@ -173,7 +173,7 @@ class NoNvidia:
 def test_auto_picks_every_amd_gpu_of_a_rocm_torch(gpus):
     torch = rocm_torch(MI300X, OTHER)  # torch's order differs from amdsmi's
     devices, why = auto_devices(torch=torch, nvml=NoNvidia(), amdsmi=amdsmi)
-    assert devices == {"mi300x-0": "cuda:0", "mi300x-1": "cuda:1"} and why == ""
+    assert devices == {"mi300x": ["cuda:0", "cuda:1"]} and why == ""  # one pool
     infos, _ = describe_devices("auto", torch=torch, nvml=NoNvidia(), amdsmi=amdsmi)
     assert [i.meter for i in infos] == ["amdsmi", "amdsmi"]
     assert "not yet run on AMD hardware" in infos[0].not_better[0]
@@ -181,7 +181,7 @@ def test_auto_picks_every_amd_gpu_of_a_rocm_torch(gpus):
         __version__="2.14.1+cpu", version=SimpleNamespace(cuda=None, hip=None)
     )
     devices, why = auto_devices(torch=cpu_torch, nvml=NoNvidia(), amdsmi=amdsmi)
-    assert devices == {"cpu": "cpu"}
+    assert devices == {"cpu": ["cpu"]}
     assert "AMD SMI sees AMD Instinct MI300X, AMD Instinct MI300X" in why
     assert "install a ROCm build of torch" in why
 

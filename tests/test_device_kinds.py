@@ -105,7 +105,7 @@ def test_devices_and_slots_treat_it_as_a_device_of_its_own(npu):
     assert (info.name, info.meter, info.problems) == (NAME, "nvml", [])
     node = {"n0": "npu:0", "cpu": "cpu"}
     assert check_devices(node) == []
-    assert slots_taken(node, "n0") == ["measuring_n0"] and len(slots_taken(node, "cpu")) == 2
+    assert slots_taken(node, "n0") == {"measuring_n0": 1} and len(slots_taken(node, "cpu")) == 2
     assert measure_threads(node, "n0", 8) == 8 and pinned_uuids(node) == {}
 
 

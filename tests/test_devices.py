@@ -45,10 +45,11 @@ def test_short_gpu_names(name, short):
 
 
 def test_auto_picks_every_gpu_matched_to_nvml_by_uuid():
-    """CUDA order differs from NVML's (CUDA_VISIBLE_DEVICES=1,0): names follow the UUID."""
+    """CUDA order differs from NVML's (CUDA_VISIBLE_DEVICES=1,0): names follow the UUID;
+    mixed GPUs are one pool per product."""
     nvml = FakeNvml([A100, H200])
     devices, why = auto_devices(torch=fake_torch([H200, A100]), nvml=nvml)
-    assert devices == {"h200-0": "cuda:0", "a100-1": "cuda:1"}
+    assert devices == {"h200": ["cuda:0"], "a100": ["cuda:1"]}
     assert why == ""
     assert nvml.refcount == 0  # NVML shut down again
 
@@ -56,7 +57,7 @@ def test_auto_picks_every_gpu_matched_to_nvml_by_uuid():
 def test_auto_skips_a_gpu_nvml_cannot_match():
     stranger = FakeGpu(uuid="GPU-99999999-aaaa-4bbb-8ccc-000000000000", pci_bus_id="0:99:00.0")
     devices, why = auto_devices(torch=fake_torch([stranger, H200]), nvml=FakeNvml([H200]))
-    assert devices == {"h200-1": "cuda:1"}
+    assert devices == {"h200": ["cuda:1"]}
     assert "cuda:0" in why
 
 
@@ -71,7 +72,7 @@ def test_auto_skips_a_gpu_nvml_cannot_match():
 )
 def test_auto_falls_back_to_the_cpu_and_says_why(nvml, torch, reason):
     devices, why = auto_devices(torch=torch, nvml=nvml)
-    assert devices == {"cpu": "cpu"}
+    assert devices == {"cpu": ["cpu"]}
     assert reason in why
 
 
@@ -81,9 +82,7 @@ def test_resolve_keeps_explicit_maps_and_reuses_the_planned_auto():
         "cpu": "cpu",
     }
     nvml = FakeNvml([H200])
-    assert resolve_devices(AUTO, env={}, torch=fake_torch([H200]), nvml=nvml) == {
-        "h200-0": "cuda:0"
-    }
+    assert resolve_devices(AUTO, env={}, torch=fake_torch([H200]), nvml=nvml) == {"h200": "cuda:0"}
     # A cluster job re-reads the workflow on its node: it takes the planning host's answer.
     planned = {"h200-0": "cuda:0"}
     env = {RESOLVED_ENV: json.dumps(planned)}
@@ -120,13 +119,13 @@ def test_describe_gpu_meters():
     infos, why = describe_devices(AUTO, torch=torch, nvml=FakeNvml([old, H200]))
     assert why == ""
     assert [(i.label, i.torch_device, i.meter) for i in infos] == [
-        ("h200-0", "cuda:0", "nvml"),
-        ("p100-1", "cuda:1", "nvml:power-integration"),
+        ("h200", "cuda:0", "nvml"),
+        ("p100", "cuda:1", "nvml:power-integration"),
     ]
     assert infos[0].not_better == []
     assert "no total-energy counter" in infos[1].not_better[0]
     text = format_devices(infos, why)
-    assert "auto picks h200-0 (cuda:0), p100-1 (cuda:1)" in text
+    assert "auto picks h200 (cuda:0), p100 (cuda:1)" in text
     # What each runs natively, by compute capability: the P100 (6.0) emulates bf16.
     assert [i.precisions.native for i in infos] == [("fp32", "fp16", "bf16"), ("fp32", "fp16")]
     assert "native precisions: fp32, fp16\n  emulated: bf16 (skipped rows" in text

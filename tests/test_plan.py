@@ -70,25 +70,36 @@ def test_gpus_measure_at_once_and_a_cpu_device_adds_its_time():
     one_gpu = plan.devices[0].estimate_s
     assert plan.measuring_wall_s == pytest.approx(one_gpu)  # at once: the longest
     assert plan.one_at_a_time_s == pytest.approx(plan.total_s + one_gpu)
-    assert "the 2 GPUs measure at once" in format_plan(plan)
+    assert "the 2 GPU devices measure at once" in format_plan(plan)
     with_cpu = plan_study(study(), MODELS, {**gpus, "cpu": "cpu"}, None)
     cpu = with_cpu.devices[2].estimate_s
     assert with_cpu.measuring_wall_s == pytest.approx(one_gpu + cpu)  # the CPU alone
 
 
 def test_a_study_on_a_node_with_n_gpus():
-    assert planning.with_gpus({"h200": "cuda"}, 3) == {
-        "h200-0": "cuda:0",
-        "h200-1": "cuda:1",
-        "h200-2": "cuda:2",
-    }
+    """As `auto` would pick them: one pool of N under the first GPU's label."""
+    assert planning.with_gpus({"h200": "cuda"}, 3) == {"h200": ["cuda:0", "cuda:1", "cuda:2"]}
     assert planning.with_gpus({"cpu": "cpu", "g": "sim:h100"}, 2) == {
-        "cpu": "cpu",
-        "g-0": "sim:h100",
-        "g-1": "sim:h100",
+        "cpu": ["cpu"],
+        "g": ["sim:h100:0", "sim:h100:1"],
     }
     with pytest.raises(ValueError, match="needs a study with a GPU device"):
         planning.with_gpus({"cpu": "cpu"}, 8)
+
+
+def test_a_pool_divides_the_models_among_its_gpus():
+    """Each model measured once, by whichever GPU of the pool is free: the models' jobs
+    divide by the pool's size (whole jobs), the configurations do not multiply."""
+    one = plan_study(study(), MODELS, {"h200": "cuda:0"}, None)
+    pool = plan_study(study(), MODELS, {"h200": ["cuda:0", "cuda:1"]}, None)
+    assert pool.configurations == one.configurations
+    (d,) = pool.devices
+    assert d.gpus == 2
+    idle_s = one.devices[0].estimate_s - len(MODELS) * d.model_job_s
+    assert d.estimate_s == pytest.approx(idle_s + math.ceil(len(MODELS) / 2) * d.model_job_s)
+    text = format_plan(pool)
+    assert "h200         2 GPUs" in text
+    assert f"(pool h200: its 2 GPUs share the {len(MODELS)} models" in text
 
 
 def test_train_batch_sizes_and_exported_runtimes():
@@ -207,3 +218,16 @@ def test_plan_command_for_the_full_study():
     n = len(timm.list_pretrained())
     assert f"{n * 5 * 4:,} configurations = 1 device x {n:,} models x 5 methods" in result.stdout
     assert f"{1 + math.ceil(n / 100) + math.ceil(n / 8):,} allocations" in result.stdout
+
+
+@pytest.mark.slow
+def test_plan_command_for_the_full_study_on_a_node_of_8_gpus():
+    """--gpus 8: one pool of 8 (as auto picks them), each weight measured once."""
+    args = ["plan", "--configfile", "studies/hidden-joules.yaml", "--gpus", "8"]
+    result = subprocess.run(
+        [sys.executable, "-m", "joulebench", *args], capture_output=True, text=True, cwd=REPO
+    )
+    assert result.returncode == 0, result.stderr
+    n = len(timm.list_pretrained())
+    assert f"{n * 5 * 4:,} configurations = 1 device x {n:,} models" in result.stdout
+    assert f"(pool h200: its 8 GPUs share the {n:,} models, each measured once" in result.stdout

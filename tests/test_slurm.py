@@ -162,3 +162,24 @@ def test_devices_auto_is_refused_on_a_cluster(tmp_path, job_prefix):
     assert "devices: auto looks at this host" in output and "devices: {h200: cuda}" in output
     assert "submitted with SLURM jobid" not in output
     assert not (tmp_path / "results").exists()
+
+
+def test_a_pool_is_refused_on_a_cluster(tmp_path, job_prefix):
+    """A pool shares one host's GPUs; a cluster's allocations measure one GPU each: the run
+    stops before any job is submitted (issue 24: on SLURM nothing changes)."""
+    study = {**STUDY, "devices": {"h100": {"pool": ["sim:h100:0", "sim:h100:1"]}}}
+    result = snakemake(
+        tmp_path,
+        study,
+        "results/profile.parquet",
+        "--profile",
+        str(REPO / "profiles" / "slurm"),
+        "--slurm-no-account",
+        "--slurm-jobname-prefix",
+        job_prefix,
+        timeout=300,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "a pool shares one host's GPUs" in output
+    assert "submitted with SLURM jobid" not in output

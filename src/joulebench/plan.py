@@ -20,9 +20,11 @@ process start-up and the short idle read, the catalog and the analysis. The plan
   TensorRT) their export and engine build, which is not counted;
 - on one host each device measures one job at a time (its measuring slot) and the GPUs
   measure at once, so GPU devices overlap while a CPU device adds its time (it takes every
-  slot); each GPU device measures every model (its own rows), so N GPUs measure N times
-  the configurations in one GPU's time. On a cluster each allocation measures its group of
-  models on its own node.
+  slot); each GPU device measures every model (its own rows), so N GPU labels measure N
+  times the configurations in one GPU's time; a pool of N identical GPUs (one label)
+  shares the models, each measured once, so its models' jobs divide by N (whole jobs:
+  ceil(models / N) in a row). On a cluster each allocation measures its group of models on
+  its own node.
 
 Nothing here imports torch: `joulebench plan` and the workflow's first line use it.
 """
@@ -69,6 +71,7 @@ class DevicePlan:
     skipped: int = 0  # configurations skipped here (an emulated precision), ~0 s each
     model_job_s: float = 0.0  # one model's profile job on this device, estimated
     skipped_why: dict[str, str] = field(default_factory=dict)  # precision -> why emulated
+    gpus: int = 1  # the devices of its pool: they share its models
 
 
 @dataclass
@@ -170,12 +173,16 @@ def _minutes_at_first_attempt(value) -> float | None:
 def plan_study(
     config: dict,
     models: list[str],
-    devices: dict[str, str],
+    devices: dict,
     slurm_profile: str | Path | None,
     native: dict[str, NativePrecisions | None] | None = None,
 ) -> Plan:
-    """The plan of a study whose models and devices are resolved (see the module doc);
+    """The plan of a study whose models and devices are resolved (see the module doc):
+    label -> device string, or label -> a pool's devices (devices.resolve_pools);
     `native`: label -> what the device runs natively (emulation.native_by_label)."""
+    from joulebench.measure.devices import as_pools
+
+    pools = as_pools(devices)
     protocol = protocol_settings(config.get("protocol"))
     configs = _phase_configs(config)
     per_config = [config_estimate_s(protocol, bool(m.get("compile"))) for _, m, _ in configs]
@@ -185,7 +192,8 @@ def plan_study(
     idle_job_s = JOB_START_S + idle_s
     n_models = len(models)
     device_plans = []
-    for label, torch_device in devices.items():
+    for label, members in pools.items():
+        torch_device, gpus = members[0], len(members)
         skip, why = _emulated(configs, (native or {}).get(label))
         measured_s = [s for s, skipped in zip(per_config, skip, strict=True) if not skipped]
         job_s = JOB_START_S + idle_pre_s + sum(measured_s) + sum(skip) * SKIPPED_CONFIG_S
@@ -195,10 +203,11 @@ def plan_study(
                 torch_device,
                 configurations=n_models * len(configs),
                 measuring_min_s=n_models * len(measured_s) * config_min_s(protocol),
-                estimate_s=idle_job_s + n_models * job_s,
+                estimate_s=idle_job_s + math.ceil(n_models / gpus) * job_s,
                 skipped=n_models * sum(skip),
                 model_job_s=job_s,
                 skipped_why=why,
+                gpus=gpus,
             )
         )
     per_job = int((config.get("catalog") or {}).get("models_per_job", MODELS_PER_JOB))
@@ -303,8 +312,9 @@ def format_plan(plan: Plan) -> str:
         f"{'estimated':>12}",
     ]
     for d in plan.devices:
+        torch = d.torch_device if d.gpus == 1 else f"{d.gpus} GPUs"
         lines.append(
-            f"{d.label:<12} {d.torch_device:<8} {d.configurations:>14,} "
+            f"{d.label:<12} {torch:<8} {d.configurations:>14,} "
             f"{format_duration(d.measuring_min_s):>13} {format_duration(d.estimate_s):>12}"
         )
     lines.append(f"{'catalog':<12} {'':<8} {'':>14} {'':>13} {format_duration(plan.catalog_s):>12}")
@@ -315,13 +325,15 @@ def format_plan(plan: Plan) -> str:
         f"{'total':<12} {'':<8} {plan.configurations:>14,} "
         f"{format_duration(plan.measuring_min_s):>13} {format_duration(plan.total_s):>12}"
     )
+    lines += [_pool_line(plan, d) for d in plan.devices if d.gpus > 1]
     gpus = sum(1 for d in plan.devices if not _is_host(d.torch_device))
+    pooled = any(d.gpus > 1 for d in plan.devices)
     if gpus > 1:
         lines.append(
-            f"(one host: the {gpus} GPUs measure at once, each every model; one at a time "
-            f"would take {format_duration(plan.one_at_a_time_s)})"
+            f"(one host: the {gpus} GPU devices measure at once, each every model; one at a "
+            f"time would take {format_duration(plan.one_at_a_time_s)})"
         )
-    else:
+    elif not pooled:  # a pool's own line says how its GPUs share the work
         lines.append("(one host: a CPU device measures alone; GPUs would measure at once)")
     if plan.slurm:
         s = plan.slurm
@@ -347,23 +359,37 @@ def format_plan(plan: Plan) -> str:
     return "\n".join(lines)
 
 
+def _pool_line(plan: Plan, d: DevicePlan) -> str:
+    """How a pool divides its work: each model once, its jobs shared by its GPUs."""
+    one_gpu_s = d.estimate_s - math.ceil(plan.models / d.gpus) * d.model_job_s
+    one_gpu_s += plan.models * d.model_job_s
+    return (
+        f"(pool {d.label}: its {d.gpus} GPUs share the {plan.models:,} models, each measured "
+        f"once by whichever GPU is free: {format_duration(d.estimate_s)} where one GPU would "
+        f"take {format_duration(one_gpu_s)}; `measuring >=` is all its GPUs' time together)"
+    )
+
+
 def _is_host(torch_device: str) -> bool:
     """The host's CPU measures alone (it takes every measuring slot); GPUs measure at once."""
     return kind_of(torch_device).is_host
 
 
-def with_gpus(devices: dict[str, str], gpus: int) -> dict[str, str]:
+def with_gpus(devices: dict, gpus: int) -> dict[str, list[str]]:
     """The study's devices on a node with `gpus` GPUs like its first one, as `auto` would
-    label them (h200-0 .. h200-7); its CPU device, if any, stays."""
+    pick them: one pool of `gpus` under the first GPU's label; its CPU device, if any,
+    stays."""
+    from joulebench.measure.devices import as_pools
+
     if gpus < 1:
         raise ConfigError(f"--gpus must be >= 1, got {gpus}")
-    first = next((label for label, d in devices.items() if not _is_host(d)), None)
+    pools = as_pools(devices)
+    first = next((label for label, m in pools.items() if not _is_host(m[0])), None)
     if first is None:
         raise ConfigError("--gpus needs a study with a GPU device (its devices: are all cpu)")
-    kind = devices[first]
-    out = {label: d for label, d in devices.items() if _is_host(d)}
-    for i in range(gpus):
-        out[f"{first}-{i}"] = kind_of(kind).sibling(kind, i)
+    kind = pools[first][0]
+    out = {label: m for label, m in pools.items() if _is_host(m[0])}
+    out[first] = [kind_of(kind).sibling(kind, i) for i in range(gpus)]
     return out
 
 
@@ -374,7 +400,7 @@ def plan_for(
     its SLURM allocations from `profile` (default profiles/slurm); `gpus`: as if on a node
     with that many GPUs like the study's first (see with_gpus)."""
     from joulebench.catalog.models import resolve_models
-    from joulebench.measure.devices import resolve_devices
+    from joulebench.measure.devices import representatives, resolve_pools
     from joulebench.measure.emulation import native_by_label
     from joulebench.prerun import load_study
     from joulebench.study import workflow_root
@@ -383,10 +409,10 @@ def plan_for(
     if config.get("from_summary"):
         return "from_summary: nothing is measured (scores, fits, figures and the page only)"
     models = resolve_models(config["models"])
-    devices = resolve_devices(config["devices"])
+    devices = resolve_pools(config["devices"])
     if gpus is not None:
         devices = with_gpus(devices, gpus)
-    native = native_by_label(devices)
+    native = native_by_label(representatives(devices))
     slurm = Path(profile or workflow_root() / "profiles" / "slurm")
     if slurm.resolve().is_relative_to(Path.cwd()):
         slurm = slurm.resolve().relative_to(Path.cwd())

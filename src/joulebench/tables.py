@@ -252,11 +252,15 @@ IDLE = Table(
     _declare(
         """
         device_label          string   -      measure.idle.idle_row
-            the config's name for the device (cpu, h200-0)
+            the config's name for the device or pool (cpu, h200)
         torch_device          string   -      measure.idle.idle_row
             cpu, cuda or cuda:N
         device_name           string   -      measure.provenance.device_name
             the GPU's or CPU's product name
+        gpu_uuid              string   -      measure.idle.idle_row
+            the UUID of the GPU whose idle power this is (of a pool: the one its idle job
+            leased; the pool's profile rows each read a short idle on their own GPU,
+            idle_power_pre_w); empty for the CPU
         meter                 string   -      measure.idle.idle_row
             what read the energy: nvml, rapl, estimate:<model>
         is_estimate           boolean  -      measure.idle.idle_row
@@ -293,7 +297,7 @@ PROFILE = Table(
     _declare(
         f"""
         device_label          string   -      {_JOB}
-            the config's name for the device (cpu, h200-0): in every row and in paths
+            the config's name for the device or pool (cpu, h200): in every row and in paths
         model                 string   -      {_JOB}
             timm name (arch.tag) or custom workload name
         method                string   -      {_LOOP}
@@ -306,6 +310,17 @@ PROFILE = Table(
             cpu, cuda or cuda:N
         device_name           string   -      measure.provenance.device_name
             the GPU's or CPU's product name
+        device_pool           string   -      {_JOB}
+            the study's label of the pool the device belongs to: the device_label itself,
+            or for a pool measured on k GPUs per model (each_model_on) the pool's label
+            (h200 for h200-0 .. h200-3); empty in rows written before pools
+        gpu_uuid              string   -      measure.profile.gpu_fields
+            the UUID of the GPU that measured the row (of a pool: the one the job leased);
+            empty for the CPU
+        gpu_index             Int64    -      measure.profile.gpu_fields
+            NVML's index of that GPU (not torch's); empty where not known
+        gpu_serial            string   -      measure.profile.gpu_fields
+            that GPU's serial number, where NVML gives it (a pool's GPUs); else empty
         precision             string   -      {_ROW}
             fp32, fp16 or bf16
         autocast              boolean  -      {_ROW}
@@ -708,6 +723,14 @@ SUMMARY = Table(
             else c
             for c in ACCURACY.columns
             if c.name != "model"
+        ),
+        *_declare(
+            """
+            gpu_spread_fraction   float64  ratio  analysis.summary.build_summary
+                (max - min) / mean of energy_per_image_j between the GPUs of one pool that
+                measured the same configuration (each_model_on: k labels, one GPU each
+                time): GPU-to-GPU variation; empty where one GPU measured it
+            """
         ),
     ),
     key=("phase", "device_label", "method", "model", "batch_size_requested"),

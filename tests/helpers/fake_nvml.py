@@ -68,6 +68,7 @@ class FakeGpu:
     utilization_pct: int = 97
     energy_offset_mj: int = 987_654_321  # counter value when the fake driver "loaded"
     compute_capability: tuple[int, int] = (9, 0)  # torch's props.major/minor (H200's)
+    serial: str | None = None  # nvmlDeviceGetSerial's answer; None: NotSupported
 
     def compute_pids(self) -> list[int] | None:
         return None if self.processes is None else list(self.processes)

@@ -12,12 +12,16 @@ from snakemake.utils import validate
 from joulebench.analysis.best_models import end_of_run
 from joulebench.measure.devices import (
     RESOLVED_ENV,
+    DeviceError,
     check_devices,
     measure_threads,
     measuring_resources,
-    measuring_slots,
     pinned_uuids,
-    resolve_devices,
+    pool_leases,
+    pool_of,
+    representatives,
+    resolve_pools,
+    slot_limits,
 )
 from joulebench.measure.emulation import native_by_label
 from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
@@ -90,23 +94,38 @@ if not FROM_SUMMARY and not config.get("models"):
         "The config needs `models:` (or `from_summary:` to replot a summary)."
     )
 
-# label -> torch device; `auto` resolved here once, and handed to jobs on other hosts.
-DEVICES = {} if FROM_SUMMARY else resolve_devices(config["devices"])
-os.environ[RESOLVED_ENV] = json.dumps(DEVICES)
+# label -> its devices (one, or a pool of identical GPUs); `auto` resolved here once, and
+# handed to jobs on other hosts. DEVICES: label -> its (first) torch device.
+try:
+    POOLS = {} if FROM_SUMMARY else resolve_pools(config["devices"])
+    POOL_OF = (
+        {}
+        if FROM_SUMMARY or config["devices"] == "auto"
+        else pool_of(config["devices"])
+    )
+except DeviceError as exc:
+    raise WorkflowError(printable(str(exc), newlines=True))
+DEVICES = representatives(POOLS)
+os.environ[RESOLVED_ENV] = json.dumps(POOLS)
 
 
-# One measuring slot per device: its GPUs measure at once, one job each, and a CPU
-# measurement takes every slot (docs/profiling.md#every-gpu-at-once). The slots are scoped
-# local: a local run tallies them; a cluster run's Snakemake does not (it submits every
-# allocation at once) while each allocation tallies its own (one job at a time per device).
+# One measuring slot per device or pool, its limit the pool's GPU count: the GPUs measure at
+# once, one job each, and a CPU measurement takes every slot whole
+# (docs/profiling.md#every-gpu-at-once). The slots are scoped local: a local run tallies
+# them; a cluster run's Snakemake does not (it submits every allocation at once) while each
+# allocation tallies its own (one job at a time per device).
 # (workflow.local_exec cannot tell the two apart here: the executor is set after parsing.)
-MEASURING = measuring_resources(DEVICES)
-workflow.resourcescope(**{slot: "local" for slot in measuring_slots(DEVICES).values()})
-for _slot in measuring_slots(DEVICES).values():
+MEASURING = measuring_resources(POOLS)
+workflow.resourcescope(**{slot: "local" for slot in slot_limits(POOLS)})
+for _slot, _limit in slot_limits(POOLS).items():
     if _slot not in workflow.global_resources:  # `--resources` may set its own
-        workflow.register_resource(_slot, 1)
-# Each local GPU job sees only its GPU (CUDA_VISIBLE_DEVICES from its UUID).
-PINNED = pinned_uuids(DEVICES) if workflow.local_exec and len(DEVICES) > 1 else {}
+        workflow.register_resource(_slot, _limit)
+# Each local GPU job sees only its GPU (CUDA_VISIBLE_DEVICES from its UUID); a pool's job
+# leases a free GPU of its pool and pins to it (LEASES: the pool's GPUs, by UUID).
+_SINGLE = {label: DEVICES[label] for label in POOLS if len(POOLS[label]) == 1}
+_MANY = sum(map(len, POOLS.values())) > 1
+PINNED = pinned_uuids(_SINGLE) if workflow.local_exec and _MANY else {}
+LEASES = pool_leases(POOLS) if workflow.local_exec else {}
 
 
 # Passed on to jobs on other hosts (cluster executors), too.
@@ -224,14 +243,17 @@ def get_torch_device(wildcards):
 
 
 def get_measure_threads(wildcards):
-    """A CPU measurement takes every core; each GPU its share of them."""
-    return measure_threads(DEVICES, wildcards.device, workflow.cores)
+    """A CPU measurement takes every core; each GPU (of every pool) its share of them."""
+    return measure_threads(POOLS, wildcards.device, workflow.cores)
 
 
 # Options built here are `--name=value`, shell-quoted (study.shell_option): no value from
 # the config or a device can be read as an option.
 def get_pin_option(wildcards):
-    """`--gpu-uuid=GPU-...` for a pinned GPU job (see PINNED); else empty."""
+    """`--pool={"gpus": ...}` for a pool's job (it leases a free GPU, see LEASES),
+    `--gpu-uuid=GPU-...` for a pinned GPU job (see PINNED); else empty."""
+    if wildcards.device in LEASES:
+        return shell_option("pool", json.dumps({"gpus": LEASES[wildcards.device]}))
     uuid = PINNED.get(wildcards.device)
     return shell_option("gpu-uuid", uuid) if uuid else ""
 
@@ -262,6 +284,8 @@ def get_profile_spec(wildcards):
     }
     if wildcards.model in WORKLOADS:
         spec["workload"] = WORKLOADS[wildcards.model]
+    if POOL_OF.get(wildcards.device, wildcards.device) != wildcards.device:
+        spec["device_pool"] = POOL_OF[wildcards.device]  # one of k GPUs per model
     return json.dumps(spec)  # not sort_keys: methods keep the config's order
 
 
@@ -371,7 +395,7 @@ def start_message():
     if FROM_SUMMARY:
         return f"joulebench: scores and figures from {FROM_SUMMARY} -> results/"
     if workflow.local_exec:
-        problems = check_devices(DEVICES)
+        problems = check_devices(POOLS)
         if problems:
             raise WorkflowError(printable("\n".join(problems), newlines=True))
     elif config["devices"] == "auto":
@@ -379,8 +403,13 @@ def start_message():
             f"devices: auto looks at this host ({', '.join(DEVICES)}), not at the cluster's "
             "nodes: name the device in the study, e.g. devices: {h200: cuda}"
         )
+    elif any(len(members) > 1 for members in POOLS.values()):
+        raise WorkflowError(
+            "devices: a pool shares one host's GPUs; on a cluster each allocation measures "
+            "one GPU: name one device per label, e.g. devices: {h200: cuda}"
+        )
     native = native_by_label(DEVICES) if workflow.local_exec else None  # this host's
-    return f"joulebench: {one_line(plan_study(config, MODELS, DEVICES, None, native))}"
+    return f"joulebench: {one_line(plan_study(config, MODELS, POOLS, None, native))}"
 
 
 def end_message():

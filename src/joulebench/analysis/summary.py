@@ -169,9 +169,21 @@ def build_summary(
         out["accuracy_note"] = "no accuracy table"
     out["accuracy_source"] = out["accuracy_source"].fillna("none")
     out = out.rename(columns=_ACCURACY_RENAME)
+    out["gpu_spread_fraction"] = gpu_spread(out)
     out = out.sort_values(list(SUMMARY_KEY), kind="stable", na_position="last")
     out = conform(out.reindex(columns=list(SUMMARY_COLUMNS)), SUMMARY_COLUMNS)
     return clip_ci_low(_invalidate_impossible(out))
+
+
+def gpu_spread(rows: pd.DataFrame) -> pd.Series:
+    """Per row, (max - min) / mean energy per image between the GPUs of its pool that
+    measured the same configuration (a pool's labels of each_model_on); NaN where one did."""
+    key = ["phase", "device_pool", "method", "model", "batch_size_requested"]
+    ok = rows["status"].eq("ok") & rows["device_pool"].notna() & rows["device_pool"].ne("")
+    energy = rows["energy_per_image_j"].where(ok).astype("float64")
+    groups = energy.groupby([rows[k] for k in key], dropna=False)
+    spread = (groups.transform("max") - groups.transform("min")) / groups.transform("mean")
+    return spread.where(groups.transform("count") > 1)
 
 
 def write_summary(df: pd.DataFrame, path: str | os.PathLike, csv_path=None) -> None:

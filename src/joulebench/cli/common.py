@@ -110,8 +110,13 @@ def add_protocol(p) -> None:
 
 
 def add_gpu_uuid(p) -> None:
-    """`--gpu-uuid`: the workflow pins a job to one GPU."""
+    """`--gpu-uuid`: the workflow pins a job to one GPU; `--pool`: to a free GPU of a pool."""
     p.add_argument("--gpu-uuid", help="pin to this GPU (CUDA_VISIBLE_DEVICES); it is cuda:0")
+    p.add_argument(
+        "--pool",
+        help='JSON {"gpus": [{device, uuid, index, serial, pin}, ...]}: lease a free one, '
+        "hold it for the whole job, pin to it",
+    )
 
 
 def add_settings(p, what: str) -> None:

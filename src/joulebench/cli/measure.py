@@ -129,21 +129,37 @@ def add_profile(sub) -> None:
     p.set_defaults(func=_cmd_profile)
 
 
+def pinned(args, spec: dict, holder: str):
+    """(a context holding the job's GPU lease, the spec pinned to its GPU): the leased GPU of
+    `--pool`, else the `--gpu-uuid` one, else the spec as it is."""
+    import contextlib
+
+    from joulebench.measure.devices import lease_from_pool, pin_to_gpu
+
+    if not args.pool:
+        return contextlib.nullcontext(), pin_to_gpu(spec, args.gpu_uuid)
+    gpus = json_object("--pool", args.pool).get("gpus") or []
+    return lease_from_pool(spec, gpus, holder, log=say)
+
+
 def _cmd_profile_job(args) -> int:
-    """One workflow job: all methods x batch sizes of one model on one device."""
-    from joulebench.measure.devices import pin_to_gpu
+    """One workflow job: all methods x batch sizes of one model on one device (or on a free
+    GPU of its pool, held until the job ends)."""
     from joulebench.measure.profile import run_job
 
-    run_job(
-        args.model,
-        args.device_label,
-        pin_to_gpu(json_object("--spec", args.spec), args.gpu_uuid),
-        idle=args.idle,
-        threads=args.threads,
-        output=args.output,
-        repeats_output=args.repeats_output,
-        trace_output=args.trace_output,
-    )
+    spec = json_object("--spec", args.spec)
+    lease, spec = pinned(args, spec, f"{args.device_label} {args.model}")
+    with lease:
+        run_job(
+            args.model,
+            args.device_label,
+            spec,
+            idle=args.idle,
+            threads=args.threads,
+            output=args.output,
+            repeats_output=args.repeats_output,
+            trace_output=args.trace_output,
+        )
     return 0
 
 
@@ -163,17 +179,18 @@ def add_profile_job(sub) -> None:
 
 def _cmd_idle(args) -> int:
     """The idle power baseline of a device."""
-    from joulebench.measure.devices import pin_to_gpu
     from joulebench.measure.idle import idle_line, run_idle
 
-    row = run_idle(
-        args.device_label,
-        pin_to_gpu({"torch_device": args.device}, args.gpu_uuid)["torch_device"],
-        args.output,
-        duration_s=args.duration_s,
-        meter=args.meter,
-        tdp_w=args.tdp_w,
-    )
+    lease, spec = pinned(args, {"torch_device": args.device}, f"{args.device_label} idle")
+    with lease:
+        row = run_idle(
+            args.device_label,
+            spec["torch_device"],
+            args.output,
+            duration_s=args.duration_s,
+            meter=args.meter,
+            tdp_w=args.tdp_w,
+        )
     say(idle_line(row))
     return 0
 

@@ -1,13 +1,16 @@
 """Which devices a study measures, and whether they can be measured here.
 
 `devices: auto` (the default) picks every GPU of the first GPU kind that finds some (NVIDIA
-through NVML, else AMD through AMD SMI; measure.backends), each under its own label (the
-GPU's short name and CUDA index, `h200-0`), matched to its management library's device by
-UUID as the meter does; without one it picks the CPU. An explicit map (`{gpu: cuda:1}`) is
-used as written. `check_devices` says, per device, what is missing before any job starts,
-and `describe_devices` which meter each device would get and why a better one is not used
-(the `joulebench devices` command; simulated devices only when asked). Every answer about a
-kind of device comes from its backend: nothing here tests a device string.
+through NVML, else AMD through AMD SMI; measure.backends), matched to its management
+library's device by UUID as the meter does, and makes the identical ones (one product name)
+one pool under one label (the GPU's short name, `h200`): the pool's GPUs share the study's
+models, each job leasing whichever GPU is free (measure.lease). Without a GPU it picks the
+CPU. An explicit map is used as written: a label names one device (`{gpu: cuda:1}`) or a
+pool (`{h200: {pool: [cuda:0, cuda:1]}}`). `check_devices` says, per device, what is
+missing before any job starts, and `describe_devices` which meter each device would get
+and why a better one is not used (the `joulebench devices` command; simulated devices only
+when asked). Every answer about a kind of device comes from its backend: nothing here tests
+a device string.
 
 torch is imported only when a GPU library sees a GPU or a device names one, so a CPU-only
 machine resolves `auto` in milliseconds. `torch`, `nvml` and `amdsmi` can be passed in
@@ -21,7 +24,9 @@ import os
 import re
 
 from joulebench.measure.backends import (
+    Backend,
     DeviceError,
+    DeviceIdentity,
     DeviceInfo,
     Libraries,
     backend_for,
@@ -37,11 +42,76 @@ AUTO = "auto"
 # a cluster job re-reads the workflow on a GPU node, which must not resolve `auto` anew.
 RESOLVED_ENV = "JOULEBENCH_AUTO_DEVICES"
 
-__all__ = ["AUTO", "RESOLVED_ENV", "DeviceError", "DeviceInfo"]
+POOL = "pool"  # devices: {h200: {pool: [cuda:0, cuda:1]}}
+# devices: {h200: {pool: [...], each_model_on: k}}: each model measured on k distinct GPUs
+EACH_MODEL_ON = "each_model_on"
+
+__all__ = ["AUTO", "EACH_MODEL_ON", "POOL", "RESOLVED_ENV", "DeviceError", "DeviceInfo"]
 
 
-def auto_devices(*, torch=None, nvml=None, amdsmi=None) -> tuple[dict[str, str], str]:
-    """label -> device string that `auto` picks, and why a GPU was not picked (or "")."""
+def pool_members(entry) -> list[str]:
+    """The devices of one `devices:` value: a device string alone, or a pool's list."""
+    if isinstance(entry, dict):
+        return [str(d) for d in entry[POOL]]
+    if isinstance(entry, list | tuple):
+        return [str(d) for d in entry]
+    return [str(entry)]
+
+
+def replicas(label: str, entry) -> dict[str, list[str]]:
+    """A pool measured `each_model_on: k` distinct GPUs as k labels (`h200-0` ..), label r
+    a pool of the GPUs r, r + k, ...: each model is measured once under each label, so on
+    k distinct GPUs (k = the pool's size: one GPU per label, each measuring every model)."""
+    members = pool_members(entry)
+    k = int(entry.get(EACH_MODEL_ON, 1)) if isinstance(entry, dict) else 1
+    if k <= 1:
+        return {label: members}
+    if k > len(members):
+        raise DeviceError(
+            f"devices: '{label}' asks {EACH_MODEL_ON}: {k}, but its pool has {len(members)} GPUs"
+        )
+    return {f"{label}-{r}": members[r::k] for r in range(k)}
+
+
+def as_pools(devices: dict) -> dict[str, list[str]]:
+    """label -> its devices, from a map of devices, of pools, or of both (a pool measured
+    on k GPUs per model as its k labels: replicas)."""
+    pools: dict[str, list[str]] = {}
+    for label, entry in devices.items():
+        for name, members in replicas(label, entry).items():
+            if name in pools or (name != label and name in devices):
+                raise DeviceError(f"devices: the label '{name}' is given twice")
+            pools[name] = members
+    return pools
+
+
+def pool_of(devices: dict) -> dict[str, str]:
+    """label -> the study's label of its pool: a replica's (`h200-1` -> `h200`), else its own."""
+    return {name: label for label, entry in devices.items() for name in replicas(label, entry)}
+
+
+def representatives(pools: dict) -> dict[str, str]:
+    """label -> its first device: what a pool's kind, name, checks and plan are read from."""
+    return {label: members[0] for label, members in as_pools(pools).items()}
+
+
+def group_pools(backend: Backend, found: list[DeviceIdentity]) -> dict[str, list[str]]:
+    """Identical devices (one pool_key: the product name) as one pool under one label
+    (`h200`); two products of one short name keep their first device's own label (`a100-0`)."""
+    groups: dict[str, list[DeviceIdentity]] = {}
+    for identity in found:
+        groups.setdefault(backend.pool_key(identity), []).append(identity)
+    labels = [backend.pool_label(members[0]) for members in groups.values()]
+    pools = {}
+    for label, members in zip(labels, groups.values(), strict=True):
+        if labels.count(label) > 1:
+            label = backend.label(members[0])
+        pools[label] = [identity.device for identity in members]
+    return pools
+
+
+def auto_devices(*, torch=None, nvml=None, amdsmi=None) -> tuple[dict[str, list[str]], str]:
+    """label -> the devices (a pool) that `auto` picks, and why a GPU was not picked (or "")."""
     libs = Libraries(torch=torch, nvml=nvml, amdsmi=amdsmi)
     whys = []
     for backend in backends(simulated=False):
@@ -49,21 +119,26 @@ def auto_devices(*, torch=None, nvml=None, amdsmi=None) -> tuple[dict[str, str],
             continue
         found, why = backend.discover(libs)
         if found:
-            return {backend.label(identity): identity.device for identity in found}, why
+            return group_pools(backend, found), why
         whys.append(why)
     host = host_backend()
     (identity,), _ = host.discover(libs)
-    return {host.label(identity): identity.device}, "; ".join(w for w in whys if w)
+    return {host.label(identity): [identity.device]}, "; ".join(w for w in whys if w)
+
+
+def resolve_pools(spec, *, env=None, torch=None, nvml=None) -> dict[str, list[str]]:
+    """The config's `devices:` as label -> its devices (`auto` resolved, see the module doc)."""
+    if spec != AUTO:
+        return as_pools(spec)
+    env = os.environ if env is None else env
+    if env.get(RESOLVED_ENV):
+        return as_pools(json.loads(env[RESOLVED_ENV]))
+    return auto_devices(torch=torch, nvml=nvml)[0]
 
 
 def resolve_devices(spec, *, env=None, torch=None, nvml=None) -> dict[str, str]:
-    """The config's `devices:` as label -> device string (`auto` resolved, see the module doc)."""
-    if spec != AUTO:
-        return dict(spec)
-    env = os.environ if env is None else env
-    if env.get(RESOLVED_ENV):
-        return json.loads(env[RESOLVED_ENV])
-    return auto_devices(torch=torch, nvml=nvml)[0]
+    """label -> one device string per label (a pool's first; see resolve_pools)."""
+    return representatives(resolve_pools(spec, env=env, torch=torch, nvml=nvml))
 
 
 def _describe(label: str, device: str, libs: Libraries, meter_options=None) -> DeviceInfo:
@@ -99,25 +174,50 @@ def describe_devices(
     """Per device of `spec` (a map or `auto`): meter and reasons; and why `auto` took no GPU."""
     why_not = ""
     if spec == AUTO:
-        devices, why_not = auto_devices(torch=torch, nvml=nvml, amdsmi=amdsmi)
+        pools, why_not = auto_devices(torch=torch, nvml=nvml, amdsmi=amdsmi)
     else:
-        devices = dict(spec)
+        pools = as_pools(spec)
     libs = Libraries(torch=torch, nvml=nvml, amdsmi=amdsmi)
-    infos = [_describe(label, device, libs, meter_options) for label, device in devices.items()]
+    infos = [
+        _describe(label, device, libs, meter_options)
+        for label, members in pools.items()
+        for device in members
+    ]
     return infos, why_not
 
 
-def check_devices(devices: dict[str, str], *, torch=None, nvml=None) -> list[str]:
-    """What makes a study's devices unmeasurable here (one line per device); [] when fine."""
+def pool_problems(label: str, members: list[str]) -> list[str]:
+    """Why devices cannot be one pool: a device twice, the host's CPU, or mixed kinds."""
+    if len(members) < 2:
+        return []
+    where = f"devices: '{label}' is a pool of {', '.join(members)}, but"
+    if len(set(members)) < len(members):
+        return [f"{where} it names a device twice"]
+    try:
+        kinds = {kind_of(device).kind: kind_of(device) for device in members}
+    except DeviceError:
+        return []  # the unknown device is said per device
+    if any(backend.is_host for backend in kinds.values()):
+        return [f"{where} the CPU measures alone: give it its own label"]
+    if len(kinds) > 1:
+        return [f"{where} a pool is of one kind of device ({' and '.join(kinds)} here)"]
+    return []
+
+
+def check_devices(devices: dict, *, torch=None, nvml=None) -> list[str]:
+    """What makes a study's devices (or pools) unmeasurable here (one line per device);
+    [] when fine."""
     libs = Libraries(torch=torch, nvml=nvml)
     problems = []
-    for label, device in devices.items():
-        try:
-            backend = backend_for(device, libs)
-        except DeviceError:
-            problems.append(_unknown(label, device))
-            continue
-        problems += backend.problems(label, device, libs)
+    for label, members in as_pools(devices).items():
+        problems += pool_problems(label, members)
+        for device in members:
+            try:
+                backend = backend_for(device, libs)
+            except DeviceError:
+                problems.append(_unknown(label, device))
+                continue
+            problems += backend.problems(label, device, libs)
     return problems
 
 
@@ -127,6 +227,13 @@ def require_measurable(label: str, device: str, *, torch=None, nvml=None) -> Non
     problems = check_devices({label: device}, torch=torch, nvml=nvml)
     if problems:
         raise DeviceError("\n".join(problems))
+
+
+def _pool_text(label: str, members: list[str]) -> str:
+    """'h200 (cuda:0)', or 'h200 (a pool of 2: cuda:0, cuda:1)'."""
+    if len(members) == 1:
+        return f"{label} ({members[0]})"
+    return f"{label} (a pool of {len(members)}: {', '.join(members)})"
 
 
 def _format_info(info: DeviceInfo) -> list[str]:
@@ -161,7 +268,10 @@ def format_devices(
     """The table `joulebench devices` prints (and the simulated devices, when given)."""
     lines = []
     if spec == AUTO:
-        picked = ", ".join(f"{i.label} ({i.torch_device})" for i in infos)
+        pools: dict[str, list[str]] = {}
+        for info in infos:
+            pools.setdefault(info.label, []).append(info.torch_device)
+        picked = ", ".join(_pool_text(label, members) for label, members in pools.items())
         lines.append(f"devices: auto picks {picked}")
         if why_not:
             gpus = any(not i.is_host for i in infos)
@@ -191,15 +301,15 @@ def devices_for(study: dict | None = None, simulated: bool = False) -> tuple[str
     return text, not any(info.problems for info in infos)
 
 
-# --- measuring slots: every GPU of a host at once, never two jobs on one device -------------
+# --- measuring slots: every GPU of a host at once, never two jobs on one GPU -------------
 
 
 def measuring_slot(label: str) -> str:
-    """The resource a device's measuring jobs take (one per device, limit 1)."""
+    """The resource a device's (or pool's) measuring jobs take."""
     return "measuring_" + re.sub(r"[^A-Za-z0-9_]", "_", label)
 
 
-def measuring_slots(devices: dict[str, str]) -> dict[str, str]:
+def measuring_slots(devices: dict) -> dict[str, str]:
     """label -> its slot's name; two labels that would share a slot are an error."""
     slots = {label: measuring_slot(label) for label in devices}
     if len(set(slots.values())) < len(slots):
@@ -207,34 +317,43 @@ def measuring_slots(devices: dict[str, str]) -> dict[str, str]:
     return slots
 
 
-def slots_taken(devices: dict[str, str], label: str | None) -> list[str]:
-    """The slots a measuring job holds: its own device's. A CPU measurement (and a job of no
-    device, e.g. measured accuracy) takes them all: it would load the CPUs every other
-    measurement shares, and read the host's energy they share."""
+def slot_limits(devices: dict) -> dict[str, int]:
+    """slot -> how many jobs may hold it at once: a device's 1, a pool's its GPU count."""
     slots = measuring_slots(devices)
-    if label is None or kind_of(devices[label]).is_host:
-        return list(slots.values())
-    return [slots[label]]
+    return {slots[label]: len(members) for label, members in as_pools(devices).items()}
 
 
-def measuring_resources(devices: dict[str, str]) -> dict:
+def slots_taken(devices: dict, label: str | None) -> dict[str, int]:
+    """slot -> units a measuring job holds: one of its own device's (or pool's). A CPU
+    measurement (and a job of no device, e.g. measured accuracy) takes every unit of every
+    slot: it would load the CPUs every other measurement shares, and read the host's energy
+    they share."""
+    slots, limits = measuring_slots(devices), slot_limits(devices)
+    if label is None or kind_of(representatives(devices)[label]).is_host:
+        return dict(limits)
+    return {slots[label]: 1}
+
+
+def measuring_resources(devices: dict) -> dict:
     """A measuring rule's `resources:`: the slots it takes (see slots_taken), as functions of
-    the job's wildcards. The workflow declares each slot with a limit of 1, scoped local, so
-    a cluster run submits every allocation at once and each allocation measures one job at
-    a time per device."""
+    the job's wildcards. The workflow declares each slot with its limit (slot_limits), scoped
+    local, so a cluster run submits every allocation at once and each allocation measures
+    one job at a time per device."""
 
     def taking(slot):
-        return lambda wildcards: int(slot in slots_taken(devices, wildcards.get("device")))
+        return lambda wildcards: slots_taken(devices, wildcards.get("device")).get(slot, 0)
 
     return {slot: taking(slot) for slot in measuring_slots(devices).values()}
 
 
-def measure_threads(devices: dict[str, str], label: str, cores: int) -> int:
+def measure_threads(devices: dict, label: str, cores: int) -> int:
     """torch threads of a measuring job: every core for the CPU, else an equal share of the
-    cores among the GPUs (simulated ones included: they run the model on the CPU)."""
-    if kind_of(devices[label]).is_host:
+    cores among the GPUs, every GPU of every pool counted (simulated ones included: they
+    run the model on the CPU)."""
+    pools = as_pools(devices)
+    if kind_of(pools[label][0]).is_host:
         return cores
-    gpus = sum(1 for device in devices.values() if not kind_of(device).is_host)
+    gpus = sum(len(m) for m in pools.values() if not kind_of(m[0]).is_host)
     return max(1, cores // max(gpus, 1))
 
 
@@ -252,6 +371,31 @@ def pinned_uuids(devices: dict[str, str], *, torch=None) -> dict[str, str]:
     return out
 
 
+def pool_leases(devices: dict, *, torch=None, nvml=None) -> dict[str, list[dict]]:
+    """label -> its GPUs as a job leases them, for every pool of more than one device:
+    device, uuid (the lease's key), index and serial (what rows record), pin (pin_value).
+    A pool that cannot be measured here is left out (check_devices says why, before any job)."""
+    libs = Libraries(torch=torch, nvml=nvml)
+    out = {}
+    for label, members in as_pools(devices).items():
+        if len(members) < 2 or check_devices({label: members}, torch=torch, nvml=nvml):
+            continue
+        out[label] = [_lease_record(device, libs) for device in members]
+    return out
+
+
+def _lease_record(device: str, libs: Libraries) -> dict:
+    backend = backend_for(device, libs)
+    identity = backend.pool_member(device, libs)
+    return {
+        "device": device,
+        "uuid": identity.uuid,
+        "index": identity.index,
+        "serial": identity.serial,
+        "pin": backend.pin_value(device, libs),
+    }
+
+
 def pin_to_gpu(spec: dict, uuid: str | None, env=None) -> dict:
     """Before torch starts: pin the job to its device by `uuid` (pinned_uuids' value)."""
     if not uuid:
@@ -259,3 +403,16 @@ def pin_to_gpu(spec: dict, uuid: str | None, env=None) -> dict:
     env = os.environ if env is None else env
     device = spec["torch_device"]
     return {**spec, "torch_device": kind_of(device).pin(device, uuid, env)}
+
+
+def lease_from_pool(spec: dict, pool: list[dict], holder: str, env=None, **kw):
+    """Before torch starts: lease a free GPU of `pool` (pool_leases' records) and pin the
+    job to it. Returns (the lease, to hold for the job's whole run; the spec with the GPU's
+    device and its `gpu`: uuid, index, serial, for the rows)."""
+    from joulebench.measure.lease import lease_gpu
+
+    lease = lease_gpu(pool, holder=holder, **kw)
+    member = lease.member
+    spec = pin_to_gpu({**spec, "torch_device": member["device"]}, member.get("pin"), env)
+    gpu = {k: member.get(k) for k in ("uuid", "index", "serial")}
+    return lease, {**spec, "gpu": gpu}

@@ -18,13 +18,20 @@ from joulebench.tables import IDLE_COLUMNS
 
 
 def idle_row(
-    device_label: str, torch_device: str, idle: IdleResult, reasons: list[str], started: str
+    device_label: str,
+    torch_device: str,
+    idle: IdleResult,
+    reasons: list[str],
+    started: str,
+    gpu_uuid: str | None = None,
 ) -> dict:
-    """The idle table's row (tables.IDLE) for one idle measurement."""
+    """The idle table's row (tables.IDLE) for one idle measurement; `gpu_uuid`: the GPU its
+    meter read (a pool's idle job reads the GPU it leased)."""
     return {
         "device_label": device_label,
         "torch_device": torch_device,
         "device_name": device_name(torch_device),
+        "gpu_uuid": str(gpu_uuid or ""),
         "meter": idle.meter,
         "is_estimate": idle.is_estimate,
         "meter_reasons": "; ".join(reasons),
@@ -60,7 +67,8 @@ def run_idle(
     chosen, reasons = select_meter(torch_device, prefer=meter, label=device_label, **options)
     with NodeMeasurements(device_label), chosen:  # counted by overlapping measurements
         idle = measure_idle(chosen, duration_s)
-    row = idle_row(device_label, torch_device, idle, reasons, started)
+        uuid = chosen.describe().get("uuid")
+    row = idle_row(device_label, torch_device, idle, reasons, started, uuid)
     write_table(pd.DataFrame([row]), output, IDLE_COLUMNS)
     return row
 

@@ -78,6 +78,8 @@ class ProfileJob:
     onnx_cache_dir: str = DEFAULT_ONNX_CACHE  # exported models of non-PyTorch runtimes
     input_kind: str = "random"  # the synthetic batch: random (default) or zeros
     check_dir: str = "results/check"  # where `joulebench check` left its reports
+    gpu: dict = field(default_factory=dict)  # the pool's GPU leased: uuid, index, serial
+    device_pool: str = ""  # the study's pool label of a replica label (each_model_on)
 
     def __post_init__(self):
         if self.input_kind not in INPUT_KINDS:
@@ -165,6 +167,10 @@ def job_fields_from_spec(spec: dict) -> dict:
         fields_["onnx_cache_dir"] = spec["onnx_cache"]
     if spec.get("input_kind"):
         fields_["input_kind"] = spec["input_kind"]
+    if spec.get("gpu"):
+        fields_["gpu"] = dict(spec["gpu"])
+    if spec.get("device_pool"):
+        fields_["device_pool"] = str(spec["device_pool"])
     return fields_
 
 
@@ -508,6 +514,7 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
 
     base = {
         "device_label": job.device_label,
+        "device_pool": job.device_pool or job.device_label,
         "torch_device": job.torch_device,
         "device_name": device_name(job.torch_device),
         "is_simulated": job.backend.simulated,
@@ -523,7 +530,9 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
     meter, _ = meter_factory()
     with meter:
         idle = measure_idle(meter, job.idle_pre_s)
-        uuid = meter.describe().get("uuid")
+        described = meter.describe()
+        uuid = described.get("uuid")
+    base.update(gpu_fields(job.gpu, described))
     log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
     check = device_check(job.torch_device, job.check_dir, uuid)
     base.update(checked_fields(check))
@@ -538,6 +547,18 @@ def _restore_leftover(job: ProfileJob) -> str | None:
         return restore_leftover(control) if control is not None else None
     except KnobRefused as err:  # a kind that sets nothing; a live holder: its rows say so
         return f"device settings not checked: {err}" if job.configs_ask_knobs() else None
+
+
+def gpu_fields(leased: dict, described: dict) -> dict:
+    """Which GPU measured the job's rows: the pool's GPU it leased, else the one its meter
+    reads (by UUID and NVML's index; no serial); empty for a device that is no GPU."""
+    uuid = leased.get("uuid") or described.get("uuid")
+    index = leased.get("index") if leased else described.get("nvml_index")
+    return {
+        "gpu_uuid": str(uuid) if uuid else "",
+        "gpu_index": index,
+        "gpu_serial": str(leased.get("serial") or ""),
+    }
 
 
 def measure_with_retry(

@@ -244,6 +244,15 @@ class Backend(abc.ABC):
         """What groups identical devices of a host into one pool: the product name."""
         return identity.name
 
+    def pool_label(self, identity: DeviceIdentity) -> str:
+        """The label `devices: auto` gives a pool of devices like this one (`h200`)."""
+        return short_gpu_name(identity.name)
+
+    def pool_member(self, device: str, libs: Libraries) -> DeviceIdentity:
+        """The device as a pool leases it: its UUID (the lease's key), the management
+        library's index and serial where known. Default: the device string alone."""
+        return DeviceIdentity(device, "")
+
     def canonical(self, device: str) -> str:
         """The one spelling of `device` (`cuda` -> `cuda:0`): report file names use it."""
         return device

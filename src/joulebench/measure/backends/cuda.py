@@ -81,6 +81,26 @@ def nvml_devices(nvml) -> tuple[list[tuple[str | None, str | None, str]], str]:
         nvml.nvmlShutdown()
 
 
+def nvml_index_serial(nvml, uuid: str | None) -> tuple[int | None, str | None]:
+    """NVML's index and serial number of the GPU of `uuid` (None where NVML does not say)."""
+    from joulebench.measure.meters.nvml import normalize_uuid
+
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError:
+        return None, None
+    try:
+        for index in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            if normalize_uuid(nvml.nvmlDeviceGetUUID(handle)) == normalize_uuid(uuid):
+                serial = _nv(nvml, "nvmlDeviceGetSerial", handle)
+                serial = serial.decode() if isinstance(serial, bytes) else serial
+                return index, (str(serial) if serial else None)
+        return None, None
+    finally:
+        nvml.nvmlShutdown()
+
+
 def _nv(nvml, fn_name: str, *args):
     """An NVML call that may not exist or not be supported: its value or None."""
     return optional_call(nvml, nvml.NVMLError, fn_name, *args)
@@ -223,6 +243,17 @@ class CudaBackend(TorchGpuBackend):
     def native_precisions(self, device: str, libs: Libraries) -> NativePrecisions | None:
         props = self.visible_properties(device, libs)
         return None if props is None else cuda_native(int(props.major), int(props.minor))
+
+    def pool_member(self, device: str, libs: Libraries) -> DeviceIdentity:
+        """torch's UUID of `device` as NVML writes it (`GPU-...`), with NVML's index and
+        serial of the GPU of that UUID."""
+        from joulebench.measure.meters.nvml import cuda_identity, normalize_uuid
+
+        uuid, bus = cuda_identity(cuda_ordinal(device), cuda=libs.get_torch().cuda)
+        uuid = "GPU-" + normalize_uuid(uuid) if normalize_uuid(uuid) else None
+        index, serial = nvml_index_serial(libs.get_nvml(), uuid)
+        name = str(libs.get_torch().cuda.get_device_properties(cuda_ordinal(device)).name)
+        return DeviceIdentity(device, name, uuid, bus, cuda_ordinal(device), index, serial)
 
     def pin_value(self, device: str, libs: Libraries) -> str | None:
         from joulebench.measure.meters.nvml import cuda_identity, normalize_uuid

@@ -30,7 +30,8 @@ from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
 from joulebench.measure.sim.wall import WallSimGpu, sim_uuid
 
-SIM_PATTERN = r"sim:[a-z0-9]+"
+# sim:h100, or sim:h100:1 (board 1 of a pool of simulated H100s: its own UUID)
+SIM_PATTERN = r"sim:[a-z0-9]+(:[0-9]+)?"
 # the `sim:` spellings people type, beside the generations' own names
 ALIASES = {"h100": "hopper", "h200": "hopper", "v100": "volta", "p100": "pascal", "t4": "turing"}
 # The compute capability of each generation's board (BOARD_NAMES: P100, V100, T4, A100, H100).
@@ -49,7 +50,7 @@ _BOARDS: dict[str, WallSimGpu] = {}
 
 def sim_generation(device: str) -> str:
     """'sim:h100' -> 'hopper'; ValueError naming the known ones otherwise."""
-    name = device.partition(":")[2] if re.fullmatch(SIM_PATTERN, device) else ""
+    name = device.split(":")[1] if re.fullmatch(SIM_PATTERN, device) else ""
     name = ALIASES.get(name, name)
     if name not in GENERATIONS or name not in BOARD:
         known = sorted({*BOARD, *ALIASES})
@@ -57,10 +58,22 @@ def sim_generation(device: str) -> str:
     return name
 
 
+def board_index(device: str) -> int | None:
+    """'sim:h100:1' -> 1: which board of a pool; None for 'sim:h100'."""
+    parts = device.split(":")
+    return int(parts[2]) if len(parts) == 3 else None
+
+
+def board_key(device: str, label: str) -> str:
+    """What names a board (its UUID): a pool's board by its device string, so that every
+    job and the workflow agree on it; else the label, as before pools."""
+    return device if board_index(device) is not None else label
+
+
 def wall_sim_gpu(device: str, label: str) -> WallSimGpu:
     """The process's board for a `sim:` device (one per label, as a GPU is one per job)."""
     if label not in _BOARDS:
-        _BOARDS[label] = WallSimGpu(sim_generation(device), label)
+        _BOARDS[label] = WallSimGpu(sim_generation(device), board_key(device, label))
     return _BOARDS[label]
 
 
@@ -98,6 +111,18 @@ class SimBackend(Backend):
 
     def label(self, identity: DeviceIdentity) -> str:
         return identity.device.replace(":", "-")
+
+    def sibling(self, device: str, ordinal: int) -> str:
+        """Board `ordinal` of a pool of simulated GPUs like `device` (sim:h100:1)."""
+        return ":".join(device.split(":")[:2] + [str(ordinal)])
+
+    def pool_member(self, device: str, libs: Libraries) -> DeviceIdentity:
+        """A board of a pool: its UUID is its device string's (sim:h100:1)."""
+        key = board_key(device, device)
+        index = board_index(device)
+        return DeviceIdentity(
+            device, self.name(device), uuid=sim_uuid(key), index=index, serial=f"SIM-{key}"
+        )
 
     def name(self, device: str, libs: Libraries | None = None) -> str:
         return f"{BOARD[sim_generation(device)]} (simulated)"

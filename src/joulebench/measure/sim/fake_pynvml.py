@@ -233,6 +233,12 @@ class NvmlModule:
     def nvmlDeviceGetUUID(self, handle) -> str:
         return self._dev(handle, "nvmlDeviceGetUUID").uuid
 
+    def nvmlDeviceGetSerial(self, handle) -> str:
+        serial = getattr(self._dev(handle, "nvmlDeviceGetSerial"), "serial", None)
+        if serial is None:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        return serial
+
     def nvmlDeviceGetPciInfo(self, handle):
         return pci_info(self._dev(handle, "nvmlDeviceGetPciInfo").pci_bus_id)
 
