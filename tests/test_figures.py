@@ -766,7 +766,8 @@ def test_a_model_that_never_ran_keeps_the_figures(tmp_path):
     for paths in with_na.paths.values():
         _assert_written(paths)
     assert set(with_na.figs) == set(figures.FIGURE_NAMES)
-    assert {n for n in with_na.figs if with_na.no_data(n)} == {"train_vs_inference"}
+    no_sweep = {"train_vs_inference", "power_limit_sweep"}  # inference only; no power limits
+    assert {n for n in with_na.figs if with_na.no_data(n)} == no_sweep
     for name in ("accuracy_vs_energy", "energy_vs_factors", "throughput_vs_energy"):
         assert _points(with_na.figs[name]) == _points(without.figs[name]), name
 

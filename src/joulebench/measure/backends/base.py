@@ -196,7 +196,7 @@ class KnobControl(abc.ABC):
     def reset_sm_clock(self) -> None:
         """Undo a lock: the board picks its clocks again."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional: a control may hold nothing to release)
         """Release the management library (the settings stay as they are)."""
 
 
