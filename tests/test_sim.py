@@ -326,3 +326,33 @@ def test_simulated_check_flags_other_process_mig_and_a_lowered_power_limit():
     with simulated_gpu("a100").meter() as meter:
         clean = {r.name: r.status for r in environment_rows(meter, SIM.state(meter))}
     assert clean["other processes"] == clean["MIG"] == clean["power limit"] == PASS
+
+
+# ---------------------------------------------------------------- heat and irregular work, proven
+
+
+def test_heat_cases_are_reproducible_and_draw_their_ranges():
+    from joulebench.measure.sim import heat_experiment as he
+
+    case = he.HeatCase("hopper", 0.1, "jittered-pauses", True, 3)
+    assert case.workload() == he.HeatCase("hopper", 0.1, "jittered-pauses", True, 3).workload()
+    work = case.workload()
+    assert 0.001 <= work.pause_s <= 0.05 and 4 <= work.pause_every <= 40 and work.pause_jitter
+    assert 0.005 <= work.period_jitter <= 0.02
+    thermal = case.thermal()
+    assert 20.0 <= thermal.tau_s <= 120.0 and 0.003 <= thermal.leakage_per_c <= 0.01
+    assert len(he.cases(2)) == len(GENERATIONS) * len(he.PERIODS_S) * len(he.PATTERNS) * 2
+    a = he.run_case(he.HeatCase("a100", 0.05, "pauses", True, 1))
+    b = he.run_case(he.HeatCase("a100", 0.05, "pauses", True, 1))
+    assert a == b  # seeded: the same case gives the same numbers
+    # the sustained truth is the as-run truth at the sustained temperature
+    assert (a["mean_c"] < a["sustained_c"]) == (a["truth_as_run_j"] < a["truth_j"])
+
+
+def test_heat_order_bias_is_seen_in_the_simulator():
+    """A light configuration after a hot one runs hotter: the simulator makes the state the
+    protocol must control."""
+    from joulebench.measure.sim import heat_experiment as he
+
+    bias = he.order_bias(he.HeatCase("hopper", 0.01, "regular", True, 0))
+    assert bias["second_c"] > bias["first_c"] + 3.0
