@@ -28,12 +28,12 @@ def pct(x: float) -> str:
     return f"{x * 100:.1f} %"
 
 
-def sweep(seeds: int, csv: str | None):
+def sweep(seeds: int, csv: str | None, heat_error: float | None):
     import pandas as pd
 
     from joulebench.measure.sim import heat_experiment as he
 
-    rows = pd.DataFrame([he.run_case(c) for c in he.cases(seeds)])
+    rows = pd.DataFrame([he.run_case(c, heat_error=heat_error) for c in he.cases(seeds)])
     if csv:
         rows.to_csv(csv, index=False)
     table = he.summary_table(rows)
@@ -73,13 +73,13 @@ def sweep(seeds: int, csv: str | None):
     return rows
 
 
-def order(seeds: int) -> None:
+def order(seeds: int, heat_error: float | None) -> None:
     import pandas as pd
 
     from joulebench.measure.sim import heat_experiment as he
 
     cases = he.cases(seeds, periods=(0.005, 0.010, 0.050, 0.100), patterns=("regular",))
-    rows = pd.DataFrame([he.order_bias(c) for c in cases])
+    rows = pd.DataFrame([he.order_bias(c, heat_error=heat_error) for c in cases])
     d = rows["second_minus_first"]
     print(
         f"\norder bias ({len(rows)} jobs: a light configuration, 30 % busy, first vs after an "
@@ -96,12 +96,21 @@ def main() -> None:
     )
     parser.add_argument("--order-seeds", type=int, default=10)
     parser.add_argument("--csv", default=None, help="write every case's row here")
+    parser.add_argument(
+        "--heat-error",
+        type=float,
+        default=0.05,
+        help="the board's heat handed to the protocol (as `joulebench check` measures it), "
+        "each value off by up to this share; negative: not known (rows as-run)",
+    )
     args = parser.parse_args()
+    heat_error = args.heat_error if args.heat_error >= 0 else None
     start = time.perf_counter()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, python {platform.python_version()}")
-    sweep(args.seeds, args.csv)
+    print(f"heat known to the protocol within: {heat_error}")
+    sweep(args.seeds, args.csv, heat_error)
     if args.order_seeds:
-        order(args.order_seeds)
+        order(args.order_seeds, heat_error)
     print(f"bench wall time: {time.perf_counter() - start:.0f} s")
 
 

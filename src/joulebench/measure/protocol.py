@@ -38,7 +38,15 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 import pandas as pd
 
-from joulebench.flags import FLAG_CI_TARGET_NOT_MET, FLAG_WARMUP_NOT_STEADY, join_flags
+from joulebench.flags import (
+    FLAG_CI_TARGET_NOT_MET,
+    FLAG_SPREAD_ABOVE_SENSOR,
+    FLAG_THERMAL_DRIFT,
+    FLAG_WARMUP_NOT_STEADY,
+    join_flags,
+    split_flags,
+)
+from joulebench.measure.heat import AS_RUN, DRIFT_C, HeatCalibration, IdleState, window_heat
 from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
 from joulebench.measure.meters.node import COMPONENTS as NODE_PARTS
 from joulebench.stats import spread
@@ -54,6 +62,8 @@ PROTOCOL_TRACE_COLUMNS = ["repeat", *TRACE_COLUMNS]
 _MIN_REPEATS_FOR_CI = 3  # fewer repeats give a CI too wide and too unstable to stop on
 _WINDOW_MARGIN = 1.05  # size windows a little long so the top-up loop is rarely needed
 _MAX_CHUNK_STEPS = 1_000_000
+SENSOR_SWING = 0.1  # see expected_cv
+SPREAD_FACTOR = 3.0  # see spread_flags
 
 
 class SettingsError(ValueError):
@@ -164,6 +174,7 @@ class IdleResult:
     is_estimate: bool
     flags: list[str]
     trace: pd.DataFrame | None
+    temperature_c: float = math.nan  # the die's when the idle window closed (NVML; else NaN)
 
 
 @dataclass
@@ -222,12 +233,40 @@ def warm_up(
 
 
 @dataclass
-class _Plan:
+class WindowPlan:
     """One window, decided before it opens: batches, minimum work time, phase shifts."""
 
     batches: int
     min_s: float  # seconds of work (phase shifts not counted)
-    shifts: dict[int, float]  # after this many batches: sync, then idle this long
+    shift_at: tuple[int, ...] = ()  # after this many batches: sync, then a phase shift
+    targets_s: tuple[float, ...] = ()  # the phases (s into a refresh period) to visit
+    refresh_s: float = 0.0
+
+    @property
+    def cap_s(self) -> float:
+        """The longest one shift may wait: twice an even step."""
+        return 2.0 * self.refresh_s / (len(self.targets_s) + 1)
+
+
+def phase_delay(plan: WindowPlan, elapsed_s: float, visited: set[int]) -> float:
+    """How long to idle at a shift `elapsed_s` into the window: until the nearest phase
+    target not visited yet (phase = elapsed_s modulo the refresh period), if within the
+    cap; else not at all. The protocol reads its clock at every shift, so whatever the
+    workload did since the last one (a host pause, a jittered period) is seen and the
+    targets are still each visited once: no pause pattern can keep in step with them."""
+    if not plan.targets_s:
+        return 0.0
+    phase_s = elapsed_s % plan.refresh_s
+    waits = {
+        i: (t - phase_s) % plan.refresh_s for i, t in enumerate(plan.targets_s) if i not in visited
+    }
+    if not waits:
+        return 0.0
+    best = min(waits, key=waits.get)
+    if waits[best] > plan.cap_s:
+        return 0.0
+    visited.add(best)
+    return waits[best]
 
 
 def _window_batches(step_s: float, min_s: float, min_batches: int) -> int:
@@ -236,28 +275,34 @@ def _window_batches(step_s: float, min_s: float, min_batches: int) -> int:
     return int(min(max(min_batches, by_time), _MAX_CHUNK_STEPS))
 
 
-def plan_window(step_s: float, settings: ProtocolSettings, refresh_s: float | None, rng) -> _Plan:
+def plan_window(
+    step_s: float, settings: ProtocolSettings, refresh_s: float | None, rng
+) -> WindowPlan:
     """Size a window; with a slowly refreshing meter, span enough refreshes and shift phase.
 
-    The delays are evenly spaced by batch count and last refresh_s / (phase_shifts + 1) on
-    average (each drawn from 0.5-1.5 times that), so the workload is seen at phases spread
-    over a whole refresh period, whatever its own period.
+    The shifts fall every n / (phase_shifts + 1) batches (from a random start, drawn from
+    `rng`). At each, the protocol idles until the window's phase (its clock modulo the
+    refresh period) reaches the nearest phase target not visited yet (`phase_delay`); the
+    targets are one per 1 / (phase_shifts + 1) of the period, at a random offset. A locked
+    workload is thus seen at phases spread evenly over a whole refresh period (about one
+    refresh period of delays per window, as a fixed sweep would), and a workload that
+    pauses every N batches or whose period jitters cannot fall into step with the shifts:
+    its drift is read at each shift and the next target is taken from there.
     """
     min_s = settings.min_repeat_s
     if refresh_s:
         min_s = max(min_s, settings.min_window_refreshes * refresh_s)
     n = _window_batches(step_s, min_s, settings.min_repeat_batches)
-    shifts: dict[int, float] = {}
     k = settings.phase_shifts if refresh_s else 0
-    for j in range(1, k + 1):
-        at = round(j * n / (k + 1))
-        if 0 < at < n:
-            delay = refresh_s / (k + 1) * float(rng.uniform(0.5, 1.5))
-            shifts[at] = shifts.get(at, 0.0) + delay
-    return _Plan(n, min_s, shifts)
+    if not k:
+        return WindowPlan(n, min_s)
+    start, offset = float(rng.uniform(0.0, 1.0)), float(rng.uniform(0.0, 1.0))
+    at = sorted({math.floor((j + start) * n / (k + 1)) for j in range(1, k + 1)} - {0, n})
+    targets = tuple((j + offset) * refresh_s / (k + 1) for j in range(k + 1))
+    return WindowPlan(n, min_s, tuple(at), targets, float(refresh_s))
 
 
-def _window(step, sync, meter: Meter, plan: _Plan, settings, clock, sleep):
+def _window(step, sync, meter: Meter, plan: WindowPlan, settings, clock, sleep):
     """One measurement window. Returns (reading, batches, duration_s, phase_shift_s, step_ms).
 
     Between meter.begin() and meter.end() only steps, syncs, clock reads and the planned
@@ -268,7 +313,8 @@ def _window(step, sync, meter: Meter, plan: _Plan, settings, clock, sleep):
     n_batches = plan.batches
     stamps = [0.0] * (2 * n_batches + 2) if per_step else None
     delayed = [0.0] * (2 * n_batches + 2) if per_step else None  # delay before step i
-    cuts = [*sorted(plan.shifts), n_batches]
+    cuts = [*plan.shift_at, n_batches]
+    visited: set[int] = set()
     shift_s = 0.0
     done = 0
     sync()
@@ -284,10 +330,12 @@ def _window(step, sync, meter: Meter, plan: _Plan, settings, clock, sleep):
         else:
             _run_steps(step, cut - done)
         done = cut
-        if cut in plan.shifts:
+        if cut < n_batches:
             sync()
             ta = clock()
-            sleep(plan.shifts[cut])
+            delay = phase_delay(plan, ta - t0, visited)
+            if delay > 0:
+                sleep(delay)
             waited = clock() - ta
             shift_s += waited
             if per_step:
@@ -356,14 +404,19 @@ def repeat_row(
     idle_power_w,
     pause_s,
     shift_s=0.0,
+    heat: HeatCalibration | None = None,
+    idle_temperature_c: float = math.nan,
 ) -> dict:
     images = batches * images_per_step
     meter_s = reading.duration_s
     energy_s = meter_s if math.isfinite(meter_s) and meter_s > 0 else duration_s
     work_s = duration_s - shift_s
     energy_j = float(reading.energy_j)
+    state = _window_state(reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s)
     # the phase-shift delays ran no work: their (idle) energy is not the images'
-    shift_j = idle_power_w * shift_s if shift_s and math.isfinite(idle_power_w) else 0.0
+    shift_j = state.idle_power_w * shift_s if shift_s and math.isfinite(idle_power_w) else 0.0
+    work_j = (energy_j - shift_j) * state.factor  # at the stated thermal state
+    idle_j = state.idle_sustained_w * (energy_s - shift_s)
     trace_j = float(reading.energy_trace_j)
     power = _trace_power(reading.trace)
     if step_ms is not None:
@@ -378,9 +431,9 @@ def repeat_row(
         "meter_duration_s": float(meter_s),
         "energy_j": energy_j,
         "energy_trace_j": trace_j,
-        "idle_power_w": float(idle_power_w),
-        "energy_per_image_j": (energy_j - shift_j) / images,
-        "dynamic_energy_per_image_j": (energy_j - idle_power_w * energy_s) / images,
+        "idle_power_w": float(state.idle_power_w),
+        "energy_per_image_j": work_j / images,
+        "dynamic_energy_per_image_j": (work_j - idle_j) / images,
         "throughput_img_s": images / work_s,
         "latency_ms_mean": work_s / batches * 1e3,
         "latency_ms_p50": p50,
@@ -394,11 +447,35 @@ def repeat_row(
         "end_sm_clock_mhz": _state(reading, "end", "sm_clock_mhz"),
         "pause_before_s": pause_s,
         "phase_shift_s": shift_s,
-        "flags": join_flags(reading.flags),
+        "thermal_state": state.state,
+        "sustained_temperature_c": state.sustained_c,
+        "thermal_correction": state.factor - 1.0,
+        "flags": join_flags([*reading.flags, *_drift_flags(reading)]),
         **node_per_image(reading, images, energy_j - shift_j, duration_s, work_s),
         "host_cpu_share": _state(reading, "end", "host_cpu_share"),
         "concurrent_measurements": _state(reading, "end", "concurrent_measurements"),
     }
+
+
+def _window_state(reading: Reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s):
+    """The window's thermal state (joulebench.measure.heat): its energy brought to the
+    configuration's sustained temperature where the board's heat is known, else as run."""
+    idle = IdleState(float(idle_power_w), float(idle_temperature_c))
+    start_c = _state(reading, "start", "temperature_c")
+    end_c = _state(reading, "end", "temperature_c")
+    energy_j = float(reading.energy_j)
+    first = window_heat(heat, idle, start_c, end_c, energy_j / energy_s)
+    if first.state == AS_RUN or not shift_s:
+        return first
+    # the window's own work drew this, the phase shifts' idle time left out
+    work_w = (energy_j - first.idle_power_w * shift_s) / max(energy_s - shift_s, 1e-9)
+    return window_heat(heat, idle, start_c, end_c, work_w)
+
+
+def _drift_flags(reading: Reading) -> list[str]:
+    """thermal-drift where the die's temperature moved more than DRIFT_C in the window."""
+    moved = abs(_state(reading, "end", "temperature_c") - _state(reading, "start", "temperature_c"))
+    return [FLAG_THERMAL_DRIFT] if moved > DRIFT_C else []
 
 
 def node_per_image(reading: Reading, images, device_j, duration_s, work_s) -> dict:
@@ -476,6 +553,7 @@ def summarize(repeats: pd.DataFrame, step_ms, warmup, meter, images_per_step, id
     summary["power_mean_w"] = float(repeats["power_mean_w"].mean())
     summary["power_max_w"] = _nanmax(repeats["power_max_w"])
     summary["trace_disagreement_max"] = _nanmax(repeats["trace_disagreement"])
+    summary.update(thermal_summary(repeats))
     summary["flags"] = join_flags(flags)
     for column in (
         "energy_gpu_per_image_j",
@@ -489,6 +567,36 @@ def summarize(repeats: pd.DataFrame, step_ms, warmup, meter, images_per_step, id
     summary["concurrent_measurements"] = int(running) if math.isfinite(running) else 1
     summary.update(node_reasons(meter, summary))
     return summary
+
+
+def thermal_summary(repeats: pd.DataFrame) -> dict:
+    """The state the measurement is stated at: sustained only if every window was."""
+    states = set(repeats["thermal_state"])
+    sustained = pd.to_numeric(repeats["sustained_temperature_c"], errors="coerce")
+    return {
+        "thermal_state": states.pop() if len(states) == 1 else AS_RUN,
+        "sustained_temperature_c": float(sustained.mean()) if sustained.notna().any() else math.nan,
+        "thermal_correction": float(repeats["thermal_correction"].mean()),
+    }
+
+
+def expected_cv(refresh_s: float | None, window_s: float) -> float:
+    """The repeats' CV the sensor's sampling alone explains: a window sees about
+    window_s / refresh_s readings, each off by up to SENSOR_SWING of the mean power at one
+    sigma (a duty-cycled load seen through a 20-25 ms window of each 100 ms; the worst the
+    simulator's generations and loads reached)."""
+    if not refresh_s or not window_s > 0:
+        return math.nan
+    return SENSOR_SWING / math.sqrt(max(window_s / refresh_s, 1.0))
+
+
+def spread_flags(cv: float, refresh_s: float | None, window_s: float) -> list[str]:
+    """spread-above-sensor where the repeats' CV is SPREAD_FACTOR times what the sensor
+    explains: the 95 % CI then says more about an unsteady load than about the meter."""
+    expected = expected_cv(refresh_s, window_s)
+    if math.isfinite(cv) and math.isfinite(expected) and cv > SPREAD_FACTOR * expected:
+        return [FLAG_SPREAD_ABOVE_SENSOR]
+    return []
 
 
 def node_reasons(meter, summary: dict) -> dict:
@@ -539,12 +647,17 @@ def measure(
     clock: Callable[[], float] = time.perf_counter,
     sleep: Callable[[float], object] = time.sleep,
     progress: Callable[[str, dict], object] | None = None,
+    heat: HeatCalibration | None = None,
+    idle_temperature_c: float = math.nan,
 ) -> ProtocolResult:
     """Warm up, then measure energy and time over repeated windows (see the module doc).
 
     `progress(phase, info)` is called after warm-up ("warmup") and after each repeat
     ("repeat", with that repeat's row), never inside a window. `rng` draws the pauses
     (anything with .uniform(a, b)); `clock` and `sleep` are injectable for tests.
+    `heat` (the board's, from `joulebench check`) with the idle baseline's power and
+    `idle_temperature_c` states every window at the configuration's sustained temperature
+    (joulebench.measure.heat); without them the rows say `as-run`.
     """
     settings = settings or ProtocolSettings()
     rng = rng or random.Random()
@@ -585,12 +698,14 @@ def measure(
             idle_power_w,
             pause,
             shift_s,
+            heat,
+            idle_temperature_c,
         )
         rows.append(row)
+        flags.extend(split_flags(row["flags"]))
         traces.append((index, reading.trace))
         if window_ms is not None:
             step_ms.append(window_ms)
-        flags.extend(reading.flags)
         if progress:
             progress("repeat", dict(row))
         if settings.ci_target is not None and len(rows) >= settings.min_repeats:
@@ -602,6 +717,8 @@ def measure(
         flags.append(FLAG_CI_TARGET_NOT_MET)
 
     repeats = pd.DataFrame(rows, columns=REPEAT_COLUMNS)
+    cv = spread(repeats["energy_per_image_j"]).cv
+    flags.extend(spread_flags(cv, refresh_s, float(repeats["duration_s"].mean())))
     summary = summarize(
         repeats, step_ms, warmup, meter, images_per_step, idle_power_w, _unique(flags)
     )
@@ -630,4 +747,5 @@ def measure_idle(
         is_estimate=bool(meter.is_estimate),
         flags=_unique(reading.flags),
         trace=reading.trace,
+        temperature_c=_state(reading, "end", "temperature_c"),
     )

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from joulebench.measure.heat import HeatCalibration
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.sim.rig import SimRig, simulated_gpu
@@ -84,6 +85,19 @@ def cases(seeds: int, generations=None, periods=PERIODS_S, patterns=PATTERNS) ->
     ]
 
 
+def calibration(rig: SimRig, error: float | None, rng: random.Random) -> HeatCalibration | None:
+    """The board's heat as `joulebench check` would hand it to the protocol: its true C/W
+    and leakage slope, each off by a factor drawn from 1 +- `error`; None: not known."""
+    thermal = rig.gpu.thermal
+    if error is None or thermal is None:
+        return None
+    return HeatCalibration(
+        thermal.c_per_w * rng.uniform(1 - error, 1 + error),
+        thermal.leakage_per_c * rng.uniform(1 - error, 1 + error),
+        source="simulated check",
+    )
+
+
 def rig_for(case: HeatCase) -> SimRig:
     return simulated_gpu(
         case.generation, phase_s=case.phase_s(), seed=case.seed, thermal=case.thermal()
@@ -124,6 +138,7 @@ def measure_case(rig: SimRig, workload: Workload, settings, idle, seed: int, **k
         clock=rig.clock,
         sleep=rig.gpu.sleep,
         progress=progress,
+        idle_temperature_c=idle.temperature_c,
         **kw,
     )
     mean_c = sum(temps) / len(temps) if temps else float("nan")
@@ -150,18 +165,22 @@ def outcome(result, truth_j: float, truth_as_run_j: float) -> dict:
     }
 
 
-def run_case(case: HeatCase, settings: ProtocolSettings | None = None, **measure_kw) -> dict:
-    """One case: cold idle baseline, the die set to its start temperature, the protocol."""
+def run_case(
+    case: HeatCase, settings: ProtocolSettings | None = None, heat_error: float | None = None
+) -> dict:
+    """One case: cold idle baseline, the die set to its start temperature, the protocol
+    (given the board's heat within `heat_error`, or not at all: None)."""
     rig = rig_for(case)
     workload = case.workload()
     per_image = workload.images_per_batch
+    heat = calibration(rig, heat_error, case.rng("check"))
     with rig.meter() as meter:
         idle = measure_idle(meter, IDLE_S, sleep=rig.gpu.sleep)
         idle_c = rig.gpu.temperature_c()
         set_temperature(rig, workload, case.start_rise())
         start_c = rig.gpu.temperature_c()
         result, mean_c, took_s = measure_case(
-            rig, workload, settings, idle, case.seed, meter=meter, **measure_kw
+            rig, workload, settings, idle, case.seed, meter=meter, heat=heat
         )
     truth = rig.gpu.true_energy_per_batch_j(workload) / per_image
     as_run = rig.gpu.true_energy_per_batch_j(workload, mean_c) / per_image
@@ -206,18 +225,19 @@ def overall(rows: pd.DataFrame) -> dict:
     }
 
 
-def _job(case: HeatCase, settings, before: Workload | None, **measure_kw) -> dict:
+def _job(case: HeatCase, settings, before: Workload | None, heat_error) -> dict:
     """One job on a cold board: the idle baseline, optionally `before` measured, then the
     case's configuration; returns the configuration's outcome."""
     rig = rig_for(case)
     workload = case.workload()
+    heat = calibration(rig, heat_error, case.rng("check"))
     with rig.meter() as meter:
         idle = measure_idle(meter, IDLE_S, sleep=rig.gpu.sleep)
         if before is not None:
-            measure_case(rig, before, settings, idle, case.seed + 1, meter=meter, **measure_kw)
+            measure_case(rig, before, settings, idle, case.seed + 1, meter=meter, heat=heat)
             rig.gpu.sleep(random.Random(case.seed).uniform(0.2, 1.0))  # the job's gap
-        result, mean_c, took_s = measure_case(
-            rig, workload, settings, idle, case.seed, meter=meter, **measure_kw
+        result, mean_c, _ = measure_case(
+            rig, workload, settings, idle, case.seed, meter=meter, heat=heat
         )
     per_image = workload.images_per_batch
     truth = rig.gpu.true_energy_per_batch_j(workload) / per_image
@@ -225,14 +245,14 @@ def _job(case: HeatCase, settings, before: Workload | None, **measure_kw) -> dic
     return {**outcome(result, truth, as_run), "mean_c": mean_c}
 
 
-def order_bias(case: HeatCase, settings=None, light_duty=0.3, **measure_kw) -> dict:
+def order_bias(case: HeatCase, settings=None, light_duty=0.3, heat_error=None) -> dict:
     """The same light (batch-1-like: `light_duty` of each period busy) configuration measured
     first in a job, and after a hotter one (the same period, always busy): second minus first,
     relative to first."""
     light = HeatCase(**{**asdict(case), "duty": light_duty})
     hot = Workload(period_s=case.period_s, duty=1.0)
-    first = _job(light, settings, None, **measure_kw)
-    second = _job(light, settings, hot, **measure_kw)
+    first = _job(light, settings, None, heat_error)
+    second = _job(light, settings, hot, heat_error)
     return {
         **asdict(light),
         "first_j": first["measured_j"],
