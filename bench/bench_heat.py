@@ -28,12 +28,12 @@ def pct(x: float) -> str:
     return f"{x * 100:.1f} %"
 
 
-def sweep(seeds: int, csv: str | None, heat_error: float | None):
+def sweep(seeds: int, csv: str | None, heat_error: float | None, settings):
     import pandas as pd
 
     from joulebench.measure.sim import heat_experiment as he
 
-    rows = pd.DataFrame([he.run_case(c, heat_error=heat_error) for c in he.cases(seeds)])
+    rows = pd.DataFrame([he.run_case(c, settings, heat_error=heat_error) for c in he.cases(seeds)])
     if csv:
         rows.to_csv(csv, index=False)
     table = he.summary_table(rows)
@@ -73,13 +73,13 @@ def sweep(seeds: int, csv: str | None, heat_error: float | None):
     return rows
 
 
-def order(seeds: int, heat_error: float | None) -> None:
+def order(seeds: int, heat_error: float | None, settings) -> None:
     import pandas as pd
 
     from joulebench.measure.sim import heat_experiment as he
 
     cases = he.cases(seeds, periods=(0.005, 0.010, 0.050, 0.100), patterns=("regular",))
-    rows = pd.DataFrame([he.order_bias(c, heat_error=heat_error) for c in cases])
+    rows = pd.DataFrame([he.order_bias(c, settings, heat_error=heat_error) for c in cases])
     d = rows["second_minus_first"]
     print(
         f"\norder bias ({len(rows)} jobs: a light configuration, 30 % busy, first vs after an "
@@ -103,14 +103,21 @@ def main() -> None:
         help="the board's heat handed to the protocol (as `joulebench check` measures it), "
         "each value off by up to this share; negative: not known (rows as-run)",
     )
+    parser.add_argument(
+        "--ci-target", type=float, default=None, help="the protocol's ci_target (default none)"
+    )
+    parser.add_argument("--max-repeats", type=int, default=20)
     args = parser.parse_args()
+    from joulebench.measure.protocol import ProtocolSettings
+
+    settings = ProtocolSettings(ci_target=args.ci_target, max_repeats=args.max_repeats)
     heat_error = args.heat_error if args.heat_error >= 0 else None
     start = time.perf_counter()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, python {platform.python_version()}")
-    print(f"heat known to the protocol within: {heat_error}")
-    sweep(args.seeds, args.csv, heat_error)
+    print(f"heat known to the protocol within: {heat_error}; settings: {settings}")
+    sweep(args.seeds, args.csv, heat_error, settings)
     if args.order_seeds:
-        order(args.order_seeds, heat_error)
+        order(args.order_seeds, heat_error, settings)
     print(f"bench wall time: {time.perf_counter() - start:.0f} s")
 
 

@@ -238,35 +238,7 @@ class WindowPlan:
 
     batches: int
     min_s: float  # seconds of work (phase shifts not counted)
-    shift_at: tuple[int, ...] = ()  # after this many batches: sync, then a phase shift
-    targets_s: tuple[float, ...] = ()  # the phases (s into a refresh period) to visit
-    refresh_s: float = 0.0
-
-    @property
-    def cap_s(self) -> float:
-        """The longest one shift may wait: twice an even step."""
-        return 2.0 * self.refresh_s / (len(self.targets_s) + 1)
-
-
-def phase_delay(plan: WindowPlan, elapsed_s: float, visited: set[int]) -> float:
-    """How long to idle at a shift `elapsed_s` into the window: until the nearest phase
-    target not visited yet (phase = elapsed_s modulo the refresh period), if within the
-    cap; else not at all. The protocol reads its clock at every shift, so whatever the
-    workload did since the last one (a host pause, a jittered period) is seen and the
-    targets are still each visited once: no pause pattern can keep in step with them."""
-    if not plan.targets_s:
-        return 0.0
-    phase_s = elapsed_s % plan.refresh_s
-    waits = {
-        i: (t - phase_s) % plan.refresh_s for i, t in enumerate(plan.targets_s) if i not in visited
-    }
-    if not waits:
-        return 0.0
-    best = min(waits, key=waits.get)
-    if waits[best] > plan.cap_s:
-        return 0.0
-    visited.add(best)
-    return waits[best]
+    shifts: dict[int, float]  # after this many batches: sync, then idle this long
 
 
 def _window_batches(step_s: float, min_s: float, min_batches: int) -> int:
@@ -280,26 +252,22 @@ def plan_window(
 ) -> WindowPlan:
     """Size a window; with a slowly refreshing meter, span enough refreshes and shift phase.
 
-    The shifts fall every n / (phase_shifts + 1) batches (from a random start, drawn from
-    `rng`). At each, the protocol idles until the window's phase (its clock modulo the
-    refresh period) reaches the nearest phase target not visited yet (`phase_delay`); the
-    targets are one per 1 / (phase_shifts + 1) of the period, at a random offset. A locked
-    workload is thus seen at phases spread evenly over a whole refresh period (about one
-    refresh period of delays per window, as a fixed sweep would), and a workload that
-    pauses every N batches or whose period jitters cannot fall into step with the shifts:
-    its drift is read at each shift and the next target is taken from there.
+    The delays are evenly spaced by batch count and last refresh_s / (phase_shifts + 1) on
+    average (each drawn from 0.5-1.5 times that), so the workload is seen at phases spread
+    over a whole refresh period, whatever its own period.
     """
     min_s = settings.min_repeat_s
     if refresh_s:
         min_s = max(min_s, settings.min_window_refreshes * refresh_s)
     n = _window_batches(step_s, min_s, settings.min_repeat_batches)
+    shifts: dict[int, float] = {}
     k = settings.phase_shifts if refresh_s else 0
-    if not k:
-        return WindowPlan(n, min_s)
-    start, offset = float(rng.uniform(0.0, 1.0)), float(rng.uniform(0.0, 1.0))
-    at = sorted({math.floor((j + start) * n / (k + 1)) for j in range(1, k + 1)} - {0, n})
-    targets = tuple((j + offset) * refresh_s / (k + 1) for j in range(k + 1))
-    return WindowPlan(n, min_s, tuple(at), targets, float(refresh_s))
+    for j in range(1, k + 1):
+        at = round(j * n / (k + 1))
+        if 0 < at < n:
+            delay = refresh_s / (k + 1) * float(rng.uniform(0.5, 1.5))
+            shifts[at] = shifts.get(at, 0.0) + delay
+    return WindowPlan(n, min_s, shifts)
 
 
 def _window(step, sync, meter: Meter, plan: WindowPlan, settings, clock, sleep):
@@ -313,8 +281,7 @@ def _window(step, sync, meter: Meter, plan: WindowPlan, settings, clock, sleep):
     n_batches = plan.batches
     stamps = [0.0] * (2 * n_batches + 2) if per_step else None
     delayed = [0.0] * (2 * n_batches + 2) if per_step else None  # delay before step i
-    cuts = [*plan.shift_at, n_batches]
-    visited: set[int] = set()
+    cuts = [*sorted(plan.shifts), n_batches]
     shift_s = 0.0
     done = 0
     sync()
@@ -330,12 +297,10 @@ def _window(step, sync, meter: Meter, plan: WindowPlan, settings, clock, sleep):
         else:
             _run_steps(step, cut - done)
         done = cut
-        if cut < n_batches:
+        if cut in plan.shifts:
             sync()
             ta = clock()
-            delay = phase_delay(plan, ta - t0, visited)
-            if delay > 0:
-                sleep(delay)
+            sleep(plan.shifts[cut])
             waited = clock() - ta
             shift_s += waited
             if per_step:

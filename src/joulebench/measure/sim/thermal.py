@@ -69,17 +69,19 @@ class Thermal:
 
 #: Each generation's central values (the sweep draws around them; ranges in the module doc).
 THERMAL: dict[str, Thermal] = {
-    "pascal": Thermal(tau_s=40.0, c_per_w=0.15),
-    "volta": Thermal(tau_s=50.0, c_per_w=0.12),
-    "turing": Thermal(tau_s=30.0, c_per_w=0.12),  # the simulated boards all draw 60-300 W
-    "a100": Thermal(tau_s=60.0, c_per_w=0.10),
+    "pascal": Thermal(tau_s=40.0, c_per_w=0.09),
+    "volta": Thermal(tau_s=50.0, c_per_w=0.09),
+    "turing": Thermal(tau_s=30.0, c_per_w=0.09),  # the simulated boards all draw 60-300 W
+    "a100": Thermal(tau_s=60.0, c_per_w=0.09),
     "hopper": Thermal(tau_s=60.0, c_per_w=0.09),
-    "gh200": Thermal(tau_s=80.0, c_per_w=0.07),
+    "gh200": Thermal(tau_s=80.0, c_per_w=0.07),  # liquid-cooled superchip boards
 }
 
 #: The ranges the proof sweeps (module doc): tau_s, c_per_w (scaled per generation), leakage.
 TAU_RANGE = (0.33, 2.0)  # times the generation's tau_s: 20-120 s on H100
 C_PER_W_RANGE = (0.55, 1.65)  # times the generation's c_per_w: 0.05-0.15 C/W on H100
+# With these the simulated boards (60 W idle, 300 W busy) stay below limit_c: throttling at
+# the temperature limit is modelled and tested, but outside the sweep.
 LEAKAGE_RANGE = (0.003, 0.010)
 
 
