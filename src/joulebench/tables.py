@@ -442,6 +442,10 @@ PROFILE = Table(
             the machine's host name
         start_time_utc        string   -      {_LOOP}
             when the configuration started, ISO 8601 UTC
+        config_order          Int64    count  {_LOOP}
+            its place (1-based) in the order its job measured its configurations: shuffled
+            within each phase, seeded by model and device label (so heat left by earlier
+            configurations is noise, not a bias of one method or batch size)
         end_time_utc          string   -      {_ROW}
             when the configuration ended, ISO 8601 UTC (with microseconds)
         concurrent_measurements Int64  count  {_SUMMARY}
