@@ -66,3 +66,11 @@ def test_without_the_boards_heat_or_temperatures_a_window_is_as_run():
 def test_calibration_refuses_negative_values():
     with pytest.raises(ValueError):
         HeatCalibration(c_per_w=-0.1, leakage_per_c=0.01)
+
+
+def test_the_corrections_bound_grows_with_the_correction_and_the_calibrations_error():
+    cal = HeatCalibration(c_per_w=0.1, leakage_per_c=0.008, rel_uncertainty=0.1)
+    assert cal.correction_bound(0.0) == pytest.approx(0.004)  # half a degree of reading
+    assert cal.correction_bound(0.1) == pytest.approx(0.02 + 0.004)
+    exact = HeatCalibration(c_per_w=0.1, leakage_per_c=0.008, rel_uncertainty=0.0)
+    assert exact.correction_bound(0.1) == pytest.approx(0.004)

@@ -611,3 +611,21 @@ def test_a_spread_far_above_the_sensors_is_flagged():
     assert "spread-above-sensor" in run(device, meter, clock, repeats=4).summary["flags"]
     clock, device, meter, _ = slow_rig(powers_w=(100.0,))
     assert "spread-above-sensor" not in run(device, meter, clock, repeats=4).summary["flags"]
+
+
+def test_a_systematic_bound_widens_the_ci_in_quadrature():
+    from joulebench.measure.protocol import widen_ci
+
+    summary = {
+        "energy_per_image_j": 1.0,
+        "energy_per_image_ci95_low_j": 0.97,
+        "energy_per_image_ci95_high_j": 1.03,
+        "dynamic_energy_per_image_j": 0.5,
+        "dynamic_energy_per_image_ci95_low_j": 0.47,
+        "dynamic_energy_per_image_ci95_high_j": 0.53,
+    }
+    wide = widen_ci(summary, 0.04)
+    assert wide["energy_per_image_ci95_low_j"] == pytest.approx(0.95)
+    assert wide["energy_per_image_ci95_high_j"] == pytest.approx(1.05)
+    assert wide["energy_per_image_ci95_rel"] == pytest.approx(0.05)
+    assert wide["dynamic_energy_per_image_ci95_rel"] == pytest.approx(0.1)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+READ_STEP_C = 1.0  # NVML reads the die's temperature in whole degrees
 SUSTAINED = "sustained"  # thermal_state: brought to the configuration's sustained temperature
 AS_RUN = "as-run"  # thermal_state: the windows' own temperatures, uncorrected
 DRIFT_C = 3.0  # a window whose temperature moved more than this is flagged (thermal-drift)
@@ -41,10 +42,19 @@ class HeatCalibration:
     c_per_w: float
     leakage_per_c: float
     source: str = "given"
+    rel_uncertainty: float = 0.10  # how far off each value may be (check's acceptance: 10 %)
 
     def __post_init__(self):
-        if not (self.c_per_w >= 0 and self.leakage_per_c >= 0):
-            raise ValueError(f"need c_per_w >= 0 and leakage_per_c >= 0, got {self}")
+        if not (self.c_per_w >= 0 and self.leakage_per_c >= 0 and self.rel_uncertainty >= 0):
+            raise ValueError(f"need c_per_w, leakage_per_c, rel_uncertainty >= 0, got {self}")
+
+    def correction_bound(self, mean_abs_correction: float) -> float:
+        """How far off a corrected energy may be (relative): both values off by
+        rel_uncertainty move the correction by up to that share each, and the window's
+        temperature (the mean of two whole-degree reads) by up to half a degree."""
+        return 2.0 * self.rel_uncertainty * mean_abs_correction + self.leakage_per_c * (
+            READ_STEP_C / 2.0
+        )
 
 
 @dataclass(frozen=True)

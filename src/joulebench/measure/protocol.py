@@ -46,7 +46,14 @@ from joulebench.flags import (
     join_flags,
     split_flags,
 )
-from joulebench.measure.heat import AS_RUN, DRIFT_C, HeatCalibration, IdleState, window_heat
+from joulebench.measure.heat import (
+    AS_RUN,
+    DRIFT_C,
+    SUSTAINED,
+    HeatCalibration,
+    IdleState,
+    window_heat,
+)
 from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
 from joulebench.measure.meters.node import COMPONENTS as NODE_PARTS
 from joulebench.stats import spread
@@ -545,6 +552,22 @@ def thermal_summary(repeats: pd.DataFrame) -> dict:
     }
 
 
+def widen_ci(summary: dict, bound_rel: float) -> dict:
+    """The 95 % CIs of a summary widened by a systematic bound (relative, e.g. the thermal
+    correction's, joulebench.measure.heat): half-widths add in quadrature."""
+    out = {}
+    for name in ("energy_per_image", "dynamic_energy_per_image"):
+        mean = summary[f"{name}_j"]
+        low, high = summary[f"{name}_ci95_low_j"], summary[f"{name}_ci95_high_j"]
+        if not (math.isfinite(mean) and math.isfinite(low) and mean):
+            continue
+        half = math.hypot(0.5 * (high - low), bound_rel * abs(summary["energy_per_image_j"]))
+        out[f"{name}_ci95_low_j"] = mean - half
+        out[f"{name}_ci95_high_j"] = mean + half
+        out[f"{name}_ci95_rel"] = half / abs(mean)
+    return out
+
+
 def expected_cv(refresh_s: float | None, window_s: float) -> float:
     """The repeats' CV the sensor's sampling alone explains: a window sees about
     window_s / refresh_s readings, each off by up to SENSOR_SWING of the mean power at one
@@ -687,6 +710,9 @@ def measure(
     summary = summarize(
         repeats, step_ms, warmup, meter, images_per_step, idle_power_w, _unique(flags)
     )
+    if heat is not None and summary["thermal_state"] == SUSTAINED:
+        bound = heat.correction_bound(float(repeats["thermal_correction"].abs().mean()))
+        summary.update(widen_ci(summary, bound))
     return ProtocolResult(repeats, summary, stack_traces(traces), warmup)
 
 

@@ -95,6 +95,7 @@ def calibration(rig: SimRig, error: float | None, rng: random.Random) -> HeatCal
         thermal.c_per_w * rng.uniform(1 - error, 1 + error),
         thermal.leakage_per_c * rng.uniform(1 - error, 1 + error),
         source="simulated check",
+        rel_uncertainty=error,
     )
 
 
