@@ -59,7 +59,10 @@ def sweep(seeds: int, csv: str | None, heat_error: float | None, settings):
         f"\noverall: {total['cases']} cases, within 5 % {pct(total['within_5pct'])} (worst "
         f"generation x period {pct(total['worst_group_within_5pct'])}), within 2 % "
         f"{pct(total['within_2pct'])}, CI95 holds the sustained truth in "
-        f"{pct(total['ci95_coverage'])}, worst {pct(total['worst_error'])}; against the truth "
+        f"{pct(total['ci95_coverage'])}, worst {pct(total['worst_error'])}; thermal part "
+        f"|error| median {pct(rows['thermal_error'].abs().median())}, p95 "
+        f"{pct(rows['thermal_error'].abs().quantile(0.95))}; sensor part p95 "
+        f"{pct(rows['sensor_error'].abs().quantile(0.95))}; against the truth "
         f"as run (the die's temperature during the batches): median "
         f"{pct(total['median_as_run_error'])}, within 5 % "
         f"{pct((rows['error_as_run'].abs() <= 0.05).mean())}"
@@ -81,11 +84,14 @@ def order(seeds: int, heat_error: float | None, settings) -> None:
     cases = he.cases(seeds, periods=(0.005, 0.010, 0.050, 0.100), patterns=("regular",))
     rows = pd.DataFrame([he.order_bias(c, settings, heat_error=heat_error) for c in cases])
     d = rows["second_minus_first"]
+    thermal = rows["thermal_part"]
     print(
         f"\norder bias ({len(rows)} jobs: a light configuration, 30 % busy, first vs after an "
         f"always-busy one): second minus first median {pct(d.median())}, p95 "
         f"{pct(d.abs().quantile(0.95))} (of |difference|), worst {pct(d.abs().max())}; "
-        f"die {rows['first_c'].mean():.1f} C first, {rows['second_c'].mean():.1f} C second"
+        f"die {rows['first_c'].mean():.1f} C first, {rows['second_c'].mean():.1f} C second; "
+        f"its thermal part (each measurement's thermal-state error, second minus first): "
+        f"median {pct(thermal.median())}, p95 {pct(thermal.abs().quantile(0.95))}"
     )
 
 

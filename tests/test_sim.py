@@ -356,3 +356,20 @@ def test_heat_order_bias_is_seen_in_the_simulator():
 
     bias = he.order_bias(he.HeatCase("hopper", 0.01, "regular", True, 0))
     assert bias["second_c"] > bias["first_c"] + 3.0
+
+
+@pytest.mark.parametrize("tau_s, leakage", [(25.0, 0.004), (60.0, 0.006), (110.0, 0.009)])
+def test_simulated_check_measures_the_boards_heat(tau_s, leakage):
+    from dataclasses import replace
+
+    from joulebench.measure.check.gpu import heat_from, heat_rows
+
+    thermal = replace(THERMAL["hopper"], tau_s=tau_s, leakage_per_c=leakage)
+    rig = simulated_gpu("hopper", phase_s=0.0123, seed=2, thermal=thermal)
+    settings = CheckSettings(heat_idle_s=30.0, heat_s=max(300.0, 4 * tau_s))
+    with SimCheckTarget(rig).meter() as meter:
+        rows = heat_rows(SimCheckTarget(rig), meter, settings, 60.0)
+    heat = heat_from(rows)
+    assert heat["tau_s"] == pytest.approx(tau_s, rel=0.10)
+    assert heat["c_per_w"] == pytest.approx(thermal.c_per_w, rel=0.10)
+    assert heat["leakage_per_c"] == pytest.approx(leakage, rel=0.10)

@@ -27,6 +27,8 @@ class CheckSettings:
     square_half_s: tuple[float, float] = (0.3, 0.45)  # busy/idle stretches drawn from this
     fast_interval_s: float = 0.001  # power reads during the square wave ("as fast as NVML")
     steady_s: float = 5.0  # counter vs trace, Zeus
+    heat_idle_s: float = 30.0  # idle before the heat step: the die's idle temperature
+    heat_s: float = 300.0  # the heat step: several thermal time constants of steady load
     protocol: ProtocolSettings = field(default_factory=ProtocolSettings)  # the repeat CV run
     input_protocol: ProtocolSettings = field(
         default_factory=lambda: ProtocolSettings(repeats=2, warmup_min_s=1.0)
@@ -40,6 +42,8 @@ class CheckSettings:
             idle_s=2.0,
             square_s=4.0,
             steady_s=2.0,
+            heat_idle_s=5.0,
+            heat_s=30.0,
             protocol=ProtocolSettings(repeats=3, pause_s=(0.05, 0.2), **fast),
             input_protocol=ProtocolSettings(repeats=2, pause_s=(0.05, 0.2), **fast),
         )

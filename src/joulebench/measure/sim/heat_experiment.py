@@ -151,12 +151,17 @@ def outcome(result, truth_j: float, truth_as_run_j: float) -> dict:
     s = result.summary
     value = s["energy_per_image_j"]
     low, high = s["energy_per_image_ci95_low_j"], s["energy_per_image_ci95_high_j"]
+    correction = 1.0 + s["thermal_correction"]
     return {
         "truth_j": truth_j,
         "truth_as_run_j": truth_as_run_j,
         "measured_j": value,
         "error": value / truth_j - 1.0,
         "error_as_run": value / truth_as_run_j - 1.0,
+        # the parts: the sensor's (the reading before the correction, against the truth as
+        # run) and the thermal state's (the correction against the one that was needed)
+        "sensor_error": value / correction / truth_as_run_j - 1.0,
+        "thermal_error": correction * truth_as_run_j / truth_j - 1.0,
         "truth_in_ci95": bool(low <= truth_j <= high),
         "ci95_rel": s["energy_per_image_ci95_rel"],
         "cv": s["energy_per_image_cv"],
@@ -261,6 +266,7 @@ def order_bias(case: HeatCase, settings=None, light_duty=0.3, heat_error=None) -
         "second_minus_first": second["measured_j"] / first["measured_j"] - 1.0,
         "first_error": first["error"],
         "second_error": second["error"],
+        "thermal_part": second["thermal_error"] - first["thermal_error"],
         "first_c": first["mean_c"],
         "second_c": second["mean_c"],
     }

@@ -218,6 +218,8 @@ class SimGpu:
             self.signal.hold(piece, drawn_w)
             self.temp_c = self.thermal.after_c(self.temp_c, drawn_w, piece)
             left -= piece
+            if left > 1e-12:  # timers (a meter's sampler) read the temperature as it was
+                self.clock.advance_to(self.signal.end_s)
 
     def busy_power_w(self, workload_busy_w: float, input_kind: str = "random") -> float:
         dynamic = workload_busy_w - self.idle_w
