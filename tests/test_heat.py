@@ -74,3 +74,25 @@ def test_the_corrections_bound_grows_with_the_correction_and_the_calibrations_er
     assert cal.correction_bound(0.1) == pytest.approx(0.02 + 0.004)
     exact = HeatCalibration(c_per_w=0.1, leakage_per_c=0.008, rel_uncertainty=0.0)
     assert exact.correction_bound(0.1) == pytest.approx(0.004)
+
+
+def test_the_boards_heat_is_read_from_its_check_report():
+    from joulebench.measure.heat import from_report
+
+    report = {
+        "check_id": "cuda0-1",
+        "protocol": {
+            "heat": {
+                "tau_s": 61.0,
+                "c_per_w": 0.09,
+                "leakage_per_c": 0.006,
+                "idle_temperature_c": 34.0,
+            }
+        },
+    }
+    cal, idle_c = from_report(report)
+    assert (cal.c_per_w, cal.leakage_per_c, idle_c) == (0.09, 0.006, 34.0)
+    assert cal.source == "check cuda0-1"
+    for missing in (None, {"protocol": {}}, {"protocol": {"heat": None}}):
+        cal, idle_c = from_report(missing)
+        assert cal is None and math.isnan(idle_c)

@@ -57,6 +57,17 @@ class HeatCalibration:
         )
 
 
+def from_report(report: dict | None) -> tuple[HeatCalibration | None, float]:
+    """(the board's heat, its idle temperature) from a `joulebench check` report's
+    protocol.heat; (None, NaN) where the check did not measure it."""
+    heat = ((report or {}).get("protocol") or {}).get("heat")
+    if not heat:
+        return None, math.nan
+    source = f"check {report.get('check_id', '')}".strip()
+    cal = HeatCalibration(float(heat["c_per_w"]), float(heat["leakage_per_c"]), source)
+    return cal, float(heat.get("idle_temperature_c", math.nan))
+
+
 @dataclass(frozen=True)
 class IdleState:
     """The cold idle baseline: its power and the die temperature it was taken at."""

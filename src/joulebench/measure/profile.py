@@ -28,6 +28,8 @@ from joulebench.flags import FLAG_SIMULATED, FLAG_TRAIN_LOSS_NOT_FINITE, join_fl
 from joulebench.measure.backends import Backend, backend_for
 from joulebench.measure.config_time import Eta, config_estimate_s
 from joulebench.measure.emulation import method_verdict
+from joulebench.measure.heat import HeatCalibration
+from joulebench.measure.heat import from_report as heat_from_report
 from joulebench.measure.methods import KNOBS_NOT_SET, PRESETS, Method, parse_methods
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
@@ -78,6 +80,8 @@ class ProfileJob:
     onnx_cache_dir: str = DEFAULT_ONNX_CACHE  # exported models of non-PyTorch runtimes
     input_kind: str = "random"  # the synthetic batch: random (default) or zeros
     check_dir: str = "results/check"  # where `joulebench check` left its reports
+    heat: HeatCalibration | None = None  # the board's, from its check (set at the job's start)
+    idle_temperature_c: float = math.nan  # the die at idle, from the same check
 
     def __post_init__(self):
         if self.input_kind not in INPUT_KINDS:
@@ -387,6 +391,8 @@ def measure_config(
                 images_per_step=batch_size,
                 settings=job.settings,
                 idle_power_w=job.idle_power_w,
+                heat=job.heat,
+                idle_temperature_c=job.idle_temperature_c,
             )
         meter_info = {**meter.describe(), "meter_reasons": reasons}
         fields_ = {**runner.fields, **runner.finish(), **emulated.fields}
@@ -504,6 +510,8 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
     log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
     check = device_check(job.torch_device, job.check_dir, uuid)
     base.update(checked_fields(check))
+    # the board's heat, as the check measured it: rows stated at the sustained temperature
+    job.heat, job.idle_temperature_c = heat_from_report(check)
     meter_options.update(job.backend.meter_options_from_check(check))
     return base, idle
 

@@ -168,7 +168,7 @@ def counter_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[
     ]
 
 
-HEAT_ROWS = ("thermal time constant", "degrees per watt", "leakage slope")
+HEAT_ROWS = ("thermal time constant", "degrees per watt", "leakage slope", "idle temperature")
 
 
 def heat_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[Row]:
@@ -203,6 +203,8 @@ def heat_fit_rows(fit: ThermalFit | None, heat_s: float) -> list[Row]:
         Row("heat", HEAT_ROWS[1], PASS, fit.c_per_w, "C/W", detail="die above ambient"),
         Row("heat", HEAT_ROWS[2], PASS, fit.leakage_per_c * 100, "%/C",
             detail="power against die temperature at a fixed load"),
+        Row("heat", HEAT_ROWS[3], PASS, fit.idle_c, "C",
+            detail="the die at idle: with the idle power, the ambient the profile assumes"),
     ]  # fmt: skip
 
 
@@ -215,6 +217,7 @@ def heat_from(rows: list[Row]) -> dict | None:
         "tau_s": values[HEAT_ROWS[0]],
         "c_per_w": values[HEAT_ROWS[1]],
         "leakage_per_c": values[HEAT_ROWS[2]] / 100.0,
+        "idle_temperature_c": values[HEAT_ROWS[3]],
     }
 
 
