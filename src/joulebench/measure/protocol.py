@@ -556,15 +556,26 @@ def widen_ci(summary: dict, bound_rel: float) -> dict:
     """The 95 % CIs of a summary widened by a systematic bound (relative, e.g. the thermal
     correction's, joulebench.measure.heat): half-widths add in quadrature."""
     out = {}
-    for name in ("energy_per_image", "dynamic_energy_per_image"):
-        mean = summary[f"{name}_j"]
-        low, high = summary[f"{name}_ci95_low_j"], summary[f"{name}_ci95_high_j"]
+    bound_j = bound_rel * abs(summary["energy_per_image_j"])
+    for mean_key, low_key, high_key, rel_key in (
+        (
+            "energy_per_image_j",
+            "energy_per_image_ci95_low_j",
+            "energy_per_image_ci95_high_j",
+            "energy_per_image_ci95_rel",
+        ),
+        (
+            "dynamic_energy_per_image_j",
+            "dynamic_energy_per_image_ci95_low_j",
+            "dynamic_energy_per_image_ci95_high_j",
+            "dynamic_energy_per_image_ci95_rel",
+        ),
+    ):
+        mean, low, high = summary[mean_key], summary[low_key], summary[high_key]
         if not (math.isfinite(mean) and math.isfinite(low) and mean):
             continue
-        half = math.hypot(0.5 * (high - low), bound_rel * abs(summary["energy_per_image_j"]))
-        out[f"{name}_ci95_low_j"] = mean - half
-        out[f"{name}_ci95_high_j"] = mean + half
-        out[f"{name}_ci95_rel"] = half / abs(mean)
+        half = math.hypot(0.5 * (high - low), bound_j)
+        out[low_key], out[high_key], out[rel_key] = mean - half, mean + half, half / abs(mean)
     return out
 
 
@@ -676,19 +687,8 @@ def measure(
         )
         # the latest window is the best estimate of the step time for the next
         step_s = max(duration_s - shift_s, 1e-12) / batches
-        row = repeat_row(
-            index,
-            reading,
-            batches,
-            duration_s,
-            window_ms,
-            images_per_step,
-            idle_power_w,
-            pause,
-            shift_s,
-            heat,
-            idle_temperature_c,
-        )
+        window = (reading, batches, duration_s, window_ms, images_per_step, idle_power_w)
+        row = repeat_row(index, *window, pause, shift_s, heat, idle_temperature_c)
         rows.append(row)
         flags.extend(split_flags(row["flags"]))
         traces.append((index, reading.trace))
@@ -705,15 +705,23 @@ def measure(
         flags.append(FLAG_CI_TARGET_NOT_MET)
 
     repeats = pd.DataFrame(rows, columns=REPEAT_COLUMNS)
+    summary = _summary(repeats, step_ms, warmup, meter, images_per_step, idle_power_w, flags, heat)
+    return ProtocolResult(repeats, summary, stack_traces(traces), warmup)
+
+
+def _summary(repeats, step_ms, warmup, meter, images_per_step, idle_power_w, flags, heat):
+    """The summary, with the spread flag and, when stated sustained, the correction's bound
+    in the CIs."""
     cv = spread(repeats["energy_per_image_j"]).cv
-    flags.extend(spread_flags(cv, refresh_s, float(repeats["duration_s"].mean())))
+    refresh_s = getattr(meter, "refresh_s", None)
+    flags = [*flags, *spread_flags(cv, refresh_s, float(repeats["duration_s"].mean()))]
     summary = summarize(
         repeats, step_ms, warmup, meter, images_per_step, idle_power_w, _unique(flags)
     )
     if heat is not None and summary["thermal_state"] == SUSTAINED:
         bound = heat.correction_bound(float(repeats["thermal_correction"].abs().mean()))
         summary.update(widen_ci(summary, bound))
-    return ProtocolResult(repeats, summary, stack_traces(traces), warmup)
+    return summary
 
 
 def measure_idle(

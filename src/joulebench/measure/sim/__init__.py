@@ -7,6 +7,7 @@ sensor.py     the sensor per GPU generation: refresh, boxcar window, 1 s average
 fake_pynvml.py  a pynvml stand-in over simulated boards, for the real NVML meter
 rig.py        one simulated GPU wired up (simulated_gpu)
 experiment.py the protocol and a naive reading against the truth (tests, bench, docs)
+heat_experiment.py  the protocol against heat and irregular work: the sustained truth, order bias
 """
 
 from joulebench.measure.sim.clock import SimClock
