@@ -373,3 +373,19 @@ def test_simulated_check_measures_the_boards_heat(tau_s, leakage):
     assert heat["tau_s"] == pytest.approx(tau_s, rel=0.10)
     assert heat["c_per_w"] == pytest.approx(thermal.c_per_w, rel=0.10)
     assert heat["leakage_per_c"] == pytest.approx(leakage, rel=0.10)
+
+
+def test_simulated_check_command_reports_the_boards_heat(tmp_path):
+    """`joulebench check --device sim:h100`: the heat rows and the report's protocol.heat
+    hold the simulated board's time constant, degrees per watt and leakage within 10 %."""
+    from joulebench.measure.check.command import run_check
+
+    report, _ = run_check("sim:h100", output=tmp_path / "check.json")
+    validate_report(report)
+    heat = report["protocol"]["heat"]
+    thermal = THERMAL["hopper"]
+    assert heat["tau_s"] == pytest.approx(thermal.tau_s, rel=0.10)
+    assert heat["c_per_w"] == pytest.approx(thermal.c_per_w, rel=0.10)
+    assert heat["leakage_per_c"] == pytest.approx(thermal.leakage_per_c, rel=0.10)
+    rows = {r["name"]: r for r in report["results"]}
+    assert rows["thermal time constant"]["status"] == PASS

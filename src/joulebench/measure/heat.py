@@ -113,10 +113,13 @@ def window_heat(
     start_c: float,
     end_c: float,
     work_power_w: float,
+    mean_c: float = math.nan,
 ) -> WindowHeat:
     """The state a window is stated at: sustained where the board's heat is known (and the
-    window's temperatures were read), else as run."""
-    window_c = 0.5 * (start_c + end_c)
+    window's temperatures were read), else as run. The window's temperature is `mean_c`
+    (the mean of its trace's samples: whole degrees, but a moving die dithers them), else
+    the mean of its start and end."""
+    window_c = mean_c if math.isfinite(mean_c) else 0.5 * (start_c + end_c)
     known = cal is not None and idle.known() and math.isfinite(window_c)
     if not known or not math.isfinite(work_power_w):
         return WindowHeat(AS_RUN, window_c, math.nan, 1.0, idle.power_w, idle.power_w)

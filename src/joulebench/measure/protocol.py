@@ -436,12 +436,21 @@ def _window_state(reading: Reading, heat, idle_power_w, idle_temperature_c, ener
     start_c = _state(reading, "start", "temperature_c")
     end_c = _state(reading, "end", "temperature_c")
     energy_j = float(reading.energy_j)
-    first = window_heat(heat, idle, start_c, end_c, energy_j / energy_s)
+    mean_c = _trace_mean(reading.trace, "temperature_c")
+    first = window_heat(heat, idle, start_c, end_c, energy_j / energy_s, mean_c)
     if first.state == AS_RUN or not shift_s:
         return first
     # the window's own work drew this, the phase shifts' idle time left out
     work_w = (energy_j - first.idle_power_w * shift_s) / max(energy_s - shift_s, 1e-9)
-    return window_heat(heat, idle, start_c, end_c, work_w)
+    return window_heat(heat, idle, start_c, end_c, work_w, mean_c)
+
+
+def _trace_mean(trace: pd.DataFrame | None, column: str) -> float:
+    """Mean of a trace column's finite samples; NaN without any."""
+    if trace is None or column not in trace:
+        return math.nan
+    values = pd.to_numeric(trace[column], errors="coerce")
+    return float(values.mean()) if values.notna().any() else math.nan
 
 
 def _drift_flags(reading: Reading) -> list[str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from joulebench.measure.check.environment import environment_rows
 from joulebench.measure.check.report import PASS, SKIP, WARN, CheckReport, Row, new_check_id
@@ -33,6 +33,7 @@ from joulebench.measure.check.rows import (
 )
 from joulebench.measure.check.sensor_fit import SensorFit, fit_sensor
 from joulebench.measure.check.thermal_fit import ThermalFit, fit_heat
+from joulebench.measure.heat import from_report as heat_from_report
 from joulebench.measure.meters.nvidia_sensors import DEFAULT_REFRESH_S, SensorSpec
 from joulebench.measure.meters.sampler import Sampler
 from joulebench.measure.protocol import ProtocolSettings
@@ -174,6 +175,8 @@ HEAT_ROWS = ("thermal time constant", "degrees per watt", "leakage slope", "idle
 def heat_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[Row]:
     """The board's heat (check.thermal_fit): idle for heat_idle_s (the idle temperature),
     then the standard load for heat_s while power and temperature are sampled."""
+    if not settings.heat_s > 0:
+        return [Row("heat", name, SKIP, detail="not measured (--quick)") for name in HEAT_ROWS]
     meter.begin()
     target.sleep(settings.heat_idle_s)
     idle = meter.end()
@@ -304,6 +307,9 @@ def check_gpu(
             if line:
                 progress(line.format(steady_s=settings.steady_s))
             rows += run_guarded(group, name, part, target, meter, settings, idle_w)
+            if group == "heat":  # from here on the protocol states rows as the profile will
+                heat, idle_c = heat_from_report({"protocol": {"heat": heat_from(rows)}})
+                settings = replace(settings, heat=heat, idle_temperature_c=idle_c)
         info = meter.describe()
         protocol = protocol_from(meter, fit is not None)
         protocol["heat"] = heat_from(rows)
