@@ -607,10 +607,15 @@ def test_a_spread_far_above_the_sensors_is_flagged():
     assert spread_flags(0.01, 0.1, 5.0) == []
     assert spread_flags(0.05, 0.1, 5.0) == ["spread-above-sensor"]
     assert spread_flags(0.05, None, 5.0) == []  # no refreshing sensor: nothing to compare with
-    clock, device, meter, _ = slow_rig(powers_w=(100.0, 150.0, 100.0, 150.0))
-    assert "spread-above-sensor" in run(device, meter, clock, repeats=4).summary["flags"]
+    # such a spread gets more windows (up to spread_repeats), a steady one does not
+    clock, device, meter, _ = slow_rig(powers_w=(100.0, 150.0) * 10)
+    wide = run(device, meter, clock, repeats=4).summary
+    assert "spread-above-sensor" in wide["flags"] and wide["repeats"] == 8
+    clock, device, meter, _ = slow_rig(powers_w=(100.0, 150.0) * 10)
+    assert run(device, meter, clock, repeats=4, spread_repeats=0).summary["repeats"] == 4
     clock, device, meter, _ = slow_rig(powers_w=(100.0,))
-    assert "spread-above-sensor" not in run(device, meter, clock, repeats=4).summary["flags"]
+    steady = run(device, meter, clock, repeats=4).summary
+    assert "spread-above-sensor" not in steady["flags"] and steady["repeats"] == 4
 
 
 def test_a_systematic_bound_widens_the_ci_in_quadrature():

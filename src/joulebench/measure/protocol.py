@@ -103,6 +103,7 @@ class ProtocolSettings:
     phase_shifts: int = 32  # idle delays inside a window that shift the workload's phase
     lead_in: bool = True  # run one refresh period of steps right before each window opens
     min_window_refreshes: int = 50  # a window spans at least this many sensor refreshes
+    spread_repeats: int = 8  # without ci_target: repeat up to this while spread-above-sensor
 
     def __post_init__(self):
         self.pause_s = tuple(float(v) for v in self.pause_s)
@@ -112,7 +113,7 @@ class ProtocolSettings:
         for name in ("warmup_min_iters", "repeats", "min_repeat_batches", "max_repeats"):
             if int(getattr(self, name)) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("phase_shifts", "min_window_refreshes"):
+        for name in ("phase_shifts", "min_window_refreshes", "spread_repeats"):
             if int(getattr(self, name)) < 0:
                 problems.append(f"{name} must be >= 0, got {getattr(self, name)}")
         for name in ("warmup_min_s", "warmup_max_s", "min_repeat_s", "steady_tolerance"):
@@ -681,7 +682,14 @@ def measure(
     refresh_s = getattr(meter, "refresh_s", None)
     rows, traces, step_ms = [], [], []
     ci_met = False
-    for index in range(settings.cap_repeats):
+    for index in range(max(settings.cap_repeats, settings.spread_repeats)):
+        if settings.ci_target is None and index >= settings.repeats:
+            cv = spread([r["energy_per_image_j"] for r in rows]).cv
+            window_s = float(np.mean([r["duration_s"] for r in rows]))
+            if not spread_flags(cv, refresh_s, window_s):
+                break  # the spread is the sensor's: the default windows are enough
+        if settings.ci_target is not None and index >= settings.max_repeats:
+            break
         pause = 0.0
         if index > 0:
             pause = float(rng.uniform(*settings.pause_s))
