@@ -70,10 +70,10 @@ def test_calibration_refuses_negative_values():
 
 def test_the_corrections_bound_grows_with_the_correction_and_the_calibrations_error():
     cal = HeatCalibration(c_per_w=0.1, leakage_per_c=0.008, rel_uncertainty=0.1)
-    assert cal.correction_bound(0.0) == pytest.approx(0.004)  # half a degree of reading
-    assert cal.correction_bound(0.1) == pytest.approx(0.02 + 0.004)
+    assert cal.correction_bound(0.0) == pytest.approx(0.008)  # a degree of reading
+    assert cal.correction_bound(0.1) == pytest.approx(0.02 + 0.008)
     exact = HeatCalibration(c_per_w=0.1, leakage_per_c=0.008, rel_uncertainty=0.0)
-    assert exact.correction_bound(0.1) == pytest.approx(0.004)
+    assert exact.correction_bound(0.1) == pytest.approx(0.008)
 
 
 def test_the_boards_heat_is_read_from_its_check_report():

@@ -51,10 +51,8 @@ class HeatCalibration:
     def correction_bound(self, mean_abs_correction: float) -> float:
         """How far off a corrected energy may be (relative): both values off by
         rel_uncertainty move the correction by up to that share each, and the window's
-        temperature (the mean of two whole-degree reads) by up to half a degree."""
-        return 2.0 * self.rel_uncertainty * mean_abs_correction + self.leakage_per_c * (
-            READ_STEP_C / 2.0
-        )
+        temperature by up to a degree (NVML reads whole degrees, rounded or truncated)."""
+        return 2.0 * self.rel_uncertainty * mean_abs_correction + self.leakage_per_c * READ_STEP_C
 
 
 def from_report(report: dict | None) -> tuple[HeatCalibration | None, float]:
