@@ -424,7 +424,7 @@ def repeat_row(
         "sustained_temperature_c": state.sustained_c,
         "thermal_correction": state.factor - 1.0,
         "flags": join_flags([*reading.flags, *_drift_flags(reading)]),
-        **node_per_image(reading, images, energy_j - shift_j, duration_s, work_s),
+        **node_per_image(reading, images, work_j, duration_s, work_s),
         "host_cpu_share": _state(reading, "end", "host_cpu_share"),
         "concurrent_measurements": _state(reading, "end", "concurrent_measurements"),
     }
