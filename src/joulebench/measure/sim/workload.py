@@ -201,16 +201,18 @@ class SimGpu:
         return self.idle_w + (busy_w - self.idle_w) * f**3, seconds / f, f
 
     def _run(self, seconds: float, power_w: float, clock_factor: float) -> None:
-        if self.thermal is None:
-            self.signal.hold(seconds, power_w)
-        else:
-            self._run_hot(seconds, power_w)
+        self.hold_level(seconds, power_w, advance=True)
         self.sm_clock_mhz = self.max_sm_clock_mhz * clock_factor
         self.clock.advance_to(self.signal.end_s)
 
-    def _run_hot(self, seconds: float, power_w: float) -> None:
-        """Hold `power_w` (at ref_c) for `seconds`: leakage scales it by the temperature of
-        each piece, and the temperature moves with the power drawn."""
+    def hold_level(self, seconds: float, power_w: float, advance: bool = False) -> None:
+        """Draw `power_w` (at ref_c) for `seconds`: with heat, leakage scales it by the
+        temperature of each piece and the temperature moves with the power drawn. `advance`
+        moves the clock piece by piece, so timers (a meter's sampler) read the temperature
+        as it was; a board whose clock moves by itself (sim.wall) leaves it."""
+        if self.thermal is None:
+            self.signal.hold(seconds, power_w)
+            return
         left = seconds
         while left > 1e-12:
             piece = min(left, STEP_S)
@@ -218,7 +220,7 @@ class SimGpu:
             self.signal.hold(piece, drawn_w)
             self.temp_c = self.thermal.after_c(self.temp_c, drawn_w, piece)
             left -= piece
-            if left > 1e-12:  # timers (a meter's sampler) read the temperature as it was
+            if advance and left > 1e-12:
                 self.clock.advance_to(self.signal.end_s)
 
     def busy_power_w(self, workload_busy_w: float, input_kind: str = "random") -> float:
