@@ -389,3 +389,23 @@ def test_simulated_check_command_reports_the_boards_heat(tmp_path):
     assert heat["leakage_per_c"] == pytest.approx(thermal.leakage_per_c, rel=0.10)
     rows = {r["name"]: r for r in report["results"]}
     assert rows["thermal time constant"]["status"] == PASS
+
+
+def test_heat_protocol_states_the_sustained_energy_and_removes_the_order_bias():
+    """With the board's heat (as a check measures it, within 5 %) the protocol is near the
+    sustained truth where the as-run protocol is not, and a configuration reads the same
+    first or after a hot one: the simulator can fail the protocol here."""
+    from joulebench.measure.sim import heat_experiment as he
+
+    cases = he.cases(1, ["hopper", "a100"], periods=(0.01, 0.05), patterns=("regular", "jitter"))
+    cases = [he.HeatCase(**{**c.__dict__, "seed": 2}) for c in cases]
+    stated = pd.DataFrame([he.run_case(c, heat_error=0.05) for c in cases])
+    as_run = pd.DataFrame([he.run_case(c) for c in cases])
+    assert stated["error"].abs().max() < 0.03
+    assert stated["truth_in_ci95"].mean() >= 0.75
+    assert as_run["error"].abs().max() > 0.05  # the thermal state moves the number
+    assert (stated["thermal_error"].abs() < as_run["thermal_error"].abs()).all()
+    light = he.HeatCase("hopper", 0.01, "regular", True, 0)
+    fixed = he.order_bias(light, heat_error=0.05)
+    before = he.order_bias(light)
+    assert abs(fixed["thermal_part"]) < 0.01 < abs(before["thermal_part"])
