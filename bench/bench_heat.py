@@ -10,6 +10,7 @@
    a hotter one: median and p95 of second minus first.
 
     PYTHONPATH=src python bench/bench_heat.py [--seeds 10] [--order-seeds 10] [--csv out.csv]
+        [--heat-error 0.05 | --today] [--ci-target 0.02 --max-repeats 12]
 """
 
 from __future__ import annotations
@@ -113,11 +114,20 @@ def main() -> None:
         "--ci-target", type=float, default=None, help="the protocol's ci_target (default none)"
     )
     parser.add_argument("--max-repeats", type=int, default=20)
+    parser.add_argument(
+        "--today",
+        action="store_true",
+        help="the protocol before issue 23: no heat known (rows as run), no spread repeats",
+    )
     args = parser.parse_args()
     from joulebench.measure.protocol import ProtocolSettings
 
-    settings = ProtocolSettings(ci_target=args.ci_target, max_repeats=args.max_repeats)
-    heat_error = args.heat_error if args.heat_error >= 0 else None
+    settings = ProtocolSettings(
+        ci_target=args.ci_target,
+        max_repeats=args.max_repeats,
+        **({"spread_repeats": 0} if args.today else {}),
+    )
+    heat_error = args.heat_error if args.heat_error >= 0 and not args.today else None
     start = time.perf_counter()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, python {platform.python_version()}")
     print(f"heat known to the protocol within: {heat_error}; settings: {settings}")
