@@ -113,7 +113,7 @@ def set_temperature(rig: SimRig, workload: Workload, rise: float) -> None:
         gpu.temp_c = idle_c + rise * (gpu.sustained_temperature_c(workload) - idle_c)
 
 
-def measure_case(rig: SimRig, workload: Workload, settings, idle, seed: int, **kw):
+def measure_case(rig: SimRig, workload: Workload, settings, idle, seed: int, meter, heat=None):
     """The real protocol on `workload`; returns (result, mean die temperature of its batches
     after warm-up, simulated seconds it took)."""
     temps: list[float] = []
@@ -131,7 +131,7 @@ def measure_case(rig: SimRig, workload: Workload, settings, idle, seed: int, **k
     result = measure(
         step,
         rig.gpu.sync,
-        kw.pop("meter"),
+        meter,
         images_per_step=workload.images_per_batch,
         settings=settings or ProtocolSettings(),
         idle_power_w=idle.power_w,
@@ -139,8 +139,8 @@ def measure_case(rig: SimRig, workload: Workload, settings, idle, seed: int, **k
         clock=rig.clock,
         sleep=rig.gpu.sleep,
         progress=progress,
+        heat=heat,
         idle_temperature_c=idle.temperature_c,
-        **kw,
     )
     mean_c = sum(temps) / len(temps) if temps else float("nan")
     return result, mean_c, rig.clock() - start
