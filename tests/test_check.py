@@ -19,6 +19,7 @@ from joulebench.measure.check.cpu import rapl_rows
 from joulebench.measure.check.report import (
     FAIL,
     PASS,
+    SKIP,
     WARN,
     CheckReport,
     Row,
@@ -93,9 +94,15 @@ def test_cli_check_of_a_simulated_gpu_passes_and_writes_its_report(capsys, tmp_p
     report = json.loads(out.read_text())
     validate_report(report)
     assert printed.startswith("joulebench check  sim:h100  NVIDIA H100")
-    assert report["verdict"] == PASS and report["device"] == "sim:h100"
+    assert report["device"] == "sim:h100"
     assert report["meter"] == "nvml:sim" and report["check_id"].startswith("simh100-")
     rows = {r["name"]: r for r in report["results"]}
+    # the simulated board heats (sim.thermal), so the protocol's repeat CV on it, about 1 %
+    # from the sensor alone, may pass its 1 % line or warn; nothing else may
+    warned = {name for name, r in rows.items() if r["status"] not in (PASS, SKIP)}
+    assert warned <= {"repeat CV"} and rows["repeat CV"]["value"] <= 0.03
+    assert report["verdict"] in (PASS, WARN)
+    assert {rows[n]["status"] for n in ("thermal time constant", "leakage slope")} == {SKIP}
     assert rows["refresh period"]["value"] == pytest.approx(100.0, rel=0.10)  # hopper's, ms
     assert rows["MIG"]["status"] == rows["persistence mode"]["status"] == PASS
     assert report_path("sim:h100", tmp_path / "check") == out

@@ -42,6 +42,25 @@ def test_every_method_and_batch_size_is_measured():
     for column in ("device_name", "host", "torch_version", "timm_version", "start_time_utc"):
         assert rows[column].str.len().gt(0).all(), column
     assert (rows.weights == "random").all()
+    # measured in the job's seeded order, each row saying its place; listed in the configs'
+    j = job("jbtest_tiny", methods=("fp32", "bf16"))
+    order = j.measurement_order()
+    assert sorted(rows.config_order) == [1, 2, 3, 4]
+    assert list(rows.config_order) == [order.index(i) + 1 for i in range(4)]
+    assert list(zip(rows.method, rows.batch_size, strict=True)) == [
+        (m.name, b) for _, m, b in j.configs()
+    ]
+
+
+def test_configurations_are_measured_in_a_seeded_shuffled_order():
+    """A fixed order would make the heat earlier configurations leave a bias of the later
+    ones; shuffled per job (and the same on a rerun) it is noise."""
+    methods, sizes = ("fp32", "bf16"), (1, 2, 4, 8, 16, 32)
+    a = job("jbtest_tiny", methods=methods, batch_sizes=sizes).measurement_order()
+    assert a == job("jbtest_tiny", methods=methods, batch_sizes=sizes).measurement_order()
+    assert sorted(a) == list(range(12)) and a != list(range(12))
+    b = job("jbtest_other", methods=methods, batch_sizes=sizes).measurement_order()
+    assert b != a
 
 
 def test_out_of_memory_retries_at_half_the_batch():

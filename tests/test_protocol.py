@@ -101,7 +101,7 @@ class FakeMeter(Meter):
             trace=trace,
             flags=list(self.flags.get(self.windows, [])),
             start_state={"temperature_c": 40.0 + self.windows, "sm_clock_mhz": 1980},
-            end_state={"temperature_c": 45.0 + self.windows, "sm_clock_mhz": 1755},
+            end_state={"temperature_c": 42.0 + self.windows, "sm_clock_mhz": 1755},
         )
         self.windows += 1
         return reading
@@ -530,3 +530,107 @@ def test_slow_sensor_windows_open_after_a_refresh_period_of_work():
     run(device, meter, clock, repeats=2, lead_in=False)
     second = log.index("begin", log.index("end"))
     assert log[second - 2 : second] == ["sleep", "sync"]  # straight from the pause
+
+
+# --- heat: the state a row is stated at ------------------------------------------------------
+
+
+def test_rows_are_stated_at_the_sustained_temperature_when_the_boards_heat_is_known():
+    from joulebench.measure.heat import HeatCalibration, IdleState, window_heat
+
+    clock, device, meter, _ = rig(powers_w=(200.0,))
+    cal = HeatCalibration(c_per_w=0.1, leakage_per_c=0.01)
+    result = measure(
+        device.step,
+        device.sync,
+        meter,
+        images_per_step=8,
+        settings=ProtocolSettings(**FAST),
+        idle_power_w=50.0,
+        rng=random.Random(0),
+        clock=clock,
+        sleep=device.sleep,
+        heat=cal,
+        idle_temperature_c=35.0,
+    )
+    rows = result.repeats
+    assert (rows["thermal_state"] == "sustained").all()
+    for _, row in rows.iterrows():  # the fake meter: 200 W, from 40 + i to 42 + i C
+        state = window_heat(
+            cal, IdleState(50.0, 35.0), row["start_temperature_c"], row["end_temperature_c"], 200.0
+        )
+        assert row["thermal_correction"] == pytest.approx(state.factor - 1.0)
+        assert row["sustained_temperature_c"] == pytest.approx(state.sustained_c)
+        assert row["energy_per_image_j"] == pytest.approx(
+            200.0 * row["duration_s"] * state.factor / row["images"]
+        )
+        assert row["idle_power_w"] == pytest.approx(state.idle_power_w)  # the window's idle
+        expected = 200.0 * state.factor - state.idle_sustained_w
+        assert row["dynamic_energy_per_image_j"] == pytest.approx(
+            expected * row["duration_s"] / row["images"]
+        )
+    s = result.summary
+    assert s["thermal_state"] == "sustained" and s["thermal_correction"] > 0.05
+    assert s["sustained_temperature_c"] == pytest.approx(rows["sustained_temperature_c"].mean())
+
+
+def test_rows_without_the_boards_heat_say_as_run_and_are_unchanged():
+    clock, device, meter, _ = rig(powers_w=(200.0,))
+    result = run(device, meter, clock, idle_power_w=50.0, repeats=2)
+    rows = result.repeats
+    assert (rows["thermal_state"] == "as-run").all() and (rows["thermal_correction"] == 0).all()
+    assert rows["sustained_temperature_c"].isna().all()
+    assert rows["energy_per_image_j"].to_numpy() == pytest.approx(
+        (200.0 * rows["duration_s"] / rows["images"]).to_numpy()
+    )
+    assert result.summary["thermal_state"] == "as-run"
+
+
+def test_a_window_whose_temperature_drifted_is_flagged():
+    class Drifting(FakeMeter):
+        def end(self):
+            reading = super().end()
+            reading.end_state = {"temperature_c": reading.start_state["temperature_c"] + 4.0}
+            return reading
+
+    clock, device, _, log = rig()
+    result = run(device, Drifting(clock, log=log), clock, repeats=2)
+    assert result.repeats["flags"].tolist() == ["thermal-drift", "thermal-drift"]
+    assert result.summary["flags"] == "thermal-drift"
+
+
+def test_a_spread_far_above_the_sensors_is_flagged():
+    from joulebench.measure.protocol import expected_cv, spread_flags
+
+    # 5 s windows on a 100 ms sensor: 50 readings, sampling alone explains a CV of 0.1 / 7
+    assert expected_cv(0.1, 5.0) == pytest.approx(0.1 / math.sqrt(50))
+    assert spread_flags(0.01, 0.1, 5.0) == []
+    assert spread_flags(0.05, 0.1, 5.0) == ["spread-above-sensor"]
+    assert spread_flags(0.05, None, 5.0) == []  # no refreshing sensor: nothing to compare with
+    # such a spread gets more windows (up to spread_repeats), a steady one does not
+    clock, device, meter, _ = slow_rig(powers_w=(100.0, 150.0) * 10)
+    wide = run(device, meter, clock, repeats=4).summary
+    assert "spread-above-sensor" in wide["flags"] and wide["repeats"] == 8
+    clock, device, meter, _ = slow_rig(powers_w=(100.0, 150.0) * 10)
+    assert run(device, meter, clock, repeats=4, spread_repeats=0).summary["repeats"] == 4
+    clock, device, meter, _ = slow_rig(powers_w=(100.0,))
+    steady = run(device, meter, clock, repeats=4).summary
+    assert "spread-above-sensor" not in steady["flags"] and steady["repeats"] == 4
+
+
+def test_a_systematic_bound_widens_the_ci_in_quadrature():
+    from joulebench.measure.protocol import widen_ci
+
+    summary = {
+        "energy_per_image_j": 1.0,
+        "energy_per_image_ci95_low_j": 0.97,
+        "energy_per_image_ci95_high_j": 1.03,
+        "dynamic_energy_per_image_j": 0.5,
+        "dynamic_energy_per_image_ci95_low_j": 0.47,
+        "dynamic_energy_per_image_ci95_high_j": 0.53,
+    }
+    wide = widen_ci(summary, 0.04)
+    assert wide["energy_per_image_ci95_low_j"] == pytest.approx(0.95)
+    assert wide["energy_per_image_ci95_high_j"] == pytest.approx(1.05)
+    assert wide["energy_per_image_ci95_rel"] == pytest.approx(0.05)
+    assert wide["dynamic_energy_per_image_ci95_rel"] == pytest.approx(0.1)

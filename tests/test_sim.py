@@ -26,6 +26,7 @@ from joulebench.measure.meters.nvidia_sensors import GENERATIONS, expected_senso
 from joulebench.measure.protocol import ProtocolSettings, measure
 from joulebench.measure.sim import experiment
 from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
+from joulebench.measure.sim.thermal import THERMAL, Thermal
 from joulebench.measure.sim.workload import PowerSignal, Workload
 
 SIM = backend_for("sim:hopper")  # the simulated GPUs' backend: their state is read as NVML's
@@ -60,6 +61,85 @@ def test_simulated_throttling_caps_power_and_stretches_kernels():
     assert kernel_s > 0.1  # lower clocks, longer kernels
     assert rig.gpu.signal.power_w(rig.clock()) == pytest.approx(200.0, rel=0.01)
     assert rig.gpu.sm_clock_mhz < rig.gpu.max_sm_clock_mhz
+
+
+# ---------------------------------------------------------------- heat and irregular work
+
+
+def test_simulated_die_follows_power_with_its_time_constant():
+    thermal = Thermal(tau_s=40.0, c_per_w=0.1, ambient_c=30.0, leakage_per_c=0.0)
+    rig = simulated_gpu("hopper", thermal=thermal)
+    assert rig.gpu.temperature_c() == pytest.approx(36.0)  # idle steady state: 30 + 0.1 x 60
+    rig.gpu.busy(40.0, 300.0)  # one time constant at 300 W: 63 % of the way to 60 C
+    assert rig.gpu.temperature_c() == pytest.approx(60.0 - 24.0 * math.exp(-1.0), abs=0.01)
+    rig.gpu.idle(400.0)
+    assert rig.gpu.temperature_c() == pytest.approx(36.0, abs=0.01)
+
+
+def test_simulated_leakage_grows_power_with_temperature():
+    thermal = Thermal(tau_s=20.0, c_per_w=0.1, ambient_c=30.0, leakage_per_c=0.008)
+    rig = simulated_gpu("hopper", thermal=thermal)
+    rig.gpu.idle(1.0)
+    assert rig.gpu.signal.power_w(rig.clock()) == pytest.approx(60.0)  # at ref_c: idle power
+    rig.gpu.busy(300.0, 300.0)  # hot steady state: T = 30 + 0.1 P, P = 300 (1 + 0.008 (T - 36))
+    hot_w = 300.0 * (1 - 0.008 * 6) / (1 - 0.008 * 0.1 * 300)
+    assert rig.gpu.signal.power_w(rig.clock()) == pytest.approx(hot_w, rel=1e-3)
+    assert rig.gpu.temperature_c() == pytest.approx(30.0 + 0.1 * hot_w, abs=0.05)
+    # the truth at a temperature and the sustained truth follow the same law
+    work = Workload(period_s=0.1, duty=1.0)
+    assert rig.gpu.true_energy_per_batch_j(work) == pytest.approx(hot_w * 0.1, rel=1e-3)
+    assert rig.gpu.true_energy_per_batch_j(work, 36.0) == pytest.approx(30.0)
+
+
+def test_simulated_clocks_drop_above_the_temperature_limit():
+    thermal = Thermal(tau_s=20.0, c_per_w=0.3, ambient_c=30.0, limit_c=80.0)
+    rig = simulated_gpu("hopper", thermal=thermal)
+    work = Workload(period_s=0.01, duty=1.0)
+    rig.gpu.batch(work)
+    assert rig.gpu.sm_clock_mhz == rig.gpu.max_sm_clock_mhz
+    for _ in range(20_000):  # 200 s at 300 W would settle at 120 C without the limit
+        rig.gpu.batch(work)
+    assert rig.gpu.sm_clock_mhz < rig.gpu.max_sm_clock_mhz
+    assert 80.0 < rig.gpu.temperature_c() < 100.0
+    sustained = rig.gpu.sustained_temperature_c(work)
+    assert rig.gpu.temperature_c() == pytest.approx(sustained, abs=0.5)
+
+
+@pytest.mark.parametrize("jittered", [False, True])
+def test_simulated_host_pauses_and_period_jitter_keep_their_mean(jittered):
+    work = Workload(
+        period_s=0.01, pause_s=0.02, pause_every=8, pause_jitter=jittered, period_jitter=0.02
+    )
+    rig = simulated_gpu("hopper", thermal=THERMAL["hopper"], seed=3)
+    starts = []
+    for _ in range(4000):
+        starts.append(rig.clock())
+        rig.gpu.batch(work)
+    gaps = np.diff(starts)
+    paused = np.flatnonzero(gaps > 0.015)
+    intervals = np.diff(paused)
+    if jittered:
+        assert intervals.min() == 4 and intervals.max() == 12
+    else:
+        assert set(intervals) == {8}
+    assert np.median(gaps[gaps < 0.015]) == pytest.approx(0.01, rel=0.01)
+    assert 0.01 < np.std(gaps[gaps < 0.015]) / 0.01 < 0.03  # the period's jitter
+    # the simulated energy per batch is the truth at the die's temperature
+    a, e_a = rig.clock(), rig.gpu.signal.cumulative_j(rig.clock())
+    for _ in range(4000):
+        rig.gpu.batch(work)
+    per_batch = (rig.gpu.signal.cumulative_j(rig.clock()) - e_a) / 4000
+    truth = rig.gpu.true_energy_per_batch_j(work, rig.gpu.temperature_c())
+    assert per_batch == pytest.approx(truth, rel=0.01)
+    assert rig.clock() - a == pytest.approx(4000 * (0.01 + 0.02 / 8), rel=0.02)
+
+
+def test_simulated_regular_boards_have_no_heat():
+    """Without `thermal` a board's power does not depend on its past: today's cases hold."""
+    rig = simulated_gpu("hopper")
+    rig.gpu.busy(600.0, 300.0)
+    assert rig.gpu.signal.power_w(rig.clock()) == pytest.approx(300.0)
+    assert rig.gpu.thermal is None
 
 
 # ---------------------------------------------------------------- the sensor
@@ -246,3 +326,86 @@ def test_simulated_check_flags_other_process_mig_and_a_lowered_power_limit():
     with simulated_gpu("a100").meter() as meter:
         clean = {r.name: r.status for r in environment_rows(meter, SIM.state(meter))}
     assert clean["other processes"] == clean["MIG"] == clean["power limit"] == PASS
+
+
+# ---------------------------------------------------------------- heat and irregular work, proven
+
+
+def test_heat_cases_are_reproducible_and_draw_their_ranges():
+    from joulebench.measure.sim import heat_experiment as he
+
+    case = he.HeatCase("hopper", 0.1, "jittered-pauses", True, 3)
+    assert case.workload() == he.HeatCase("hopper", 0.1, "jittered-pauses", True, 3).workload()
+    work = case.workload()
+    assert 0.001 <= work.pause_s <= 0.05 and 4 <= work.pause_every <= 40 and work.pause_jitter
+    assert 0.005 <= work.period_jitter <= 0.02
+    thermal = case.thermal()
+    assert 20.0 <= thermal.tau_s <= 120.0 and 0.003 <= thermal.leakage_per_c <= 0.01
+    assert len(he.cases(2)) == len(GENERATIONS) * len(he.PERIODS_S) * len(he.PATTERNS) * 2
+    a = he.run_case(he.HeatCase("a100", 0.05, "pauses", True, 1))
+    b = he.run_case(he.HeatCase("a100", 0.05, "pauses", True, 1))
+    assert a == b  # seeded: the same case gives the same numbers
+    # the sustained truth is the as-run truth at the sustained temperature
+    assert (a["mean_c"] < a["sustained_c"]) == (a["truth_as_run_j"] < a["truth_j"])
+
+
+def test_heat_order_bias_is_seen_in_the_simulator():
+    """A light configuration after a hot one runs hotter: the simulator makes the state the
+    protocol must control."""
+    from joulebench.measure.sim import heat_experiment as he
+
+    bias = he.order_bias(he.HeatCase("hopper", 0.01, "regular", True, 0))
+    assert bias["second_c"] > bias["first_c"] + 3.0
+
+
+@pytest.mark.parametrize("tau_s, leakage", [(25.0, 0.004), (60.0, 0.006), (110.0, 0.009)])
+def test_simulated_check_measures_the_boards_heat(tau_s, leakage):
+    from dataclasses import replace
+
+    from joulebench.measure.check.gpu import heat_from, heat_rows
+
+    thermal = replace(THERMAL["hopper"], tau_s=tau_s, leakage_per_c=leakage)
+    rig = simulated_gpu("hopper", phase_s=0.0123, seed=2, thermal=thermal)
+    settings = CheckSettings(heat_idle_s=30.0, heat_s=max(300.0, 4 * tau_s))
+    with SimCheckTarget(rig).meter() as meter:
+        rows = heat_rows(SimCheckTarget(rig), meter, settings, 60.0)
+    heat = heat_from(rows)
+    assert heat["tau_s"] == pytest.approx(tau_s, rel=0.10)
+    assert heat["c_per_w"] == pytest.approx(thermal.c_per_w, rel=0.10)
+    assert heat["leakage_per_c"] == pytest.approx(leakage, rel=0.10)
+
+
+def test_simulated_check_command_reports_the_boards_heat(tmp_path):
+    """`joulebench check --device sim:h100`: the heat rows and the report's protocol.heat
+    hold the simulated board's time constant, degrees per watt and leakage within 10 %."""
+    from joulebench.measure.check.command import run_check
+
+    report, _ = run_check("sim:h100", output=tmp_path / "check.json")
+    validate_report(report)
+    heat = report["protocol"]["heat"]
+    thermal = THERMAL["hopper"]
+    assert heat["tau_s"] == pytest.approx(thermal.tau_s, rel=0.10)
+    assert heat["c_per_w"] == pytest.approx(thermal.c_per_w, rel=0.10)
+    assert heat["leakage_per_c"] == pytest.approx(thermal.leakage_per_c, rel=0.10)
+    rows = {r["name"]: r for r in report["results"]}
+    assert rows["thermal time constant"]["status"] == PASS
+
+
+def test_heat_protocol_states_the_sustained_energy_and_removes_the_order_bias():
+    """With the board's heat (as a check measures it, within 5 %) the protocol is near the
+    sustained truth where the as-run protocol is not, and a configuration reads the same
+    first or after a hot one: the simulator can fail the protocol here."""
+    from joulebench.measure.sim import heat_experiment as he
+
+    cases = he.cases(1, ["hopper", "a100"], periods=(0.01, 0.05), patterns=("regular", "jitter"))
+    cases = [he.HeatCase(**{**c.__dict__, "seed": 2}) for c in cases]
+    stated = pd.DataFrame([he.run_case(c, heat_error=0.05) for c in cases])
+    as_run = pd.DataFrame([he.run_case(c) for c in cases])
+    assert stated["error"].abs().max() < 0.03
+    assert stated["truth_in_ci95"].mean() >= 0.75
+    assert as_run["error"].abs().max() > 0.05  # the thermal state moves the number
+    assert (stated["thermal_error"].abs() < as_run["thermal_error"].abs()).all()
+    light = he.HeatCase("hopper", 0.01, "regular", True, 0)
+    fixed = he.order_bias(light, heat_error=0.05)
+    before = he.order_bias(light)
+    assert abs(fixed["thermal_part"]) < 0.01 < abs(before["thermal_part"])

@@ -71,8 +71,8 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     # Progress in each job's log; the cost first and the outputs and best models last.
     log = (run_workflow.workdir / "logs/profile/cpu/resnet18.a1_in1k.log").read_text()
     lines = [line for line in log.splitlines() if line.startswith("config ")]
-    assert re.fullmatch(r"config 1/4 resnet18.a1_in1k \w+ bs1, elapsed 0 s, ETA .+", lines[0])
-    assert re.fullmatch(r"config 4/4 resnet18.a1_in1k \w+ bs2, elapsed .+, ETA .+", lines[3])
+    assert re.fullmatch(r"config 1/4 resnet18.a1_in1k \w+ bs\d, elapsed 0 s, ETA .+", lines[0])
+    assert re.fullmatch(r"config 4/4 resnet18.a1_in1k \w+ bs\d, elapsed .+, ETA .+", lines[3])
     out = first.stdout + first.stderr
     assert "joulebench: 12 configurations = 1 device x 3 models x 2 methods x 2 batch" in out
     assert out.index("12 configurations") < out.index("rule profile")

@@ -40,6 +40,8 @@ FLAG_CI_TARGET_NOT_MET = "ci-target-not-met"
 FLAG_TRAIN_LOSS_NOT_FINITE = "train-loss-not-finite"
 FLAG_EMULATED = "emulated"
 FLAG_SIMULATED = "simulated"
+FLAG_THERMAL_DRIFT = "thermal-drift"
+FLAG_SPREAD_ABOVE_SENSOR = "spread-above-sensor"
 # The summary and the score (analysis)
 FLAG_CI_CLIPPED = "ci-clipped"
 FLAG_HIGH_SPREAD = "high-spread"
@@ -124,6 +126,20 @@ FLAGS: dict[str, Flag] = {
             False,
             ("joulebench.measure.protocol.measure",),
             ("ci_target_not_met",),
+        ),
+        Flag(
+            FLAG_THERMAL_DRIFT,
+            "the die's temperature moved more than 3 C within a window (leakage changed the "
+            "power while it ran)",
+            False,
+            ("joulebench.measure.protocol._drift_flags",),
+        ),
+        Flag(
+            FLAG_SPREAD_ABOVE_SENSOR,
+            "the repeats' CV is far above what the power sensor's sampling explains for "
+            "windows this long: the CI describes an unsteady load or state, not the sensor",
+            False,
+            ("joulebench.measure.protocol.spread_flags",),
         ),
         Flag(
             FLAG_TRAIN_LOSS_NOT_FINITE,

@@ -421,6 +421,15 @@ PROFILE = Table(
             device temperature when the first window opened (NVML; empty elsewhere)
         end_temperature_c     float64  °C     measure.profile.result_fields
             device temperature when the last window closed
+        thermal_state         string   -      measure.protocol.thermal_summary
+            the die temperature the energies are stated at: sustained (every window brought
+            to the temperature this configuration settles at when run for ever; the board's
+            heat from `joulebench check`) or as-run (start/end_temperature_c, uncorrected)
+        sustained_temperature_c float64 °C    measure.protocol.thermal_summary
+            the configuration's sustained die temperature (mean over windows; sustained only)
+        thermal_correction    float64  ratio  measure.protocol.thermal_summary
+            mean over windows of energy at the stated state / energy as measured, minus 1;
+            0 as run; no time is spent reaching the state
         start_sm_clock_mhz    float64  MHz    measure.profile.result_fields
             SM clock when the first window opened
         end_sm_clock_mhz      float64  MHz    measure.profile.result_fields
@@ -448,6 +457,10 @@ PROFILE = Table(
             the machine's host name
         start_time_utc        string   -      {_LOOP}
             when the configuration started, ISO 8601 UTC
+        config_order          Int64    count  {_LOOP}
+            its place (1-based) in the order its job measured its configurations: shuffled
+            within each phase, seeded by model and device label (so heat left by earlier
+            configurations is noise, not a bias of one method or batch size)
         end_time_utc          string   -      {_ROW}
             when the configuration ended, ISO 8601 UTC (with microseconds)
         concurrent_measurements Int64  count  {_SUMMARY}
@@ -569,6 +582,15 @@ WINDOW = _declare(
         random pause before this window
     phase_shift_s         float64  s      {_WINDOW}
         idle delays inside the window that shift the workload's phase against the sensor
+    thermal_state         string   -      {_WINDOW}
+        the die temperature the energy is stated at: sustained (brought to the temperature
+        this configuration settles at when run for ever, with the board's heat from
+        `joulebench check`) or as-run (the window's own, uncorrected)
+    sustained_temperature_c float64 °C    {_WINDOW}
+        the configuration's sustained die temperature, from the window's power (sustained
+        only)
+    thermal_correction    float64  ratio  {_WINDOW}
+        energy at the stated state / energy as measured, minus 1 (0 as run)
     flags                 string   -      {_WINDOW}
         ;-joined flags the meter raised in this window
     energy_gpu_per_image_j float64 J      measure.protocol.node_per_image

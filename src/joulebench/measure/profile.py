@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import random
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -27,6 +28,8 @@ from joulebench.flags import FLAG_SIMULATED, FLAG_TRAIN_LOSS_NOT_FINITE, join_fl
 from joulebench.measure.backends import Backend, KnobRefused, backend_for
 from joulebench.measure.config_time import Eta, config_estimate_s
 from joulebench.measure.emulation import method_verdict
+from joulebench.measure.heat import HeatCalibration
+from joulebench.measure.heat import from_report as heat_from_report
 from joulebench.measure.knobs import applied, restore_leftover
 from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
@@ -80,6 +83,8 @@ class ProfileJob:
     check_dir: str = "results/check"  # where `joulebench check` left its reports
     gpu: dict = field(default_factory=dict)  # the pool's GPU leased: uuid, index, serial
     device_pool: str = ""  # the study's pool label of a replica label (each_model_on)
+    heat: HeatCalibration | None = None  # the board's, from its check (set at the job's start)
+    idle_temperature_c: float = math.nan  # the die at idle, from the same check
 
     def __post_init__(self):
         if self.input_kind not in INPUT_KINDS:
@@ -154,6 +159,22 @@ class ProfileJob:
                 sizes = list(self.train.batch_sizes)
             out += [(phase, m, b) for m in self.methods for b in sizes]
         return out
+
+    def measurement_order(self) -> list[int]:
+        """Indices of `configs()` in the order they are measured: shuffled within each phase,
+        seeded by the model and the device label, so a job repeats its own order. A fixed
+        order (bf16 always after fp32, batch 8 after batch 1) would make the heat the
+        previous configurations left behind a function of the configuration; shuffled, what
+        the thermal state leaves is noise across configurations, not a bias. Each row
+        records its place (`config_order`)."""
+        configs = self.configs()
+        rng = random.Random(f"order-{self.model}-{self.device_label}")
+        order: list[int] = []
+        for phase in self.phases:
+            same = [i for i, c in enumerate(configs) if c[0] == phase]
+            rng.shuffle(same)
+            order += same
+        return order
 
 
 def job_fields_from_spec(spec: dict) -> dict:
@@ -411,6 +432,8 @@ def _measure_built(
                 images_per_step=batch_size,
                 settings=job.settings,
                 idle_power_w=job.idle_power_w,
+                heat=job.heat,
+                idle_temperature_c=job.idle_temperature_c,
             )
         meter_info = {**meter.describe(), "meter_reasons": reasons}
         fields_ = {**runner.fields, **runner.finish(), **emulated.fields}
@@ -474,13 +497,14 @@ def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) ->
     rows, repeats, traces = [], [], []
     configs = job.configs()
     eta = Eta(len(configs), config_estimate_s(asdict(job.settings)), time.monotonic)
-    for i, (phase, method, requested) in enumerate(configs, 1):
+    for i, index in enumerate(job.measurement_order(), 1):
+        phase, method, requested = configs[index]
         started = utc_now(precise=True)
         label = method.name if phase == "inference" else f"{method.name} {phase}"
         log(f"config {i}/{len(configs)} {job.model} {label} bs{requested}, {eta.line(i - 1)}")
         outcome, batch_size = measure_with_retry(job, phase, method, requested, meter_factory, log)
         key = {"method": method.name, "batch_size_requested": requested, "batch_size": batch_size}
-        timing = {"idle_power_pre_w": idle.power_w, "start_time_utc": started}
+        timing = {"idle_power_pre_w": idle.power_w, "start_time_utc": started, "config_order": i}
         row = config_row(job, {**base, **key, **timing}, phase, method, outcome)
         result = outcome.result
         if result is not None:
@@ -493,10 +517,12 @@ def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) ->
             )
         else:
             detail = outcome.reason
-        rows.append(row)
+        rows.append((index, row))
         log(f"[{i}/{len(configs)}] {job.model} {label} bs{batch_size}: {outcome.status} {detail}")
     log(f"{job.model}: {len(configs)} configurations in {eta.elapsed()}")
 
+    # the rows in the configurations' own order, whatever order they were measured in
+    rows = [row for _, row in sorted(rows, key=lambda item: item[0])]
     frame = pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS))
     return ProfileOutput(
         rows=frame,
@@ -536,6 +562,8 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
     log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
     check = device_check(job.torch_device, job.check_dir, uuid)
     base.update(checked_fields(check))
+    # the board's heat, as the check measured it: rows stated at the sustained temperature
+    job.heat, job.idle_temperature_c = heat_from_report(check)
     meter_options.update(job.backend.meter_options_from_check(check))
     return base, idle
 

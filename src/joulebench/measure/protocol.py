@@ -38,7 +38,22 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 import pandas as pd
 
-from joulebench.flags import FLAG_CI_TARGET_NOT_MET, FLAG_WARMUP_NOT_STEADY, join_flags
+from joulebench.flags import (
+    FLAG_CI_TARGET_NOT_MET,
+    FLAG_SPREAD_ABOVE_SENSOR,
+    FLAG_THERMAL_DRIFT,
+    FLAG_WARMUP_NOT_STEADY,
+    join_flags,
+    split_flags,
+)
+from joulebench.measure.heat import (
+    AS_RUN,
+    DRIFT_C,
+    SUSTAINED,
+    HeatCalibration,
+    IdleState,
+    window_heat,
+)
 from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
 from joulebench.measure.meters.node import COMPONENTS as NODE_PARTS
 from joulebench.stats import spread
@@ -54,6 +69,8 @@ PROTOCOL_TRACE_COLUMNS = ["repeat", *TRACE_COLUMNS]
 _MIN_REPEATS_FOR_CI = 3  # fewer repeats give a CI too wide and too unstable to stop on
 _WINDOW_MARGIN = 1.05  # size windows a little long so the top-up loop is rarely needed
 _MAX_CHUNK_STEPS = 1_000_000
+SENSOR_SWING = 0.1  # see expected_cv
+SPREAD_FACTOR = 3.0  # see spread_flags
 
 
 class SettingsError(ValueError):
@@ -86,6 +103,7 @@ class ProtocolSettings:
     phase_shifts: int = 32  # idle delays inside a window that shift the workload's phase
     lead_in: bool = True  # run one refresh period of steps right before each window opens
     min_window_refreshes: int = 50  # a window spans at least this many sensor refreshes
+    spread_repeats: int = 8  # without ci_target: repeat up to this while spread-above-sensor
 
     def __post_init__(self):
         self.pause_s = tuple(float(v) for v in self.pause_s)
@@ -95,7 +113,7 @@ class ProtocolSettings:
         for name in ("warmup_min_iters", "repeats", "min_repeat_batches", "max_repeats"):
             if int(getattr(self, name)) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("phase_shifts", "min_window_refreshes"):
+        for name in ("phase_shifts", "min_window_refreshes", "spread_repeats"):
             if int(getattr(self, name)) < 0:
                 problems.append(f"{name} must be >= 0, got {getattr(self, name)}")
         for name in ("warmup_min_s", "warmup_max_s", "min_repeat_s", "steady_tolerance"):
@@ -164,6 +182,7 @@ class IdleResult:
     is_estimate: bool
     flags: list[str]
     trace: pd.DataFrame | None
+    temperature_c: float = math.nan  # the die's when the idle window closed (NVML; else NaN)
 
 
 @dataclass
@@ -222,7 +241,7 @@ def warm_up(
 
 
 @dataclass
-class _Plan:
+class WindowPlan:
     """One window, decided before it opens: batches, minimum work time, phase shifts."""
 
     batches: int
@@ -236,7 +255,9 @@ def _window_batches(step_s: float, min_s: float, min_batches: int) -> int:
     return int(min(max(min_batches, by_time), _MAX_CHUNK_STEPS))
 
 
-def plan_window(step_s: float, settings: ProtocolSettings, refresh_s: float | None, rng) -> _Plan:
+def plan_window(
+    step_s: float, settings: ProtocolSettings, refresh_s: float | None, rng
+) -> WindowPlan:
     """Size a window; with a slowly refreshing meter, span enough refreshes and shift phase.
 
     The delays are evenly spaced by batch count and last refresh_s / (phase_shifts + 1) on
@@ -254,10 +275,10 @@ def plan_window(step_s: float, settings: ProtocolSettings, refresh_s: float | No
         if 0 < at < n:
             delay = refresh_s / (k + 1) * float(rng.uniform(0.5, 1.5))
             shifts[at] = shifts.get(at, 0.0) + delay
-    return _Plan(n, min_s, shifts)
+    return WindowPlan(n, min_s, shifts)
 
 
-def _window(step, sync, meter: Meter, plan: _Plan, settings, clock, sleep):
+def _window(step, sync, meter: Meter, plan: WindowPlan, settings, clock, sleep):
     """One measurement window. Returns (reading, batches, duration_s, phase_shift_s, step_ms).
 
     Between meter.begin() and meter.end() only steps, syncs, clock reads and the planned
@@ -356,14 +377,19 @@ def repeat_row(
     idle_power_w,
     pause_s,
     shift_s=0.0,
+    heat: HeatCalibration | None = None,
+    idle_temperature_c: float = math.nan,
 ) -> dict:
     images = batches * images_per_step
     meter_s = reading.duration_s
     energy_s = meter_s if math.isfinite(meter_s) and meter_s > 0 else duration_s
     work_s = duration_s - shift_s
     energy_j = float(reading.energy_j)
+    state = _window_state(reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s)
     # the phase-shift delays ran no work: their (idle) energy is not the images'
-    shift_j = idle_power_w * shift_s if shift_s and math.isfinite(idle_power_w) else 0.0
+    shift_j = state.idle_power_w * shift_s if shift_s and math.isfinite(idle_power_w) else 0.0
+    work_j = (energy_j - shift_j) * state.factor  # at the stated thermal state
+    idle_j = state.idle_sustained_w * (energy_s - shift_s)
     trace_j = float(reading.energy_trace_j)
     power = _trace_power(reading.trace)
     if step_ms is not None:
@@ -378,9 +404,9 @@ def repeat_row(
         "meter_duration_s": float(meter_s),
         "energy_j": energy_j,
         "energy_trace_j": trace_j,
-        "idle_power_w": float(idle_power_w),
-        "energy_per_image_j": (energy_j - shift_j) / images,
-        "dynamic_energy_per_image_j": (energy_j - idle_power_w * energy_s) / images,
+        "idle_power_w": float(state.idle_power_w),
+        "energy_per_image_j": work_j / images,
+        "dynamic_energy_per_image_j": (work_j - idle_j) / images,
         "throughput_img_s": images / work_s,
         "latency_ms_mean": work_s / batches * 1e3,
         "latency_ms_p50": p50,
@@ -394,11 +420,44 @@ def repeat_row(
         "end_sm_clock_mhz": _state(reading, "end", "sm_clock_mhz"),
         "pause_before_s": pause_s,
         "phase_shift_s": shift_s,
-        "flags": join_flags(reading.flags),
-        **node_per_image(reading, images, energy_j - shift_j, duration_s, work_s),
+        "thermal_state": state.state,
+        "sustained_temperature_c": state.sustained_c,
+        "thermal_correction": state.factor - 1.0,
+        "flags": join_flags([*reading.flags, *_drift_flags(reading)]),
+        **node_per_image(reading, images, work_j, duration_s, work_s),
         "host_cpu_share": _state(reading, "end", "host_cpu_share"),
         "concurrent_measurements": _state(reading, "end", "concurrent_measurements"),
     }
+
+
+def _window_state(reading: Reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s):
+    """The window's thermal state (joulebench.measure.heat): its energy brought to the
+    configuration's sustained temperature where the board's heat is known, else as run."""
+    idle = IdleState(float(idle_power_w), float(idle_temperature_c))
+    start_c = _state(reading, "start", "temperature_c")
+    end_c = _state(reading, "end", "temperature_c")
+    energy_j = float(reading.energy_j)
+    mean_c = _trace_mean(reading.trace, "temperature_c")
+    first = window_heat(heat, idle, start_c, end_c, energy_j / energy_s, mean_c)
+    if first.state == AS_RUN or not shift_s:
+        return first
+    # the window's own work drew this, the phase shifts' idle time left out
+    work_w = (energy_j - first.idle_power_w * shift_s) / max(energy_s - shift_s, 1e-9)
+    return window_heat(heat, idle, start_c, end_c, work_w, mean_c)
+
+
+def _trace_mean(trace: pd.DataFrame | None, column: str) -> float:
+    """Mean of a trace column's finite samples; NaN without any."""
+    if trace is None or column not in trace:
+        return math.nan
+    values = pd.to_numeric(trace[column], errors="coerce")
+    return float(values.mean()) if values.notna().any() else math.nan
+
+
+def _drift_flags(reading: Reading) -> list[str]:
+    """thermal-drift where the die's temperature moved more than DRIFT_C in the window."""
+    moved = abs(_state(reading, "end", "temperature_c") - _state(reading, "start", "temperature_c"))
+    return [FLAG_THERMAL_DRIFT] if moved > DRIFT_C else []
 
 
 def node_per_image(reading: Reading, images, device_j, duration_s, work_s) -> dict:
@@ -476,6 +535,7 @@ def summarize(repeats: pd.DataFrame, step_ms, warmup, meter, images_per_step, id
     summary["power_mean_w"] = float(repeats["power_mean_w"].mean())
     summary["power_max_w"] = _nanmax(repeats["power_max_w"])
     summary["trace_disagreement_max"] = _nanmax(repeats["trace_disagreement"])
+    summary.update(thermal_summary(repeats))
     summary["flags"] = join_flags(flags)
     for column in (
         "energy_gpu_per_image_j",
@@ -489,6 +549,63 @@ def summarize(repeats: pd.DataFrame, step_ms, warmup, meter, images_per_step, id
     summary["concurrent_measurements"] = int(running) if math.isfinite(running) else 1
     summary.update(node_reasons(meter, summary))
     return summary
+
+
+def thermal_summary(repeats: pd.DataFrame) -> dict:
+    """The state the measurement is stated at: sustained only if every window was."""
+    states = set(repeats["thermal_state"])
+    sustained = pd.to_numeric(repeats["sustained_temperature_c"], errors="coerce")
+    return {
+        "thermal_state": states.pop() if len(states) == 1 else AS_RUN,
+        "sustained_temperature_c": float(sustained.mean()) if sustained.notna().any() else math.nan,
+        "thermal_correction": float(repeats["thermal_correction"].mean()),
+    }
+
+
+def widen_ci(summary: dict, bound_rel: float) -> dict:
+    """The 95 % CIs of a summary widened by a systematic bound (relative, e.g. the thermal
+    correction's, joulebench.measure.heat): half-widths add in quadrature."""
+    out = {}
+    bound_j = bound_rel * abs(summary["energy_per_image_j"])
+    for mean_key, low_key, high_key, rel_key in (
+        (
+            "energy_per_image_j",
+            "energy_per_image_ci95_low_j",
+            "energy_per_image_ci95_high_j",
+            "energy_per_image_ci95_rel",
+        ),
+        (
+            "dynamic_energy_per_image_j",
+            "dynamic_energy_per_image_ci95_low_j",
+            "dynamic_energy_per_image_ci95_high_j",
+            "dynamic_energy_per_image_ci95_rel",
+        ),
+    ):
+        mean, low, high = summary[mean_key], summary[low_key], summary[high_key]
+        if not (math.isfinite(mean) and math.isfinite(low) and mean):
+            continue
+        half = math.hypot(0.5 * (high - low), bound_j)
+        out[low_key], out[high_key], out[rel_key] = mean - half, mean + half, half / abs(mean)
+    return out
+
+
+def expected_cv(refresh_s: float | None, window_s: float) -> float:
+    """The repeats' CV the sensor's sampling alone explains: a window sees about
+    window_s / refresh_s readings, each off by up to SENSOR_SWING of the mean power at one
+    sigma (a duty-cycled load seen through a 20-25 ms window of each 100 ms; the worst the
+    simulator's generations and loads reached)."""
+    if not refresh_s or not window_s > 0:
+        return math.nan
+    return SENSOR_SWING / math.sqrt(max(window_s / refresh_s, 1.0))
+
+
+def spread_flags(cv: float, refresh_s: float | None, window_s: float) -> list[str]:
+    """spread-above-sensor where the repeats' CV is SPREAD_FACTOR times what the sensor
+    explains: the 95 % CI then says more about an unsteady load than about the meter."""
+    expected = expected_cv(refresh_s, window_s)
+    if math.isfinite(cv) and math.isfinite(expected) and cv > SPREAD_FACTOR * expected:
+        return [FLAG_SPREAD_ABOVE_SENSOR]
+    return []
 
 
 def node_reasons(meter, summary: dict) -> dict:
@@ -539,12 +656,17 @@ def measure(
     clock: Callable[[], float] = time.perf_counter,
     sleep: Callable[[float], object] = time.sleep,
     progress: Callable[[str, dict], object] | None = None,
+    heat: HeatCalibration | None = None,
+    idle_temperature_c: float = math.nan,
 ) -> ProtocolResult:
     """Warm up, then measure energy and time over repeated windows (see the module doc).
 
     `progress(phase, info)` is called after warm-up ("warmup") and after each repeat
     ("repeat", with that repeat's row), never inside a window. `rng` draws the pauses
     (anything with .uniform(a, b)); `clock` and `sleep` are injectable for tests.
+    `heat` (the board's, from `joulebench check`) with the idle baseline's power and
+    `idle_temperature_c` states every window at the configuration's sustained temperature
+    (joulebench.measure.heat); without them the rows say `as-run`.
     """
     settings = settings or ProtocolSettings()
     rng = rng or random.Random()
@@ -560,7 +682,14 @@ def measure(
     refresh_s = getattr(meter, "refresh_s", None)
     rows, traces, step_ms = [], [], []
     ci_met = False
-    for index in range(settings.cap_repeats):
+    for index in range(max(settings.cap_repeats, settings.spread_repeats)):
+        if settings.ci_target is None and index >= settings.repeats:
+            cv = spread([r["energy_per_image_j"] for r in rows]).cv
+            window_s = float(np.mean([r["duration_s"] for r in rows]))
+            if not spread_flags(cv, refresh_s, window_s):
+                break  # the spread is the sensor's: the default windows are enough
+        if settings.ci_target is not None and index >= settings.max_repeats:
+            break
         pause = 0.0
         if index > 0:
             pause = float(rng.uniform(*settings.pause_s))
@@ -575,22 +704,13 @@ def measure(
         )
         # the latest window is the best estimate of the step time for the next
         step_s = max(duration_s - shift_s, 1e-12) / batches
-        row = repeat_row(
-            index,
-            reading,
-            batches,
-            duration_s,
-            window_ms,
-            images_per_step,
-            idle_power_w,
-            pause,
-            shift_s,
-        )
+        window = (reading, batches, duration_s, window_ms, images_per_step, idle_power_w)
+        row = repeat_row(index, *window, pause, shift_s, heat, idle_temperature_c)
         rows.append(row)
+        flags.extend(split_flags(row["flags"]))
         traces.append((index, reading.trace))
         if window_ms is not None:
             step_ms.append(window_ms)
-        flags.extend(reading.flags)
         if progress:
             progress("repeat", dict(row))
         if settings.ci_target is not None and len(rows) >= settings.min_repeats:
@@ -602,10 +722,23 @@ def measure(
         flags.append(FLAG_CI_TARGET_NOT_MET)
 
     repeats = pd.DataFrame(rows, columns=REPEAT_COLUMNS)
+    summary = _summary(repeats, step_ms, warmup, meter, images_per_step, idle_power_w, flags, heat)
+    return ProtocolResult(repeats, summary, stack_traces(traces), warmup)
+
+
+def _summary(repeats, step_ms, warmup, meter, images_per_step, idle_power_w, flags, heat):
+    """The summary, with the spread flag and, when stated sustained, the correction's bound
+    in the CIs."""
+    cv = spread(repeats["energy_per_image_j"]).cv
+    refresh_s = getattr(meter, "refresh_s", None)
+    flags = [*flags, *spread_flags(cv, refresh_s, float(repeats["duration_s"].mean()))]
     summary = summarize(
         repeats, step_ms, warmup, meter, images_per_step, idle_power_w, _unique(flags)
     )
-    return ProtocolResult(repeats, summary, stack_traces(traces), warmup)
+    if heat is not None and summary["thermal_state"] == SUSTAINED:
+        bound = heat.correction_bound(float(repeats["thermal_correction"].abs().mean()))
+        summary.update(widen_ci(summary, bound))
+    return summary
 
 
 def measure_idle(
@@ -630,4 +763,5 @@ def measure_idle(
         is_estimate=bool(meter.is_estimate),
         flags=_unique(reading.flags),
         trace=reading.trace,
+        temperature_c=_state(reading, "end", "temperature_c"),
     )

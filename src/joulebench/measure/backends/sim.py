@@ -28,6 +28,7 @@ from joulebench.measure.backends.cuda import NvmlKnobs, cuda_native, nvml_state
 from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
+from joulebench.measure.sim.thermal import THERMAL
 from joulebench.measure.sim.wall import WallSimGpu, sim_uuid
 
 # sim:h100, or sim:h100:1 (board 1 of a pool of simulated H100s: its own UUID)
@@ -156,9 +157,11 @@ class SimBackend(Backend):
         return wall_sim_gpu(device, label).run(step)
 
     def check_target(self, device: str, prefer: str | None = None, libs: Libraries | None = None):
-        """A board of the device's generation in simulated time, driven as a GPU is."""
+        """A board of the device's generation in simulated time, driven as a GPU is, with
+        its generation's heat (sim.thermal.THERMAL), which the check's heat rows measure."""
         self.check_prefer(device, prefer)
-        rig = simulated_gpu(sim_generation(device), phase_s=CHECK_PHASE_S)
+        generation = sim_generation(device)
+        rig = simulated_gpu(generation, phase_s=CHECK_PHASE_S, thermal=THERMAL[generation])
         return DeviceCheckTarget(rig, device)
 
     def state(self, meter) -> DeviceState:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from joulebench.measure.check.environment import environment_rows
 from joulebench.measure.check.report import PASS, SKIP, WARN, CheckReport, Row, new_check_id
@@ -32,6 +32,8 @@ from joulebench.measure.check.rows import (
     run_guarded,
 )
 from joulebench.measure.check.sensor_fit import SensorFit, fit_sensor
+from joulebench.measure.check.thermal_fit import ThermalFit, fit_heat
+from joulebench.measure.heat import from_report as heat_from_report
 from joulebench.measure.meters.nvidia_sensors import DEFAULT_REFRESH_S, SensorSpec
 from joulebench.measure.meters.sampler import Sampler
 from joulebench.measure.protocol import ProtocolSettings
@@ -167,6 +169,61 @@ def counter_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[
     ]
 
 
+HEAT_ROWS = ("thermal time constant", "degrees per watt", "leakage slope", "idle temperature")
+
+
+def heat_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[Row]:
+    """The board's heat (check.thermal_fit): idle for heat_idle_s (the idle temperature),
+    then the standard load for heat_s while power and temperature are sampled."""
+    if not settings.heat_s > 0:
+        return [Row("heat", name, SKIP, detail="not measured (--quick)") for name in HEAT_ROWS]
+    meter.begin()
+    target.sleep(settings.heat_idle_s)
+    idle = meter.end()
+    idle_c = float((idle.end_state or {}).get("temperature_c", math.nan))
+    idle_power_w = idle.energy_j / idle.duration_s if idle.duration_s > 0 else idle_w
+    target.sync()
+    meter.begin()
+    target.busy(settings.heat_s)
+    trace = meter.end().trace
+    fit = None
+    if trace is not None and "temperature_c" in trace:
+        fit = fit_heat(trace["t_s"], trace["power_w"], trace["temperature_c"], idle_power_w, idle_c)
+    return heat_fit_rows(fit, settings.heat_s)
+
+
+def heat_fit_rows(fit: ThermalFit | None, heat_s: float) -> list[Row]:
+    """The fit's rows: what the protocol needs to state energy at the sustained state."""
+    if fit is None:
+        detail = f"the die's temperature barely moved in {heat_s:g} s, or was not read"
+        return [Row("heat", name, SKIP, detail=detail) for name in HEAT_ROWS]
+    short = bool(fit.tau_s * 3 > heat_s)
+    note = f"; step of {heat_s:g} s < 3 time constants: a longer heat_s fits better"
+    note = note if short else ""
+    return [
+        Row("heat", HEAT_ROWS[0], WARN if short else PASS, fit.tau_s, "s",
+            detail=f"die {fit.idle_c:.0f} C idle -> {fit.sustained_c:.1f} C sustained{note}"),
+        Row("heat", HEAT_ROWS[1], PASS, fit.c_per_w, "C/W", detail="die above ambient"),
+        Row("heat", HEAT_ROWS[2], PASS, fit.leakage_per_c * 100, "%/C",
+            detail="power against die temperature at a fixed load"),
+        Row("heat", HEAT_ROWS[3], PASS, fit.idle_c, "C",
+            detail="the die at idle: with the idle power, the ambient the profile assumes"),
+    ]  # fmt: skip
+
+
+def heat_from(rows: list[Row]) -> dict | None:
+    """The report's `protocol.heat` (what the profile's protocol reads), from the rows."""
+    values = {r.name: r.value for r in rows if r.group == "heat" and r.status != SKIP}
+    if not all(isinstance(values.get(name), float) for name in HEAT_ROWS):
+        return None
+    return {
+        "tau_s": values[HEAT_ROWS[0]],
+        "c_per_w": values[HEAT_ROWS[1]],
+        "leakage_per_c": values[HEAT_ROWS[2]] / 100.0,
+        "idle_temperature_c": values[HEAT_ROWS[3]],
+    }
+
+
 def zeus_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[Row]:
     """The same steady window through Zeus's ZeusMonitor, if zeus is installed."""
     seconds = settings.steady_s
@@ -202,6 +259,7 @@ def zeus_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[Row
 # What runs once the sensor is fitted, in order: (group, row name, progress line, the part).
 # A part takes (target, meter, settings, idle power in W) and returns its rows.
 MEASURED_PARTS = (
+    ("heat", "thermal time constant", "heat: idle, then a load step", heat_rows),
     ("counter", "counter vs trace", "counter vs trace ({steady_s:g} s)", counter_rows),
     ("repeat", "repeat CV", "repeat CV of the protocol (standard load)", repeat_rows),
     ("input", "zeros vs random", "zeros vs random inputs", input_rows),
@@ -249,8 +307,12 @@ def check_gpu(
             if line:
                 progress(line.format(steady_s=settings.steady_s))
             rows += run_guarded(group, name, part, target, meter, settings, idle_w)
+            if group == "heat":  # from here on the protocol states rows as the profile will
+                heat, idle_c = heat_from_report({"protocol": {"heat": heat_from(rows)}})
+                settings = replace(settings, heat=heat, idle_temperature_c=idle_c)
         info = meter.describe()
         protocol = protocol_from(meter, fit is not None)
+        protocol["heat"] = heat_from(rows)
     sensor = {
         "fit": fit.as_dict() if fit else None,
         "expected": asdict(expected) if expected else None,

@@ -11,6 +11,7 @@ import numpy as np
 
 from joulebench.flags import FLAG_OTHER_LOAD, FLAG_OTHER_PROCESS, has_flag
 from joulebench.measure.check.report import FAIL, PASS, SKIP, WARN, Row
+from joulebench.measure.heat import HeatCalibration
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.tables import INPUT_KINDS
 
@@ -27,11 +28,17 @@ class CheckSettings:
     square_half_s: tuple[float, float] = (0.3, 0.45)  # busy/idle stretches drawn from this
     fast_interval_s: float = 0.001  # power reads during the square wave ("as fast as NVML")
     steady_s: float = 5.0  # counter vs trace, Zeus
+    heat_idle_s: float = 30.0  # idle before the heat step: the die's idle temperature
+    heat_s: float = 300.0  # the heat step: several thermal time constants (0: not measured)
     protocol: ProtocolSettings = field(default_factory=ProtocolSettings)  # the repeat CV run
     input_protocol: ProtocolSettings = field(
         default_factory=lambda: ProtocolSettings(repeats=2, warmup_min_s=1.0)
     )
     seed: int = 0
+    # the board's heat once the check measured it: the protocol runs after it use it, as the
+    # profile will (rows stated at the sustained temperature)
+    heat: HeatCalibration | None = None
+    idle_temperature_c: float = math.nan
 
     @classmethod
     def quick(cls) -> CheckSettings:
@@ -40,6 +47,8 @@ class CheckSettings:
             idle_s=2.0,
             square_s=4.0,
             steady_s=2.0,
+            heat_idle_s=0.0,
+            heat_s=0.0,  # a first look does not measure the heat: minutes of load
             protocol=ProtocolSettings(repeats=3, pause_s=(0.05, 0.2), **fast),
             input_protocol=ProtocolSettings(repeats=2, pause_s=(0.05, 0.2), **fast),
         )
@@ -98,7 +107,7 @@ def _idle_spread(trace) -> float:
     return float((max(means) - min(means)) / np.mean(means))
 
 
-def _protocol_run(target, meter, settings: ProtocolSettings, idle_w: float, input_kind: str):
+def _protocol_run(target, meter, check: CheckSettings, idle_w: float, input_kind: str, settings):
     return measure(
         target.step(input_kind),
         target.sync,
@@ -109,12 +118,14 @@ def _protocol_run(target, meter, settings: ProtocolSettings, idle_w: float, inpu
         rng=random.Random(0),
         clock=target.clock,
         sleep=target.sleep,
+        heat=check.heat,
+        idle_temperature_c=check.idle_temperature_c,
     )
 
 
 def repeat_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[Row]:
     """The protocol's repeat CV on a standard load (a matmul per step)."""
-    result = _protocol_run(target, meter, settings.protocol, idle_w, "random")
+    result = _protocol_run(target, meter, settings, idle_w, "random", settings.protocol)
     s = result.summary
     cv = s["energy_per_image_cv"]
     window = float(result.repeats["duration_s"].mean())
@@ -138,7 +149,7 @@ def input_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[Ro
     """Energy per matmul on all-zero vs random inputs (GPUs spend less on zeros)."""
     per = {}
     for kind in INPUT_KINDS:
-        result = _protocol_run(target, meter, settings.input_protocol, idle_w, kind)
+        result = _protocol_run(target, meter, settings, idle_w, kind, settings.input_protocol)
         per[kind] = result.summary["energy_per_image_j"]
     ratio = per["zeros"] / per["random"] if per["random"] else math.nan
     return [

@@ -1,11 +1,13 @@
 """A simulator of NVIDIA's power sensors, to prove the measurement protocol without a GPU.
 
 clock.py      simulated time shared by the workload, the sensor, the meter and the protocol
-workload.py   the true board power of a workload (batches, busy/idle, throttling)
+workload.py   the true board power of a workload (batches, busy/idle, throttling, host pauses)
+thermal.py    heat: die temperature, leakage power, clocks at the temperature limit
 sensor.py     the sensor per GPU generation: refresh, boxcar window, 1 s average, counter
 fake_pynvml.py  a pynvml stand-in over simulated boards, for the real NVML meter
 rig.py        one simulated GPU wired up (simulated_gpu)
 experiment.py the protocol and a naive reading against the truth (tests, bench, docs)
+heat_experiment.py  the protocol against heat and irregular work: the sustained truth, order bias
 """
 
 from joulebench.measure.sim.clock import SimClock

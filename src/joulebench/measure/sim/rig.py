@@ -16,6 +16,7 @@ from joulebench.measure.meters.nvml import DEFAULT_INTERVAL_S, NvmlMeter
 from joulebench.measure.sim.clock import SimClock
 from joulebench.measure.sim.fake_pynvml import SimBoard, SimNvml
 from joulebench.measure.sim.sensor import SimSensor
+from joulebench.measure.sim.thermal import Thermal
 from joulebench.measure.sim.workload import SimGpu, Workload
 
 
@@ -57,18 +58,20 @@ def simulated_gpu(
     start_s: float = 1000.0,
     board: dict | None = None,
     sensor: dict | None = None,
+    thermal: Thermal | None = None,
 ) -> SimRig:
     """A board of `generation` (a key of nvidia_sensors.GENERATIONS).
 
     `phase_s`: when the sensor refreshes, relative to `start_s`, when the simulation starts.
     `board`: SimBoard settings (other_pids, mig_mode, power_limit_mw, ...); `sensor`: SimSensor
-    settings (refresh_s, window_s to try sensors not in the table).
+    settings (refresh_s, window_s to try sensors not in the table). `thermal`: heat
+    (joulebench.measure.sim.thermal; None: power independent of temperature, as before).
     """
     if generation not in GENERATIONS:
         raise ValueError(f"unknown generation {generation!r}; known: {sorted(GENERATIONS)}")
     spec = GENERATIONS[generation]
     clock = SimClock(start_s)
-    gpu = SimGpu(clock, idle_w=idle_w, tau_s=tau_s, seed=seed)
+    gpu = SimGpu(clock, idle_w=idle_w, tau_s=tau_s, thermal=thermal, seed=seed)
     sim_sensor = SimSensor(
         gpu.signal,
         spec,

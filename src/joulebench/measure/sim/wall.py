@@ -26,6 +26,7 @@ from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.meters.nvml import NvmlMeter
 from joulebench.measure.sim.fake_pynvml import SimBoard, SimNvml
 from joulebench.measure.sim.sensor import SimSensor
+from joulebench.measure.sim.thermal import THERMAL
 from joulebench.measure.sim.workload import SimGpu
 
 IDLE_W = 60.0  # the simulated board's idle power
@@ -82,6 +83,8 @@ class _WallGpu(SimGpu):
     def temperature_c(self) -> float:
         with self.owner.lock:  # the true power up to now, read at the same instant
             self.owner.catch_up()
+            if self.thermal is not None:
+                return self.temp_c
             t = self.signal.end_s
             start = max(self.signal.start_s, t - 5.0)
             if t - start <= 0:
@@ -113,7 +116,8 @@ class WallSimGpu:
         self.busy_w, self.idle_w = float(busy_w), float(idle_w)
         self.lock = threading.RLock()  # the meter's sampler thread reads while we work
         self.clock = _WallClock(clock)
-        self.gpu = _WallGpu(self.clock, idle_w=idle_w, seed=seed)
+        # the generation's heat, as the check's board has it (backends.sim.check_target)
+        self.gpu = _WallGpu(self.clock, idle_w=idle_w, thermal=THERMAL[generation], seed=seed)
         self.gpu.owner = self
         # the sensor's "now" is where the true power has been extended to (see catch_up)
         self.sensor = _WallSensor(
@@ -141,7 +145,7 @@ class WallSimGpu:
         with self.lock:
             gap_s = self.clock() - self.gpu.signal.end_s
             if gap_s > 0:
-                self.gpu.signal.hold(gap_s, self._level_w)
+                self.gpu.hold_level(gap_s, self._level_w)
 
     def _set(self, level_w: float, clock_factor: float) -> None:
         with self.lock:

@@ -16,6 +16,17 @@ clock until it fits, as power capping does. Dynamic power scales with f^3 (volta
 frequency) and kernel time with 1/f, so a lower limit means longer kernels at lower power.
 Inputs of all zeros draw `zeros_dynamic` of the dynamic power of random inputs (fewer bit
 flips); the default 0.85 is an assumption of this simulator, not a published figure.
+
+Heat (optional, `thermal=`, joulebench.measure.sim.thermal): the die temperature follows the
+board power with a time constant of tens of seconds, every watt grows with it (leakage) and
+clocks drop above a temperature limit. Without it the board's power does not depend on its
+history, as before.
+
+Irregular work (assumptions, ranges swept in bench/bench_heat.py): a `Workload` may jitter
+its batch period (`period_jitter`, 0.5-2 % relative std: kernel and host gap stretched alike)
+and pause on the host every `pause_every` batches (4-40) for `pause_s` (1-50 ms) at idle
+power: data loading, Python work, a sync. Fixed, or jittered (`pause_jitter`: each interval
+drawn from N/2-3N/2 batches and each pause from 0.5-1.5 x pause_s, same means).
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ import random
 from dataclasses import dataclass
 
 from joulebench.measure.sim.clock import SimClock
+from joulebench.measure.sim.thermal import STEP_S, Thermal
 from joulebench.tables import INPUT_KINDS
 
 
@@ -108,10 +120,16 @@ class Workload:
     images_per_batch: int = 64
     jitter: float = 0.0  # relative std of kernel time per batch (0: perfectly periodic)
     input_kind: str = "random"  # or "zeros"
+    period_jitter: float = 0.0  # relative std of each batch's whole period
+    pause_s: float = 0.0  # a host pause at idle power...
+    pause_every: int = 0  # ...every this many batches (0: never)
+    pause_jitter: bool = False  # interval N/2-3N/2 batches, pause 0.5-1.5 x pause_s
 
     def __post_init__(self):
         if not self.period_s > 0 or not 0 < self.duty <= 1:
             raise ValueError(f"need period_s > 0 and 0 < duty <= 1, got {self}")
+        if self.pause_s < 0 or self.pause_every < 0 or self.period_jitter < 0:
+            raise ValueError(f"need pause_s, pause_every, period_jitter >= 0, got {self}")
         if self.input_kind not in INPUT_KINDS:
             raise ValueError(f"input_kind must be random or zeros, not {self.input_kind!r}")
 
@@ -122,6 +140,18 @@ class Workload:
     @property
     def gap_s(self) -> float:
         return self.period_s - self.kernel_s
+
+    @property
+    def pause_per_batch_s(self) -> float:
+        """Mean host pause per batch (jittered or not, the means are the same)."""
+        return self.pause_s / self.pause_every if self.pause_every and self.pause_s else 0.0
+
+    def next_pause_in(self, rng) -> int:
+        """Batches until the next host pause."""
+        if not self.pause_jitter:
+            return self.pause_every
+        half = self.pause_every // 2
+        return rng.randint(self.pause_every - half, self.pause_every + half)
 
 
 class SimGpu:
@@ -136,9 +166,13 @@ class SimGpu:
         power_limit_w: float | None = None,
         max_sm_clock_mhz: float = 1980.0,
         zeros_dynamic: float = 0.85,
+        thermal: Thermal | None = None,
         seed: int = 0,
     ):
         self.clock = clock
+        self.thermal = thermal.with_ref(idle_w) if thermal else None
+        self.temp_c = self.thermal.ref_c if self.thermal else math.nan  # heat only
+        self._to_pause: int | None = None  # batches until the workload's next host pause
         self.idle_w = float(idle_w)
         self.power_limit_w = power_limit_w
         self.max_sm_clock_mhz = float(max_sm_clock_mhz)
@@ -150,19 +184,44 @@ class SimGpu:
 
     # -- physics --
 
-    def _throttled(self, busy_w: float, seconds: float) -> tuple[float, float, float]:
-        """(power, duration, clock factor) of work wanting `busy_w` for `seconds` at full clock."""
+    def _throttled(
+        self, busy_w: float, seconds: float, temp_c: float | None = None
+    ) -> tuple[float, float, float]:
+        """(power, duration, clock factor) of work wanting `busy_w` for `seconds` at full clock,
+        under the power limit and (with heat) the temperature limit at `temp_c` (now)."""
+        f = 1.0
         limit = self.power_limit_w
-        if limit is None or busy_w <= limit or busy_w <= self.idle_w:
+        if limit is not None and busy_w > limit and busy_w > self.idle_w:
+            f = ((max(limit, self.idle_w) - self.idle_w) / (busy_w - self.idle_w)) ** (1 / 3)
+        if self.thermal is not None and busy_w > self.idle_w:
+            f = min(f, self.thermal.clock_factor(self.temp_c if temp_c is None else temp_c))
+        if f >= 1.0:
             return busy_w, seconds, 1.0
-        f = ((max(limit, self.idle_w) - self.idle_w) / (busy_w - self.idle_w)) ** (1 / 3)
         f = max(f, 0.05)
         return self.idle_w + (busy_w - self.idle_w) * f**3, seconds / f, f
 
     def _run(self, seconds: float, power_w: float, clock_factor: float) -> None:
-        self.signal.hold(seconds, power_w)
+        self.hold_level(seconds, power_w, advance=True)
         self.sm_clock_mhz = self.max_sm_clock_mhz * clock_factor
         self.clock.advance_to(self.signal.end_s)
+
+    def hold_level(self, seconds: float, power_w: float, advance: bool = False) -> None:
+        """Draw `power_w` (at ref_c) for `seconds`: with heat, leakage scales it by the
+        temperature of each piece and the temperature moves with the power drawn. `advance`
+        moves the clock piece by piece, so timers (a meter's sampler) read the temperature
+        as it was; a board whose clock moves by itself (sim.wall) leaves it."""
+        if self.thermal is None:
+            self.signal.hold(seconds, power_w)
+            return
+        left = seconds
+        while left > 1e-12:
+            piece = min(left, STEP_S)
+            drawn_w = power_w * self.thermal.leakage_factor(self.temp_c)
+            self.signal.hold(piece, drawn_w)
+            self.temp_c = self.thermal.after_c(self.temp_c, drawn_w, piece)
+            left -= piece
+            if advance and left > 1e-12:
+                self.clock.advance_to(self.signal.end_s)
 
     def busy_power_w(self, workload_busy_w: float, input_kind: str = "random") -> float:
         dynamic = workload_busy_w - self.idle_w
@@ -174,15 +233,33 @@ class SimGpu:
 
     def batch(self, workload: Workload) -> None:
         """One batch: kernels (throttled if the limit says so), then the host gap."""
-        kernel_s = workload.kernel_s
+        kernel_s, gap_s = workload.kernel_s, workload.gap_s
         if workload.jitter:
             kernel_s *= max(0.1, 1.0 + self._rng.gauss(0.0, workload.jitter))
+        if workload.period_jitter:
+            stretch = max(0.1, 1.0 + self._rng.gauss(0.0, workload.period_jitter))
+            kernel_s, gap_s = kernel_s * stretch, gap_s * stretch
         busy = self.busy_power_w(workload.busy_w, workload.input_kind)
         power, seconds, f = self._throttled(busy, kernel_s)
         self._run(seconds, power, f)
-        if workload.gap_s > 0:
-            self._run(workload.gap_s, self.idle_w, f)
+        if gap_s > 0:
+            self._run(gap_s, self.idle_w, f)
         self.batches += 1
+        if workload.pause_every and workload.pause_s:
+            self._host_pause(workload, f)
+
+    def _host_pause(self, workload: Workload, clock_factor: float) -> None:
+        """Count down to the workload's next host pause; at zero, pause at idle power."""
+        if self._to_pause is None:
+            self._to_pause = workload.next_pause_in(self._rng)
+        self._to_pause -= 1
+        if self._to_pause > 0:
+            return
+        pause_s = workload.pause_s
+        if workload.pause_jitter:
+            pause_s *= self._rng.uniform(0.5, 1.5)
+        self._run(pause_s, self.idle_w, clock_factor)
+        self._to_pause = workload.next_pause_in(self._rng)
 
     def busy(self, seconds: float, busy_w: float, input_kind: str = "random") -> None:
         """Busy for `seconds` of wall time (a matmul loop), at most the power limit."""
@@ -198,15 +275,50 @@ class SimGpu:
     def sync(self) -> None:
         """Work is simulated synchronously: nothing is queued, so nothing to wait for."""
 
-    def true_energy_per_batch_j(self, workload: Workload) -> float:
-        """Steady-state energy of one batch: with first-order smoothing (DC gain 1) the mean
-        power over a period is the schedule's own, so this is exact without simulating."""
+    def true_energy_per_batch_j(self, workload: Workload, temp_c: float | None = None) -> float:
+        """Steady-state energy of one batch (host pauses' idle share included): with
+        first-order smoothing (DC gain 1) the mean power over a period is the schedule's own,
+        so this is exact without simulating. With heat: at die temperature `temp_c`, by
+        default the sustained one (`sustained_temperature_c`: this load run for ever)."""
+        energy_j, _ = self._batch_at(workload, temp_c)
+        return energy_j
+
+    def _batch_at(self, workload: Workload, temp_c: float | None) -> tuple[float, float]:
+        """(mean energy, mean duration) of one batch with its pause share, at `temp_c`."""
+        if self.thermal is not None and temp_c is None:
+            temp_c = self.sustained_temperature_c(workload)
         busy = self.busy_power_w(workload.busy_w, workload.input_kind)
-        power, seconds, _ = self._throttled(busy, workload.kernel_s)
-        return power * seconds + self.idle_w * workload.gap_s
+        power, seconds, _ = self._throttled(busy, workload.kernel_s, temp_c)
+        idle_s = workload.gap_s + workload.pause_per_batch_s
+        energy_j = power * seconds + self.idle_w * idle_s
+        if self.thermal is not None:
+            energy_j *= self.thermal.leakage_factor(temp_c)
+        return energy_j, seconds + idle_s
+
+    def sustained_temperature_c(self, workload: Workload) -> float:
+        """The die temperature this workload settles at when run for ever (a fixed point:
+        the temperature sets leakage and clocks, which set the power, which sets it), found
+        by bisection: the excess below decreases with temperature unless leakage runs away."""
+
+        def excess_c(temp_c: float) -> float:
+            energy_j, duration_s = self._batch_at(workload, temp_c)
+            return self.thermal.steady_c(energy_j / duration_s) - temp_c
+
+        low, high = self.thermal.ambient_c, self.thermal.ambient_c + 100.0
+        while excess_c(high) > 0:
+            if high > 1000.0:
+                raise ValueError("thermal runaway: leakage_per_c x c_per_w x power >= 1")
+            high += 100.0
+        for _ in range(60):
+            mid = 0.5 * (low + high)
+            low, high = (mid, high) if excess_c(mid) > 0 else (low, mid)
+        return 0.5 * (low + high)
 
     def temperature_c(self) -> float:
-        """A crude thermal model: 30 C plus 0.12 C per watt of the last 5 s mean power."""
+        """With heat, the die's; else a crude model: 30 C plus 0.12 C per watt of the last
+        5 s mean power."""
+        if self.thermal is not None:
+            return self.temp_c
         t = self.clock()
         start = max(self.signal.start_s, t - 5.0)
         if t - start <= 0:

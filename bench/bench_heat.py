@@ -1,0 +1,141 @@
+"""The protocol against heat and irregular work on simulated boards (issue 23's Must show).
+
+1. Sweep: every generation x batch period (1-500 ms, with 50/100/200 ms) x workload pattern
+   (regular, period jitter, host pauses fixed and jittered) x --seeds, every board with heat
+   drawn from the swept ranges (joulebench.measure.sim.thermal), each configuration starting
+   anywhere from idle to past its own sustained temperature. Against the sustained truth
+   (joulebench.measure.sim.heat_experiment): share within 5 % and 2 %, 95 % CI coverage,
+   worst case, per generation and period, per pattern and overall.
+2. Order bias: the same light (batch-1-like) configuration measured first in a job vs after
+   a hotter one: median and p95 of second minus first.
+
+    PYTHONPATH=src python bench/bench_heat.py [--seeds 10] [--order-seeds 10] [--csv out.csv]
+        [--heat-error 0.05 | --today] [--ci-target 0.02 --max-repeats 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+
+def pct(x: float) -> str:
+    return f"{x * 100:.1f} %"
+
+
+def sweep(seeds: int, csv: str | None, heat_error: float | None, settings):
+    import pandas as pd
+
+    from joulebench.measure.sim import heat_experiment as he
+
+    rows = pd.DataFrame([he.run_case(c, settings, heat_error=heat_error) for c in he.cases(seeds)])
+    if csv:
+        rows.to_csv(csv, index=False)
+    table = he.summary_table(rows)
+    print("| generation | batch period | cases | within 5 % | within 2 % | CI95 holds truth "
+          "| worst | median |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for _, r in table.iterrows():
+        print(
+            f"| {r['generation']} | {r['period_s'] * 1e3:g} ms | {r['cases']} "
+            f"| {pct(r['within_5pct'])} | {pct(r['within_2pct'])} | {pct(r['ci95_coverage'])} "
+            f"| {pct(r['worst_error'])} | {pct(r['median_error'])} |"
+        )
+    print("\n| pattern | cases | within 5 % | within 2 % | CI95 holds truth | worst | median |")
+    print("|---|---|---|---|---|---|---|")
+    for _, r in he.summary_table(rows, ["pattern"]).iterrows():
+        print(
+            f"| {r['pattern']} | {r['cases']} | {pct(r['within_5pct'])} "
+            f"| {pct(r['within_2pct'])} | {pct(r['ci95_coverage'])} | {pct(r['worst_error'])} "
+            f"| {pct(r['median_error'])} |"
+        )
+    total = he.overall(rows)
+    print(
+        f"\noverall: {total['cases']} cases, within 5 % {pct(total['within_5pct'])} (worst "
+        f"generation x period {pct(total['worst_group_within_5pct'])}), within 2 % "
+        f"{pct(total['within_2pct'])}, CI95 holds the sustained truth in "
+        f"{pct(total['ci95_coverage'])}, worst {pct(total['worst_error'])}; thermal part "
+        f"|error| median {pct(rows['thermal_error'].abs().median())}, p95 "
+        f"{pct(rows['thermal_error'].abs().quantile(0.95))}; sensor part p95 "
+        f"{pct(rows['sensor_error'].abs().quantile(0.95))}; against the truth "
+        f"as run (the die's temperature during the batches): median "
+        f"{pct(total['median_as_run_error'])}, within 5 % "
+        f"{pct((rows['error_as_run'].abs() <= 0.05).mean())}"
+    )
+    flagged = rows["flags"].fillna("") != ""
+    print(
+        f"flagged: {int(flagged.sum())} cases; of the cases more than 5 % off, "
+        f"{int((flagged & (rows['error'].abs() > 0.05)).sum())} flagged, "
+        f"protocol time per configuration {rows['protocol_s'].mean():.1f} s (simulated)"
+    )
+    return rows
+
+
+def order(seeds: int, heat_error: float | None, settings) -> None:
+    import pandas as pd
+
+    from joulebench.measure.sim import heat_experiment as he
+
+    cases = he.cases(seeds, periods=(0.005, 0.010, 0.050, 0.100), patterns=("regular",))
+    rows = pd.DataFrame([he.order_bias(c, settings, heat_error=heat_error) for c in cases])
+    d = rows["second_minus_first"]
+    thermal = rows["thermal_part"]
+    print(
+        f"\norder bias ({len(rows)} jobs: a light configuration, 30 % busy, first vs after an "
+        f"always-busy one): second minus first median {pct(d.median())}, p95 "
+        f"{pct(d.abs().quantile(0.95))} (of |difference|), worst {pct(d.abs().max())}; "
+        f"die {rows['first_c'].mean():.1f} C first, {rows['second_c'].mean():.1f} C second; "
+        f"its thermal part (each measurement's thermal-state error, second minus first): "
+        f"median {pct(thermal.median())}, p95 {pct(thermal.abs().quantile(0.95))}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument(
+        "--seeds", type=int, default=10, help="cases per generation x period x pattern"
+    )
+    parser.add_argument("--order-seeds", type=int, default=10)
+    parser.add_argument("--csv", default=None, help="write every case's row here")
+    parser.add_argument(
+        "--heat-error",
+        type=float,
+        default=0.05,
+        help="the board's heat handed to the protocol (as `joulebench check` measures it), "
+        "each value off by up to this share; negative: not known (rows as-run)",
+    )
+    parser.add_argument(
+        "--ci-target", type=float, default=None, help="the protocol's ci_target (default none)"
+    )
+    parser.add_argument("--max-repeats", type=int, default=20)
+    parser.add_argument(
+        "--today",
+        action="store_true",
+        help="the protocol before issue 23: no heat known (rows as run), no spread repeats",
+    )
+    args = parser.parse_args()
+    from joulebench.measure.protocol import ProtocolSettings
+
+    settings = ProtocolSettings(
+        ci_target=args.ci_target,
+        max_repeats=args.max_repeats,
+        **({"spread_repeats": 0} if args.today else {}),
+    )
+    heat_error = args.heat_error if args.heat_error >= 0 and not args.today else None
+    start = time.perf_counter()
+    print(f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, python {platform.python_version()}")
+    print(f"heat known to the protocol within: {heat_error}; settings: {settings}")
+    sweep(args.seeds, args.csv, heat_error, settings)
+    if args.order_seeds:
+        order(args.order_seeds, heat_error, settings)
+    print(f"bench wall time: {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
