@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from joulebench.measure.heat import (
@@ -96,3 +98,25 @@ def test_the_boards_heat_is_read_from_its_check_report():
     for missing in (None, {"protocol": {}}, {"protocol": {"heat": None}}):
         cal, idle_c = from_report(missing)
         assert cal is None and math.isnan(idle_c)
+
+
+def test_the_check_s_fit_reads_a_real_h200_s_heat():
+    """A real H200's step (bench/gpu_physics.py, 2026-12-04: NVML every 55 ms, 5 s idle,
+    then a memory-bound load at ~630 W for 50 s; docs/benchmarks.md): the die warms within
+    about a second, so leakage is fitted where the load is held, not while it comes on (the
+    whole step read 22 %/C)."""
+    from joulebench.measure.check.thermal_fit import fit_heat
+
+    trace = pd.read_csv(Path(__file__).parent / "data" / "h200_heat_step.csv")
+    idle = trace[(trace.phase == "idle") & (trace.t_s > 1)]
+    step = trace[trace.phase == "heat-memory"]
+    fit = fit_heat(
+        (step.t_s - step.t_s.min()).to_numpy(),
+        step.power_w.to_numpy(),
+        step.temperature_c.to_numpy(),
+        idle.power_w.mean(),
+        idle.temperature_c.mean(),
+    )
+    assert 0.003 < fit.leakage_per_c < 0.006  # 2.7 W/C at ~620 W
+    assert 0.02 < fit.c_per_w < 0.03 and 0.3 < fit.tau_s < 3.0
+    assert fit.sustained_c == pytest.approx(54.0, abs=0.5)
