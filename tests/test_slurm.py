@@ -142,10 +142,8 @@ def test_tiny_study_through_the_slurm_profile(tmp_path, job_prefix):
     assert len(starts) == 2 and finished[0] < starts[1], pair[-3000:]
 
 
-def test_devices_auto_is_refused_on_a_cluster(tmp_path, job_prefix):
-    """auto would look at the submitting host, not at the nodes: the run stops before any
-    job is submitted and says what to write instead."""
-    study = {**STUDY, "devices": "auto"}
+def _submit(tmp_path, study: dict, job_prefix: str):
+    """The study's profile table asked of the SLURM profile: (result, its output)."""
     result = snakemake(
         tmp_path,
         study,
@@ -157,7 +155,13 @@ def test_devices_auto_is_refused_on_a_cluster(tmp_path, job_prefix):
         job_prefix,
         timeout=300,
     )
-    output = result.stdout + result.stderr
+    return result, result.stdout + result.stderr
+
+
+def test_devices_auto_is_refused_on_a_cluster(tmp_path, job_prefix):
+    """auto would look at the submitting host, not at the nodes: the run stops before any
+    job is submitted and says what to write instead."""
+    result, output = _submit(tmp_path, {**STUDY, "devices": "auto"}, job_prefix)
     assert result.returncode != 0
     assert "devices: auto looks at this host" in output and "devices: {h200: cuda}" in output
     assert "submitted with SLURM jobid" not in output
@@ -168,18 +172,7 @@ def test_a_pool_is_refused_on_a_cluster(tmp_path, job_prefix):
     """A pool shares one host's GPUs; a cluster's allocations measure one GPU each: the run
     stops before any job is submitted (issue 24: on SLURM nothing changes)."""
     study = {**STUDY, "devices": {"h100": {"pool": ["sim:h100:0", "sim:h100:1"]}}}
-    result = snakemake(
-        tmp_path,
-        study,
-        "results/profile.parquet",
-        "--profile",
-        str(REPO / "profiles" / "slurm"),
-        "--slurm-no-account",
-        "--slurm-jobname-prefix",
-        job_prefix,
-        timeout=300,
-    )
-    output = result.stdout + result.stderr
+    result, output = _submit(tmp_path, study, job_prefix)
     assert result.returncode != 0
     assert "a pool shares one host's GPUs" in output
     assert "submitted with SLURM jobid" not in output
