@@ -786,6 +786,8 @@ def test_figures_without_any_placeable_row_say_why(tmp_path, monkeypatch):
     for name, why in said.items():
         if name == "train_vs_inference":
             assert why == "no model measured in both phases (phases: [inference, train])"
+        elif name == "power_limit_sweep":  # the study asked for no power limit
+            assert why.startswith("no power-limit sweep with comparable energies"), why
         elif name == "power_trace":
             assert why == f"no power samples to plot: {len(trace)} samples without device_label"
         else:
@@ -915,3 +917,8 @@ def test_power_limit_sweep_draws_a_simulated_sweep_only_alone_and_says_so(tmp_pa
         lambda: figures.power_limit_sweep(sweep[sweep.method == "fp16"], tmp_path / "none"),
     )
     assert [t for t in texts if t.startswith("No data")]
+    said = {}
+    monkeypatch.setattr(plot, "no_data", lambda stem, title, why: said.update(why=why))
+    failed = sweep[~sweep.is_simulated].assign(status="error")  # a sweep where nothing ran
+    figures.power_limit_sweep(failed.assign(power_limit_requested_w=300.0), tmp_path / "failed")
+    assert said["why"].endswith(f": {len(failed)} failed"), said

@@ -19,7 +19,13 @@ from joulebench.analysis.score import DEFAULT_MAX_ENERGY_CV, invalidating_flag
 from joulebench.flags import FLAG_SIMULATED
 from joulebench.measure.methods import SWEEP_MARK
 from joulebench.report.figures.registry import Inputs, figure
-from joulebench.report.figures.rows import is_estimated, one_device, placed
+from joulebench.report.figures.rows import (
+    empty_because,
+    is_estimated,
+    not_comparable,
+    one_device,
+    placed,
+)
 
 MAX_LINES = 6  # lines drawn: the models with the most limits swept, then by name
 TITLE = "Energy and throughput against the power limit"
@@ -43,6 +49,12 @@ def sweep_rows(summary: pd.DataFrame, max_energy_cv: float | None) -> pd.DataFra
     return s.assign(series=series, limit_w=limit[s.index])
 
 
+def _asked(summary: pd.DataFrame) -> bool:
+    """Whether any row asked for a power limit (then why none is drawn is counted)."""
+    asked = ("power_limit_requested_w", "power_limit_requested_fraction")
+    return any(c in summary and summary[c].notna().any() for c in asked)
+
+
 def _lines(s: pd.DataFrame) -> list[str]:
     counts = s.groupby("series")["limit_w"].nunique()
     counts = counts[counts >= 2]
@@ -63,9 +75,10 @@ def power_limit_sweep(
     s = one_device(sweep_rows(summary, max_energy_cv), device_label)
     lines = _lines(s) if not s.empty else []
     if not lines:
-        why = "no power-limit sweep here: a method with power_limit: [1.0, 0.8, 0.6] (or "
-        why += "power_limit_w) measured at two or more limits with comparable energies"
-        return plot.no_data(stem, TITLE, why)
+        what = "no power-limit sweep with comparable energies at two or more limits (a method "
+        what += "with power_limit: [1.0, 0.8, 0.6], or power_limit_w)"
+        why = not_comparable(summary, max_energy_cv=max_energy_cv) if _asked(summary) else ""
+        return plot.no_data(stem, TITLE, empty_because(what, why))
     colors = plot.series_colors(lines)
     est = bool(is_estimated(s).any())
     unit, scale = plot.energy_unit(s["energy_per_image_j"])
