@@ -592,7 +592,8 @@ def test_temp_files_of_a_write_in_progress_are_left_alone(tmp_path):
 
 def test_figures_emptied_by_flags_say_so(drawn_flagged):
     """All rows flagged other-load: the figures that then have nothing to draw say why."""
-    said = {name: "\n".join(drawn_flagged.strings(name)) for name in drawn_flagged.figs}
+    said = {name: " ".join(drawn_flagged.strings(name)) for name in drawn_flagged.figs}
+    said = {name: " ".join(text.split()) for name, text in said.items()}  # wrapped lines
     for name in ("energy_vs_factors", "method_savings", "energy_vs_batch_size"):
         assert "No data" in said[name] and "20 flagged other-load" in said[name], said[name]
     assert "20 flagged other-load" in said["throughput_vs_energy"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,6 +49,7 @@ STYLE = {
 # Energies are shown in the unit in which the typical (median) value is at least 1.
 ENERGY_UNITS = (("J", 1.0), ("mJ", 1e3), ("µJ", 1e6))
 LABEL_CHARS = 28  # user strings (models, methods, devices, families) longer than this are cut
+NO_DATA_CHARS = 66  # a no-data reason's line: inside a column-wide figure at 7 pt
 
 
 def styled(func):
@@ -86,7 +88,8 @@ def no_data(stem, title: str, reason: str) -> list[Path]:
     fig, ax = new_figure(1.6)
     ax.set_axis_off()
     ax.text(0.5, 0.62, title, ha="center", va="center", fontsize=8, weight="bold")
-    ax.text(0.5, 0.38, f"No data: {reason}", ha="center", va="center", fontsize=7, wrap=True)
+    said = textwrap.fill(f"No data: {reason}", NO_DATA_CHARS)  # inside the figure's edges
+    ax.text(0.5, 0.38, said, ha="center", va="center", fontsize=7)
     return save(fig, stem)
 
 
