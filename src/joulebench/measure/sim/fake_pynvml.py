@@ -291,6 +291,7 @@ class SimBoard:
 
     def __post_init__(self):
         self.gpu.power_limit_w = self.power_limit_mw / 1000.0
+        self.gpu.locked_sm_clock_mhz = self.locked_sm_clock_mhz
 
     def set_power_limit_mw(self, milliwatts: int) -> None:
         self.power_limit_mw = int(milliwatts)
@@ -299,7 +300,7 @@ class SimBoard:
             self.on_change(self)
 
     def lock_sm_clock_mhz(self, mhz: int | None) -> None:
-        self.locked_sm_clock_mhz = mhz
+        self.locked_sm_clock_mhz = self.gpu.locked_sm_clock_mhz = mhz
         if self.on_change:
             self.on_change(self)
 

@@ -51,9 +51,8 @@ def load_settings(board: SimBoard) -> None:
         saved = json.loads(_settings_path(board.uuid).read_text())
     except (FileNotFoundError, ValueError):
         return
-    board.power_limit_mw = int(saved.get("power_limit_mw", board.power_limit_mw))
-    board.gpu.power_limit_w = board.power_limit_mw / 1000.0
-    board.locked_sm_clock_mhz = saved.get("locked_sm_clock_mhz")
+    board.set_power_limit_mw(int(saved.get("power_limit_mw", board.power_limit_mw)))
+    board.lock_sm_clock_mhz(saved.get("locked_sm_clock_mhz"))
 
 
 def save_settings(board: SimBoard) -> None:
@@ -155,13 +154,9 @@ class WallSimGpu:
             self.gpu.sm_clock_mhz = locked or self.gpu.max_sm_clock_mhz * clock_factor
 
     def busy_level(self) -> tuple[float, float]:
-        """(power, clock factor) of a step under the board's power limit and locked clock:
-        SimGpu's throttle (dynamic power with the cube of the clock), or the lock if lower."""
+        """(power, clock factor) of a step under the board's power limit, locked clock and
+        heat: SimGpu's throttle (dynamic power with the cube of the clock)."""
         power_w, _, f = self.gpu._throttled(self.busy_w, 1.0)
-        locked = self.board.locked_sm_clock_mhz
-        if locked and locked / self.gpu.max_sm_clock_mhz < f:
-            f = locked / self.gpu.max_sm_clock_mhz
-            power_w = self.idle_w + (self.busy_w - self.idle_w) * f**3
         return power_w, f
 
     def run(self, step: Callable[[], object]) -> Callable[[], object]:

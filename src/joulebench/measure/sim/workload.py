@@ -176,6 +176,7 @@ class SimGpu:
         self.idle_w = float(idle_w)
         self.power_limit_w = power_limit_w
         self.max_sm_clock_mhz = float(max_sm_clock_mhz)
+        self.locked_sm_clock_mhz: float | None = None  # NVML's locked clocks (min = max)
         self.zeros_dynamic = float(zeros_dynamic)
         self.signal = PowerSignal(clock(), idle_w, tau_s)
         self.sm_clock_mhz = self.max_sm_clock_mhz * 0.3  # idle clocks
@@ -188,13 +189,16 @@ class SimGpu:
         self, busy_w: float, seconds: float, temp_c: float | None = None
     ) -> tuple[float, float, float]:
         """(power, duration, clock factor) of work wanting `busy_w` for `seconds` at full clock,
-        under the power limit and (with heat) the temperature limit at `temp_c` (now)."""
+        under the power limit, a locked clock and (with heat) the temperature limit at
+        `temp_c` (now): the lowest clock any of them allows."""
         f = 1.0
         limit = self.power_limit_w
         if limit is not None and busy_w > limit and busy_w > self.idle_w:
             f = ((max(limit, self.idle_w) - self.idle_w) / (busy_w - self.idle_w)) ** (1 / 3)
         if self.thermal is not None and busy_w > self.idle_w:
             f = min(f, self.thermal.clock_factor(self.temp_c if temp_c is None else temp_c))
+        if self.locked_sm_clock_mhz and busy_w > self.idle_w:
+            f = min(f, self.locked_sm_clock_mhz / self.max_sm_clock_mhz)
         if f >= 1.0:
             return busy_w, seconds, 1.0
         f = max(f, 0.05)
