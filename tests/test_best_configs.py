@@ -223,8 +223,9 @@ def test_same_table_as_the_per_group_implementation(name):
     expected = pd.read_parquet(FIXTURE / name)
     got = best_configs(summary, **CASES[name])
     newer = [c for c in got.columns if c not in expected.columns]  # columns it predates
-    assert newer == [*KNOB_COLUMNS, "configuration"]
+    assert newer == ["is_simulated", *KNOB_COLUMNS, "configuration"]
     pd.testing.assert_frame_equal(got[list(expected.columns)], expected, check_exact=True)
+    assert not got["is_simulated"].any()  # no simulated row: nothing of the fixture's moves
     assert got[list(KNOB_COLUMNS)].isna().all().all()  # no method of the fixture sets a knob
     met = got["met"].to_numpy(bool)
     plain = got["method"] + ", batch " + got["batch_size"].astype("string")
@@ -297,3 +298,43 @@ def test_knobs_in_words(knobs, text):
     row = {"method": "m", "batch_size": 8, **knobs}
     assert knob_text(row) == text
     assert configuration_text(row) == (f"m ({text}), batch 8" if text else "m, batch 8")
+
+
+def _with_simulated_rows() -> pd.DataFrame:
+    """The hand-made summary with small also run on a simulated GPU under the same label (as
+    two studies' summaries joined would have it), cheaper than anything measured."""
+    sim = {"meter": "nvml:sim", "is_simulated": True}
+    rows = [
+        profile_row("small", "fp16", 1, 0.0005, 0.00005, 3.0, 333.0, **sim),  # sim's best
+        profile_row("small", "fp32", 1, 0.0009, 0.00009, 4.0, 250.0, **sim),
+    ]
+    return decision_summary(rows)
+
+
+def test_a_simulated_gpu_is_ranked_only_when_asked_and_only_beside_its_own_kind():
+    plain = dict(max_latency_ms=(), max_batch_size=())
+    table = best_configs(_with_simulated_rows(), **plain)
+    measured = _pick(table, "small", is_simulated=False)
+    assert (measured["method"], measured["batch_size"]) == ("fp16", 64)  # as without them
+    sim = _pick(table, "small", is_simulated=True)
+    assert not sim["met"] and sim["note"] == "no comparable configuration (flagged simulated)"
+    table = best_configs(_with_simulated_rows(), **plain, include_simulated=True)
+    measured = _pick(table, "small", is_simulated=False)
+    assert (measured["method"], measured["batch_size"]) == ("fp16", 64)  # never mixed
+    assert measured["configuration"] == "fp16, batch 64"
+    sim = _pick(table, "small", is_simulated=True)
+    assert sim["met"] and (sim["method"], sim["batch_size"]) == ("fp16", 1)
+    assert sim["configuration"] == "fp16, batch 1 (simulated)" and sim["configurations"] == 2
+    assert not table.loc[table["model"] != "small", "is_simulated"].any()
+
+
+def test_a_simulated_sweep_s_configuration_says_so_beside_its_power_limit():
+    summary = sweep_summary().assign(is_simulated=True)
+    assert not best_configs(summary)["met"].any()
+    table = best_configs(summary, include_simulated=True)
+    best = _pick(table, "small")  # least energy at 0.6 of the limit (decision_rows.SWEEP)
+    assert best["configuration"] == (
+        "fp16@0.6 (power limit 60 % of default = 420 W), batch 64 (simulated)"
+    )
+    assert best["is_simulated"] and _pick(table, "big")["method"] == "fp16@0.8"
+    assert configuration_text({**best, "is_simulated": False}).endswith("batch 64")

@@ -208,3 +208,38 @@ def test_a_power_limit_sweep_recommends_the_cheapest_cap_and_says_so():
     assert "power limit" not in plain and "least energy" not in plain  # no knob, no column
     with pytest.raises(DecisionError, match=r"small fp16@1\.0 \(power limit 100 % of default"):
         recommend(sweep_summary(), min_throughput_img_s=5000)
+
+
+def _simulated(model, method, batch, energy, latency_ms, img_s) -> dict:
+    sim = {"meter": "nvml:sim", "is_simulated": True}
+    return profile_row(model, method, batch, energy, energy / 10, latency_ms, img_s, **sim)
+
+
+def test_a_simulated_gpu_is_left_out_unless_asked_and_then_ranked_apart():
+    only_sim = decision_summary([_simulated("small", "fp16", 1, 0.0005, 3.0, 333.0)], configs=[])
+    with pytest.raises(DecisionError, match=r"flagged simulated \(1\).*--include-simulated"):
+        recommend(only_sim)
+    both = decision_summary([_simulated("small", "fp16", 1, 0.0005, 3.0, 333.0)])
+    left = recommend(both)
+    assert left.left_out == {"flagged simulated": 1} and not left.ranked["simulated"].any()
+    rec = recommend(both, current="small:fp16:64", include_simulated=True)
+    ranked = rec.ranked.set_index(["simulated", "model"])
+    assert ranked.loc[(False, "small"), "method"] == "fp16"  # the measured best is unchanged
+    assert ranked.loc[(False, "small"), "batch_size_requested"] == 64
+    sim = ranked.loc[(True, "small")]
+    assert (sim["method"], sim["batch_size_requested"]) == ("fp16", 1)
+    assert math.isnan(sim["saving"])
+    assert sim["saving_note"] == "one energy simulated, one measured: not compared"
+    text = format_recommendation(rec)
+    measured, simulated = text.split("device gpu, SIMULATED GPU (nvml:sim: ")
+    assert "device gpu, measured (nvml):" in measured and "small" in measured
+    assert simulated.count("\n  1  small") == 1 and "mid" not in simulated
+    assert "one energy simulated, one measured: not compared" in simulated
+
+
+def test_a_simulated_sweep_names_its_cheapest_limit_as_simulated():
+    rec = recommend(sweep_summary().assign(is_simulated=True), include_simulated=True)
+    text = format_recommendation(rec)
+    assert "least energy: small fp16@0.6 (power limit 60 % of default = 420 W), batch 64 " in text
+    (line,) = [s for s in text.splitlines() if "least energy:" in s]
+    assert line.endswith("batch 64 (simulated)")

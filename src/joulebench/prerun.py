@@ -51,7 +51,7 @@ def _stage_checks() -> list[tuple[str, Callable[[Mapping], object]]]:
     """(key, its stage's validator applied to the config) for every setting a stage checks."""
     from joulebench.accuracy.datasets import normalize_source
     from joulebench.accuracy.reference import check_source
-    from joulebench.analysis.best_configs import parse_constraints
+    from joulebench.analysis.best_configs import CONSTRAINTS, parse_constraints
     from joulebench.analysis.carbon import check_carbon
     from joulebench.analysis.score import check_max_cv, check_scope, parse_grade_thresholds
     from joulebench.measure.methods import parse_methods
@@ -79,7 +79,12 @@ def _stage_checks() -> list[tuple[str, Callable[[Mapping], object]]]:
         ),
         ("score.max_energy_cv", lambda c: check_max_cv(_at(c, "score.max_energy_cv"))),
         ("fits.max_energy_cv", lambda c: check_max_cv(_at(c, "fits.max_energy_cv"))),
-        ("decisions", lambda c: parse_constraints(**_at(c, "decisions", {}))),
+        (
+            "decisions",
+            lambda c: parse_constraints(
+                **{k: v for k, v in _at(c, "decisions", {}).items() if k in CONSTRAINTS}
+            ),
+        ),
         ("carbon", lambda c: check_carbon(_at(c, "carbon"))),
     ]
 

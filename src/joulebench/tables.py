@@ -468,7 +468,8 @@ PROFILE = Table(
             windows (this one included; measure.concurrency)
         is_simulated          boolean  -      {_JOB}
             True: a simulated GPU (`sim:` device; the model ran on the CPU, the power is the
-            sensor simulator's): never scored, never published
+            sensor simulator's): never scored, never published; ranked by best_configs and
+            recommend only when asked (decisions.include_simulated), beside each other only
         energy_gpu_per_image_j float64 J      {_SUMMARY}
             the job's GPU's energy per image (NVML); NaN on a CPU device (see
             gpu_reason)
@@ -1043,10 +1044,10 @@ _BEST_ROW = "analysis.best_configs._best_row"
 BEST_CONFIGS = Table(
     "best_configs",
     "results/best_configs.parquet",
-    "(phase, device, model, estimated or not, constraint): the least-energy configuration "
-    "meeting the constraint",
+    "(phase, device, model, estimated or not, simulated or not, constraint): the "
+    "least-energy configuration meeting the constraint",
     (
-        *_same(SUMMARY, "phase", "device_label", "model", "energy_is_estimate"),
+        *_same(SUMMARY, "phase", "device_label", "model", "energy_is_estimate", "is_simulated"),
         *_declare(
             f"""
             constraint            string   -      {_BEST_ROW}
@@ -1067,7 +1068,8 @@ BEST_CONFIGS = Table(
             """
             configuration         string   -      analysis.best_configs.best_configs
                 what to run, in words: the method with its power limit and locked clock, and
-                the batch size (fp16@0.6 (power limit 60 % of default = 420 W), batch 64);
+                the batch size (fp16@0.6 (power limit 60 % of default = 420 W), batch 64),
+                ending in (simulated) for a simulated GPU's (decisions.include_simulated);
                 empty where nothing meets the constraint
             """
         ),
@@ -1101,7 +1103,7 @@ BEST_CONFIGS = Table(
             """
         ),
     ),
-    key=("phase", "device_label", "model", "energy_is_estimate", "constraint"),
+    key=("phase", "device_label", "model", "energy_is_estimate", "is_simulated", "constraint"),
 )
 
 # --- stage 10: the web page's rows (embedded JSON and its CSV download) -----------------------

@@ -9,7 +9,10 @@ A constraint is one of
 Which rows count follows the score stage exactly (score.measured_mask: status ok, energy > 0,
 no invalidating flag, high-spread included), and estimated energies are never compared with
 measured ones: `energy_is_estimate` is part of the key, so a model measured and estimated on
-one device gets one best configuration of each kind. docs/scoring.md explains the table.
+one device gets one best configuration of each kind. A simulated GPU's rows (`is_simulated`)
+count only when asked for (`include_simulated`, decisions.include_simulated), and then only
+beside each other: `is_simulated` is part of the key too, and the configuration's words end
+in "(simulated)". docs/scoring.md explains the table.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ CI_COLUMNS = {
     "total": ("energy_per_image_ci95_low_j", "energy_per_image_ci95_high_j"),
     "dynamic": ("dynamic_energy_per_image_ci95_low_j", "dynamic_energy_per_image_ci95_high_j"),
 }
-KEY = ("phase", "device_label", "model", "energy_is_estimate")
+KEY = ("phase", "device_label", "model", "energy_is_estimate", "is_simulated")
+SIMULATED_MARK = " (simulated)"  # after the words of a simulated GPU's configuration
 
 
 class DecisionError(ValueError):
@@ -91,10 +95,13 @@ def comparable(
     energy: str = "total",
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+    include_simulated: bool = False,
 ) -> pd.DataFrame:
     """The summary with the columns every decision reads, decided once here:
 
-    `valid` (the score's measured_mask), `estimate` (tables.energy_is_estimate), the compared
+    `valid` (the score's measured_mask; a simulated GPU's rows too with `include_simulated`),
+    `simulated` (is_simulated: such rows are ranked only beside each other),
+    `estimate` (tables.energy_is_estimate), the compared
     `energy_j` with its 95% CI (`ci_low_j`, `ci_high_j`) and half-width `ci_half_j` (from the
     upper bound: the lower one may be clipped at 0), `latency_ms` (p95 where measured, else
     the mean per batch, else batch_size / throughput for a summary without latencies) with
@@ -109,7 +116,9 @@ def comparable(
             return pd.Series(np.nan, index=df.index)
         return pd.to_numeric(df[column], errors="coerce").astype(float)
 
-    df["valid"] = measured_mask(df, energy, invalid_flags, max_energy_cv).to_numpy()
+    rules = (energy, invalid_flags, max_energy_cv, include_simulated)
+    df["valid"] = measured_mask(df, *rules).to_numpy()
+    df["simulated"] = number("is_simulated").fillna(0).astype(bool)
     df["estimate"] = energy_is_estimate(df).fillna(False).astype(bool)
     df["energy_j"] = number(ENERGY_COLUMNS[energy])
     low, high = CI_COLUMNS[energy]
@@ -124,7 +133,7 @@ def comparable(
     )
     df["latency_ms"] = p95.where(np.isfinite(p95), mean.where(np.isfinite(mean), derived))
     df["top1"] = number("top1")
-    flag = invalidating_flag(df, energy, invalid_flags, max_energy_cv).to_numpy(object)
+    flag = invalidating_flag(df, *rules).to_numpy(object)
     status = df["status"].fillna("?").astype(str).to_numpy(object)
     why = np.where(status != "ok", "status " + status, "no energy")
     df["why_not"] = np.where(df["valid"], "", np.where(flag != "", "flagged " + flag, why))
@@ -209,29 +218,43 @@ def method_text(row) -> str:
     return f"{row['method']} ({knobs})" if knobs else str(row["method"])
 
 
+def simulated_text(row) -> str:
+    """' (simulated)' for a simulated GPU's row (is_simulated, or comparable's `simulated`),
+    else ''."""
+    return (
+        SIMULATED_MARK
+        if _number(row, "is_simulated") == 1 or _number(row, "simulated") == 1
+        else ""
+    )
+
+
 def configuration_text(row) -> str:
-    """What to run, in one line: 'fp16@0.6 (power limit 60 % of default), batch 64'."""
+    """What to run, in one line: 'fp16@0.6 (power limit 60 % of default), batch 64', with
+    ' (simulated)' after a simulated GPU's."""
     batch = _number(row, "batch_size")
-    return f"{method_text(row)}, batch {int(batch) if math.isfinite(batch) else '?'}"
+    batch_text = int(batch) if math.isfinite(batch) else "?"
+    return f"{method_text(row)}, batch {batch_text}{simulated_text(row)}"
 
 
 def configurations(table: pd.DataFrame) -> pd.Series:
     """configuration_text of each row that names a configuration (`met`), else NA: worded
     row by row only where a knob is set, the rest in one pass."""
     batch = pd.to_numeric(table["batch_size"], errors="coerce").round().astype("Int64")
+    simulated = table["is_simulated"].astype("boolean").fillna(False).astype(bool)
     text = table["method"].astype("string") + ", batch " + batch.astype("string")
+    text[simulated] = text[simulated] + SIMULATED_MARK
     knobs = table.reindex(columns=list(KNOB_COLUMNS))
     preset = knobs["sm_clock_requested_preset"].fillna("").astype(str) != ""
     knobbed = knobs.drop(columns="sm_clock_requested_preset").notna().any(axis=1) | preset
     knobbed &= table["met"].fillna(False).astype(bool)
     if knobbed.any():
-        rows = table.loc[knobbed, ["method", "batch_size", *KNOB_COLUMNS]]
+        rows = table.loc[knobbed, ["method", "batch_size", "is_simulated", *KNOB_COLUMNS]]
         text[knobbed] = [configuration_text(r) for r in rows.to_dict("records")]
     return text.where(table["met"].fillna(False).astype(bool))
 
 
 # the other columns of comparable() a decision reads
-USED = ("valid", "estimate", "energy_j", "ci_low_j", "ci_high_j", "why_not", "top1")
+USED = ("valid", "estimate", "simulated", "energy_j", "ci_low_j", "ci_high_j", "why_not", "top1")
 
 
 def _shortfall(df: pd.DataFrame, kind: str, value: float) -> np.ndarray:
@@ -298,7 +321,7 @@ def _closest_misses(rows: pd.DataFrame, kind: str, value: float) -> pd.Series:
     closest = _first_per_group(rows.assign(_short=_shortfall(rows, kind, value)), "_short")
     notes = [
         f"no configuration meets {constraint_text(kind, value)}; closest: "
-        f"{method_text(r)} batch {r['batch_size']}: {miss(r, kind, value)}"
+        f"{method_text(r)} batch {r['batch_size']}{simulated_text(r)}: {miss(r, kind, value)}"
         for r in closest.to_dict("records")
     ]
     return pd.Series(notes, index=closest.index, dtype=object)
@@ -313,20 +336,26 @@ def best_configs(
     energy: str = "total",
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+    include_simulated: bool = False,
 ) -> pd.DataFrame:
-    """One row per (phase, device, model, estimated or not) and constraint (`none` first):
-    the least-energy configuration meeting it, or an empty one whose note says why.
+    """One row per (phase, device, model, estimated or not, simulated or not) and constraint
+    (`none` first): the least-energy configuration meeting it, or an empty one whose note
+    says why. A simulated GPU's rows count only with `include_simulated`.
 
     Vectorised: one sort and first-per-group pass per constraint over every group."""
     constraints = [(OVERALL, math.nan)] + parse_constraints(
         max_latency_ms, min_throughput_img_s, max_batch_size
     )
     df = comparable(
-        summary, energy=energy, invalid_flags=invalid_flags, max_energy_cv=max_energy_cv
+        summary,
+        energy=energy,
+        invalid_flags=invalid_flags,
+        max_energy_cv=max_energy_cv,
+        include_simulated=include_simulated,
     )
-    keep = [*KEY[:-1], *BEST_FROM_ROW, *USED, "family"]
+    keep = [*KEY[:3], *BEST_FROM_ROW, *USED, "family"]
     df = df.loc[df["model"].notna() & df["device_label"].notna(), df.columns.isin(keep)]
-    df = df.assign(energy_is_estimate=df["estimate"])
+    df = df.assign(energy_is_estimate=df["estimate"], is_simulated=df["simulated"])
     df["_group"] = df.groupby(list(KEY), sort=True, dropna=False).ngroup().to_numpy()
     n_groups = int(df["_group"].max()) + 1 if len(df) else 0
     base = df.drop_duplicates("_group").set_index("_group").sort_index()[list(KEY)]
@@ -364,9 +393,11 @@ def run_best_configs(
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
     energy_scope: str = "device",
+    include_simulated: bool = False,
 ) -> pd.DataFrame:
     """`joulebench best-configs`: the table for a summary (path), written atomically; with
-    energy_scope node the energies compared are the whole node's, as the score's are."""
+    energy_scope node the energies compared are the whole node's, as the score's are;
+    `include_simulated` ranks a simulated GPU's rows too (beside each other only)."""
     table = best_configs(
         scoped(read_summary(summary), energy_scope, energy),
         max_latency_ms=max_latency_ms,
@@ -375,6 +406,7 @@ def run_best_configs(
         energy=energy,
         invalid_flags=invalid_flags,
         max_energy_cv=max_energy_cv,
+        include_simulated=include_simulated,
     )
     write_table(table, output, BEST_CONFIG_COLUMNS)
     found = int(table["met"].fillna(False).sum())

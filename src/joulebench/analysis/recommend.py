@@ -2,8 +2,9 @@
 ranked by energy per image, and what it saves against the configuration run today.
 
 Rows count by the score's rules (best_configs.comparable: score.measured_mask), inference only;
-an estimated energy is ranked only beside estimated ones (its own section per device), and a
-saving is computed only between two energies of the same kind on the same device.
+an estimated energy is ranked only beside estimated ones (its own section per device), a
+simulated GPU's only when asked (`include_simulated`) and then only beside simulated ones,
+and a saving is computed only between two energies of the same kind on the same device.
 
 The saving against the current configuration is s = 1 - E / E_cur. Its uncertainty comes from
 the two 95% confidence intervals by first-order propagation for a ratio of independent
@@ -28,11 +29,17 @@ from joulebench.analysis.best_configs import (
     configuration_text,
     knob_text,
     method_text,
+    simulated_text,
 )
 from joulebench.analysis.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
+from joulebench.flags import FLAG_SIMULATED
 from joulebench.safe_text import printable
 
 CLOSEST_SHOWN = 5
+SIMULATED_HINT = (
+    "; a simulated GPU's energy is the sensor simulator's, ranked only when asked "
+    "(--include-simulated) and only beside other simulated rows"
+)
 
 
 @dataclass(frozen=True)
@@ -147,7 +154,8 @@ class Limits:
 
 @dataclass
 class Recommendation:
-    """The ranked configurations (one section per device and kind of meter) and notes."""
+    """The ranked configurations (one section per device, simulated or not and kind of
+    meter) and notes."""
 
     limits: Limits
     ranked: pd.DataFrame
@@ -202,15 +210,21 @@ def recommend(
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
     all_configs: bool = False,
+    include_simulated: bool = False,
 ) -> Recommendation:
-    """Rank the comparable inference configurations meeting the limits by energy per image.
+    """Rank the comparable inference configurations meeting the limits by energy per image;
+    with `include_simulated` a simulated GPU's too, in a section of their own.
 
     Raises DecisionError for an unknown device or current configuration, and for limits no
     configuration meets (naming the closest configurations and what each misses by how much).
     """
     limits = Limits(min_top1, max_latency_ms, min_throughput_img_s)
     df = comparable(
-        summary, energy=energy, invalid_flags=invalid_flags, max_energy_cv=max_energy_cv
+        summary,
+        energy=energy,
+        invalid_flags=invalid_flags,
+        max_energy_cv=max_energy_cv,
+        include_simulated=include_simulated,
     )
     df = df[(df["phase"].fillna("inference") == "inference") & df["model"].notna()]
     devices = sorted(df["device_label"].dropna().unique())
@@ -229,13 +243,14 @@ def recommend(
     ok = df[df["valid"]]
     if ok.empty:
         reasons = ", ".join(f"{why} ({n})" for why, n in left_out.items()) or "no rows"
-        raise DecisionError(f"no comparable configuration in the summary: {reasons}")
+        hint = SIMULATED_HINT if f"flagged {FLAG_SIMULATED}" in left_out else ""
+        raise DecisionError(f"no comparable configuration in the summary: {reasons}{hint}")
     meet = ok[limits.meets(ok)]
     if meet.empty:
         raise DecisionError(_impossible(limits, ok))
-    ranked = meet.sort_values(["device_label", "estimate", "energy_j", "model"])
+    ranked = meet.sort_values(["device_label", "simulated", "estimate", "energy_j", "model"])
     if not all_configs:
-        ranked = ranked.drop_duplicates(["device_label", "estimate", "model"])
+        ranked = ranked.drop_duplicates(["device_label", "simulated", "estimate", "model"])
     ranked = _with_savings(ranked, current_rows)
     return Recommendation(limits, ranked, current, current_rows, left_out, energy, all_configs)
 
@@ -247,7 +262,7 @@ def _impossible(limits: Limits, ok: pd.DataFrame) -> str:
         r = ok.loc[i]
         where = (
             f"{r['model']} {method_text(r)} batch {r['batch_size_requested']} "
-            f"on {r['device_label']}"
+            f"on {r['device_label']}{simulated_text(r)}"
         )
         lines.append(f"  {printable(where)}: " + "; ".join(limits.misses(r)))
     return "\n".join(lines)
@@ -274,14 +289,16 @@ def _with_savings(ranked: pd.DataFrame, current_rows: pd.DataFrame | None) -> pd
     found = cur["_row"].notna().to_numpy()
     valid = found & cur["valid"].fillna(False).to_numpy(bool)
     same_kind = cur["estimate"].fillna(False).to_numpy(bool) == ranked["estimate"].to_numpy(bool)
-    itself = valid & same_kind & (cur["_row"].to_numpy() == ranked.index.to_numpy())
-    compared = valid & same_kind & ~itself
+    same_sim = cur["simulated"].fillna(False).to_numpy(bool) == ranked["simulated"].to_numpy(bool)
+    itself = valid & same_kind & same_sim & (cur["_row"].to_numpy() == ranked.index.to_numpy())
+    compared = valid & same_kind & same_sim & ~itself
     notes = np.full(len(ranked), "", dtype=object)
     notes[~found] = "current not run on this device"
     notes[found & ~valid] = [
         f"current not comparable ({w})" for w in cur["why_not"][found & ~valid]
     ]
     notes[valid & ~same_kind] = "one energy estimated, one measured: not compared"
+    notes[valid & same_kind & ~same_sim] = "one energy simulated, one measured: not compared"
     notes[itself] = "current"
     ranked["saving_note"] = notes
     e, h = ranked["energy_j"].to_numpy(float), ranked["ci_half_j"].to_numpy(float)
@@ -330,7 +347,8 @@ def _saving_text(r) -> str:
 
 
 def format_recommendation(rec: Recommendation, top: int = 10) -> str:
-    """The ranked table(s) as plain text, a section per device and kind of meter."""
+    """The ranked table(s) as plain text, a section per device, simulated or not and kind
+    of meter."""
     what = (
         "every configuration" if rec.all_configs else "each model at its least-energy configuration"
     )
@@ -338,9 +356,12 @@ def format_recommendation(rec: Recommendation, top: int = 10) -> str:
         f"Meeting {rec.limits.text()}: {what}, ranked by energy per image ({rec.energy}), "
         "least first. Latency is per batch (p95 where measured, else mean)."
     ]
-    for (device, est), section in rec.ranked.groupby(["device_label", "estimate"], sort=True):
+    sections = rec.ranked.groupby(["device_label", "simulated", "estimate"], sort=True)
+    for (device, sim, est), section in sections:
         meters = ", ".join(sorted(set(section["meter"].dropna().astype(str))))
         kind = f"energy ESTIMATED ({meters})" if est else f"measured ({meters})"
+        if sim:  # ranked only when asked, never beside a measured row
+            kind = f"SIMULATED GPU ({meters}: the sensor simulator's energy, not a measurement)"
         lines += ["", printable(f"device {device}, {kind}:")]
         shown = section.head(top)
         records = shown.to_dict("records")

@@ -55,7 +55,8 @@ DEFAULT_MAX_ENERGY_CV = 0.25
 # (joulebench.flags; the schema's default of score.invalid_flags is the same list).
 DEFAULT_INVALID_FLAGS = INVALIDATING
 # A simulated GPU's row (is_simulated; devices `sim:<gpu>`, flag FLAG_SIMULATED) is never
-# scored, whatever the config's invalid_flags say: its energy is the sensor simulator's.
+# scored, whatever the config's invalid_flags say: its energy is the sensor simulator's. Only
+# the decisions may rank such rows, among themselves, when asked to (include_simulated).
 ENERGY_COLUMNS = {"total": "energy_per_image_j", "dynamic": "dynamic_energy_per_image_j"}
 # `energy_scope`: device (its own meter) or node (GPU + CPU packages + DRAM, meters.node)
 ENERGY_SCOPES = ("device", "node")
@@ -144,10 +145,15 @@ def _best_top1_within(top1: np.ndarray, energy: np.ndarray) -> np.ndarray:
     return running_max[k - 1]
 
 
-def _flagged(flags: pd.Series, invalid: Sequence[str]) -> pd.Series:
-    """Each row's first flag of `invalid` (or simulated), '' for none; worked out once per
-    distinct flags text (a study has a handful), not once per row."""
-    return first_flag(flags, (*canonical_names(invalid), FLAG_SIMULATED))
+def _flagged(
+    flags: pd.Series, invalid: Sequence[str], include_simulated: bool = False
+) -> pd.Series:
+    """Each row's first flag of `invalid` (or simulated, unless `include_simulated`), '' for
+    none; worked out once per distinct flags text (a study has a handful), not once per row."""
+    names = tuple(canonical_names(invalid))
+    if include_simulated:
+        return first_flag(flags, tuple(n for n in names if n != FLAG_SIMULATED))
+    return first_flag(flags, (*names, FLAG_SIMULATED))
 
 
 def energy_cv(df: pd.DataFrame, energy: str = "total") -> pd.Series:
@@ -188,12 +194,15 @@ def measured_mask(
     energy: str = "total",
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+    include_simulated: bool = False,
 ) -> pd.Series:
     """Rows whose energy can be compared: status ok, energy > 0, no invalidating flag
-    (high-spread included, where the energy CV exceeds `max_energy_cv`)."""
+    (high-spread included, where the energy CV exceeds `max_energy_cv`). A simulated GPU's
+    row never is, unless `include_simulated` (the decisions' opt-in: they then rank it
+    only beside other simulated rows, best_configs.comparable)."""
     e = pd.to_numeric(df[ENERGY_COLUMNS[energy]], errors="coerce").astype(float)
     ok = (df["status"] == "ok").fillna(False).astype(bool)
-    flag = invalidating_flag(df, energy, invalid_flags, max_energy_cv)
+    flag = invalidating_flag(df, energy, invalid_flags, max_energy_cv, include_simulated)
     return ok & np.isfinite(e) & (e > 0) & (flag == "")
 
 
@@ -202,10 +211,12 @@ def invalidating_flag(
     energy: str = "total",
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+    include_simulated: bool = False,
 ) -> pd.Series:
     """Each row's first flag that keeps its energy from being compared ('' for none): the
     flag half of measured_mask, for saying why a row was left out."""
-    return _flagged(row_flags(df, energy, max_energy_cv), tuple(invalid_flags))
+    flags = row_flags(df, energy, max_energy_cv)
+    return _flagged(flags, tuple(invalid_flags), include_simulated)
 
 
 def score_notes(

@@ -68,8 +68,21 @@ def add_fits(sub) -> None:
 def _cmd_best_configs(args) -> int:
     from joulebench.analysis.best_configs import run_best_configs
 
-    run_best_configs(args.summary, args.output, **command_settings("best-configs", args.settings))
+    settings = command_settings("best-configs", args.settings)
+    if args.include_simulated:  # the option says what decisions.include_simulated: true does
+        settings["include_simulated"] = True
+    run_best_configs(args.summary, args.output, **settings)
     return 0
+
+
+def add_include_simulated(p) -> None:
+    """`--include-simulated`: rank a simulated GPU's rows too (best-configs, recommend)."""
+    p.add_argument(
+        "--include-simulated",
+        action="store_true",
+        help="rank a simulated GPU's rows too (sim:<gpu>; never scored), only beside each "
+        "other and labelled (simulated); as decisions.include_simulated: true",
+    )
 
 
 def add_best_configs(sub) -> None:
@@ -78,6 +91,7 @@ def add_best_configs(sub) -> None:
     )
     p.add_argument("summary", help="a summary parquet or csv (ours or published)")
     add_settings(p, "the config's decisions section (+ score rules)")
+    add_include_simulated(p)
     p.add_argument("--output", required=True)
     p.set_defaults(func=_cmd_best_configs)
 
@@ -97,6 +111,7 @@ def _cmd_recommend(args) -> int:
         current=args.current,
         energy=args.energy,
         all_configs=args.all,
+        include_simulated=args.include_simulated,
     )
     say(format_recommendation(rec, top=args.top))
     return 0
@@ -122,6 +137,7 @@ def add_recommend(sub) -> None:
         help="rank by the device's energy or the whole node's (GPU + CPU + DRAM)",
     )
     p.add_argument("--all", action="store_true", help="every configuration, not one per model")
+    add_include_simulated(p)
     p.add_argument("--top", type=COUNT, default=10, help="rows shown per device (10)")
     p.set_defaults(func=_cmd_recommend)
 

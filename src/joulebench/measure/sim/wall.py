@@ -31,6 +31,17 @@ from joulebench.measure.sim.workload import SimGpu
 
 IDLE_W = 60.0  # the simulated board's idle power
 BUSY_W = 300.0  # its power while a step runs
+# A board's power limit as NVML reports it on the product the simulated board is named after
+# (BOARD): (default, least, most) W, the default and nvmlDeviceGetPowerManagementLimitConstraints.
+# So a relative cap means on each what it would on the real board: 0.5 of an A100's 400 W
+# binds a step's 300 W, 0.5 of an H100's 700 W does not. Boards not listed (T4, GH200) keep
+# SimBoard's, an H100 SXM's.
+POWER_LIMITS_W = {
+    "pascal": (250.0, 125.0, 250.0),  # Tesla P100 PCIe 16 GB
+    "volta": (300.0, 150.0, 300.0),  # Tesla V100 SXM2 32 GB
+    "a100": (400.0, 100.0, 400.0),  # A100 SXM4 80 GB
+    "hopper": (700.0, 200.0, 700.0),  # H100 SXM 80 GB
+}
 
 
 def sim_uuid(label: str) -> str:
@@ -129,7 +140,15 @@ class WallSimGpu:
         self.sensor.owner = self
         self._level_w = self.idle_w
         name = f"{BOARD[self.generation]} (simulated)"
-        self.board = SimBoard(self.gpu, self.sensor, name=name, uuid=sim_uuid(label))
+        limits = {}
+        if generation in POWER_LIMITS_W:
+            default_w, low_w, high_w = POWER_LIMITS_W[generation]
+            limits = {
+                "default_power_limit_mw": round(default_w * 1000),
+                "power_limit_mw": round(default_w * 1000),
+                "power_limit_range_mw": (round(low_w * 1000), round(high_w * 1000)),
+            }
+        self.board = SimBoard(self.gpu, self.sensor, name=name, uuid=sim_uuid(label), **limits)
         self.board.power_limit_mw = self.board.default_power_limit_mw
         load_settings(self.board)  # a board keeps its settings from one process to the next
         self.board.on_change = save_settings

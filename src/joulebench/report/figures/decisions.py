@@ -27,13 +27,17 @@ METHOD_VALUE_MODELS = 20  # models shown in the method-value figure (least best 
 
 def _best_group(best: pd.DataFrame, device_label: str | None) -> pd.DataFrame:
     """Found overall-best rows of one device (the asked one, else the one with most models)
-    and one kind of meter (measured where there is any): never mixed on one axis."""
+    and one kind of meter (measured where there is any; a simulated GPU's, ranked only when
+    decisions.include_simulated asked, where there is nothing else): never mixed on one axis."""
     b = best[matches(best["constraint"], "none") & best["met"].fillna(False).to_numpy(bool)].copy()
     b = b[b["phase"].fillna("inference") == "inference"]
     b = placed(b[np.isfinite(pd.to_numeric(b["top1"], errors="coerce"))])
     b = one_device(b, device_label)
     if b.empty:
         return b
+    if "is_simulated" in b.columns:
+        sim = b["is_simulated"].astype("boolean").fillna(False).astype(bool)
+        b = b[~sim] if (~sim).any() else b
     est = b["energy_is_estimate"].fillna(False).astype(bool)
     return b[~est] if (~est).any() else b
 
@@ -112,6 +116,8 @@ def energy_optimal_front(best: pd.DataFrame, stem, *, device_label: str | None =
     handles = [plot.dot(colors[m], plot.short(m, 20)) for m in methods]  # one kind of meter: filled
     handles.append(Line2D([], [], color="black", lw=0.9, label="front"))
     dev = plot.short(b["device_label"].iloc[0], 20)
+    if "is_simulated" in b.columns and b["is_simulated"].astype("boolean").fillna(False).all():
+        dev += " (simulated)"
     head = f"{dev} · {plot.models_text(len(b))} at their best configuration · bar: 95% CI"
     plot.top_legend(fig, handles, head, ncol=3)
     return plot.save(fig, stem)
