@@ -336,3 +336,35 @@ def test_a_pool_of_uneven_jobs_is_scheduled_as_its_gpus_come_free():
     assert planning._makespan_s([10.0] * 5, 2) == 30.0  # ceil(5 / 2) in a row
     assert planning._makespan_s([30.0, 10.0, 10.0, 10.0], 2) == 30.0
     assert planning._makespan_s([], 3) == 0.0
+
+
+def test_the_first_line_of_a_resumed_run_says_what_is_left():
+    config = study(methods={"fp32": {"precision": "fp32"}})
+    done = {("cpu", "m0"): (2, 90.0)}
+    line = one_line(plan_study(config, MODELS, {"cpu": "cpu"}, None, done=done))
+    assert "left (2 configurations measured already)" in line
+    assert " in all " in one_line(plan_study(config, MODELS, {"cpu": "cpu"}, None))
+
+
+def test_plan_calibrate_runs_each_model_for_a_moment(tmp_path, monkeypatch, capsys):
+    """The command end to end on this CPU: a line per model, then a calibrated plan."""
+    import helpers.tiny_models  # noqa: F401  (registers jbtest_tiny with timm)
+
+    from joulebench.cli import main as cli_main
+
+    study_file = tmp_path / "study.yaml"
+    study_file.write_text(
+        yaml.safe_dump(
+            {
+                "models": ["jbtest_tiny"],
+                "devices": {"cpu": "cpu"},
+                "methods": {"fp32": {"precision": "fp32"}},
+                "batch_sizes": [1, 2],
+            }
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["plan", "--configfile", str(study_file), "--calibrate"]) == 0
+    out = capsys.readouterr()
+    assert "calibrate 1/1 jbtest_tiny on cpu: fp32 bs1 " in out.err
+    assert "calibration: " in out.out and "(--calibrate: 1 model job)" in out.out

@@ -8,11 +8,15 @@ process start-up and the short idle read, the catalog and the analysis. The plan
 `measure` (it reads the protocol's settings and resolves the devices) and below `accuracy`
 (docs/design.md, layers). Assumptions (docs/plan.md):
 
-- windows are bounded by time (`min_repeat_s`), not by `min_repeat_batches`: true unless a
-  batch takes longer than min_repeat_s / min_repeat_batches (156 ms at the defaults), as
-  large models at large batches on a CPU do; then measuring takes longer;
-- warm-up ends soon after `warmup_min_s` (throughput steadies within a few chunks);
-- with `ci_target`, the fewest repeats (3) are counted; up to `max_repeats` may run;
+- each configuration is estimated by the protocol's own rules (config_time.config_cost):
+  windows sized by protocol.plan_window from the step time, measured by `--calibrate`
+  (measure.calibrate); without it, windows are bounded by time (`min_repeat_s`), which
+  holds unless a batch takes longer than min_repeat_s / min_repeat_batches (156 ms at the
+  defaults), as large models at large batches on a CPU do;
+- a method's first batch size warms up fully, its following ones (measured back to back)
+  briefly; with `ci_target`, the repeats the target needs at a typical CV are counted;
+- models already measured (their rows files, `measured_rows`) are done: counted with the
+  time their rows took, not estimated;
 - a method whose precision a device only emulates (measure.emulation) is a skipped row
   there, counted as ~0 s, when the caller says what each device runs natively (`native`:
   `joulebench plan` and the workflow's first line on this host; else all are measured);
@@ -26,7 +30,8 @@ process start-up and the short idle read, the catalog and the analysis. The plan
   ceil(models / N) in a row). On a cluster each allocation measures its group of models on
   its own node.
 
-Nothing here imports torch: `joulebench plan` and the workflow's first line use it.
+Nothing here imports torch (but `--calibrate`, lazily, in measure.calibrate): `joulebench
+plan` and the workflow's first line use it.
 """
 
 from __future__ import annotations
@@ -381,10 +386,13 @@ def _n(count: int, noun: str) -> str:
 
 
 def one_line(plan: Plan) -> str:
-    """The workflow's first line: what this run will cost at most."""
+    """The workflow's first line: what this run will cost at most (a resumed run: what is
+    left, its measured configurations counted as done)."""
+    done = sum(d.done for d in plan.devices)
+    left = f" left ({done:,} configurations measured already)" if done else " in all"
     return (
         f"{_count_line(plan)}; measuring >= {format_duration(plan.measuring_min_s)}, "
-        f"estimated {format_duration(plan.total_s)} in all (`joulebench plan` explains)"
+        f"estimated {format_duration(plan.total_s)}{left} (`joulebench plan` explains)"
     )
 
 
