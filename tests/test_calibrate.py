@@ -1,6 +1,7 @@
 """`joulebench plan --calibrate`: each configuration run for a moment on this CPU."""
 
 import helpers.tiny_models  # noqa: F401  (registers the jbtest_* models with timm)
+import pytest
 
 from joulebench.measure import calibrate
 from joulebench.measure.methods import ORT_TENSORRT
@@ -19,10 +20,9 @@ def test_each_configuration_that_runs_gets_a_step_and_a_build_time():
         assert 0 < timed.step_s < 1.0 and timed.build_s > 0
 
 
-def test_a_failing_configuration_is_left_out_and_steps_are_counted():
-    """A clock that moves 0.5 s a read: the first timed steps pass CALIBRATE_MIN_S at once,
-    so CALIBRATE_MIN_STEPS bound them."""
-    ticks = iter(range(10_000))
+def test_a_failing_configuration_is_left_out_and_the_median_step_is_kept():
+    """A step that waited for a descheduled thread (the 3rd: 10 s) does not set the step
+    time: the median of single synced steps does."""
     steps = calibrate.calibrate_model(
         "jbtest_tiny_fails_forward",
         "cpu",
@@ -31,12 +31,17 @@ def test_a_failing_configuration_is_left_out_and_steps_are_counted():
         {"inference": [1]},
     )
     assert steps == {}
-    steps = calibrate.calibrate_model(
-        "jbtest_tiny", "cpu", "cpu", {"fp32": {"precision": "fp32"}}, {"inference": [2]},
-        clock=lambda: next(ticks) * 0.5,
-    )  # fmt: skip
-    (timed,) = steps.values()
-    # reads: start, built, t0; the loop reads only once the fewest steps ran (one read:
-    # past CALIBRATE_MIN_S), then the end: two reads after t0 for 3 steps
-    assert timed.build_s == 0.5
-    assert timed.step_s == 2 * 0.5 / calibrate.CALIBRATE_MIN_STEPS
+    now, durations = [0.0], iter([0.1, 0.1, 10.0, 0.1, 0.1, 0.1] + [0.1] * 30)
+
+    def step():
+        now[0] += next(durations)
+
+    assert calibrate._median_step_s(step, lambda: None, lambda: now[0]) == 0.1
+    # at least CALIBRATE_MIN_STEPS, and on until CALIBRATE_MIN_S has passed (10 x 20 ms),
+    # but never more than CALIBRATE_MAX_STEPS (20 x 5 ms)
+    now[0], durations = 0.0, iter([0.02] * 100)
+    calibrate._median_step_s(step, lambda: None, lambda: now[0])
+    assert now[0] == pytest.approx(calibrate.CALIBRATE_MIN_S, abs=0.021)  # one step past
+    now[0], durations = 0.0, iter([0.005] * 100)
+    calibrate._median_step_s(step, lambda: None, lambda: now[0])
+    assert now[0] == pytest.approx(calibrate.CALIBRATE_MAX_STEPS * 0.005)

@@ -120,6 +120,7 @@ class Plan:
     analysis_s: float
     slurm: SlurmPlan | None = None
     notes: list[str] = field(default_factory=list)
+    calibrated_config_s: float | None = None  # mean configuration from measured step times
 
     @property
     def measuring_min_s(self) -> float:
@@ -238,6 +239,10 @@ def plan_study(
         analysis_s=ANALYSIS_S,
     )
     plan.notes += _notes(plan, protocol, configs, device_plans)
+    if steps:
+        calibrated = [d for d in device_plans if d.calibrated]
+        per_model = [(d.model_job_s - JOB_START_S - idle_pre_s) / len(configs) for d in calibrated]
+        plan.calibrated_config_s = sum(per_model) / len(per_model) if per_model else None
     if slurm_profile is not None:
         plan.slurm = _slurm_plan(config, slurm_profile, devices, n_models, catalog_jobs, plan)
     return plan
@@ -401,7 +406,12 @@ def format_plan(plan: Plan) -> str:
     lines = [
         _count_line(plan),
         f"per configuration: >= {format_duration(plan.config_min_s)} measuring (the protocol), "
-        f"~{format_duration(plan.config_estimate_s)} with build, warm-up and pauses",
+        f"~{format_duration(plan.config_estimate_s)} with build, warm-up and pauses"
+        + (
+            f" (~{format_duration(plan.calibrated_config_s)} at the step times measured here)"
+            if plan.calibrated_config_s is not None
+            else ""
+        ),
         f"per model job: ~{format_duration(plan.model_job_s)} with start-up and idle read",
         "",
         f"{'device':<12} {'torch':<8} {'configurations':>14} {'measuring >=':>13} "
@@ -563,9 +573,10 @@ def calibrate(config: dict, models: list[str], pools: dict, done: dict, log) -> 
             timed = ", ".join(
                 f"{m} bs{b} {t.step_s * 1e3:.0f} ms" for (_, m, b), t in steps.items()
             )
+            build_s = sum(t.build_s for t in steps.values())
             log(
                 f"calibrate {i}/{len(left)} {model} on {label}: {timed or 'nothing runs'} "
-                f"({time.perf_counter() - start:.1f} s)"
+                f"({time.perf_counter() - start:.1f} s, {build_s:.1f} s of it building)"
             )
     return out
 

@@ -7,14 +7,16 @@ takes less than min_repeat_s / min_repeat_batches; past that, 32 batches of a sl
 (bf16 emulated on a CPU: 2.5 s per batch of 8) make a window of minutes. Constants cannot
 see that; a few batches can. It is cheap by design: one build per configuration (as the
 profile does), one untimed step (first-call work: allocation, oneDNN/cuDNN autotuning), then
-timed steps until CALIBRATE_MIN_STEPS and CALIBRATE_MIN_S are both reached, at most
-CALIBRATE_MAX_STEPS. A precision the device only emulates is skipped, as the profile skips it,
-and costs nothing. A configuration that fails here (out of memory, a runtime not installed)
-is left out: the plan counts it as nothing is known of it (windows bounded by time).
+single synced steps until CALIBRATE_MIN_STEPS and CALIBRATE_MIN_S are both reached, at most
+CALIBRATE_MAX_STEPS; their median is the step time. A precision the device only emulates is
+skipped, as the profile skips it, and costs nothing. A configuration that fails here (out of
+memory, a runtime not installed) is left out: the plan counts it as one nothing is known of
+(windows bounded by time).
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,8 +25,8 @@ from joulebench.measure.methods import parse_methods
 from joulebench.measure.profile import ProfileJob, prepare
 from joulebench.measure.protocol import ProtocolSettings
 
-CALIBRATE_MIN_STEPS = 3
-CALIBRATE_MIN_S = 0.3
+CALIBRATE_MIN_STEPS = 3  # a median of 3 holds against one step that waited
+CALIBRATE_MIN_S = 0.2
 CALIBRATE_MAX_STEPS = 20
 
 
@@ -68,6 +70,22 @@ def calibrate_model(
     return out
 
 
+def _median_step_s(step, sync, clock) -> float:
+    """The median of single synced steps: on a shared CPU one step now and then waits for a
+    descheduled thread (seconds, where the rest take tens of ms), and a mean would plan
+    every window at that step's length."""
+    times: list[float] = []
+    start = clock()
+    while len(times) < CALIBRATE_MAX_STEPS and (
+        len(times) < CALIBRATE_MIN_STEPS or clock() - start < CALIBRATE_MIN_S
+    ):
+        t0 = clock()
+        step()
+        sync()
+        times.append(clock() - t0)
+    return statistics.median(times)
+
+
 def _one(job: ProfileJob, phase: str, method, batch: int, clock) -> StepTime | None:
     """Build one configuration and time a few of its steps; None where it does not run
     (skipped, emulated, failed): the profile's own checks decide, as for a measurement."""
@@ -85,14 +103,7 @@ def _one(job: ProfileJob, phase: str, method, batch: int, clock) -> StepTime | N
         with torch.enable_grad() if runner.grad else torch.inference_mode():
             runner.step()  # first-call work is warm-up's, not a step's
             sync()
-            steps, t0 = 0, clock()
-            while steps < CALIBRATE_MAX_STEPS and (
-                steps < CALIBRATE_MIN_STEPS or clock() - t0 < CALIBRATE_MIN_S
-            ):
-                runner.step()
-                steps += 1
-            sync()
-            return StepTime((clock() - t0) / steps, build_s)
+            return StepTime(_median_step_s(runner.step, sync, clock), build_s)
     except Exception:  # a failed configuration: the profile reports it; the plan guesses
         return None
     finally:
