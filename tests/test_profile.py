@@ -169,3 +169,24 @@ def test_cpu_shared_with_a_busy_process_is_flagged():
         hog.kill()
         hog.wait()
     assert "other-load" in out.rows["flags"].iloc[0]
+
+
+def test_the_eta_starts_from_the_plans_estimate_of_each_configuration():
+    """What the job's ETA lines sum: the plan's own estimates in measuring order (a full
+    warm-up for a method's first batch size, short after it), 0 s for a skipped one."""
+    from joulebench.measure.config_time import config_cost
+    from joulebench.measure.emulation import method_verdict
+    from joulebench.measure.profile import job_estimates_s
+
+    specs = {"fp32": {"precision": "fp32"}, "fp16": {"precision": "fp16"}}
+    j = job("jbtest_tiny", methods=("fp32", "fp16"), batch_sizes=(1, 4), specs=specs)
+    configs = [j.configs()[i] for i in j.measurement_order()]
+    full = config_cost(j.settings).total_s
+    short = config_cost(j.settings, warmup="short").total_s
+    assert full > short
+    expected = []
+    for k, (_, method, _) in enumerate(configs):
+        follows = k > 0 and configs[k - 1][1].name == method.name
+        emulated = method_verdict(j.backend, j.torch_device, method).skip_reason
+        expected.append(0.0 if emulated else short if follows else full)
+    assert job_estimates_s(j, None) == pytest.approx(expected)
