@@ -421,7 +421,7 @@ PROFILE = Table(
             full: the protocol's warm-up (a method's first batch size in its job); short: a
             following batch size of the same method, measured right after it, warmed up
             for warmup_min_iters steps and a steady check without the warmup_min_s floor
-            (docs/protocol.md#warm-up); empty where nothing was measured
+            (docs/protocol.md, warm-up); empty where nothing was measured
         start_temperature_c   float64  °C     measure.profile.result_fields
             device temperature when the first window opened (NVML; empty elsewhere)
         end_temperature_c     float64  °C     measure.profile.result_fields
