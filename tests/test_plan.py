@@ -15,7 +15,13 @@ from joulebench import plan as planning
 from joulebench.measure import config_time
 from joulebench.measure.backends import NativePrecisions
 from joulebench.measure.backends.cuda import cuda_native
-from joulebench.measure.config_time import Eta, config_estimate_s, config_min_s, format_duration
+from joulebench.measure.config_time import (
+    Eta,
+    config_cost,
+    config_estimate_s,
+    config_min_s,
+    format_duration,
+)
 from joulebench.plan import format_plan, one_line, plan_study, slurm_settings
 from joulebench.prerun import load_study
 
@@ -37,6 +43,14 @@ def study(**overrides) -> dict:
 
 
 MODELS = [f"m{i}" for i in range(5)]
+
+
+def method_s(refresh_s=None, protocol=DEFAULT_PROTOCOL, sizes=2) -> float:
+    """A method's batch sizes back to back: the first warms up fully, the rest briefly."""
+    full = config_cost(protocol, refresh_s=refresh_s).total_s
+    return full + (sizes - 1) * config_cost(protocol, refresh_s=refresh_s, warmup="short").total_s
+
+
 NO_BF16 = NativePrecisions(("fp32",), {"bf16": "this CPU has no avx512_bf16", "fp16": "no"})
 ALL_NATIVE = NativePrecisions(("fp32", "fp16", "bf16"))
 
@@ -51,9 +65,7 @@ def test_configurations_and_minimum_measuring_time():
     (device,) = plan.devices
     expected = planning.JOB_START_S + 10.0 + 5 * plan.model_job_s
     assert device.estimate_s == pytest.approx(expected)
-    assert plan.model_job_s == pytest.approx(
-        planning.JOB_START_S + 2.0 + 4 * config_estimate_s(DEFAULT_PROTOCOL)
-    )
+    assert plan.model_job_s == pytest.approx(planning.JOB_START_S + 2.0 + 2 * method_s())
 
 
 def test_each_device_is_planned_and_devices_add_up():
@@ -165,10 +177,21 @@ def test_durations_read_at_the_precision_a_plan_has(seconds, text):
 
 def test_eta_uses_the_plan_until_configurations_finish():
     now = [100.0]
-    eta = Eta(total=4, estimate_s=30.0, clock=lambda: now[0])
+    eta = Eta([30.0] * 4, clock=lambda: now[0])
     assert eta.line(0) == "elapsed 0 s, ETA 2 min 00 s"
     now[0] += 50  # two configurations took 25 s each
     assert eta.line(2) == "elapsed 50 s, ETA 50 s"
+
+
+def test_eta_sums_each_configurations_estimate_scaled_by_what_finished():
+    """issue 24: the ETA said 45 s for a configuration that took 6 min. Each configuration
+    has its own estimate (a skipped one 0 s), and a machine slower than them shows at once."""
+    now = [0.0]
+    eta = Eta([10.0, 0.0, 10.0, 20.0], clock=lambda: now[0])
+    assert eta.left_s(0) == 40.0
+    now[0] = 40.0  # the first took 4 times its estimate: so will the rest
+    assert eta.left_s(1) == pytest.approx(30.0 * 4)
+    assert eta.left_s(2) == pytest.approx(30.0 * 4)  # the skipped one taught nothing
 
 
 def test_default_study_plan_and_one_line():
@@ -195,7 +218,8 @@ def test_skipped_configurations_cost_about_nothing():
     for skipped, measured in zip(plan.devices, every.devices, strict=True):
         assert skipped.configurations == measured.configurations == 20  # still rows
         assert skipped.skipped == 10 and skipped.measuring_min_s == measured.measuring_min_s / 2
-        job_s = planning.JOB_START_S + 2.0 + 2 * config_estimate_s(DEFAULT_PROTOCOL)
+        refresh_s = None if skipped.label == "cpu" else planning.DEFAULT_REFRESH_S
+        job_s = planning.JOB_START_S + 2.0 + method_s(refresh_s)
         assert skipped.model_job_s == pytest.approx(job_s + 2 * planning.SKIPPED_CONFIG_S)
         assert skipped.estimate_s == pytest.approx(planning.JOB_START_S + 10.0 + 5 * job_s)
     text = format_plan(plan)
@@ -231,3 +255,116 @@ def test_plan_command_for_the_full_study_on_a_node_of_8_gpus():
     n = len(timm.list_pretrained())
     assert f"{n * 5 * 4:,} configurations = 1 device x {n:,} models" in result.stdout
     assert f"(pool h200: its 8 GPUs share the {n:,} models, each measured once" in result.stdout
+
+
+def test_a_slow_step_makes_min_repeat_batches_the_windows_bound():
+    """issue 24: bf16 emulated on a CPU, 2.5 s a batch: 32 batches a window, not 5 s."""
+    fast = config_cost(DEFAULT_PROTOCOL, step_s=0.01)
+    assert fast.windows_s == pytest.approx(4 * 5.0 * config_time.WINDOW_MARGIN, rel=0.01)
+    slow = config_cost(DEFAULT_PROTOCOL, step_s=2.5)
+    assert slow.windows_s == pytest.approx(4 * 32 * 2.5)  # min_repeat_batches: 32
+    fewer = config_cost({**DEFAULT_PROTOCOL, "min_repeat_batches": 2}, step_s=2.5)
+    assert fewer.windows_s == pytest.approx(4 * 3 * 2.5)  # ceil(5 x 1.05 / 2.5) batches
+    # a GPU's meter: 50 refreshes a window, 32 phase shifts, a refresh of lead-in each
+    gpu = config_cost(DEFAULT_PROTOCOL, step_s=0.01, refresh_s=0.2)
+    assert gpu.windows_s > 4 * 50 * 0.2 and gpu.lead_in_s == pytest.approx(4 * 0.2)
+
+
+def test_a_ci_target_counts_the_repeats_the_expected_spread_needs():
+    settings = config_time.ProtocolSettings(ci_target=0.03, max_repeats=20)
+    assert config_time.repeats_needed(settings, None, 5.0) == 3  # 1 % CV: 3 are enough
+    settings = config_time.ProtocolSettings(ci_target=0.02, max_repeats=20)
+    assert config_time.repeats_needed(settings, None, 5.0) == 4  # t(3) x 1 % / 2 < 2 %
+    tight = config_time.ProtocolSettings(ci_target=0.004, max_repeats=20)
+    assert config_time.repeats_needed(tight, None, 5.0) == 20  # the cap
+    assert config_time.repeats_needed(config_time.ProtocolSettings(repeats=6), None, 5.0) == 6
+
+
+def test_calibrated_step_times_follow_the_window_rules_per_model():
+    from joulebench.measure.calibrate import StepTime
+
+    config = study(methods={"fp32": {"precision": "fp32"}})
+    steps = {
+        ("cpu", "m0"): {("inference", "fp32", 1): StepTime(0.01, 1.0),
+                        ("inference", "fp32", 8): StepTime(2.0, 1.0)},
+    }  # fmt: skip
+    plan = plan_study(config, MODELS[:2], {"cpu": "cpu"}, None, steps=steps)
+    (d,) = plan.devices
+    assert d.calibrated == 1
+    slow_m0 = (
+        planning.JOB_START_S
+        + 2.0
+        + sum(
+            config_cost(DEFAULT_PROTOCOL, step_s=step, build_s=1.0, warmup=kind).total_s
+            for step, kind in ((0.01, "full"), (2.0, "short"))
+        )
+    )
+    m1 = planning.JOB_START_S + 2.0 + method_s()
+    assert d.estimate_s == pytest.approx(planning.JOB_START_S + 10.0 + slow_m0 + m1)
+    assert slow_m0 > m1 + 3 * 60  # batch 8's windows: 4 x 32 x 2 s
+    assert "--calibrate: 1 model job" in format_plan(plan)
+
+
+def test_measured_rows_are_done_and_only_what_is_left_is_estimated(tmp_path):
+    import pandas as pd
+
+    folder = tmp_path / "results" / "profile" / "cpu" / "rows"
+    folder.mkdir(parents=True)
+    pd.DataFrame(
+        {
+            "model": ["m0", "m0"],
+            "start_time_utc": ["2026-12-04T10:00:00", "2026-12-04T10:01:00"],
+            "end_time_utc": ["2026-12-04T10:00:30", "2026-12-04T10:02:00"],
+        }
+    ).to_parquet(folder / "m0.parquet")
+    (folder / "broken.parquet").write_text("not parquet")  # a file being written: ignored
+    done = planning.measured_rows(tmp_path, ["cpu", "gpu"])
+    assert done == {("cpu", "m0"): (2, 90.0)}
+    config = study(methods={"fp32": {"precision": "fp32"}})
+    fresh = plan_study(config, MODELS, {"cpu": "cpu"}, None).devices[0]
+    resumed = plan_study(config, MODELS, {"cpu": "cpu"}, None, done=done).devices[0]
+    assert (resumed.done, resumed.done_s) == (2, 90.0)
+    assert resumed.configurations == fresh.configurations  # still the study's
+    # one model's job less, and no idle job (it ran before the models)
+    idle_job_s = planning.JOB_START_S + 10.0
+    assert resumed.estimate_s == pytest.approx(fresh.estimate_s - fresh.model_job_s - idle_job_s)
+    text = format_plan(plan_study(config, MODELS, {"cpu": "cpu"}, None, done=done))
+    assert "cpu: 2 configurations already measured (results/profile), in 1 min 30 s" in text
+
+
+def test_a_pool_of_uneven_jobs_is_scheduled_as_its_gpus_come_free():
+    assert planning._makespan_s([10.0] * 5, 2) == 30.0  # ceil(5 / 2) in a row
+    assert planning._makespan_s([30.0, 10.0, 10.0, 10.0], 2) == 30.0
+    assert planning._makespan_s([], 3) == 0.0
+
+
+def test_the_first_line_of_a_resumed_run_says_what_is_left():
+    config = study(methods={"fp32": {"precision": "fp32"}})
+    done = {("cpu", "m0"): (2, 90.0)}
+    line = one_line(plan_study(config, MODELS, {"cpu": "cpu"}, None, done=done))
+    assert "left (2 configurations measured already)" in line
+    assert " in all " in one_line(plan_study(config, MODELS, {"cpu": "cpu"}, None))
+
+
+def test_plan_calibrate_runs_each_model_for_a_moment(tmp_path, monkeypatch, capsys):
+    """The command end to end on this CPU: a line per model, then a calibrated plan."""
+    import helpers.tiny_models  # noqa: F401  (registers jbtest_tiny with timm)
+
+    from joulebench.cli import main as cli_main
+
+    study_file = tmp_path / "study.yaml"
+    study_file.write_text(
+        yaml.safe_dump(
+            {
+                "models": ["jbtest_tiny"],
+                "devices": {"cpu": "cpu"},
+                "methods": {"fp32": {"precision": "fp32"}},
+                "batch_sizes": [1, 2],
+            }
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["plan", "--configfile", str(study_file), "--calibrate"]) == 0
+    out = capsys.readouterr()
+    assert "calibrate 1/1 jbtest_tiny on cpu: fp32 bs1 " in out.err
+    assert "calibration: " in out.out and "(--calibrate: 1 model job)" in out.out

@@ -63,6 +63,45 @@ def test_configurations_are_measured_in_a_seeded_shuffled_order():
     assert b != a
 
 
+def test_a_methods_batch_sizes_are_measured_back_to_back_in_a_seeded_order():
+    """Grouped by method (so a following batch size warms up briefly), yet the order of
+    the methods and of each method's batch sizes is still shuffled and seeded."""
+    methods, sizes = ("fp32", "bf16"), (1, 2, 4, 8, 16, 32)
+    orders = []
+    for model in "abcdefgh":
+        j = job(model, methods=methods, batch_sizes=sizes)
+        configs, order = j.configs(), j.measurement_order()
+        names = [configs[i][1].name for i in order]
+        assert names == sorted(names, key=names.index)  # each method's run is contiguous
+        orders.append([(configs[i][1].name, configs[i][2]) for i in order])
+    assert len({o[0][0] for o in orders}) == 2  # either method may come first
+    assert len({tuple(b for _, b in o[:6]) for o in orders}) == 8  # batch sizes shuffled
+    assert all(o[:6] != sorted(o[:6]) for o in orders)
+
+
+def test_a_following_batch_size_gets_the_short_warm_up():
+    """The first configuration of a method warms up for warmup_min_s at least; the next
+    batch size of that method skips the floor, and its row says so."""
+    from dataclasses import replace
+
+    j = job("jbtest_tiny", methods=("fp32", "bf16"), batch_sizes=(1, 2))
+    j.settings = replace(j.settings, warmup_min_s=0.6, warmup_max_s=3.0)
+    out = run_profile(j, log=lambda s: None)
+    rows = out.rows.sort_values("config_order")
+    assert rows.warmup_kind.tolist() == ["full", "short", "full", "short"]
+    full, short = rows[rows.warmup_kind == "full"], rows[rows.warmup_kind == "short"]
+    assert (full.warmup_s >= 0.6).all()
+    assert (short.warmup_s < 0.6).all()
+    assert (short.warmup_iters >= j.settings.warmup_min_iters).all()
+    assert kind_of_settings(j, True) == ("short", 0.0)
+    assert kind_of_settings(j, False) == ("full", 0.6)
+
+
+def kind_of_settings(j, follows: bool):
+    kind, settings = j.warmup_for(follows)
+    return kind, settings.warmup_min_s
+
+
 def test_out_of_memory_retries_at_half_the_batch():
     out = run_profile(job("jbtest_tiny_oom_above_2", batch_sizes=(8,)), log=lambda s: None)
     row = out.rows.iloc[0]
@@ -130,3 +169,24 @@ def test_cpu_shared_with_a_busy_process_is_flagged():
         hog.kill()
         hog.wait()
     assert "other-load" in out.rows["flags"].iloc[0]
+
+
+def test_the_eta_starts_from_the_plans_estimate_of_each_configuration():
+    """What the job's ETA lines sum: the plan's own estimates in measuring order (a full
+    warm-up for a method's first batch size, short after it), 0 s for a skipped one."""
+    from joulebench.measure.config_time import config_cost
+    from joulebench.measure.emulation import method_verdict
+    from joulebench.measure.profile import job_estimates_s
+
+    specs = {"fp32": {"precision": "fp32"}, "fp16": {"precision": "fp16"}}
+    j = job("jbtest_tiny", methods=("fp32", "fp16"), batch_sizes=(1, 4), specs=specs)
+    configs = [j.configs()[i] for i in j.measurement_order()]
+    full = config_cost(j.settings).total_s
+    short = config_cost(j.settings, warmup="short").total_s
+    assert full > short
+    expected = []
+    for k, (_, method, _) in enumerate(configs):
+        follows = k > 0 and configs[k - 1][1].name == method.name
+        emulated = method_verdict(j.backend, j.torch_device, method).skip_reason
+        expected.append(0.0 if emulated else short if follows else full)
+    assert job_estimates_s(j, None) == pytest.approx(expected)

@@ -8,11 +8,15 @@ process start-up and the short idle read, the catalog and the analysis. The plan
 `measure` (it reads the protocol's settings and resolves the devices) and below `accuracy`
 (docs/design.md, layers). Assumptions (docs/plan.md):
 
-- windows are bounded by time (`min_repeat_s`), not by `min_repeat_batches`: true unless a
-  batch takes longer than min_repeat_s / min_repeat_batches (156 ms at the defaults), as
-  large models at large batches on a CPU do; then measuring takes longer;
-- warm-up ends soon after `warmup_min_s` (throughput steadies within a few chunks);
-- with `ci_target`, the fewest repeats (3) are counted; up to `max_repeats` may run;
+- each configuration is estimated by the protocol's own rules (config_time.config_cost):
+  windows sized by protocol.plan_window from the step time, measured by `--calibrate`
+  (measure.calibrate); without it, windows are bounded by time (`min_repeat_s`), which
+  holds unless a batch takes longer than min_repeat_s / min_repeat_batches (156 ms at the
+  defaults), as large models at large batches on a CPU do;
+- a method's first batch size warms up fully, its following ones (measured back to back)
+  briefly; with `ci_target`, the repeats the target needs at a typical CV are counted;
+- models already measured (their rows files, `measured_rows`) are done: counted with the
+  time their rows took, not estimated;
 - a method whose precision a device only emulates (measure.emulation) is a skipped row
   there, counted as ~0 s, when the caller says what each device runs natively (`native`:
   `joulebench plan` and the workflow's first line on this host; else all are measured);
@@ -26,11 +30,13 @@ process start-up and the short idle read, the catalog and the analysis. The plan
   ceil(models / N) in a row). On a cluster each allocation measures its group of models on
   its own node.
 
-Nothing here imports torch: `joulebench plan` and the workflow's first line use it.
+Nothing here imports torch (but `--calibrate`, lazily, in measure.calibrate): `joulebench
+plan` and the workflow's first line use it.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from dataclasses import dataclass, field
@@ -38,14 +44,17 @@ from pathlib import Path
 
 from joulebench.measure.backends import NativePrecisions, kind_of
 from joulebench.measure.config_time import (
-    MIN_REPEATS_FOR_CI,
-    config_estimate_s,
+    config_cost,
     config_min_s,
     format_duration,
     protocol_settings,
+    repeats_needed,
+    warmup_kinds,
+    window_s,
 )
 from joulebench.measure.emulation import FORCE_KEY, verdict
 from joulebench.measure.methods import parse_methods
+from joulebench.measure.protocol import ProtocolSettings
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
 from joulebench.tables import PHASES
 
@@ -59,6 +68,9 @@ CATALOG_MODEL_S = 0.26  # counting one model: params, FLOPs, activations (issue 
 # study: 20 s in its `make run` of 2026-12-03 (machine quiet by then; 55 s was assumed before).
 ANALYSIS_S = 20.0
 SKIPPED_CONFIG_S = 0.0  # a configuration skipped before anything is built: one row
+# A GPU meter's refresh period where no check has measured it: NVIDIA's A100/H100/H200 sensors
+# (docs/protocol.md); it sets the windows' refreshes, phase shifts and lead-ins.
+DEFAULT_REFRESH_S = 0.1
 
 
 @dataclass
@@ -72,6 +84,10 @@ class DevicePlan:
     model_job_s: float = 0.0  # one model's profile job on this device, estimated
     skipped_why: dict[str, str] = field(default_factory=dict)  # precision -> why emulated
     gpus: int = 1  # the devices of its pool: they share its models
+    done: int = 0  # configurations already measured (rows files found), not estimated
+    done_s: float = 0.0  # their measured time (each row's start to end)
+    calibrated: int = 0  # models whose step times were measured here (--calibrate)
+    one_gpu_s: float = 0.0  # estimate_s if one device measured all of it (a pool's one GPU)
 
 
 @dataclass
@@ -104,6 +120,7 @@ class Plan:
     analysis_s: float
     slurm: SlurmPlan | None = None
     notes: list[str] = field(default_factory=list)
+    calibrated_config_s: float | None = None  # mean configuration from measured step times
 
     @property
     def measuring_min_s(self) -> float:
@@ -133,17 +150,19 @@ def _methods(config: dict) -> dict[str, dict]:
     return expand_methods(config["methods"])
 
 
-def _phase_configs(config: dict) -> list[tuple[str, dict, int]]:
-    """(phase, method spec, batch size) measured per model; train runs PyTorch only."""
+def _phase_configs(config: dict) -> list[tuple[str, str, dict, int]]:
+    """(phase, method, spec, batch size) measured per model, each method's batch sizes
+    together as a job measures them (ProfileJob.measurement_order); train runs PyTorch
+    only."""
     out = []
     train_sizes = (config.get("train") or {}).get("batch_sizes")
     for phase in config.get("phases") or PHASES[:1]:
         sizes = train_sizes if phase == "train" and train_sizes else config["batch_sizes"]
-        for method in _methods(config).values():
+        for name, method in _methods(config).items():
             exported = (method or {}).get("runtime") not in (None, "pytorch")
             if phase == "train" and exported:
                 continue  # a skipped row, not a measurement
-            out += [(phase, method or {}, int(b)) for b in sizes]
+            out += [(phase, name, method or {}, int(b)) for b in sizes]
     return out
 
 
@@ -176,44 +195,36 @@ def plan_study(
     devices: dict,
     slurm_profile: str | Path | None,
     native: dict[str, NativePrecisions | None] | None = None,
+    steps: dict | None = None,
+    done: dict | None = None,
 ) -> Plan:
     """The plan of a study whose models and devices are resolved (see the module doc):
     label -> device string, or label -> a pool's devices (devices.resolve_pools);
-    `native`: label -> what the device runs natively (emulation.native_by_label)."""
+    `native`: label -> what the device runs natively (emulation.native_by_label);
+    `steps`: (label, model) -> {(phase, method, batch size): calibrate.StepTime} measured
+    here (`--calibrate`); `done`: (label, model) -> (configurations, seconds) of models
+    already measured (measured_rows): counted as done, not estimated."""
     from joulebench.measure.devices import as_pools
 
     pools = as_pools(devices)
     protocol = protocol_settings(config.get("protocol"))
     configs = _phase_configs(config)
-    per_config = [config_estimate_s(protocol, bool(m.get("compile"))) for _, m, _ in configs]
     idle_pre_s = float((config.get("profile") or {}).get("idle_pre_s", IDLE_PRE_S))
-    model_job_s = JOB_START_S + idle_pre_s + sum(per_config)
     idle_s = float((config.get("idle") or {}).get("duration_s", IDLE_DURATION_S))
-    idle_job_s = JOB_START_S + idle_s
     n_models = len(models)
-    device_plans = []
-    for label, members in pools.items():
-        torch_device, gpus = members[0], len(members)
-        skip, why = _emulated(configs, (native or {}).get(label))
-        measured_s = [s for s, skipped in zip(per_config, skip, strict=True) if not skipped]
-        job_s = JOB_START_S + idle_pre_s + sum(measured_s) + sum(skip) * SKIPPED_CONFIG_S
-        device_plans.append(
-            DevicePlan(
-                label,
-                torch_device,
-                configurations=n_models * len(configs),
-                measuring_min_s=n_models * len(measured_s) * config_min_s(protocol),
-                estimate_s=idle_job_s + math.ceil(n_models / gpus) * job_s,
-                skipped=n_models * sum(skip),
-                model_job_s=job_s,
-                skipped_why=why,
-                gpus=gpus,
-            )
+    device_plans = [
+        _device_plan(
+            label, members, models, configs, protocol, idle_pre_s, idle_s, native, steps, done
         )
+        for label, members in pools.items()
+    ]
+    host = _device_plan(
+        "", ["cpu"], ["one"], configs, protocol, idle_pre_s, idle_s, None, None, None
+    )
     per_job = int((config.get("catalog") or {}).get("models_per_job", MODELS_PER_JOB))
     catalog_jobs = math.ceil(n_models / per_job)
     batch_sizes: dict[str, int] = {}
-    for phase, _, batch in configs:
+    for phase, _, _, batch in configs:
         batch_sizes.setdefault(phase, set()).add(batch)
     plan = Plan(
         models=n_models,
@@ -221,41 +232,128 @@ def plan_study(
         batch_sizes={phase: len(sizes) for phase, sizes in batch_sizes.items()},
         configurations=sum(d.configurations for d in device_plans),
         config_min_s=config_min_s(protocol),
-        config_estimate_s=sum(per_config) / max(len(per_config), 1),
-        model_job_s=max((d.model_job_s for d in device_plans), default=model_job_s),
+        config_estimate_s=(host.model_job_s - JOB_START_S - idle_pre_s) / max(len(configs), 1),
+        model_job_s=max((d.model_job_s for d in device_plans), default=host.model_job_s),
         devices=device_plans,
         catalog_s=catalog_jobs * CATALOG_JOB_S + n_models * CATALOG_MODEL_S,
         analysis_s=ANALYSIS_S,
     )
-    if protocol["ci_target"] is not None:
-        plan.notes.append(
-            f"ci_target: counted {MIN_REPEATS_FOR_CI} windows per configuration; "
-            f"up to {protocol['max_repeats']} may run"
-        )
-    plan.notes += [_skipped_note(d) for d in device_plans if d.skipped]
-    if plan.configurations > 1000:
-        plan.notes.append("analysis: measured on a small study; a large summary takes longer")
-    if any(m.get("runtime") not in (None, "pytorch") for _, m, _ in configs):
-        plan.notes.append("exported runtimes: ONNX export and TensorRT engine builds not counted")
+    plan.notes += _notes(plan, protocol, configs, device_plans)
+    if steps:
+        calibrated = [d for d in device_plans if d.calibrated]
+        per_model = [(d.model_job_s - JOB_START_S - idle_pre_s) / len(configs) for d in calibrated]
+        plan.calibrated_config_s = sum(per_model) / len(per_model) if per_model else None
     if slurm_profile is not None:
-        size, limit_s = slurm_settings(slurm_profile)
-        plan.slurm = SlurmPlan(
-            profile_dir=str(slurm_profile),
-            group_size=size,
-            profile_allocations=len(devices) * math.ceil(n_models / size),
-            idle_allocations=len(devices),
-            catalog_allocations=catalog_jobs,
-            dataset_jobs=(config.get("dataset") or {}).get("kind") not in (None, "synthetic"),
-            group_estimate_s=min(size, n_models) * model_job_s,
-            group_runtime_limit_s=None if limit_s is None else limit_s * min(size, n_models),
-        )
+        plan.slurm = _slurm_plan(config, slurm_profile, devices, n_models, catalog_jobs, plan)
     return plan
+
+
+def _device_plan(
+    label, members, models, configs, protocol, idle_pre_s, idle_s, native, steps, done
+):
+    """One device (or pool): each model's job from its configurations' estimates (calibrated
+    where `steps` has the model), models already measured counted as done; a pool's GPUs
+    take the jobs left as they come free (list scheduling, as Snakemake hands them out)."""
+    torch_device, gpus = members[0], len(members)
+    skip, why = _emulated(configs, (native or {}).get(label))
+    refresh_s = None if _is_host(torch_device) else DEFAULT_REFRESH_S
+    measured = sum(not s for s in skip)
+    jobs_s, done_n, done_s, calibrated = [], 0, 0.0, 0
+    for model in models:
+        if (label, model) in (done or {}):
+            n, seconds = done[(label, model)]
+            done_n, done_s = done_n + n, done_s + seconds
+            continue
+        model_steps = (steps or {}).get((label, model))
+        calibrated += model_steps is not None
+        per_config = _config_costs(protocol, configs, skip, refresh_s, model_steps)
+        jobs_s.append(JOB_START_S + idle_pre_s + sum(per_config))
+    idle_job_s = 0.0 if any(key[0] == label for key in done or {}) else JOB_START_S + idle_s
+    return DevicePlan(
+        label,
+        torch_device,
+        configurations=len(models) * len(configs),
+        measuring_min_s=len(models) * measured * config_min_s(protocol),
+        estimate_s=idle_job_s + _makespan_s(jobs_s, gpus),
+        skipped=len(models) * sum(skip),
+        model_job_s=sum(jobs_s) / len(jobs_s) if jobs_s else 0.0,
+        skipped_why=why,
+        gpus=gpus,
+        done=done_n,
+        done_s=done_s,
+        calibrated=calibrated,
+        one_gpu_s=idle_job_s + sum(jobs_s),
+    )
+
+
+def _config_costs(protocol: dict, configs, skip, refresh_s, steps: dict | None) -> list[float]:
+    """Each configuration's estimate (config_time.config_cost): a method's first batch size
+    with the full warm-up, the ones after it the short one; its step time and build time
+    where calibrated; a skipped one SKIPPED_CONFIG_S."""
+    settings = ProtocolSettings.from_dict(protocol)
+    kinds = warmup_kinds([(phase, name) for phase, name, _, _ in configs])
+    out = []
+    for (phase, name, spec, batch), skipped, kind in zip(configs, skip, kinds, strict=True):
+        if skipped:
+            out.append(SKIPPED_CONFIG_S)
+            continue
+        timed = (steps or {}).get((phase, name, batch))
+        cost = config_cost(
+            settings,
+            step_s=timed.step_s if timed else None,
+            build_s=timed.build_s if timed else None,
+            refresh_s=refresh_s,
+            warmup=kind,
+            compile_=bool(spec.get("compile")),
+        )
+        out.append(cost.total_s)
+    return out
+
+
+def _makespan_s(jobs_s: list[float], gpus: int) -> float:
+    """When the last of `jobs_s` ends on `gpus` devices, each taking the next job in turn as
+    it comes free; equal jobs: ceil(jobs / gpus) of them in a row."""
+    free = [0.0] * max(gpus, 1)
+    for seconds in jobs_s:
+        heapq.heappush(free, heapq.heappop(free) + seconds)
+    return max(free)
+
+
+def _notes(plan: Plan, protocol: dict, configs, device_plans) -> list[str]:
+    notes = []
+    if protocol["ci_target"] is not None:
+        settings = ProtocolSettings.from_dict(protocol)
+        repeats = repeats_needed(settings, None, window_s(settings, None, None))
+        notes.append(
+            f"ci_target: counted the windows the target needs at a typical CV ({repeats} "
+            f"for a time-bounded window; at least 3); up to {protocol['max_repeats']} may run"
+        )
+    notes += [_skipped_note(d) for d in device_plans if d.skipped]
+    if plan.configurations > 1000:
+        notes.append("analysis: measured on a small study; a large summary takes longer")
+    if any(spec.get("runtime") not in (None, "pytorch") for _, _, spec, _ in configs):
+        notes.append("exported runtimes: ONNX export and TensorRT engine builds not counted")
+    return notes
+
+
+def _slurm_plan(config, slurm_profile, devices, n_models, catalog_jobs, plan) -> SlurmPlan:
+    size, limit_s = slurm_settings(slurm_profile)
+    return SlurmPlan(
+        profile_dir=str(slurm_profile),
+        group_size=size,
+        profile_allocations=len(devices) * math.ceil(n_models / size),
+        idle_allocations=len(devices),
+        catalog_allocations=catalog_jobs,
+        dataset_jobs=(config.get("dataset") or {}).get("kind") not in (None, "synthetic"),
+        group_estimate_s=min(size, n_models) * plan.model_job_s,
+        group_runtime_limit_s=None if limit_s is None else limit_s * min(size, n_models),
+    )
 
 
 def _emulated(configs, native: NativePrecisions | None) -> tuple[list[bool], dict[str, str]]:
     """Which configurations are skipped where `native` was read, and why (by precision)."""
     skip, why = [], {}
-    for _, spec, _ in configs:
+    for _, _, spec, _ in configs:
         method = parse_methods({"method": spec})["method"]
         skip.append(bool(verdict(method, native).skip_reason))
         if skip[-1]:
@@ -293,10 +391,13 @@ def _n(count: int, noun: str) -> str:
 
 
 def one_line(plan: Plan) -> str:
-    """The workflow's first line: what this run will cost at most."""
+    """The workflow's first line: what this run will cost at most (a resumed run: what is
+    left, its measured configurations counted as done)."""
+    done = sum(d.done for d in plan.devices)
+    left = f" left ({done:,} configurations measured already)" if done else " in all"
     return (
         f"{_count_line(plan)}; measuring >= {format_duration(plan.measuring_min_s)}, "
-        f"estimated {format_duration(plan.total_s)} in all (`joulebench plan` explains)"
+        f"estimated {format_duration(plan.total_s)}{left} (`joulebench plan` explains)"
     )
 
 
@@ -305,7 +406,12 @@ def format_plan(plan: Plan) -> str:
     lines = [
         _count_line(plan),
         f"per configuration: >= {format_duration(plan.config_min_s)} measuring (the protocol), "
-        f"~{format_duration(plan.config_estimate_s)} with build, warm-up and pauses",
+        f"~{format_duration(plan.config_estimate_s)} with build, warm-up and pauses"
+        + (
+            f" (~{format_duration(plan.calibrated_config_s)} at the step times measured here)"
+            if plan.calibrated_config_s is not None
+            else ""
+        ),
         f"per model job: ~{format_duration(plan.model_job_s)} with start-up and idle read",
         "",
         f"{'device':<12} {'torch':<8} {'configurations':>14} {'measuring >=':>13} "
@@ -354,19 +460,43 @@ def format_plan(plan: Plan) -> str:
             lines.append(
                 "  WARNING: longer than its runtime limit: raise set-resources.profile.runtime"
             )
-    lines += ["", "Estimated from the protocol and overheads measured on a CPU (docs/plan.md)."]
+    lines += [_done_line(d) for d in plan.devices if d.done]
+    lines += ["", _basis_line(plan)]
     lines += [f"Note: {note}" for note in plan.notes]
     return "\n".join(lines)
 
 
+def _done_line(d: DevicePlan) -> str:
+    """What a resumed run has already measured on a device: not in its estimate."""
+    return (
+        f"({d.label}: {d.done:,} configurations already measured (results/profile), in "
+        f"{format_duration(d.done_s)}; `estimated` is what is left)"
+    )
+
+
+def _basis_line(plan: Plan) -> str:
+    """What the estimate stands on: the protocol's rules, and step times if calibrated."""
+    calibrated = sum(d.calibrated for d in plan.devices)
+    if not calibrated:
+        return (
+            "Estimated from the protocol's rules (windows bounded by time: step times unknown; "
+            "`--calibrate` measures them) and overheads measured on a CPU (docs/plan.md)."
+        )
+    return (
+        f"Estimated from the protocol's rules with step and build times measured here "
+        f"(--calibrate: {_n(calibrated, 'model job')}) and overheads measured on a CPU "
+        f"(docs/plan.md)."
+    )
+
+
 def _pool_line(plan: Plan, d: DevicePlan) -> str:
     """How a pool divides its work: each model once, its jobs shared by its GPUs."""
-    one_gpu_s = d.estimate_s - math.ceil(plan.models / d.gpus) * d.model_job_s
-    one_gpu_s += plan.models * d.model_job_s
     return (
         f"(pool {d.label}: its {d.gpus} GPUs share the {plan.models:,} models, each measured "
-        f"once by whichever GPU is free: {format_duration(d.estimate_s)} where one GPU would "
-        f"take {format_duration(one_gpu_s)}; `measuring >=` is all its GPUs' time together)"
+        f"once by whichever GPU is free, one model's job at a time each (~"
+        f"{format_duration(d.model_job_s)} a job): {format_duration(d.estimate_s)} where one "
+        f"GPU would take {format_duration(d.one_gpu_s)}; `measuring >=` is all its GPUs' time "
+        f"together)"
     )
 
 
@@ -393,14 +523,80 @@ def with_gpus(devices: dict, gpus: int) -> dict[str, list[str]]:
     return out
 
 
+def measured_rows(directory: Path, labels) -> dict[tuple[str, str], tuple[int, float]]:
+    """(label, model) -> (configurations, seconds) of the models a run in `directory` has
+    measured: a profile job writes its rows file last, so a model with one is done. Its
+    seconds are its rows' own (start to end of each configuration), so a resumed run's plan
+    says what is done as it took and estimates only what is left."""
+    import pandas as pd
+
+    out = {}
+    for label in labels:
+        for path in sorted((directory / "results" / "profile" / label / "rows").glob("*.parquet")):
+            try:
+                rows = pd.read_parquet(path, columns=["model", "start_time_utc", "end_time_utc"])
+            except Exception:  # a file being written, or of an older layout: not counted
+                continue
+            if rows.empty:
+                continue
+            seconds = pd.to_datetime(rows["end_time_utc"]) - pd.to_datetime(rows["start_time_utc"])
+            out[(label, str(rows["model"].iloc[0]))] = (
+                len(rows),
+                float(seconds.dt.total_seconds().sum()),
+            )
+    return out
+
+
+def calibrate(config: dict, models: list[str], pools: dict, done: dict, log) -> dict:
+    """(label, model) -> step times (calibrate.calibrate_model) of every model not measured
+    yet, on each device's first member; `log` prints one line per model."""
+    import time
+
+    from joulebench.catalog.workloads import is_workload
+    from joulebench.measure.calibrate import calibrate_model
+
+    sizes: dict[str, list[int]] = {}
+    for phase, _, _, batch in _phase_configs(config):
+        sizes.setdefault(phase, [])
+        if batch not in sizes[phase]:
+            sizes[phase].append(batch)
+    out = {}
+    for label, members in pools.items():
+        left = [m for m in models if (label, m) not in done]
+        for i, model in enumerate(left, 1):
+            start = time.perf_counter()
+            workload = model if is_workload(model) else None
+            steps = calibrate_model(
+                model, label, members[0], _methods(config), sizes, workload=workload
+            )
+            out[(label, model)] = steps
+            timed = ", ".join(
+                f"{m} bs{b} {t.step_s * 1e3:.0f} ms" for (_, m, b), t in steps.items()
+            )
+            build_s = sum(t.build_s for t in steps.values())
+            log(
+                f"calibrate {i}/{len(left)} {model} on {label}: {timed or 'nothing runs'} "
+                f"({time.perf_counter() - start:.1f} s, {build_s:.1f} s of it building)"
+            )
+    return out
+
+
 def plan_for(
-    configfile: str | None = None, profile: str | None = None, gpus: int | None = None
+    configfile: str | None = None,
+    profile: str | None = None,
+    gpus: int | None = None,
+    calibrated: bool = False,
+    log=None,
 ) -> str:
     """`joulebench plan`: what the study (config.yaml, or a study file over it) costs, with
     its SLURM allocations from `profile` (default profiles/slurm); `gpus`: as if on a node
-    with that many GPUs like the study's first (see with_gpus)."""
+    with that many GPUs like the study's first (see with_gpus); `calibrated`: each
+    configuration run for a moment on its device first (`calibrate`, progress to `log`).
+    Models already measured in this directory's results/ are counted as done."""
+    import time
+
     from joulebench.catalog.models import resolve_models
-    from joulebench.measure.devices import representatives, resolve_pools
+    from joulebench.measure.devices import as_pools, representatives, resolve_pools
     from joulebench.measure.emulation import native_by_label
     from joulebench.prerun import load_study
     from joulebench.study import workflow_root
@@ -416,5 +612,12 @@ def plan_for(
     slurm = Path(profile or workflow_root() / "profiles" / "slurm")
     if slurm.resolve().is_relative_to(Path.cwd()):
         slurm = slurm.resolve().relative_to(Path.cwd())
+    done = measured_rows(Path.cwd(), as_pools(devices))
+    steps, took = None, ""
+    if calibrated:
+        start = time.perf_counter()
+        steps = calibrate(config, models, as_pools(devices), done, log or print)
+        took = f"calibration: {format_duration(time.perf_counter() - start)}\n"
     study = configfile or "config.yaml (the default study)"
-    return f"study: {study}\n" + format_plan(plan_study(config, models, devices, slurm, native))
+    plan = plan_study(config, models, devices, slurm, native, steps, done)
+    return f"study: {study}\n{took}" + format_plan(plan)

@@ -417,6 +417,11 @@ PROFILE = Table(
             warm-up time
         warmup_steady         boolean  -      {_SUMMARY}
             True: throughput was steady when warm-up ended (else flag warmup-not-steady)
+        warmup_kind           string   -      {_LOOP}
+            full: the protocol's warm-up (a method's first batch size in its job); short: a
+            following batch size of the same method, measured right after it, warmed up
+            for warmup_min_iters steps and a steady check without the warmup_min_s floor
+            (docs/protocol.md, warm-up); empty where nothing was measured
         start_temperature_c   float64  °C     measure.profile.result_fields
             device temperature when the first window opened (NVML; empty elsewhere)
         end_temperature_c     float64  °C     measure.profile.result_fields
@@ -458,8 +463,9 @@ PROFILE = Table(
         start_time_utc        string   -      {_LOOP}
             when the configuration started, ISO 8601 UTC
         config_order          Int64    count  {_LOOP}
-            its place (1-based) in the order its job measured its configurations: shuffled
-            within each phase, seeded by model and device label (so heat left by earlier
+            its place (1-based) in the order its job measured its configurations: within
+            each phase the methods shuffled and each method's batch sizes back to back,
+            shuffled too, seeded by model and device label (so heat left by earlier
             configurations is noise, not a bias of one method or batch size)
         end_time_utc          string   -      {_ROW}
             when the configuration ended, ISO 8601 UTC (with microseconds)

@@ -4,6 +4,7 @@ import os
 import re
 import shlex
 import sys
+from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
@@ -27,7 +28,7 @@ from joulebench.measure.emulation import native_by_label
 from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
-from joulebench.plan import one_line, plan_study
+from joulebench.plan import measured_rows, one_line, plan_study
 from joulebench.prerun import check_published, check_settings
 from joulebench.study import (
     ConfigError,
@@ -409,7 +410,9 @@ def start_message():
             "one GPU: name one device per label, e.g. devices: {h200: cuda}"
         )
     native = native_by_label(DEVICES) if workflow.local_exec else None  # this host's
-    return f"joulebench: {one_line(plan_study(config, MODELS, POOLS, None, native))}"
+    done = measured_rows(Path.cwd(), POOLS)  # a resumed run: what is left
+    plan = plan_study(config, MODELS, POOLS, None, native, done=done)
+    return f"joulebench: {one_line(plan)}"
 
 
 def end_message():

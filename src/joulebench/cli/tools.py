@@ -49,7 +49,10 @@ def _cmd_plan(args) -> int:
     """The cost of a study before it runs: configurations, measuring and wall time."""
     from joulebench.plan import plan_for
 
-    say(plan_for(args.configfile, args.profile, args.gpus))
+    def progress(line: str) -> None:
+        say(line, file=sys.stderr, flush=True)
+
+    say(plan_for(args.configfile, args.profile, args.gpus, args.calibrate, progress))
     return 0
 
 
@@ -58,6 +61,12 @@ def add_plan(sub) -> None:
     p.add_argument("--configfile", help="a study file over config.yaml (default: config.yaml)")
     p.add_argument("--profile", help="the SLURM profile folder (default: profiles/slurm)")
     p.add_argument("--gpus", type=COUNT, help="as on a node with this many GPUs like the study's")
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="run each configuration for a moment on its device first (a few s per model): "
+        "the estimate then follows its measured step time",
+    )
     p.set_defaults(func=_cmd_plan)
 
 

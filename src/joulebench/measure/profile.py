@@ -20,13 +20,19 @@ import random
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
 from joulebench.flags import FLAG_SIMULATED, FLAG_TRAIN_LOSS_NOT_FINITE, join_flags
 from joulebench.measure.backends import Backend, KnobRefused, backend_for
-from joulebench.measure.config_time import Eta, config_estimate_s
+from joulebench.measure.config_time import (
+    WARMUP_FULL,
+    WARMUP_SHORT,
+    Eta,
+    config_cost,
+    warmup_kinds,
+)
 from joulebench.measure.emulation import method_verdict
 from joulebench.measure.heat import HeatCalibration
 from joulebench.measure.heat import from_report as heat_from_report
@@ -85,6 +91,7 @@ class ProfileJob:
     device_pool: str = ""  # the study's pool label of a replica label (each_model_on)
     heat: HeatCalibration | None = None  # the board's, from its check (set at the job's start)
     idle_temperature_c: float = math.nan  # the die at idle, from the same check
+    refresh_s: float | None = None  # the meter's refresh period (NVML), set at the job's start
 
     def __post_init__(self):
         if self.input_kind not in INPUT_KINDS:
@@ -161,20 +168,35 @@ class ProfileJob:
         return out
 
     def measurement_order(self) -> list[int]:
-        """Indices of `configs()` in the order they are measured: shuffled within each phase,
-        seeded by the model and the device label, so a job repeats its own order. A fixed
-        order (bf16 always after fp32, batch 8 after batch 1) would make the heat the
-        previous configurations left behind a function of the configuration; shuffled, what
-        the thermal state leaves is noise across configurations, not a bias. Each row
-        records its place (`config_order`)."""
+        """Indices of `configs()` in the order they are measured: within each phase the
+        methods in a shuffled order, and each method's batch sizes back to back in a shuffled
+        order of their own, seeded by the model and the device label, so a job repeats its
+        own order. A fixed order (bf16 always after fp32, batch 8 after batch 1) would make
+        the heat the previous configurations left behind a function of the configuration;
+        shuffled, what the thermal state leaves is noise across configurations, not a bias.
+        Back to back, a method's following batch sizes need only a short warm-up
+        (`warmup_for`). Each row records its place (`config_order`)."""
         configs = self.configs()
         rng = random.Random(f"order-{self.model}-{self.device_label}")
         order: list[int] = []
         for phase in self.phases:
-            same = [i for i, c in enumerate(configs) if c[0] == phase]
-            rng.shuffle(same)
-            order += same
+            names = [m.name for m in self.methods]
+            rng.shuffle(names)
+            for name in names:
+                same = [i for i, c in enumerate(configs) if c[0] == phase and c[1].name == name]
+                rng.shuffle(same)
+                order += same
         return order
+
+    def warmup_for(self, follows: bool) -> tuple[str, ProtocolSettings]:
+        """(warm-up kind, settings) of a configuration: `full` (the protocol's), or `short`
+        where it follows a batch size of the same phase and method that was measured: the
+        model's kernels, the runtime's caches and the clocks are warm, so warmup_min_iters
+        steps and the steady check suffice, without the warmup_min_s floor. The steady
+        check still holds a changed batch (a new shape's autotune is its first step)."""
+        if not follows:
+            return WARMUP_FULL, self.settings
+        return WARMUP_SHORT, replace(self.settings, warmup_min_s=0.0)
 
 
 def job_fields_from_spec(spec: dict) -> dict:
@@ -375,11 +397,19 @@ class Outcome:
 
 
 def measure_config(
-    job: ProfileJob, method: Method, batch_size: int, meter_factory, phase: str = "inference"
+    job: ProfileJob,
+    method: Method,
+    batch_size: int,
+    meter_factory,
+    phase: str = "inference",
+    settings: ProtocolSettings | None = None,
 ) -> Outcome:
     """Measure one configuration; failures become an Outcome with status and reason. A
     precision the device only emulates is skipped before anything is built (unless forced);
-    a method's knobs are set on the device around it, and restored (measure.knobs)."""
+    a method's knobs are set on the device around it, and restored (measure.knobs).
+    `settings`: the protocol's for this configuration (a short warm-up, `warmup_for`);
+    default the job's."""
+    settings = settings or job.settings
     try:
         check_runnable(job, phase, method)
     except NotMeasured as exc:
@@ -388,14 +418,16 @@ def measure_config(
     if emulated.skip_reason:
         return Outcome(STATUS_SKIPPED, emulated.skip_reason)
     if not method.knobs:
-        return _measure_built(job, method, batch_size, meter_factory, phase, emulated)
+        return _measure_built(job, method, batch_size, meter_factory, phase, emulated, settings)
     try:
         control = job.knob_control()
         if control is None:
             asked = ", ".join(method.knobs)
             return Outcome(STATUS_SKIPPED, f"{job.torch_device} has no {asked} to set")
         with applied(control, method, _warn) as readback:
-            outcome = _measure_built(job, method, batch_size, meter_factory, phase, emulated)
+            outcome = _measure_built(
+                job, method, batch_size, meter_factory, phase, emulated, settings
+            )
     except KnobRefused as err:  # nothing was changed, or the change was undone
         return Outcome(STATUS_SKIPPED, str(err))
     outcome.fields.update(method.knob_fields(readback))
@@ -407,7 +439,7 @@ def _warn(line: str) -> None:
 
 
 def _measure_built(
-    job: ProfileJob, method: Method, batch_size: int, meter_factory, phase: str, emulated
+    job: ProfileJob, method: Method, batch_size: int, meter_factory, phase: str, emulated, settings
 ) -> Outcome:
     """Build and measure one configuration (`measure_config` has said it may run)."""
     import torch
@@ -430,7 +462,7 @@ def _measure_built(
                 functools.partial(job.backend.sync, job.torch_device),
                 meter,
                 images_per_step=batch_size,
-                settings=job.settings,
+                settings=settings,
                 idle_power_w=job.idle_power_w,
                 heat=job.heat,
                 idle_temperature_c=job.idle_temperature_c,
@@ -492,33 +524,34 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
 
 
 def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) -> ProfileOutput:
-    """The rows of `run_profile`: every configuration in turn, while the job's marker is up."""
+    """The rows of `run_profile`: every configuration in turn, while the job's marker is up.
+    A configuration that follows a measured batch size of its method warms up briefly
+    (`ProfileJob.warmup_for`); its row says which warm-up it had (`warmup_kind`)."""
     base, idle = job_start(job, meter_factory, meter_options, log)
     rows, repeats, traces = [], [], []
-    configs = job.configs()
-    eta = Eta(len(configs), config_estimate_s(asdict(job.settings)), time.monotonic)
-    for i, index in enumerate(job.measurement_order(), 1):
+    configs, order = job.configs(), job.measurement_order()
+    eta = Eta(job_estimates_s(job, job.refresh_s), time.monotonic)
+    warm = None  # (phase, method) of the last configuration measured
+    for i, index in enumerate(order, 1):
         phase, method, requested = configs[index]
+        kind, settings = job.warmup_for(warm == (phase, method.name))
         started = utc_now(precise=True)
         label = method.name if phase == "inference" else f"{method.name} {phase}"
         log(f"config {i}/{len(configs)} {job.model} {label} bs{requested}, {eta.line(i - 1)}")
-        outcome, batch_size = measure_with_retry(job, phase, method, requested, meter_factory, log)
+        outcome, batch_size = measure_with_retry(
+            job, phase, method, requested, meter_factory, log, settings
+        )
+        warm = (phase, method.name) if outcome.result is not None else None
         key = {"method": method.name, "batch_size_requested": requested, "batch_size": batch_size}
         timing = {"idle_power_pre_w": idle.power_w, "start_time_utc": started, "config_order": i}
+        timing["warmup_kind"] = kind if outcome.result is not None else ""
         row = config_row(job, {**base, **key, **timing}, phase, method, outcome)
         result = outcome.result
         if result is not None:
             repeats.append(result.repeats.assign(**base_key(job, key, phase)))
             traces.append(result.trace.assign(**base_key(job, key, phase)))
-            detail = (
-                f"{result.summary['energy_per_image_j'] * 1e3:.2f} mJ/image "
-                f"(CV {result.summary['energy_per_image_cv']:.1%}), "
-                f"{result.summary['throughput_img_s']:.1f} img/s"
-            )
-        else:
-            detail = outcome.reason
         rows.append((index, row))
-        log(f"[{i}/{len(configs)}] {job.model} {label} bs{batch_size}: {outcome.status} {detail}")
+        log(f"[{i}/{len(configs)}] {job.model} {label} bs{batch_size}: {outcome_line(outcome)}")
     log(f"{job.model}: {len(configs)} configurations in {eta.elapsed()}")
 
     # the rows in the configurations' own order, whatever order they were measured in
@@ -529,6 +562,34 @@ def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) ->
         repeats=_concat(repeats, REPEAT_TABLE_COLUMNS),
         trace=_concat(traces, TRACE_TABLE_COLUMNS),
     )
+
+
+def outcome_line(outcome) -> str:
+    """A configuration's result in its log line: status, energy, CV and throughput."""
+    result = outcome.result
+    if result is None:
+        return f"{outcome.status} {outcome.reason}"
+    s = result.summary
+    return (
+        f"{outcome.status} {s['energy_per_image_j'] * 1e3:.2f} mJ/image "
+        f"(CV {s['energy_per_image_cv']:.1%}), {s['throughput_img_s']:.1f} img/s"
+    )
+
+
+def job_estimates_s(job: ProfileJob, refresh_s: float | None) -> list[float]:
+    """Each configuration's estimate in measuring order, as the plan counts it
+    (config_time.config_cost: full or short warm-up, compile; an emulated precision that
+    is skipped costs nothing): what the ETA lines start from."""
+    configs = [job.configs()[i] for i in job.measurement_order()]
+    kinds = warmup_kinds([(phase, method.name) for phase, method, _ in configs])
+    out = []
+    for (_, method, _), kind in zip(configs, kinds, strict=True):
+        if method_verdict(job.backend, job.torch_device, method).skip_reason:
+            out.append(0.0)
+            continue
+        cost = config_cost(job.settings, refresh_s=refresh_s, warmup=kind, compile_=method.compile)
+        out.append(cost.total_s)
+    return out
 
 
 def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple[dict, object]:
@@ -558,6 +619,7 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
         idle = measure_idle(meter, job.idle_pre_s)
         described = meter.describe()
         uuid = described.get("uuid")
+        refresh_s = getattr(meter, "refresh_s", None)
     base.update(gpu_fields(job.gpu, described))
     log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
     check = device_check(job.torch_device, job.check_dir, uuid)
@@ -565,6 +627,7 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
     # the board's heat, as the check measured it: rows stated at the sustained temperature
     job.heat, job.idle_temperature_c = heat_from_report(check)
     meter_options.update(job.backend.meter_options_from_check(check))
+    job.refresh_s = meter_options.get("refresh_s", refresh_s)
     return base, idle
 
 
@@ -590,13 +653,14 @@ def gpu_fields(leased: dict, described: dict) -> dict:
 
 
 def measure_with_retry(
-    job: ProfileJob, phase: str, method: Method, requested: int, meter_factory, log
+    job: ProfileJob, phase: str, method: Method, requested: int, meter_factory, log, settings=None
 ):
-    """(outcome, batch size measured): out of memory retries at half the batch (oom_retry)."""
+    """(outcome, batch size measured): out of memory retries at half the batch (oom_retry).
+    `settings`: the configuration's protocol (`ProfileJob.warmup_for`), default the job's."""
     batch_size = requested
     label = method.name if phase == "inference" else f"{method.name} {phase}"
     while True:
-        outcome = measure_config(job, method, batch_size, meter_factory, phase=phase)
+        outcome = measure_config(job, method, batch_size, meter_factory, phase, settings)
         if outcome.status == "oom" and job.oom_retry and batch_size > 1:
             log(f"  {label} bs{batch_size}: out of memory, retrying at half the batch")
             batch_size //= 2

@@ -20,7 +20,7 @@ from pathlib import Path
 from joulebench.catalog.models import exact_names
 
 # The plan's home today; issue 24 moves it next to study.py: fix this one line then.
-from joulebench.measure.config_time import config_estimate_s, format_duration
+from joulebench.measure.config_time import format_duration, method_config_s
 from joulebench.measure.devices import AUTO, RESOLVED_ENV
 from joulebench.measure.methods import expand_methods
 from joulebench.plan import plan_study
@@ -118,7 +118,9 @@ def study_plan(
         config_estimate_s=one.config_estimate_s,
         job_overhead_s=max(one.model_job_s - per_model * one.config_estimate_s, 0.0),
         method_estimate_s={
-            name: config_estimate_s(protocol, bool((spec or {}).get("compile")))
+            name: method_config_s(
+                protocol, len(config["batch_sizes"]), bool((spec or {}).get("compile"))
+            )
             for name, spec in expand_methods(config["methods"]).items()
         },
         auto=auto,
