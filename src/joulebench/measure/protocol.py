@@ -25,6 +25,9 @@ The protocol then
    idle energy at its start while missing work at its end, a bias of about
    (busy - idle power) x refresh / 2 per window;
 5. reports per-repeat rows, a summary (mean, std, CV, Student-t 95% CI) and the power trace.
+
+Its settings come in named presets (PRESETS: `default` adaptive, `strict` the fixed windows of
+published numbers, `fast` for first looks), any setting over them (ProtocolSettings.from_dict).
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ class ProtocolSettings:
     min_repeat_s: float = 2.5
     min_repeat_batches: int = 32
     pause_s: tuple[float, float] = (0.2, 1.0)  # random pause between repeats, (min, max)
-    ci_target: float | None = 0.02  # stop once the 95% CI half-width / mean is below this
+    ci_target: float | None = 0.015  # stop once the 95% CI half-width / mean is below this
     max_repeats: int = 12  # cap on repeats when ci_target is set
     per_step_timing: bool = False  # time every step: valid only where steps are synchronous
     # Only where the meter's reading refreshes slowly (meter.refresh_s, NVML):
@@ -176,7 +179,7 @@ class ProtocolSettings:
 #: accuracy and cost of each against the simulator: docs/protocol.md#presets.
 DEFAULT_PRESET = "default"
 PRESETS: dict[str, dict] = {
-    # adaptive: windows as long as the meter needs, repeats until the 95 % CI is within 2 %
+    # adaptive: windows as long as the meter needs, repeats until the 95 % CI is within 1.5 %
     "default": {},
     # the fixed protocol before issue 24: 4 windows of >= 5 s and 32 batches (published numbers)
     "strict": {
@@ -191,9 +194,9 @@ PRESETS: dict[str, dict] = {
     "fast": {
         "repeats": 3,
         "min_repeat_s": 1.5,
-        "ci_target": None,
+        "ci_target": 0.04,
+        "max_repeats": 6,
         "min_window_refreshes": 15,
-        "spread_repeats": 5,
         "pause_s": (0.1, 0.5),
     },
 }
