@@ -9,8 +9,13 @@
 2. Order bias: the same light (batch-1-like) configuration measured first in a job vs after
    a hotter one: median and p95 of second minus first.
 
-    PYTHONPATH=src python bench/bench_heat.py [--seeds 10] [--order-seeds 10] [--csv out.csv]
-        [--heat-error 0.05 | --today] [--ci-target 0.02 --max-repeats 12]
+3. Per preset (--preset strict|default|fast, docs/protocol.md#presets): within 5 %, within
+   2 %, CI coverage, the worst generation x period group and simulated seconds per
+   configuration, on one line.
+
+    PYTHONPATH=src python bench/bench_heat.py [--preset default] [--seeds 10]
+        [--order-seeds 10] [--csv out.csv] [--heat-error 0.05 | --today]
+        [--ci-target 0.02 --max-repeats 12] [--generations a100,hopper --periods 0.05,0.1]
 """
 
 from __future__ import annotations
@@ -29,12 +34,13 @@ def pct(x: float) -> str:
     return f"{x * 100:.1f} %"
 
 
-def sweep(seeds: int, csv: str | None, heat_error: float | None, settings):
+def sweep(seeds: int, csv: str | None, heat_error: float | None, settings, **only):
     import pandas as pd
 
     from joulebench.measure.sim import heat_experiment as he
 
-    rows = pd.DataFrame([he.run_case(c, settings, heat_error=heat_error) for c in he.cases(seeds)])
+    cases = he.cases(seeds, **only)
+    rows = pd.DataFrame([he.run_case(c, settings, heat_error=heat_error) for c in cases])
     if csv:
         rows.to_csv(csv, index=False)
     table = he.summary_table(rows)
@@ -77,6 +83,30 @@ def sweep(seeds: int, csv: str | None, heat_error: float | None, settings):
     return rows
 
 
+def preset_line(name: str, rows) -> None:
+    """The preset's row of docs/benchmarks.md's preset table."""
+    from joulebench.flags import FLAG_CI_TARGET_NOT_MET
+    from joulebench.measure.sim import heat_experiment as he
+
+    total = he.overall(rows)
+    table = he.summary_table(rows)
+    worst = table.loc[table["within_5pct"].idxmin()]
+    capped = rows["flags"].fillna("").str.contains(FLAG_CI_TARGET_NOT_MET).mean()
+    print(
+        "\n| preset | cases | within 5 % | within 2 % | CI95 holds truth "
+        "| worst group (within 5 %) | groups >= 95 % | worst | windows "
+        "| simulated s / configuration | ci-target-not-met |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        f"| {name} | {total['cases']} | {pct(total['within_5pct'])} | {pct(total['within_2pct'])} "
+        f"| {pct(total['ci95_coverage'])} | {worst['generation']} {worst['period_s'] * 1e3:g} ms: "
+        f"{pct(worst['within_5pct'])} | {int((table['within_5pct'] >= 0.95).sum())} of "
+        f"{len(table)} | {pct(total['worst_error'])} | {rows['repeats'].mean():.2f} "
+        f"| {rows['protocol_s'].mean():.1f} | {pct(capped)} |"
+    )
+
+
 def order(seeds: int, heat_error: float | None, settings) -> None:
     import pandas as pd
 
@@ -102,6 +132,18 @@ def main() -> None:
         "--seeds", type=int, default=10, help="cases per generation x period x pattern"
     )
     parser.add_argument("--order-seeds", type=int, default=10)
+    parser.add_argument(
+        "--preset", default="default", help="the protocol preset (docs/protocol.md#presets)"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a protocol setting over the preset's (YAML value), e.g. --set min_repeat_s=2",
+    )
+    parser.add_argument("--generations", default=None, help="comma-separated (default all)")
+    parser.add_argument("--periods", default=None, help="comma-separated seconds (default all)")
     parser.add_argument("--csv", default=None, help="write every case's row here")
     parser.add_argument(
         "--heat-error",
@@ -111,27 +153,43 @@ def main() -> None:
         "each value off by up to this share; negative: not known (rows as-run)",
     )
     parser.add_argument(
-        "--ci-target", type=float, default=None, help="the protocol's ci_target (default none)"
+        "--ci-target",
+        type=float,
+        default=None,
+        help="the protocol's ci_target (default: the preset's)",
     )
-    parser.add_argument("--max-repeats", type=int, default=20)
+    parser.add_argument("--max-repeats", type=int, default=None, help="default: the preset's")
     parser.add_argument(
         "--today",
         action="store_true",
-        help="the protocol before issue 23: no heat known (rows as run), no spread repeats",
+        help="the protocol before issue 23 (strict, no spread repeats): no heat known (rows as "
+        "run)",
     )
     args = parser.parse_args()
+    import yaml
+
     from joulebench.measure.protocol import ProtocolSettings
 
-    settings = ProtocolSettings(
-        ci_target=args.ci_target,
-        max_repeats=args.max_repeats,
-        **({"spread_repeats": 0} if args.today else {}),
-    )
+    overrides = {"preset": "strict", "spread_repeats": 0} if args.today else {"preset": args.preset}
+    if args.ci_target is not None:
+        overrides["ci_target"] = args.ci_target
+    if args.max_repeats is not None:
+        overrides["max_repeats"] = args.max_repeats
+    for item in args.set:
+        key, _, value = item.partition("=")
+        overrides[key] = yaml.safe_load(value)
+    settings = ProtocolSettings.from_dict(overrides)
+    only = {}
+    if args.generations:
+        only["generations"] = args.generations.split(",")
+    if args.periods:
+        only["periods"] = tuple(float(p) for p in args.periods.split(","))
     heat_error = args.heat_error if args.heat_error >= 0 and not args.today else None
     start = time.perf_counter()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, python {platform.python_version()}")
     print(f"heat known to the protocol within: {heat_error}; settings: {settings}")
-    sweep(args.seeds, args.csv, heat_error, settings)
+    rows = sweep(args.seeds, args.csv, heat_error, settings, **only)
+    preset_line("today" if args.today else args.preset, rows)
     if args.order_seeds:
         order(args.order_seeds, heat_error, settings)
     print(f"bench wall time: {time.perf_counter() - start:.0f} s")

@@ -24,6 +24,7 @@ FAST_PROTOCOL = {
     "warmup_chunk_s": 0.05,
     "steady_tolerance": 0.5,
     "repeats": 2,
+    "ci_target": None,  # exactly `repeats` windows
     "min_repeat_s": 0.1,
     "min_repeat_batches": 2,
     "pause_s": [0.0, 0.01],

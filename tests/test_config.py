@@ -1,6 +1,7 @@
 """Config validation: the schema's defaults and messages, and errors before any job runs."""
 
 import re
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,17 @@ def _keyword_defaults(func) -> dict:
     return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
 
 
+def test_the_schemas_protocol_is_every_setting_and_the_presets():
+    """A protocol setting with a schema default would be filled in by the workflow's
+    validation and so override every preset's value: the preset alone has a default."""
+    from joulebench.measure.protocol import PRESETS, ProtocolSettings
+
+    schema = yaml.safe_load(Path(SCHEMA).read_text())["properties"]["protocol"]["properties"]
+    assert set(schema) == {f.name for f in fields(ProtocolSettings)} | {"preset"}
+    assert sorted(schema["preset"]["enum"]) == sorted(PRESETS)
+    assert [k for k, v in schema.items() if "default" in v] == ["preset"]
+
+
 def test_objects_built_from_the_schema_equal_the_code_defaults():
     from joulebench.measure.methods import Method, parse_methods
     from joulebench.measure.profile import ProfileJob
@@ -147,6 +159,7 @@ def test_objects_built_from_the_schema_equal_the_code_defaults():
     from joulebench.measure.train import TrainSpec
 
     assert ProtocolSettings.from_dict(_schema_defaults("protocol")) == ProtocolSettings()
+    assert _schema_defaults("protocol") == {"preset": "default"}  # the rest: the preset's
     assert TrainSpec.from_dict(_schema_defaults("train")) == TrainSpec()
     schema = yaml.safe_load(Path(SCHEMA).read_text())
     method = schema["properties"]["methods"]["additionalProperties"]["properties"]
@@ -247,6 +260,7 @@ def test_measured_accuracys_defaults_equal_the_schema():
 
 def test_command_option_defaults_equal_the_schema():
     from joulebench.cli import build_parser
+    from joulebench.measure.protocol import ProtocolSettings
 
     parser = build_parser()
 
@@ -256,8 +270,9 @@ def test_command_option_defaults_equal_the_schema():
 
     protocol, train, profile = (_schema_defaults(s) for s in ("protocol", "train", "profile"))
     got = defaults("profile")
-    assert got["repeats"] == protocol["repeats"]
-    assert got["min_repeat_s"] == protocol["min_repeat_s"]
+    default = ProtocolSettings.from_dict(protocol)  # the schema's preset's values
+    assert got["repeats"] == default.repeats
+    assert got["min_repeat_s"] == default.min_repeat_s
     assert got["optimizer"] == train["optimizer"]
     assert got["onnx_cache"] == profile["onnx_cache"]
     assert got["input_kind"] == profile["input_kind"]

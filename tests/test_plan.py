@@ -25,7 +25,14 @@ from joulebench.measure.config_time import (
 from joulebench.plan import format_plan, one_line, plan_study, slurm_settings
 from joulebench.prerun import load_study
 
-DEFAULT_PROTOCOL = {"repeats": 4, "min_repeat_s": 5.0, "warmup_min_s": 2.0, "pause_s": [0.2, 1.0]}
+# the fixed protocol (the `strict` preset): the plan counts its 4 windows exactly
+DEFAULT_PROTOCOL = {
+    "preset": "strict",
+    "repeats": 4,
+    "min_repeat_s": 5.0,
+    "warmup_min_s": 2.0,
+    "pause_s": [0.2, 1.0],
+}
 
 
 def study(**overrides) -> dict:
@@ -203,9 +210,10 @@ def test_default_study_plan_and_one_line():
         "30 configurations = 1 device x 5 models x 3 methods x 2 batch sizes x 1 phase "
         "(10 skipped: emulated here)"
     )
-    assert "measuring >= 6 min 40 s" in line
+    # the default preset: at least 3 windows of 2.5 s per configuration
+    assert "measuring >= 2 min 30 s" in line
     native = plan_study(config, ["a"] * 5, {"cpu": "cpu"}, None, {"cpu": ALL_NATIVE})
-    assert "measuring >= 10 min," in one_line(native) and "skipped" not in one_line(native)
+    assert "measuring >= 3 min 45 s," in one_line(native) and "skipped" not in one_line(native)
 
 
 def test_skipped_configurations_cost_about_nothing():

@@ -24,7 +24,7 @@ from joulebench.study import ConfigError
         (
             "protocol",
             {"repeats": 30},
-            "config: protocol: repeats must be <= max_repeats (the cap on repeats), got 30 > 20",
+            "config: protocol: repeats must be <= max_repeats (the cap on repeats), got 30 > 12",
         ),
         (
             "score",

@@ -17,6 +17,7 @@ from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
 from joulebench.measure.protocol import (
     FLAG_CI_TARGET_NOT_MET,
     FLAG_WARMUP_NOT_STEADY,
+    PRESETS,
     PROTOCOL_TRACE_COLUMNS,
     REPEAT_COLUMNS,
     ProtocolSettings,
@@ -114,7 +115,15 @@ def rig(step_s=lambda k, now: 0.01, powers_w=(100.0,), synchronous=False, **mete
     return clock, device, meter, log
 
 
-FAST = {"warmup_min_iters": 10, "warmup_min_s": 1.0, "min_repeat_s": 2.0, "min_repeat_batches": 32}
+# fixed windows (no ci_target) unless a test asks for the CI target
+FAST = {
+    "warmup_min_iters": 10,
+    "warmup_min_s": 1.0,
+    "min_repeat_s": 2.0,
+    "min_repeat_batches": 32,
+    "ci_target": None,
+    "min_window_refreshes": 50,
+}
 
 
 def run(device, meter, clock, images_per_step=8, idle_power_w=math.nan, **settings):
@@ -186,6 +195,84 @@ def test_settings_from_dict_rejects_unknown_keys():
         ProtocolSettings(ci_target=0.01, max_repeats=2)
 
 
+# --- presets ------------------------------------------------------------------------------
+
+
+def test_presets_resolve_to_concrete_settings():
+    strict = ProtocolSettings.from_dict({"preset": "strict"})
+    assert (strict.repeats, strict.min_repeat_s, strict.min_repeat_batches) == (4, 5.0, 32)
+    assert strict.ci_target is None and strict.min_window_refreshes == 50
+    assert strict.min_batches_max_s is None  # as before issue 24, for published numbers
+    default = ProtocolSettings.from_dict({"preset": "default"})
+    assert default == ProtocolSettings() == ProtocolSettings.from_dict({})
+    assert default.ci_target is not None and default.min_repeats >= 3  # adaptive
+    fast = ProtocolSettings.from_dict({"preset": "fast"})
+    assert fast.min_repeat_s < default.min_repeat_s < strict.min_repeat_s
+    assert sorted(PRESETS) == ["default", "fast", "strict"]
+
+
+def test_explicit_settings_override_the_presets_values():
+    settings = ProtocolSettings.from_dict({"preset": "strict", "repeats": 6, "pause_s": [0, 0]})
+    assert (settings.repeats, settings.pause_s) == (6, (0.0, 0.0))
+    assert settings.min_repeat_s == 5.0 and settings.ci_target is None  # the rest: strict's
+    assert ProtocolSettings.from_dict({"preset": "fast", "ci_target": 0.05}).ci_target == 0.05
+
+
+def test_an_unknown_preset_is_an_error_listing_the_choices():
+    with pytest.raises(ValueError, match=r"'quick'.*\['default', 'fast', 'strict'\]"):
+        ProtocolSettings.from_dict({"preset": "quick"})
+
+
+def test_the_batch_minimum_never_stretches_a_window_past_its_cap():
+    # a CPU at 20 s a batch (0.4 img/s at batch 8): one batch is already past min_repeat_s;
+    # the 32-batch minimum would make each window 640 s
+    step_s = 20.0
+    clock, device, meter, _ = rig(step_s=lambda k, now: step_s)
+    result = run(device, meter, clock, repeats=3, warmup_min_s=0.0, min_batches_max_s=3.0)
+    assert (result.repeats["batches"] == 1).all()
+    clock, device, meter, _ = rig(step_s=lambda k, now: 0.05)  # 32 x 50 ms = 1.6 s: kept
+    result = run(device, meter, clock, repeats=3, min_repeat_s=0.5, min_batches_max_s=3.0)
+    assert (result.repeats["batches"] == 32).all()
+    clock, device, meter, _ = slow_rig(step_s=lambda k, now: 0.5)  # NVML: 5 s of refreshes
+    result = run(device, meter, clock, repeats=2, min_batches_max_s=3.0)
+    assert (result.repeats["batches"] == math.ceil(5.0 * 1.05 / 0.5)).all()  # not 32
+    clock, device, meter, _ = slow_rig(step_s=lambda k, now: 0.5)
+    result = run(device, meter, clock, repeats=2, min_batches_max_s=None)  # strict's
+    assert (result.repeats["batches"] == 32).all()
+
+
+def test_the_default_preset_stops_at_its_ci_target_and_flags_its_cap():
+    def run_default(powers_w):
+        clock, device, meter, _ = rig(powers_w=powers_w)
+        settings = ProtocolSettings(warmup_min_s=1.0, min_repeat_s=1.0)  # the default preset
+        return measure(
+            device.step,
+            device.sync,
+            meter,
+            images_per_step=8,
+            settings=settings,
+            rng=random.Random(0),
+            clock=clock,
+            sleep=device.sleep,
+        ).summary
+
+    steady = run_default([100.0])
+    assert steady["repeats"] == 3 and FLAG_CI_TARGET_NOT_MET not in steady["flags"]
+    settled = run_default([100.0, 104.0, 97.0, 101.0] + [100.0] * 20)  # a spread, then steady
+    assert 3 < settled["repeats"] < ProtocolSettings().max_repeats
+    assert settled["energy_per_image_ci95_rel"] < ProtocolSettings().ci_target
+    unsteady = run_default([60.0, 140.0] * 20)
+    assert unsteady["repeats"] == ProtocolSettings().max_repeats
+    assert FLAG_CI_TARGET_NOT_MET in unsteady["flags"].split(";")
+
+
+def test_repeats_is_the_fewest_windows_with_a_ci_target_never_below_three():
+    assert ProtocolSettings(ci_target=0.02, repeats=1).min_repeats == 3
+    assert ProtocolSettings(ci_target=0.02, repeats=5).min_repeats == 5
+    clock, device, meter, _ = rig(powers_w=(100.0,))
+    assert run(device, meter, clock, ci_target=0.02, repeats=5).summary["repeats"] == 5
+
+
 # --- warm-up ------------------------------------------------------------------------------
 
 
@@ -239,7 +326,8 @@ def test_steady_warmup_sets_no_flag():
 @pytest.mark.parametrize("step_s", [0.001, 0.01, 0.2])
 def test_windows_meet_min_seconds_and_min_batches(step_s):
     clock, device, meter, _ = rig(step_s=lambda k, now: step_s)
-    result = run(device, meter, clock, repeats=3, min_repeat_s=2.0, min_repeat_batches=32)
+    settings = {"repeats": 3, "min_repeat_s": 2.0, "min_repeat_batches": 32}
+    result = run(device, meter, clock, **settings, min_batches_max_s=None)
     rows = result.repeats
     assert len(rows) == 3
     assert (rows["duration_s"] >= 2.0).all()

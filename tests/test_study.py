@@ -58,7 +58,7 @@ def test_a_study_replaces_the_defaults_keys_whole(tmp_path):
     assert config["batch_sizes"] == [4]
     assert len(config["models"]) == 5  # left out: from config.yaml
     assert config["devices"] == "auto"  # the schema's default, as the workflow sees it
-    assert config["protocol"]["repeats"] == 4
+    assert config["protocol"] == {"preset": "default"}  # its settings: the preset's
 
 
 def test_unreadable_study_files(tmp_path):

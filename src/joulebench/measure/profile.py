@@ -796,9 +796,10 @@ def profile_now(
         "torch_device": device,
         "methods": {m: {**PRESETS[m], "allow_emulated": allow_emulated} for m in methods},
         "batch_sizes": list(batch_sizes),
-        "protocol": {  # max_repeats caps repeats: as many as asked
+        "protocol": {  # exactly `repeats` windows (no CI target); max_repeats caps repeats
             "repeats": repeats,
             "min_repeat_s": min_repeat_s,
+            "ci_target": None,
             "max_repeats": max(repeats, ProtocolSettings.max_repeats),
         },
         "meter": meter,

@@ -25,6 +25,9 @@ The protocol then
    idle energy at its start while missing work at its end, a bias of about
    (busy - idle power) x refresh / 2 per window;
 5. reports per-repeat rows, a summary (mean, std, CV, Student-t 95% CI) and the power trace.
+
+Its settings come in named presets (PRESETS: `default` adaptive, `strict` the fixed windows of
+published numbers, `fast` for first looks), any setting over them (ProtocolSettings.from_dict).
 """
 
 from __future__ import annotations
@@ -92,18 +95,21 @@ class ProtocolSettings:
     warmup_max_s: float = 60.0
     warmup_chunk_s: float = 0.5  # target length of one warm-up chunk (synced at its edges)
     steady_tolerance: float = 0.03  # relative throughput change between chunks counted as steady
-    repeats: int = 4  # windows per measurement when ci_target is not set
-    min_repeat_s: float = 5.0
+    repeats: int = 3  # windows per measurement; with ci_target the fewest (never below 3)
+    min_repeat_s: float = 2.5
     min_repeat_batches: int = 32
     pause_s: tuple[float, float] = (0.2, 1.0)  # random pause between repeats, (min, max)
-    ci_target: float | None = None  # stop once the 95% CI half-width / mean is below this
-    max_repeats: int = 20  # cap on repeats when ci_target is set
+    ci_target: float | None = 0.015  # stop once the 95% CI half-width / mean is below this
+    max_repeats: int = 12  # cap on repeats when ci_target is set
     per_step_timing: bool = False  # time every step: valid only where steps are synchronous
     # Only where the meter's reading refreshes slowly (meter.refresh_s, NVML):
     phase_shifts: int = 32  # idle delays inside a window that shift the workload's phase
     lead_in: bool = True  # run one refresh period of steps right before each window opens
-    min_window_refreshes: int = 50  # a window spans at least this many sensor refreshes
+    min_window_refreshes: int = 25  # a window spans at least this many sensor refreshes
     spread_repeats: int = 8  # without ci_target: repeat up to this while spread-above-sensor
+    # the min_repeat_batches minimum stretches a window to at most this long (None: no cap):
+    # a slow batch (a CPU at 20 s, a GPU at 0.5 s) needs no 32 of them in a window
+    min_batches_max_s: float | None = 3.0
 
     def __post_init__(self):
         self.pause_s = tuple(float(v) for v in self.pause_s)
@@ -119,6 +125,8 @@ class ProtocolSettings:
         for name in ("warmup_min_s", "warmup_max_s", "min_repeat_s", "steady_tolerance"):
             if not float(getattr(self, name)) >= 0:
                 problems.append(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.min_batches_max_s is not None and not float(self.min_batches_max_s) >= 0:
+            problems.append(f"min_batches_max_s must be >= 0 or None, got {self.min_batches_max_s}")
         if not self.warmup_chunk_s > 0:
             problems.append(f"warmup_chunk_s must be > 0, got {self.warmup_chunk_s}")
         if self.warmup_max_s < self.warmup_min_s:
@@ -141,23 +149,66 @@ class ProtocolSettings:
 
     @classmethod
     def from_dict(cls, config: Mapping | None) -> ProtocolSettings:
-        """Build from a config mapping; unknown keys are an error, not silently ignored."""
+        """Build from a config mapping: its `preset` (PRESETS; `default` when left out), with
+        every other key it sets over the preset's value. Unknown keys and presets are errors,
+        not silently ignored."""
         config = dict(config or {})
+        name = config.pop("preset", None) or DEFAULT_PRESET
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(config) - known)
         if unknown:
             raise ValueError(
-                f"unknown protocol setting(s) {unknown}; known settings: {sorted(known)}"
+                f"unknown protocol setting(s) {unknown}; known settings: "
+                f"{sorted([*known, 'preset'])}"
             )
-        return cls(**config)
+        return cls(**{**preset_values(name), **config})
 
     @property
     def min_repeats(self) -> int:
-        return _MIN_REPEATS_FOR_CI if self.ci_target is not None else self.repeats
+        if self.ci_target is None:
+            return self.repeats
+        return max(_MIN_REPEATS_FOR_CI, self.repeats)
 
     @property
     def cap_repeats(self) -> int:
         return self.max_repeats if self.ci_target is not None else self.repeats
+
+
+#: Named protocols, each the settings it sets differently from ProtocolSettings' defaults
+#: (which are the `default` preset's); the config's `protocol: {preset: NAME}`. Measured
+#: accuracy and cost of each against the simulator: docs/protocol.md#presets.
+DEFAULT_PRESET = "default"
+PRESETS: dict[str, dict] = {
+    # adaptive: windows as long as the meter needs, repeats until the 95 % CI is within 1.5 %
+    "default": {},
+    # the fixed protocol before issue 24: 4 windows of >= 5 s and 32 batches (published numbers)
+    "strict": {
+        "repeats": 4,
+        "min_repeat_s": 5.0,
+        "ci_target": None,
+        "max_repeats": 20,
+        "min_window_refreshes": 50,
+        "min_batches_max_s": None,
+    },
+    # first looks and huge sweeps: within 5 % of the truth in >= 95 % of cases, cheapest
+    "fast": {
+        "repeats": 3,
+        "min_repeat_s": 1.5,
+        "ci_target": 0.04,
+        "max_repeats": 6,
+        "min_window_refreshes": 15,
+        "pause_s": (0.1, 0.5),
+    },
+}
+
+
+def preset_values(name: str) -> dict:
+    """Every ProtocolSettings value of a named preset; an unknown name is an error that lists
+    the choices."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown protocol preset {name!r}; choose one of {sorted(PRESETS)}")
+    defaults = {f.name: f.default for f in fields(ProtocolSettings)}
+    return {**defaults, **PRESETS[name]}
 
 
 @dataclass
@@ -249,9 +300,16 @@ class WindowPlan:
     shifts: dict[int, float]  # after this many batches: sync, then idle this long
 
 
-def _window_batches(step_s: float, min_s: float, min_batches: int) -> int:
-    """Batches for one window: long enough in time and in count."""
+def _window_batches(
+    step_s: float, min_s: float, min_batches: int, min_batches_max_s: float | None = None
+) -> int:
+    """Batches for one window: long enough in time and in count. With `min_batches_max_s`
+    the count minimum adds batches only up to that many seconds: a CPU at 20 s a batch would
+    otherwise get 32 x 20 s windows, a GPU at 0.5 s 16 s ones, where the simulator shows
+    the time- and refresh-based length is as accurate (docs/benchmarks.md, issue 24)."""
     by_time = math.ceil(min_s * _WINDOW_MARGIN / max(step_s, 1e-12))
+    if min_batches_max_s is not None:
+        min_batches = min(min_batches, max(1, math.ceil(min_batches_max_s / max(step_s, 1e-12))))
     return int(min(max(min_batches, by_time), _MAX_CHUNK_STEPS))
 
 
@@ -267,7 +325,7 @@ def plan_window(
     min_s = settings.min_repeat_s
     if refresh_s:
         min_s = max(min_s, settings.min_window_refreshes * refresh_s)
-    n = _window_batches(step_s, min_s, settings.min_repeat_batches)
+    n = _window_batches(step_s, min_s, settings.min_repeat_batches, settings.min_batches_max_s)
     shifts: dict[int, float] = {}
     k = settings.phase_shifts if refresh_s else 0
     for j in range(1, k + 1):

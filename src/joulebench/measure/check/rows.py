@@ -32,7 +32,7 @@ class CheckSettings:
     heat_s: float = 300.0  # the heat step: several thermal time constants (0: not measured)
     protocol: ProtocolSettings = field(default_factory=ProtocolSettings)  # the repeat CV run
     input_protocol: ProtocolSettings = field(
-        default_factory=lambda: ProtocolSettings(repeats=2, warmup_min_s=1.0)
+        default_factory=lambda: ProtocolSettings(repeats=2, warmup_min_s=1.0, ci_target=None)
     )
     seed: int = 0
     # the board's heat once the check measured it: the protocol runs after it use it, as the
@@ -42,7 +42,8 @@ class CheckSettings:
 
     @classmethod
     def quick(cls) -> CheckSettings:
-        fast = {"warmup_min_s": 0.3, "warmup_chunk_s": 0.1, "min_repeat_s": 1.0}
+        # fixed windows (no ci_target): a first look takes a known time
+        fast = {"warmup_min_s": 0.3, "warmup_chunk_s": 0.1, "min_repeat_s": 1.0, "ci_target": None}
         return cls(
             idle_s=2.0,
             square_s=4.0,
