@@ -2,6 +2,7 @@
 
 import helpers.tiny_models  # noqa: F401  (registers the jbtest_* models with timm)
 import pytest
+import torch  # noqa: F401  (the tiny models run on it; test_tests collects without it)
 
 from joulebench.measure import calibrate
 from joulebench.measure.methods import ORT_TENSORRT

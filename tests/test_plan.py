@@ -137,7 +137,8 @@ def test_train_batch_sizes_and_exported_runtimes():
 
 def test_ci_target_counts_the_fewest_windows_and_compile_costs_more():
     protocol = {**DEFAULT_PROTOCOL, "ci_target": 0.02, "max_repeats": 12}
-    assert config_min_s(protocol) == 3 * 5.0
+    assert config_min_s(protocol) == 4 * 5.0  # the fewest windows: `repeats`, never below 3
+    assert config_min_s({**protocol, "repeats": 1}) == 3 * 5.0
     plan = plan_study(study(protocol=protocol), MODELS, {"cpu": "cpu"}, None)
     assert any("up to 12" in note for note in plan.notes)
     eager = config_estimate_s(DEFAULT_PROTOCOL)

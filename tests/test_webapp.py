@@ -772,6 +772,7 @@ def test_long_names_neither_widen_the_page_nor_hide_their_full_text(browser, odd
     width = page.evaluate("document.documentElement.clientWidth")
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     facet = page.locator(".facet").filter(has_text="Family")
+    expect(facet).to_be_visible()  # bounding_box() is None until it is laid out (a busy CI)
     assert facet.bounding_box()["width"] <= 260
     # every control stays inside the side panel (the unit menu's longest option once did not)
     sticking_out = page.evaluate(
@@ -784,6 +785,7 @@ def test_long_names_neither_widen_the_page_nor_hide_their_full_text(browser, odd
     assert entry.get_attribute("title") == LONG_FAMILY  # the full name on hover
     page.check('input[name=colorby][value="family"]')
     legend = page.locator("#legend [title^='fam_www']")
+    expect(legend).to_be_visible()
     assert legend.get_attribute("title") == LONG_FAMILY
     assert legend.bounding_box()["width"] < 700
     cell = page.locator("#table tbody td.model").filter(has_text="zzzz").first
@@ -791,6 +793,7 @@ def test_long_names_neither_widen_the_page_nor_hide_their_full_text(browser, odd
     expect(cell).to_have_attribute("title", "z" * 5000 + ".syn_in1k")
     cell.locator("xpath=..").locator("input").check()
     chip = page.locator(".chip .chip-name")
+    expect(chip).to_be_visible()
     assert chip.bounding_box()["width"] <= 300 and chip.get_attribute("title").startswith("zzz")
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     app.assert_clean()
