@@ -923,3 +923,21 @@ def test_power_limit_sweep_draws_a_simulated_sweep_only_alone_and_says_so(tmp_pa
     failed = sweep[~sweep.is_simulated].assign(status="error")  # a sweep where nothing ran
     figures.power_limit_sweep(failed.assign(power_limit_requested_w=300.0), tmp_path / "failed")
     assert said["why"].endswith(f": {len(failed)} failed"), said
+
+
+def test_power_limit_sweep_leaves_out_a_high_spread_simulated_limit_as_best_configs_does(
+    tmp_path, monkeypatch
+):
+    """A simulated sweep's rows follow best_configs' include_simulated rules: a high-spread
+    row at the cheapest limit is not ringed (best_configs would not name it)."""
+    sweep = _sweep_summary()
+    sim = sweep[sweep.is_simulated].copy()
+    sim.loc[sim["power_limit_readback_w"] == 420.0, "energy_per_image_cv"] = 0.5
+    saved = []
+    _watch_saves(monkeypatch, lambda fig, stem: saved.append(fig))
+    _assert_written(figures.power_limit_sweep(sim, tmp_path / "sim"))
+    (fig,) = saved
+    (line,) = [ln for ln in fig.axes[0].lines if len(ln.get_xdata()) > 1]
+    assert 420.0 not in list(line.get_xdata())
+    (ring,) = [ln for ln in fig.axes[0].lines if len(ln.get_xdata()) == 1]
+    assert float(ring.get_xdata()[0]) == 560.0

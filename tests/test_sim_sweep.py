@@ -138,4 +138,8 @@ def test_recommend_names_the_cheapest_limit_only_when_asked(study, capsys):
     assert line.strip().startswith(f"least energy: tiny_net.build {best} (power limit")
     assert line.endswith(f"batch {BATCH} (simulated)")
     (ranked,) = [s for s in out.splitlines() if s.strip().startswith(f"1  tiny_net.build  {best}")]
-    assert "(current)" in out and " +" in ranked  # a saving against the full limit
+    assert "(current)" in out
+    if best != "fp32@1.0":  # a saving against the full limit (the load may leave none)
+        assert " +" in ranked
+    else:
+        assert ranked.endswith("(current)")

@@ -34,7 +34,8 @@ TITLE = "Energy and throughput against the power limit"
 def sweep_rows(summary: pd.DataFrame, max_energy_cv: float | None) -> pd.DataFrame:
     """Comparable rows measured at a read-back power limit, with their line (`series`:
     model, method without its sweep value, batch size); simulated rows only where no real
-    device swept."""
+    device swept, by the same rules as best_configs' include_simulated (a high-spread one
+    is left out there and here, so the ringed limit is the one best_configs names)."""
     s = placed(summary)
     if "power_limit_readback_w" not in s.columns or s.empty:
         return s.iloc[:0]
@@ -43,7 +44,10 @@ def sweep_rows(summary: pd.DataFrame, max_energy_cv: float | None) -> pd.DataFra
     flag = invalidating_flag(s, max_energy_cv=max_energy_cv)
     ok = (s["status"] == "ok").fillna(False) & np.isfinite(limit) & (energy > 0)
     real = ok & (flag == "")
-    s = s[real] if real.any() else s[ok & (flag == FLAG_SIMULATED)]
+    if not real.any():  # simulated rows by the rules best_configs ranks them with
+        sim_flag = invalidating_flag(s, max_energy_cv=max_energy_cv, include_simulated=True)
+        real = ok & (flag == FLAG_SIMULATED) & (sim_flag == "")
+    s = s[real]
     base = s["method"].astype(str).str.split(SWEEP_MARK, regex=False).str[0]
     series = s["model"].astype(str) + " · " + base + " · b" + s["batch_size"].astype(str)
     return s.assign(series=series, limit_w=limit[s.index])
