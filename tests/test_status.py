@@ -445,3 +445,14 @@ def test_status_imports_no_torch(run):
 def test_a_missing_directory_is_one_line(tmp_path, capsys):
     assert main(["status", "--directory", str(tmp_path / "nope")]) == 2
     assert capsys.readouterr().err.strip().endswith("no such folder")
+
+
+def test_a_cpus_rows_with_empty_gpu_columns_list_no_gpu(tmp_path):
+    """A CPU's rows carry the GPU columns empty (''), as the default study writes them: no
+    `cpu gpu : ok 6` line (seen mid-run on a fresh clone)."""
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
+    frame = _rows(MODELS[0], ["ok", "ok"], device="cpu").assign(gpu_uuid="", gpu_index=pd.NA)
+    write_table(frame, tmp_path / "results" / "profile" / "cpu" / "rows" / f"{MODELS[0]}.parquet")
+    (cpu,) = _status(tmp_path)["devices"]
+    assert cpu["gpus"] == []
+    assert " gpu " not in format_status(_status(tmp_path))

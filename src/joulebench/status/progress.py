@@ -86,11 +86,16 @@ def classify_jobs(logs, processes, marks, slurm, active_s: float):
 
 def _gpu_breakdown(rows: pd.DataFrame) -> list[dict]:
     """ok / not ok per GPU of a pool, where the rows say which GPU measured them."""
-    column = next((c for c in observe.GPU_COLUMNS if c in rows and rows[c].notna().any()), None)
-    if column is None:
+    named = {
+        c: rows[c].astype("string").str.strip().replace("", pd.NA)
+        for c in observe.GPU_COLUMNS
+        if c in rows
+    }
+    column = next((c for c in observe.GPU_COLUMNS if c in named and named[c].notna().any()), None)
+    if column is None:  # a CPU's rows, or a GPU's before pools: the GPU columns are empty
         return []
     out = []
-    for gpu, group in rows.groupby(rows[column].astype("string").fillna("?"), sort=True):
+    for gpu, group in rows.groupby(named[column].fillna("?"), sort=True):
         ok = int((group["status"] == "ok").sum())
         out.append({"gpu": str(gpu), "ok": ok, "not_ok": len(group) - ok})
     return out
