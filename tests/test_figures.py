@@ -904,6 +904,7 @@ def test_power_limit_sweep_draws_each_line_with_its_cheapest_limit_ringed(tmp_pa
     assert ax_t.get_xlabel() == "Power limit in force (W, read back)"
     texts = [t.get_text() for t, _ in _drawn_texts(fig)]
     assert "big · fp16 · b64" in texts and not [t for t in texts if "simulated" in t]
+    assert "h200 · ringed: least energy per line\nleft out: 1 failed" in texts
 
 
 def test_power_limit_sweep_draws_a_simulated_sweep_only_alone_and_says_so(tmp_path, monkeypatch):
@@ -941,3 +942,7 @@ def test_power_limit_sweep_leaves_out_a_high_spread_simulated_limit_as_best_conf
     assert 420.0 not in list(line.get_xdata())
     (ring,) = [ln for ln in fig.axes[0].lines if len(ln.get_xdata()) == 1]
     assert float(ring.get_xdata()[0]) == 560.0
+    texts = [t.get_text() for t, _ in _drawn_texts(fig)]  # the limit left out is said
+    assert (
+        "g0 (simulated) · ringed: least energy per line\nleft out: 1 flagged high-spread" in texts
+    )

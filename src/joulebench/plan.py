@@ -323,10 +323,15 @@ def _notes(plan: Plan, protocol: dict, configs, device_plans) -> list[str]:
     notes = []
     if protocol["ci_target"] is not None:
         settings = ProtocolSettings.from_dict(protocol)
-        repeats = repeats_needed(settings, None, window_s(settings, None, None))
+        counted = []
+        for host in sorted({_is_host(d.torch_device) for d in device_plans}, reverse=True):
+            refresh_s = None if host else DEFAULT_REFRESH_S
+            n = repeats_needed(settings, refresh_s, window_s(settings, None, refresh_s))
+            what = "a CPU's meter at a typical CV" if host else "a GPU's sensor at its expected CV"
+            counted.append(f"{n} for {what}")
         notes.append(
-            f"ci_target: counted the windows the target needs at a typical CV ({repeats} "
-            f"for a time-bounded window; at least 3); up to {protocol['max_repeats']} may run"
+            f"ci_target: counted the windows the target needs ({', '.join(counted)}; at "
+            f"least 3); up to {protocol['max_repeats']} may run"
         )
     notes += [_skipped_note(d) for d in device_plans if d.skipped]
     if plan.configurations > 1000:
@@ -439,7 +444,7 @@ def format_plan(plan: Plan) -> str:
             f"(one host: the {gpus} GPU devices measure at once, each every model; one at a "
             f"time would take {format_duration(plan.one_at_a_time_s)})"
         )
-    elif not pooled:  # a pool's own line says how its GPUs share the work
+    elif not pooled and gpus < len(plan.devices):  # a pool's own line says how it shares
         lines.append("(one host: a CPU device measures alone; GPUs would measure at once)")
     if plan.slurm:
         s = plan.slurm

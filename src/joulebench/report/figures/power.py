@@ -101,11 +101,32 @@ def power_limit_sweep(
     ax_t.set_xlabel("Power limit in force (W, read back)")
     for ax in (ax_e, ax_t):
         ax.grid(True, which="major")
-    simulated = bool(s["is_simulated"].fillna(False).any()) if "is_simulated" in s else False
-    device = plot.short(s["device_label"].iloc[0], 20) + (" (simulated)" if simulated else "")
+    device = plot.short(s["device_label"].iloc[0], 20) + (" (simulated)" if _simulated(s) else "")
     handles = [plot.dot(colors[k], plot.short(k, 34)) for k in lines]
-    plot.top_legend(fig, handles, f"{device} · ringed: least energy per line", ncol=2)
+    title = f"{device} · ringed: least energy per line" + _left_out(summary, s, max_energy_cv)
+    plot.top_legend(fig, handles, title, ncol=2)
     return plot.save(fig, stem)
+
+
+def _simulated(rows: pd.DataFrame) -> bool:
+    return bool(rows["is_simulated"].fillna(False).any()) if "is_simulated" in rows else False
+
+
+def _left_out(summary: pd.DataFrame, drawn: pd.DataFrame, max_energy_cv) -> str:
+    """A line 'left out: 2 flagged high-spread' under the title: the drawn device's capped
+    rows not drawn, and why (a simulated sweep's by the rules it is drawn by), so no limit
+    vanishes unsaid."""
+    s = placed(summary)
+    capped = pd.to_numeric(s.get("power_limit_readback_w"), errors="coerce").notna()
+    same = s["device_label"].astype(str) == str(drawn["device_label"].iloc[0])
+    rest = s[capped & same & ~s.index.isin(drawn.index)]
+    if rest.empty:
+        return ""
+    flag = invalidating_flag(rest, max_energy_cv=max_energy_cv, include_simulated=_simulated(drawn))
+    failed = (rest["status"] != "ok").fillna(True).to_numpy(bool)
+    why = np.where(failed, "failed", np.where(flag != "", "flagged " + flag, "without energy"))
+    counts = pd.Series(why).value_counts()
+    return "\nleft out: " + ", ".join(f"{n} {reason}" for reason, n in counts.items())
 
 
 @figure("power_limit_sweep", needs=("summary",))
