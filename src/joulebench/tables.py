@@ -1328,7 +1328,7 @@ def columns_markdown() -> str:
         "`_pct` percent, `_img_s` images per second); *ratio* is dimensionless.",
         "",
         "Tables: "
-        + ", ".join(f"[{t.name}](#{t.name.replace('_', '-')})" for t in TABLES.values())
+        + ", ".join(f"[{t.name}](#{t.name})" for t in TABLES.values())  # GitHub keeps _
         + "; and the [flags](#flags) of the `flags` columns.",
         "",
     ]
