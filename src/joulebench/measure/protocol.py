@@ -741,12 +741,7 @@ def measure(
     rows, traces, step_ms = [], [], []
     ci_met = False
     for index in range(max(settings.cap_repeats, settings.spread_repeats)):
-        if settings.ci_target is None and index >= settings.repeats:
-            cv = spread([r["energy_per_image_j"] for r in rows]).cv
-            window_s = float(np.mean([r["duration_s"] for r in rows]))
-            if not spread_flags(cv, refresh_s, window_s):
-                break  # the spread is the sensor's: the default windows are enough
-        if settings.ci_target is not None and index >= settings.max_repeats:
+        if _enough_before(index, rows, settings, refresh_s):
             break
         pause = 0.0
         if index > 0:
@@ -771,17 +766,35 @@ def measure(
             step_ms.append(window_ms)
         if progress:
             progress("repeat", dict(row))
-        if settings.ci_target is not None and len(rows) >= settings.min_repeats:
-            rel = spread([r["energy_per_image_j"] for r in rows]).ci95_rel
-            if rel < settings.ci_target:
-                ci_met = True
-                break
+        ci_met = _ci_met(rows, settings)
+        if ci_met:
+            break
     if settings.ci_target is not None and not ci_met:
         flags.append(FLAG_CI_TARGET_NOT_MET)
 
     repeats = pd.DataFrame(rows, columns=REPEAT_COLUMNS)
     summary = _summary(repeats, step_ms, warmup, meter, images_per_step, idle_power_w, flags, heat)
     return ProtocolResult(repeats, summary, stack_traces(traces), warmup)
+
+
+def _enough_before(index: int, rows: list[dict], settings: ProtocolSettings, refresh_s) -> bool:
+    """Whether the windows so far suffice before window `index` runs: with a CI target, at
+    its cap; without one, after `repeats` windows whose spread is the sensor's (more, up to
+    spread_repeats, while it is not)."""
+    if settings.ci_target is not None:
+        return index >= settings.max_repeats
+    if index < settings.repeats:
+        return False
+    cv = spread([r["energy_per_image_j"] for r in rows]).cv
+    window_s = float(np.mean([r["duration_s"] for r in rows]))
+    return not spread_flags(cv, refresh_s, window_s)
+
+
+def _ci_met(rows: list[dict], settings: ProtocolSettings) -> bool:
+    """Whether the windows so far meet the CI target (never before min_repeats)."""
+    if settings.ci_target is None or len(rows) < settings.min_repeats:
+        return False
+    return spread([r["energy_per_image_j"] for r in rows]).ci95_rel < settings.ci_target
 
 
 def _summary(repeats, step_ms, warmup, meter, images_per_step, idle_power_w, flags, heat):
