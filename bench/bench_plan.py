@@ -10,6 +10,11 @@ with the plan's estimate.
         `config k/N ..., elapsed` lines), split into measuring windows, warm-up, pauses
         (from the rows and repeats) and the rest (build and bookkeeping); each job's
         start-up; the plan's estimate beside the run's measured wall time.
+    .venv/bin/python bench/bench_plan.py constants --rows ROWS.parquet
+        the plan's warm-up and torch.compile constants from a profile of a model eager and
+        compiled at several batch sizes (bench/gpu_plan.sh makes it on a GPU): the
+        full warm-up past warmup_min_s (WARMUP_EXTRA_S), the short one, and what a
+        compiled configuration's warm-up takes beyond an eager one's of its kind (COMPILE_S).
 
 Prints markdown to paste into docs/benchmarks.md.
 """
@@ -166,6 +171,42 @@ def _parse_duration(text: str) -> float:
     return sum(float(n) * units[u] for n, u in zip(parts[::2], parts[1::2], strict=True))
 
 
+def constants_report(rows_path: Path) -> None:
+    """The plan's per-configuration constants as a profile's rows show them (warmup_s holds
+    a compiled configuration's first calls, so its compile too)."""
+    import pandas as pd
+
+    from joulebench.measure import config_time
+    from joulebench.measure.protocol import ProtocolSettings
+
+    rows = pd.read_parquet(rows_path)
+    rows = rows[rows["status"] == "ok"]
+    compiled = rows["compile"].fillna("").astype(str).ne("")
+    floor_s = ProtocolSettings().warmup_min_s
+    print(f"{rows_path} ({len(rows)} ok rows), {machine()}\n")
+    print("| method | batch | warm-up | warm-up s |\n|---|---|---|---|")
+    for r in rows.sort_values(["method", "batch_size"]).itertuples():
+        print(f"| {r.method} | {r.batch_size} | {r.warmup_kind} | {r.warmup_s:.1f} |")
+    eager = rows[~compiled].groupby("warmup_kind")["warmup_s"].median()
+    full = rows[~compiled & (rows["warmup_kind"] == "full")]["warmup_s"]
+    extra = [
+        w - eager.get(kind, float("nan"))
+        for w, kind in zip(rows[compiled]["warmup_s"], rows[compiled]["warmup_kind"], strict=True)
+    ]
+    print()
+    print(
+        f"- full warm-up past warmup_min_s ({floor_s:g} s), eager: median "
+        f"{(full - floor_s).median():.1f} s (WARMUP_EXTRA_S = {config_time.WARMUP_EXTRA_S})"
+    )
+    print(f"- short warm-up, eager: median {eager.get('short', float('nan')):.1f} s")
+    if extra:
+        print(
+            f"- a compiled configuration's warm-up beyond an eager one of its kind: median "
+            f"{statistics.median(extra):.1f} s, {min(extra):.1f}-{max(extra):.1f} s "
+            f"(COMPILE_S = {config_time.COMPILE_S})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -174,9 +215,13 @@ def main() -> None:
     p = sub.add_parser("run")
     p.add_argument("--workdir", type=Path, default=REPO)
     p.add_argument("--wall-s", type=float, help="the run's measured wall time")
+    p = sub.add_parser("constants")
+    p.add_argument("--rows", type=Path, required=True, help="a profile's rows (parquet)")
     args = parser.parse_args()
     if args.what == "overheads":
         overheads(args.rounds)
+    elif args.what == "constants":
+        constants_report(args.rows)
     else:
         run_report(args.workdir, args.wall_s)
 
