@@ -120,13 +120,8 @@ def _left_out(summary: pd.DataFrame, drawn: pd.DataFrame, max_energy_cv) -> str:
     capped = pd.to_numeric(s.get("power_limit_readback_w"), errors="coerce").notna()
     same = s["device_label"].astype(str) == str(drawn["device_label"].iloc[0])
     rest = s[capped & same & ~s.index.isin(drawn.index)]
-    if rest.empty:
-        return ""
-    flag = invalidating_flag(rest, max_energy_cv=max_energy_cv, include_simulated=_simulated(drawn))
-    failed = (rest["status"] != "ok").fillna(True).to_numpy(bool)
-    why = np.where(failed, "failed", np.where(flag != "", "flagged " + flag, "without energy"))
-    counts = pd.Series(why).value_counts()
-    return "\nleft out: " + ", ".join(f"{n} {reason}" for reason, n in counts.items())
+    why = not_comparable(rest, max_energy_cv=max_energy_cv, include_simulated=_simulated(drawn))
+    return f"\nleft out: {why}" if why else ""
 
 
 @figure("power_limit_sweep", needs=("summary",))

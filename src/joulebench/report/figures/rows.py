@@ -104,12 +104,18 @@ def counted(reasons: pd.Series) -> str:
 
 
 def not_comparable(
-    summary: pd.DataFrame, energy: str = "total", max_energy_cv=DEFAULT_MAX_ENERGY_CV
+    summary: pd.DataFrame,
+    energy: str = "total",
+    max_energy_cv=DEFAULT_MAX_ENERGY_CV,
+    include_simulated: bool = False,
 ) -> str:
     """Why rows of a summary have no comparable energy, counted: '20 flagged other-load, 2
-    failed' (empty when every row is comparable): the reason a figure is empty."""
+    failed' (empty when every row is comparable): the reason a figure is empty, or what it
+    left out (`include_simulated`: by the rules a simulated device's rows are drawn by)."""
     e = pd.to_numeric(summary[ENERGY_COLUMNS[energy]], errors="coerce")
-    hits = invalidating_flag(summary, energy, max_energy_cv=max_energy_cv)
+    hits = invalidating_flag(
+        summary, energy, max_energy_cv=max_energy_cv, include_simulated=include_simulated
+    )
     status = summary["status"].astype("string").fillna("missing")
     lacks = missing_key(summary)
     reasons = []
