@@ -21,6 +21,7 @@ from joulebench.measure.protocol import (
     PROTOCOL_TRACE_COLUMNS,
     REPEAT_COLUMNS,
     ProtocolSettings,
+    SettingsError,
     measure,
     measure_idle,
     warm_up,
@@ -704,6 +705,29 @@ def test_a_spread_far_above_the_sensors_is_flagged():
     clock, device, meter, _ = slow_rig(powers_w=(100.0,))
     steady = run(device, meter, clock, repeats=4).summary
     assert "spread-above-sensor" not in steady["flags"] and steady["repeats"] == 4
+
+
+def test_windows_that_disagree_sweep_more_refresh_periods():
+    """Once spread-above-sensor shows, later windows' phase shifts sweep 1-3 refresh periods
+    (spread_sweep_periods), so a host pattern whose drift cancels a one-period sweep cannot
+    stay in step; steady windows, and strict's (1, 1), keep one period."""
+    sweep_s = 32 * 0.1 / 33  # one period: 32 delays of refresh / 33 on average
+    clock, device, meter, _ = slow_rig(powers_w=(100.0, 150.0) * 10)
+    shifts = run(device, meter, clock, repeats=4).repeats["phase_shift_s"]
+    assert shifts[:3].between(0.5 * sweep_s, 1.5 * sweep_s).all()  # before the spread shows
+    later = shifts[3:]
+    assert later.between(0.5 * sweep_s, 3 * 1.5 * sweep_s).all()
+    assert later.mean() > 1.3 * sweep_s and later.round(6).nunique() == len(later)
+    clock, device, meter, _ = slow_rig(powers_w=(100.0, 150.0) * 10)
+    fixed = run(device, meter, clock, repeats=4, spread_sweep_periods=(1, 1)).repeats
+    assert fixed["phase_shift_s"].between(0.5 * sweep_s, 1.5 * sweep_s).all()
+    clock, device, meter, _ = slow_rig(powers_w=(100.0,))
+    steady = run(device, meter, clock, repeats=4).repeats["phase_shift_s"]
+    assert steady.between(0.5 * sweep_s, 1.5 * sweep_s).all()
+    assert ProtocolSettings.from_dict({"preset": "strict"}).spread_sweep_periods == (1.0, 1.0)
+    for bad in [(0, 2), (3, 1), (1, 11), (1,)]:
+        with pytest.raises(SettingsError, match="spread_sweep_periods"):
+            ProtocolSettings(spread_sweep_periods=bad)
 
 
 def test_a_systematic_bound_widens_the_ci_in_quadrature():

@@ -107,15 +107,24 @@ class ProtocolSettings:
     lead_in: bool = True  # run one refresh period of steps right before each window opens
     min_window_refreshes: int = 25  # a window spans at least this many sensor refreshes
     spread_repeats: int = 8  # without ci_target: repeat up to this while spread-above-sensor
+    # once spread-above-sensor shows, later windows' phase shifts sweep a random number of
+    # refresh periods from this range ((1, 1): always one)
+    spread_sweep_periods: tuple[float, float] = (1.0, 3.0)
     # the min_repeat_batches minimum stretches a window to at most this long (None: no cap):
     # a slow batch (a CPU at 20 s, a GPU at 0.5 s) needs no 32 of them in a window
     min_batches_max_s: float | None = 3.0
 
     def __post_init__(self):
         self.pause_s = tuple(float(v) for v in self.pause_s)
+        self.spread_sweep_periods = tuple(float(v) for v in self.spread_sweep_periods)
         problems = []
         if len(self.pause_s) != 2 or not 0 <= self.pause_s[0] <= self.pause_s[1]:
             problems.append(f"pause_s must be (min, max) with 0 <= min <= max, got {self.pause_s}")
+        sweep = self.spread_sweep_periods
+        if len(sweep) != 2 or not 0 < sweep[0] <= sweep[1] <= 10:
+            problems.append(
+                f"spread_sweep_periods must be (min, max) with 0 < min <= max <= 10, got {sweep}"
+            )
         for name in ("warmup_min_iters", "repeats", "min_repeat_batches", "max_repeats"):
             if int(getattr(self, name)) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -189,6 +198,7 @@ PRESETS: dict[str, dict] = {
         "max_repeats": 20,
         "min_window_refreshes": 50,
         "min_batches_max_s": None,
+        "spread_sweep_periods": (1.0, 1.0),
     },
     # first looks and huge sweeps: within 5 % of the truth in >= 95 % of cases, cheapest
     "fast": {
@@ -314,7 +324,7 @@ def _window_batches(
 
 
 def plan_window(
-    step_s: float, settings: ProtocolSettings, refresh_s: float | None, rng
+    step_s: float, settings: ProtocolSettings, refresh_s: float | None, rng, sweep: float = 1.0
 ) -> WindowPlan:
     """Size a window; with a slowly refreshing meter, span enough refreshes and shift phase.
 
@@ -331,7 +341,7 @@ def plan_window(
     for j in range(1, k + 1):
         at = round(j * n / (k + 1))
         if 0 < at < n:
-            delay = refresh_s / (k + 1) * float(rng.uniform(0.5, 1.5))
+            delay = sweep * refresh_s / (k + 1) * float(rng.uniform(0.5, 1.5))
             shifts[at] = shifts.get(at, 0.0) + delay
     return WindowPlan(n, min_s, shifts)
 
@@ -747,7 +757,7 @@ def measure(
         if index > 0:
             pause = float(rng.uniform(*settings.pause_s))
             sleep(pause)
-        plan = plan_window(step_s, settings, refresh_s, rng)
+        plan = plan_window(step_s, settings, refresh_s, rng, _sweep(rows, settings, refresh_s, rng))
         if refresh_s and settings.lead_in:
             # work through one refresh period first, so the sensor's last reading before
             # the window opens (which the counter extends up to it) is of the same work
@@ -775,6 +785,21 @@ def measure(
     repeats = pd.DataFrame(rows, columns=REPEAT_COLUMNS)
     summary = _summary(repeats, step_ms, warmup, meter, images_per_step, idle_power_w, flags, heat)
     return ProtocolResult(repeats, summary, stack_traces(traces), warmup)
+
+
+def _sweep(rows: list[dict], settings: ProtocolSettings, refresh_s, rng) -> float:
+    """Refresh periods the next window's phase shifts sweep: one, until the windows so far
+    disagree beyond the sensor's sampling (spread-above-sensor); then a random number from
+    spread_sweep_periods, so a host pattern whose drift cancels a one-period sweep (a cycle a
+    few % off the refresh) cannot stay in step with every window (issue 23)."""
+    low, high = settings.spread_sweep_periods
+    if not refresh_s or len(rows) < _MIN_REPEATS_FOR_CI or low == high == 1.0:
+        return 1.0
+    cv = spread([r["energy_per_image_j"] for r in rows]).cv
+    window_s = float(np.mean([r["duration_s"] for r in rows]))
+    if not spread_flags(cv, refresh_s, window_s):
+        return 1.0
+    return float(rng.uniform(low, high))
 
 
 def _enough_before(index: int, rows: list[dict], settings: ProtocolSettings, refresh_s) -> bool:
