@@ -13,6 +13,8 @@
 # Settings (environment): JOULEBENCH_SLURM_DIR (default /run/joulebench-slurm),
 # JOULEBENCH_FAKE_GPUS (default 2): GPUs of type `fake`.
 set -euo pipefail
+# the daemons and runuser live in sbin, which a minimal PATH (env -i, cron) leaves out
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
 SLURM_DIR=${JOULEBENCH_SLURM_DIR:-/run/joulebench-slurm}
 FAKE_GPUS=${JOULEBENCH_FAKE_GPUS:-2}

@@ -334,11 +334,35 @@ def test_measured_rows_are_done_and_only_what_is_left_is_estimated(tmp_path):
     resumed = plan_study(config, MODELS, {"cpu": "cpu"}, None, done=done).devices[0]
     assert (resumed.done, resumed.done_s) == (2, 90.0)
     assert resumed.configurations == fresh.configurations  # still the study's
-    # one model's job less, and no idle job (it ran before the models)
-    idle_job_s = planning.JOB_START_S + 10.0
-    assert resumed.estimate_s == pytest.approx(fresh.estimate_s - fresh.model_job_s - idle_job_s)
+    # one model's job less, no idle job (it ran before the models), and the models left
+    # scaled by how m0 compared with its estimate (90 s measured)
+    configs_s = fresh.model_job_s - planning.JOB_START_S - 2.0
+    assert resumed.learned_ratio == pytest.approx(90.0 / configs_s)
+    left_job_s = planning.JOB_START_S + 2.0 + 90.0
+    assert resumed.estimate_s == pytest.approx((len(MODELS) - 1) * left_job_s)
     text = format_plan(plan_study(config, MODELS, {"cpu": "cpu"}, None, done=done))
     assert "cpu: 2 configurations already measured (results/profile), in 1 min 30 s" in text
+    assert f"{90.0 / configs_s:.2f}x their estimate, so what is left is scaled by it" in text
+
+
+def test_a_resumed_plan_learns_from_the_models_measured_within_bounds():
+    config = study(methods={"fp32": {"precision": "fp32"}})
+    fresh = plan_study(config, MODELS, {"cpu": "cpu"}, None).devices[0]
+    configs_s = fresh.model_job_s - planning.JOB_START_S - 2.0
+    for measured_s, ratio in ((configs_s / 2, 0.5), (configs_s * 100, 4.0), (1e-3, 0.25)):
+        done = {("cpu", "m0"): (2, measured_s)}
+        d = plan_study(config, MODELS, {"cpu": "cpu"}, None, done=done).devices[0]
+        assert d.learned_ratio == pytest.approx(ratio)
+        job_s = planning.JOB_START_S + 2.0 + ratio * configs_s
+        assert d.estimate_s == pytest.approx((len(MODELS) - 1) * job_s)
+    # a model timed by --calibrate keeps its own estimate: its steps are known
+    steps = {("cpu", "m1"): {}}
+    done = {("cpu", "m0"): (2, configs_s / 2)}
+    d = plan_study(config, MODELS, {"cpu": "cpu"}, None, steps=steps, done=done).devices[0]
+    unscaled = planning.JOB_START_S + 2.0 + configs_s
+    scaled = planning.JOB_START_S + 2.0 + configs_s / 2
+    assert d.estimate_s == pytest.approx(unscaled + (len(MODELS) - 2) * scaled)
+    assert plan_study(config, MODELS, {"cpu": "cpu"}, None).devices[0].learned_ratio is None
 
 
 def test_a_pool_of_uneven_jobs_is_scheduled_as_its_gpus_come_free():

@@ -16,7 +16,10 @@ process start-up and the short idle read, the catalog and the analysis. The plan
 - a method's first batch size warms up fully, its following ones (measured back to back)
   briefly; with `ci_target`, the repeats the target needs at a typical CV are counted;
 - models already measured (their rows files, `measured_rows`) are done: counted with the
-  time their rows took, not estimated;
+  time their rows took, not estimated; the models left that `--calibrate` did not time are
+  scaled by how the measured ones compared with their own estimate (measured / estimated,
+  within LEARNED_RATIO_RANGE), as a job's ETA lines are: a GPU whose windows agree sooner
+  (or later) than the sensor model expects shows in a resumed run's plan;
 - a method whose precision a device only emulates (measure.emulation) is a skipped row
   there, counted as ~0 s, when the caller says what each device runs natively (`native`:
   `joulebench plan` and the workflow's first line on this host; else all are measured);
@@ -68,6 +71,8 @@ CATALOG_MODEL_S = 0.26  # counting one model: params, FLOPs, activations (issue 
 # study: 20 s in its `make run` of 2026-12-03 (machine quiet by then; 55 s was assumed before).
 ANALYSIS_S = 20.0
 SKIPPED_CONFIG_S = 0.0  # a configuration skipped before anything is built: one row
+# How far the measured / estimated time of the models done may scale the models left.
+LEARNED_RATIO_RANGE = (0.25, 4.0)
 # A GPU meter's refresh period where no check has measured it: NVIDIA's A100/H100/H200 sensors
 # (docs/protocol.md); it sets the windows' refreshes, phase shifts and lead-ins.
 DEFAULT_REFRESH_S = 0.1
@@ -88,6 +93,7 @@ class DevicePlan:
     done_s: float = 0.0  # their measured time (each row's start to end)
     calibrated: int = 0  # models whose step times were measured here (--calibrate)
     one_gpu_s: float = 0.0  # estimate_s if one device measured all of it (a pool's one GPU)
+    learned_ratio: float | None = None  # measured / estimated of the models done, applied
 
 
 @dataclass
@@ -258,16 +264,18 @@ def _device_plan(
     skip, why = _emulated(configs, (native or {}).get(label))
     refresh_s = None if _is_host(torch_device) else DEFAULT_REFRESH_S
     measured = sum(not s for s in skip)
-    jobs_s, done_n, done_s, calibrated = [], 0, 0.0, 0
-    for model in models:
-        if (label, model) in (done or {}):
-            n, seconds = done[(label, model)]
-            done_n, done_s = done_n + n, done_s + seconds
-            continue
+    done_models = [m for m in models if (label, m) in (done or {})]
+    done_n = sum(done[(label, m)][0] for m in done_models)
+    done_s = sum(done[(label, m)][1] for m in done_models)
+    guess_s = sum(_config_costs(protocol, configs, skip, refresh_s, None))
+    ratio = _learned_ratio(done_s, guess_s * len(done_models))
+    jobs_s, calibrated = [], 0
+    for model in [m for m in models if m not in done_models]:
         model_steps = (steps or {}).get((label, model))
         calibrated += model_steps is not None
-        per_config = _config_costs(protocol, configs, skip, refresh_s, model_steps)
-        jobs_s.append(JOB_START_S + idle_pre_s + sum(per_config))
+        configs_s = sum(_config_costs(protocol, configs, skip, refresh_s, model_steps))
+        scale = ratio if ratio is not None and model_steps is None else 1.0
+        jobs_s.append(JOB_START_S + idle_pre_s + scale * configs_s)
     idle_job_s = 0.0 if any(key[0] == label for key in done or {}) else JOB_START_S + idle_s
     return DevicePlan(
         label,
@@ -283,7 +291,17 @@ def _device_plan(
         done_s=done_s,
         calibrated=calibrated,
         one_gpu_s=idle_job_s + sum(jobs_s),
+        learned_ratio=ratio,
     )
+
+
+def _learned_ratio(done_s: float, estimated_s: float) -> float | None:
+    """Measured / estimated seconds of the models done (None when none is), kept within
+    LEARNED_RATIO_RANGE: one slow model must not make the plan of a thousand absurd."""
+    if not (estimated_s > 0 and done_s > 0):
+        return None
+    low, high = LEARNED_RATIO_RANGE
+    return min(max(done_s / estimated_s, low), high)
 
 
 def _config_costs(protocol: dict, configs, skip, refresh_s, steps: dict | None) -> list[float]:
@@ -473,9 +491,12 @@ def format_plan(plan: Plan) -> str:
 
 def _done_line(d: DevicePlan) -> str:
     """What a resumed run has already measured on a device: not in its estimate."""
+    learned = ""
+    if d.learned_ratio is not None:
+        learned = f", {d.learned_ratio:.2f}x their estimate, so what is left is scaled by it"
     return (
         f"({d.label}: {d.done:,} configurations already measured (results/profile), in "
-        f"{format_duration(d.done_s)}; `estimated` is what is left)"
+        f"{format_duration(d.done_s)}{learned}; `estimated` is what is left)"
     )
 
 
