@@ -16,6 +16,7 @@
     PYTHONPATH=src python bench/bench_heat.py [--preset default] [--seeds 10]
         [--order-seeds 10] [--csv out.csv] [--heat-error 0.05 | --today]
         [--ci-target 0.02 --max-repeats 12] [--generations a100,hopper --periods 0.05,0.1]
+        [--refresh-error -0.05]
 """
 
 from __future__ import annotations
@@ -34,13 +35,15 @@ def pct(x: float) -> str:
     return f"{x * 100:.1f} %"
 
 
-def sweep(seeds: int, csv: str | None, heat_error: float | None, settings, **only):
+def sweep(seeds, csv, heat_error, settings, refresh_error=0.0, **only):
     import pandas as pd
 
     from joulebench.measure.sim import heat_experiment as he
 
     cases = he.cases(seeds, **only)
-    rows = pd.DataFrame([he.run_case(c, settings, heat_error=heat_error) for c in cases])
+    rows = pd.DataFrame(
+        [he.run_case(c, settings, heat_error, refresh_error=refresh_error) for c in cases]
+    )
     if csv:
         rows.to_csv(csv, index=False)
     table = he.summary_table(rows)
@@ -153,6 +156,13 @@ def main() -> None:
         "each value off by up to this share; negative: not known (rows as-run)",
     )
     parser.add_argument(
+        "--refresh-error",
+        type=float,
+        default=0.0,
+        help="the sensor's refresh period the protocol is told, off by this share (signed), "
+        "as a check or a published value may be",
+    )
+    parser.add_argument(
         "--ci-target",
         type=float,
         default=None,
@@ -187,8 +197,11 @@ def main() -> None:
     heat_error = args.heat_error if args.heat_error >= 0 and not args.today else None
     start = time.perf_counter()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, python {platform.python_version()}")
-    print(f"heat known to the protocol within: {heat_error}; settings: {settings}")
-    rows = sweep(args.seeds, args.csv, heat_error, settings, **only)
+    print(
+        f"heat known to the protocol within: {heat_error}; refresh period told off by "
+        f"{args.refresh_error:+.1%}; settings: {settings}"
+    )
+    rows = sweep(args.seeds, args.csv, heat_error, settings, args.refresh_error, **only)
     preset_line("today" if args.today else args.preset, rows)
     if args.order_seeds:
         order(args.order_seeds, heat_error, settings)

@@ -349,6 +349,23 @@ def test_heat_cases_are_reproducible_and_draw_their_ranges():
     assert (a["mean_c"] < a["sustained_c"]) == (a["truth_as_run_j"] < a["truth_j"])
 
 
+def test_heat_cases_can_tell_the_protocol_a_wrong_refresh_period():
+    """The bench sweeps the refresh period the protocol is told (a check or a published value
+    off the sensor's own): windows span min_window_refreshes of the period told."""
+    from joulebench.measure.sim import heat_experiment as he
+
+    case = he.HeatCase("hopper", 0.01, "regular", True, 2)
+    told = he.run_case(case, heat_error=0.05, refresh_error=0.2)
+    right = he.run_case(case, heat_error=0.05)
+
+    def window_s(refresh_s):  # default: 25 refreshes (x 1.05 margin) + a sweep of shifts
+        return 25 * refresh_s * 1.05 + refresh_s * 32 / 33
+
+    assert right["measured_s"] / right["repeats"] == pytest.approx(window_s(0.1), rel=0.03)
+    assert told["measured_s"] / told["repeats"] == pytest.approx(window_s(0.12), rel=0.03)
+    assert abs(told["error"]) < 0.05
+
+
 def test_heat_order_bias_is_seen_in_the_simulator():
     """A light configuration after a hot one runs hotter: the simulator makes the state the
     protocol must control."""

@@ -172,15 +172,20 @@ def outcome(result, truth_j: float, truth_as_run_j: float) -> dict:
 
 
 def run_case(
-    case: HeatCase, settings: ProtocolSettings | None = None, heat_error: float | None = None
+    case: HeatCase,
+    settings: ProtocolSettings | None = None,
+    heat_error: float | None = None,
+    refresh_error: float = 0.0,
 ) -> dict:
     """One case: cold idle baseline, the die set to its start temperature, the protocol
-    (given the board's heat within `heat_error`, or not at all: None)."""
+    (given the board's heat within `heat_error`, or not at all: None; told a refresh period
+    `refresh_error` off the sensor's own, as a check or a published value may be)."""
     rig = rig_for(case)
     workload = case.workload()
     per_image = workload.images_per_batch
     heat = calibration(rig, heat_error, case.rng("check"))
     with rig.meter() as meter:
+        meter.refresh_s *= 1.0 + refresh_error
         idle = measure_idle(meter, IDLE_S, sleep=rig.gpu.sleep)
         idle_c = rig.gpu.temperature_c()
         set_temperature(rig, workload, case.start_rise())
