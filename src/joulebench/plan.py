@@ -270,7 +270,8 @@ def _device_plan(
     guess_s = sum(_config_costs(protocol, configs, skip, refresh_s, None))
     ratio = _learned_ratio(done_s, guess_s * len(done_models))
     jobs_s, calibrated = [], 0
-    for model in [m for m in models if m not in done_models]:
+    finished = set(done_models)
+    for model in [m for m in models if m not in finished]:
         model_steps = (steps or {}).get((label, model))
         calibrated += model_steps is not None
         configs_s = sum(_config_costs(protocol, configs, skip, refresh_s, model_steps))
