@@ -345,6 +345,18 @@ def test_measured_rows_are_done_and_only_what_is_left_is_estimated(tmp_path):
     assert f"{90.0 / configs_s:.2f}x their estimate, so what is left is scaled by it" in text
 
 
+def test_the_ci_target_note_says_what_the_cap_would_cost():
+    """A noisy host runs every configuration to max_repeats: the plan says that total too."""
+    config = {**study(methods={"fp32": {"precision": "fp32"}}), "protocol": {"preset": "default"}}
+    plan = plan_study(config, MODELS, {"cpu": "cpu"}, None)
+    capped = {"ci_target": None, "repeats": 12}  # the default preset's max_repeats
+    at_cap = plan_study({**config, "protocol": capped}, MODELS, {"cpu": "cpu"}, None)
+    assert plan.at_cap_s == pytest.approx(at_cap.total_s) and plan.at_cap_s > plan.total_s
+    assert f"as on a noisy host: ~{format_duration(plan.at_cap_s)} in all" in format_plan(plan)
+    fixed = plan_study({**config, "protocol": {"preset": "strict"}}, MODELS, {"cpu": "cpu"}, None)
+    assert fixed.at_cap_s is None and "noisy host" not in format_plan(fixed)
+
+
 def test_a_resumed_plan_learns_from_the_models_measured_within_bounds():
     config = study(methods={"fp32": {"precision": "fp32"}})
     fresh = plan_study(config, MODELS, {"cpu": "cpu"}, None).devices[0]
