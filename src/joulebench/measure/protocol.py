@@ -795,9 +795,7 @@ def _sweep(rows: list[dict], settings: ProtocolSettings, refresh_s, rng) -> floa
     low, high = settings.spread_sweep_periods
     if not refresh_s or len(rows) < _MIN_REPEATS_FOR_CI or low == high == 1.0:
         return 1.0
-    cv = spread([r["energy_per_image_j"] for r in rows]).cv
-    window_s = float(np.mean([r["duration_s"] for r in rows]))
-    if not spread_flags(cv, refresh_s, window_s):
+    if not _spread_above_sensor(rows, refresh_s):
         return 1.0
     return float(rng.uniform(low, high))
 
@@ -810,9 +808,15 @@ def _enough_before(index: int, rows: list[dict], settings: ProtocolSettings, ref
         return index >= settings.max_repeats
     if index < settings.repeats:
         return False
+    return not _spread_above_sensor(rows, refresh_s)
+
+
+def _spread_above_sensor(rows: list[dict], refresh_s) -> bool:
+    """Whether the windows so far disagree beyond what the sensor's sampling explains
+    (spread_flags; never where the meter has no refresh period)."""
     cv = spread([r["energy_per_image_j"] for r in rows]).cv
     window_s = float(np.mean([r["duration_s"] for r in rows]))
-    return not spread_flags(cv, refresh_s, window_s)
+    return bool(spread_flags(cv, refresh_s, window_s))
 
 
 def _ci_met(rows: list[dict], settings: ProtocolSettings) -> bool:
