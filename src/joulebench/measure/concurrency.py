@@ -59,8 +59,9 @@ class NodeMeasurements:
 
 
 def live_markers(folder: str | os.PathLike | None = None) -> list[tuple[int, str]]:
-    """(pid, device label as `file_name` writes it) of each live measurement on this host:
-    the markers whose process is alive. Read-only (`joulebench status` reads it mid-run)."""
+    """(pid, device label as `file_name` writes it) of each live measurement on this host,
+    in pid order (not the names' text order: pid 448 after 32597 once pids wrap): the
+    markers whose process is alive. Read-only (`joulebench status` reads it mid-run)."""
     folder = Path(folder) if folder is not None else running_dir()
     prefix = f"{socket.gethostname()}-"
     try:
@@ -74,4 +75,4 @@ def live_markers(folder: str | os.PathLike | None = None) -> list[tuple[int, str
         pid, _, label = name[len(prefix) :].partition("-")
         if pid.isdigit() and label and (int(pid) == os.getpid() or _alive(int(pid))):
             live.append((int(pid), label))
-    return live
+    return sorted(live)
