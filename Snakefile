@@ -21,10 +21,19 @@ config.update(workflow.config_settings.overwrite_config)
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/catalog.smk"
-include: "workflow/rules/profile.smk"
-include: "workflow/rules/accuracy.smk"
-include: "workflow/rules/summary.smk"
+
+
+# From a summary (from_summary), nothing is measured: no rule may claim the summary's path
+# (results/summary.parquet is the README's example), or Snakemake would rebuild it from no
+# models and delete the measured tables when that fails.
+if not FROM_SUMMARY:
+
+    include: "workflow/rules/catalog.smk"
+    include: "workflow/rules/profile.smk"
+    include: "workflow/rules/accuracy.smk"
+    include: "workflow/rules/summary.smk"
+
+
 include: "workflow/rules/score.smk"
 include: "workflow/rules/figures.smk"
 

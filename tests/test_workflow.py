@@ -83,6 +83,12 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     assert again.returncode == 0
     assert "Nothing to be done" in again.stderr + again.stdout
 
+    # The README's replot in the run's own folder: its summary is this run's, and nothing the
+    # run measured may be rebuilt from no models (and deleted when that fails).
+    own = run_workflow({**config, "from_summary": "results/summary.parquet"})
+    assert own.returncode == 0, own.stdout[-3000:] + own.stderr[-3000:]
+    assert (results / "profile.parquet").is_file() and (results / "catalog.parquet").is_file()
+
     report = run_workflow.workdir / "report.html"
     made = run_workflow(config, "--report", str(report))
     assert made.returncode == 0, made.stderr[-3000:]
