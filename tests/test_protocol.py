@@ -552,8 +552,9 @@ def test_slow_sensor_windows_are_shifted_in_phase_inside():
         assert window.count("sleep") == 8  # the phase shifts, each right after a sync
         assert all(window[i - 1] == "sync" for i, e in enumerate(window) if e == "sleep")
     shifts = result.repeats["phase_shift_s"]
-    # each of the 8 delays is 0.5-1.5 x refresh / 9: a window's total is 0.5-1.5 x 8/9 refresh
-    low, high = 0.5 * 8 * 0.1 / 9, 1.5 * 8 * 0.1 / 9
+    # each of the 8 delays is 0.5-1.5 x 2 refreshes / 9 (sweep_periods 2): a window's total
+    # is 0.5-1.5 x 16/9 refresh
+    low, high = 0.5 * 16 * 0.1 / 9, 1.5 * 16 * 0.1 / 9
     assert shifts.between(low, high).all()
     assert len(set(shifts.round(9))) == 3  # redrawn for every window
 
@@ -708,26 +709,37 @@ def test_a_spread_far_above_the_sensors_is_flagged():
 
 
 def test_windows_that_disagree_sweep_more_refresh_periods():
-    """Once spread-above-sensor shows, later windows' phase shifts sweep 1-3 refresh periods
-    (spread_sweep_periods), so a host pattern whose drift cancels a one-period sweep cannot
-    stay in step; steady windows, and strict's (1, 1), keep one period."""
-    sweep_s = 32 * 0.1 / 33  # one period: 32 delays of refresh / 33 on average
+    """Windows sweep two refresh periods (sweep_periods); once spread-above-sensor shows,
+    later ones a random 2-4 (spread_sweep_periods), so a host pattern whose drift cancels a
+    whole-period sweep cannot stay in step; steady windows keep two, strict's one."""
+    period_s = 32 * 0.1 / 33  # one period: 32 delays of refresh / 33 on average
+
+    def between(shifts, low, high):
+        return shifts.between(0.5 * low * period_s, 1.5 * high * period_s).all()
+
     clock, device, meter, _ = slow_rig(powers_w=(100.0, 150.0) * 10)
     shifts = run(device, meter, clock, repeats=4).repeats["phase_shift_s"]
-    assert shifts[:3].between(0.5 * sweep_s, 1.5 * sweep_s).all()  # before the spread shows
+    assert between(shifts[:3], 2, 2)  # before the spread shows
     later = shifts[3:]
-    assert later.between(0.5 * sweep_s, 3 * 1.5 * sweep_s).all()
-    assert later.mean() > 1.3 * sweep_s and later.round(6).nunique() == len(later)
+    assert between(later, 2, 4)
+    assert later.mean() > 2.5 * period_s and later.round(6).nunique() == len(later)
     clock, device, meter, _ = slow_rig(powers_w=(100.0, 150.0) * 10)
-    fixed = run(device, meter, clock, repeats=4, spread_sweep_periods=(1, 1)).repeats
-    assert fixed["phase_shift_s"].between(0.5 * sweep_s, 1.5 * sweep_s).all()
+    fixed = run(device, meter, clock, repeats=4, spread_sweep_periods=(2, 2)).repeats
+    assert between(fixed["phase_shift_s"], 2, 2)
     clock, device, meter, _ = slow_rig(powers_w=(100.0,))
     steady = run(device, meter, clock, repeats=4).repeats["phase_shift_s"]
-    assert steady.between(0.5 * sweep_s, 1.5 * sweep_s).all()
-    assert ProtocolSettings.from_dict({"preset": "strict"}).spread_sweep_periods == (1.0, 1.0)
+    assert between(steady, 2, 2)
+    clock, device, meter, _ = slow_rig(powers_w=(100.0, 150.0) * 10)
+    one = run(device, meter, clock, repeats=4, sweep_periods=1, spread_sweep_periods=(1, 1))
+    assert between(one.repeats["phase_shift_s"], 1, 1)
+    strict = ProtocolSettings.from_dict({"preset": "strict"})
+    assert (strict.sweep_periods, strict.spread_sweep_periods) == (1.0, (1.0, 1.0))
     for bad in [(0, 2), (3, 1), (1, 11), (1,)]:
         with pytest.raises(SettingsError, match="spread_sweep_periods"):
             ProtocolSettings(spread_sweep_periods=bad)
+    for bad in (0, -1, 11):
+        with pytest.raises(SettingsError, match="sweep_periods"):
+            ProtocolSettings(sweep_periods=bad)
 
 
 def test_a_systematic_bound_widens_the_ci_in_quadrature():

@@ -358,8 +358,8 @@ def test_heat_cases_can_tell_the_protocol_a_wrong_refresh_period():
     told = he.run_case(case, heat_error=0.05, refresh_error=0.2)
     right = he.run_case(case, heat_error=0.05)
 
-    def window_s(refresh_s):  # default: 25 refreshes (x 1.05 margin) + a sweep of shifts
-        return 25 * refresh_s * 1.05 + refresh_s * 32 / 33
+    def window_s(refresh_s):  # default: 25 refreshes (x 1.05 margin) + a two-period sweep
+        return 25 * refresh_s * 1.05 + 2 * refresh_s * 32 / 33
 
     assert right["measured_s"] / right["repeats"] == pytest.approx(window_s(0.1), rel=0.03)
     assert told["measured_s"] / told["repeats"] == pytest.approx(window_s(0.12), rel=0.03)
@@ -372,7 +372,7 @@ def test_heat_order_bias_is_seen_in_the_simulator():
     from joulebench.measure.sim import heat_experiment as he
 
     bias = he.order_bias(he.HeatCase("hopper", 0.01, "regular", True, 0))
-    assert bias["second_c"] > bias["first_c"] + 3.0
+    assert bias["second_c"] > bias["first_c"] + 2.0  # ~1.5 % more leakage at 0.6 %/C
 
 
 @pytest.mark.parametrize("tau_s, leakage", [(25.0, 0.004), (60.0, 0.006), (110.0, 0.009)])

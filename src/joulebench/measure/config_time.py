@@ -73,10 +73,12 @@ def window_s(settings: ProtocolSettings, step_s: float | None, refresh_s: float 
         if refresh_s:
             min_s = max(min_s, settings.min_window_refreshes * refresh_s)
         shifts_s = (
-            refresh_s * settings.phase_shifts / (settings.phase_shifts + 1) if refresh_s else 0
+            settings.sweep_periods * refresh_s * settings.phase_shifts / (settings.phase_shifts + 1)
+            if refresh_s
+            else 0
         )
         return min_s * WINDOW_MARGIN + shifts_s
-    plan = plan_window(step_s, settings, refresh_s, _Middle())
+    plan = plan_window(step_s, settings, refresh_s, _Middle(), settings.sweep_periods)
     return max(plan.batches * step_s, plan.min_s) + sum(plan.shifts.values())
 
 

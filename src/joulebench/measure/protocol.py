@@ -107,9 +107,12 @@ class ProtocolSettings:
     lead_in: bool = True  # run one refresh period of steps right before each window opens
     min_window_refreshes: int = 25  # a window spans at least this many sensor refreshes
     spread_repeats: int = 8  # without ci_target: repeat up to this while spread-above-sensor
+    # refresh periods a window's phase shifts sweep: a whole number keeps a workload locked
+    # to the refresh exact; more than one dilutes a host pause's jump in phase (issue 23)
+    sweep_periods: float = 2.0
     # once spread-above-sensor shows, later windows' phase shifts sweep a random number of
-    # refresh periods from this range ((1, 1): always one)
-    spread_sweep_periods: tuple[float, float] = (1.0, 3.0)
+    # refresh periods from this range ((2, 2): always sweep_periods' two)
+    spread_sweep_periods: tuple[float, float] = (2.0, 4.0)
     # the min_repeat_batches minimum stretches a window to at most this long (None: no cap):
     # a slow batch (a CPU at 20 s, a GPU at 0.5 s) needs no 32 of them in a window
     min_batches_max_s: float | None = 3.0
@@ -120,6 +123,8 @@ class ProtocolSettings:
         problems = []
         if len(self.pause_s) != 2 or not 0 <= self.pause_s[0] <= self.pause_s[1]:
             problems.append(f"pause_s must be (min, max) with 0 <= min <= max, got {self.pause_s}")
+        if not 0 < float(self.sweep_periods) <= 10:
+            problems.append(f"sweep_periods must be in (0, 10], got {self.sweep_periods}")
         sweep = self.spread_sweep_periods
         if len(sweep) != 2 or not 0 < sweep[0] <= sweep[1] <= 10:
             problems.append(
@@ -198,6 +203,7 @@ PRESETS: dict[str, dict] = {
         "max_repeats": 20,
         "min_window_refreshes": 50,
         "min_batches_max_s": None,
+        "sweep_periods": 1.0,
         "spread_sweep_periods": (1.0, 1.0),
     },
     # first looks and huge sweeps: within 5 % of the truth in >= 95 % of cases, cheapest
@@ -329,8 +335,8 @@ def plan_window(
     """Size a window; with a slowly refreshing meter, span enough refreshes and shift phase.
 
     The delays are evenly spaced by batch count and last refresh_s / (phase_shifts + 1) on
-    average (each drawn from 0.5-1.5 times that), so the workload is seen at phases spread
-    over a whole refresh period, whatever its own period.
+    average, times `sweep` (each drawn from 0.5-1.5 times that), so the workload is seen at
+    phases spread over `sweep` whole refresh periods, whatever its own period.
     """
     min_s = settings.min_repeat_s
     if refresh_s:
@@ -788,16 +794,19 @@ def measure(
 
 
 def _sweep(rows: list[dict], settings: ProtocolSettings, refresh_s, rng) -> float:
-    """Refresh periods the next window's phase shifts sweep: one, until the windows so far
-    disagree beyond the sensor's sampling (spread-above-sensor); then a random number from
-    spread_sweep_periods, so a host pattern whose drift cancels a one-period sweep (a cycle a
-    few % off the refresh) cannot stay in step with every window (issue 23)."""
+    """Refresh periods the next window's phase shifts sweep: sweep_periods (two), until the
+    windows so far disagree beyond the sensor's sampling (spread-above-sensor); then a random
+    number from spread_sweep_periods, so a host pattern whose drift cancels a whole-period
+    sweep (a cycle a few % off the refresh) cannot stay in step with every window. Two
+    periods rather than one halve the share of a window's phases a host pause skips or
+    visits twice (issue 23)."""
+    base = float(settings.sweep_periods)
+    if not refresh_s or len(rows) < _MIN_REPEATS_FOR_CI:
+        return base
     low, high = settings.spread_sweep_periods
-    if not refresh_s or len(rows) < _MIN_REPEATS_FOR_CI or low == high == 1.0:
-        return 1.0
-    if not _spread_above_sensor(rows, refresh_s):
-        return 1.0
-    return float(rng.uniform(low, high))
+    if low == high == base or not _spread_above_sensor(rows, refresh_s):
+        return base
+    return float(rng.uniform(low, high)) if low < high else low
 
 
 def _enough_before(index: int, rows: list[dict], settings: ProtocolSettings, refresh_s) -> bool:
