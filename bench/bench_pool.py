@@ -1,8 +1,12 @@
 """GPU pools (issue 24 item 1): the same study measured by a pool of 2 simulated GPUs and by
 one simulated GPU, each configuration measured once in both.
 
-    PYTHONPATH=src .venv/bin/python bench/bench_pool.py [--models 3] [--min-repeat-s 2]
-        [--rounds 2]
+    PYTHONPATH=src .venv/bin/python bench/bench_pool.py [--models 3] [--methods 2]
+        [--min-repeat-s 2] [--rounds 2] [--split auto]
+
+With two methods (fp32, fp32 channels-last) and `profile: {split: auto}` the pool's jobs
+are one per model and method (3 models on 2 GPUs: fewer than 4 a GPU), the single GPU's
+one per model (measure.job_parts); `--split model` keeps whole models in the pool too.
 
 Both runs use the same workflow with `--cores 2` and one torch thread per measuring job
 (`--set-threads`: what the pool's jobs get; the single GPU's would otherwise take both
@@ -37,16 +41,20 @@ MODELS = [
     "efficientnet_b0.ra_in1k",
     "resnet34.a1_in1k",
 ]
+METHODS = {
+    "fp32": {"precision": "fp32"},
+    "fp32-cl": {"precision": "fp32", "channels_last": True},
+}
 POOL = {"h100": {"pool": ["sim:h100:0", "sim:h100:1"]}}
 ONE = {"h100": "sim:h100"}
 
 
-def study(devices: dict, n_models: int, min_repeat_s: float) -> dict:
+def study(devices: dict, n_models: int, n_methods: int, min_repeat_s: float, split: str) -> dict:
     return {
         "models": MODELS[:n_models],
         "catalog": {"models_per_job": n_models},
         "devices": devices,
-        "methods": {"fp32": {"precision": "fp32"}},
+        "methods": dict(list(METHODS.items())[:n_methods]),
         "batch_sizes": [1],
         # windows bounded by time, as on a GPU (32 batches of a model on a shared CPU core
         # take longer than the window: the CPU's speed, not the pool's, would be measured)
@@ -56,7 +64,7 @@ def study(devices: dict, n_models: int, min_repeat_s: float) -> dict:
             "min_repeat_batches": 2,
             "warmup_min_s": 0.5,
         },
-        "profile": {"idle_pre_s": 0.5},
+        "profile": {"idle_pre_s": 0.5, "split": split},
         "idle": {"duration_s": 2.0},
     }
 
@@ -83,10 +91,15 @@ def run(config: dict) -> tuple[float, pd.DataFrame]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--models", type=int, default=3, choices=range(1, len(MODELS) + 1))
+    parser.add_argument("--methods", type=int, default=2, choices=(1, 2))
     parser.add_argument("--min-repeat-s", type=float, default=2.0)
+    parser.add_argument("--split", default="auto", choices=("auto", "model", "method"))
     parser.add_argument("--rounds", type=int, default=2, help="pairs of runs, order alternated")
     args = parser.parse_args()
-    pool_study, one_study = (study(d, args.models, args.min_repeat_s) for d in (POOL, ONE))
+    pool_study, one_study = (
+        study(d, args.models, args.methods, args.min_repeat_s, args.split) for d in (POOL, ONE)
+    )
+    configs = args.models * args.methods
     loads, lines, ratios = [os.getloadavg()[0]], [], []
     for i in range(args.rounds):
         # alternate which runs first, so a change in the host's other load favours neither
@@ -94,7 +107,7 @@ def main() -> None:
             (pool_s, rows), (one_s, one_rows) = run(pool_study), run(one_study)
         else:
             (one_s, one_rows), (pool_s, rows) = run(one_study), run(pool_study)
-        assert len(rows) == len(one_rows) == args.models  # each configuration measured once
+        assert len(rows) == len(one_rows) == configs  # each configuration measured once
         loads.append(os.getloadavg()[0])
         ratios.append(pool_s / one_s)
         first = "pool" if i % 2 == 0 else "one"
@@ -105,15 +118,19 @@ def main() -> None:
         f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
         f"{os.cpu_count()} CPUs, load average {min(loads):.1f}-{max(loads):.1f}"
     )
-    print(f"{args.models} models, fp32, batch 1, 2 windows of {args.min_repeat_s:g} s\n")
+    methods = ", ".join(list(METHODS)[: args.methods])
+    print(
+        f"{args.models} models x {methods}, batch 1, 2 windows of {args.min_repeat_s:g} s, "
+        f"split {args.split}\n"
+    )
     print("| round | pool of 2 simulated GPUs | one simulated GPU | ratio |")
     print("|---|---|---|---|")
     print("\n".join(lines))
     print(f"| median | | | {statistics.median(ratios):.2f} |\n")
-    print("Last pool run, which GPU measured each model:\n")
-    print("| model | gpu_index | gpu_uuid | status |\n|---|---|---|---|")
+    print("Last pool run, which GPU measured each configuration:\n")
+    print("| model | method | gpu_index | gpu_uuid | status |\n|---|---|---|---|---|")
     for r in rows.sort_values("start_time_utc").itertuples():
-        print(f"| {r.model} | {r.gpu_index} | {r.gpu_uuid} | {r.status} |")
+        print(f"| {r.model} | {r.method} | {r.gpu_index} | {r.gpu_uuid} | {r.status} |")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import math
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 import timm
 import yaml
@@ -109,8 +110,9 @@ def test_a_study_on_a_node_with_n_gpus():
 def test_a_pool_divides_the_models_among_its_gpus():
     """Each model measured once, by whichever GPU of the pool is free: the models' jobs
     divide by the pool's size (whole jobs), the configurations do not multiply."""
-    one = plan_study(study(), MODELS, {"h200": "cuda:0"}, None)
-    pool = plan_study(study(), MODELS, {"h200": ["cuda:0", "cuda:1"]}, None)
+    whole = study(profile={"idle_pre_s": 2.0, "split": "model"})
+    one = plan_study(whole, MODELS, {"h200": "cuda:0"}, None)
+    pool = plan_study(whole, MODELS, {"h200": ["cuda:0", "cuda:1"]}, None)
     assert pool.configurations == one.configurations
     (d,) = pool.devices
     assert d.gpus == 2
@@ -119,6 +121,52 @@ def test_a_pool_divides_the_models_among_its_gpus():
     text = format_plan(pool)
     assert "h200         2 GPUs" in text
     assert f"(pool h200: its 2 GPUs share the {len(MODELS)} models" in text
+
+
+def test_a_pool_with_few_models_shares_their_methods():
+    """5 models on 2 GPUs (fewer than 4 a GPU): auto splits each model's job by method, so
+    the pool's GPUs share 10 jobs of one method each, not 5 whole models (3 in a row)."""
+    one = plan_study(study(), MODELS, {"h200": "cuda:0"}, None)
+    pool = plan_study(study(), MODELS, {"h200": ["cuda:0", "cuda:1"]}, None)
+    (single,), (d,) = one.devices, pool.devices
+    assert (single.jobs_per_model, d.jobs_per_model) == (1, 2)  # one GPU: whole models
+    idle_s = single.estimate_s - len(MODELS) * single.model_job_s
+    part_s = d.job_s  # fp32 and bf16 cost the same here: 10 equal jobs, 5 on each GPU
+    assert d.estimate_s == pytest.approx(idle_s + 5 * part_s)
+    assert d.estimate_s < single.estimate_s * 0.55  # each part restarts the job: not 0.5
+    assert d.model_job_s == pytest.approx(2 * part_s)
+    text = format_plan(pool)
+    assert "share the 5 models' 10 jobs (one per model and method: profile split)" in text
+    forced = study(profile={"idle_pre_s": 2.0, "split": "method"})
+    assert plan_study(forced, MODELS, {"h200": "cuda:0"}, None).devices[0].jobs_per_model == 2
+    many = [f"m{i}" for i in range(8)]  # 4 models a GPU: whole models
+    pair = {"h200": ["cuda:0", "cuda:1"]}
+    assert plan_study(study(), many, pair, None).devices[0].jobs_per_model == 1
+
+
+def test_a_resumed_pool_counts_the_methods_done(tmp_path):
+    """A split model's methods are jobs of their own: each rows file (model+method) is done
+    on its own, and the plan estimates only the methods left."""
+    rows_dir = tmp_path / "results" / "profile" / "h200" / "rows"
+    rows_dir.mkdir(parents=True)
+    rows = pd.DataFrame(
+        {
+            "model": ["m0", "m0"],
+            "start_time_utc": ["2026-12-05T10:00:00Z", "2026-12-05T10:01:00Z"],
+            "end_time_utc": ["2026-12-05T10:00:30Z", "2026-12-05T10:01:30Z"],
+        }
+    )
+    rows.to_parquet(rows_dir / "m0+fp32.parquet")
+    done = planning.measured_rows(tmp_path, ["h200"])
+    assert done == {("h200", "m0+fp32"): (2, 60.0)}
+    pool = {"h200": ["cuda:0", "cuda:1"]}
+    fresh = plan_study(study(), MODELS, pool, None).devices[0]
+    resumed = plan_study(study(), MODELS, pool, None, done=done).devices[0]
+    assert resumed.done == 2 and resumed.done_s == 60.0
+    guess_s = fresh.job_s - planning.JOB_START_S - 2.0  # one method's configurations
+    assert resumed.learned_ratio == pytest.approx(60.0 / guess_s)
+    job_s = planning.JOB_START_S + 2.0 + 60.0  # each of the 9 jobs left, scaled by it
+    assert resumed.one_gpu_s == pytest.approx(9 * job_s)  # no idle job: its label has rows
 
 
 def test_train_batch_sizes_and_exported_runtimes():

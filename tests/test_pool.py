@@ -169,16 +169,46 @@ def test_the_dag_of_a_pool_leases_one_gpu_per_job(tmp_path):
     assert "results/profile/h100/rows/" in out and "h100-0" not in out
 
 
+SPLIT_STUDY = {
+    **POOL_STUDY,
+    "models": POOL_STUDY["models"][:2],
+    "methods": {"fp32": {"precision": "fp32"}, "cl": {"precision": "fp32", "channels_last": True}},
+}
+
+
+def test_a_pool_with_few_models_shares_their_methods(tmp_path):
+    """2 models on 2 GPUs (fewer than 4 a GPU): one job per model and method, each given
+    that method alone; `split: model` keeps whole models."""
+    done = snakemake(tmp_path, SPLIT_STUDY, "-n", "-p", "results/profile.parquet")
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert re.search(r"^profile\s+4$", out, re.MULTILINE)
+    assert "results/profile/h100/rows/resnet18.a1_in1k+cl.parquet" in out
+    assert "logs/profile/h100/resnet18.a1_in1k+fp32.log" in out
+    for line in [x for x in out.splitlines() if x.startswith("joulebench profile-job")]:
+        part = re.search(r"rows/[^ ]+\+(\w+)\.parquet", line)[1]
+        methods = json.loads(re.search(r"--spec='([^']*)'", line)[1])["methods"]
+        assert list(methods) == [part] and line.endswith(".log 2>&1")
+        assert re.search(r" -- (resnet18\.a1_in1k|mobilenetv3_small_100\.lamb_in1k) >", line)
+    whole = {**SPLIT_STUDY, "profile": {**SPLIT_STUDY["profile"], "split": "model"}}
+    done = snakemake(tmp_path, whole, "-n", "results/profile.parquet")
+    assert re.search(r"^profile\s+2$", done.stdout, re.MULTILINE), done.stderr[-2000:]
+
+
 @pytest.mark.slow
 def test_a_pool_of_two_simulated_gpus_measures_each_model_once(tmp_path):
     # this run's own GPU locks and markers: other runs on this host neither wait nor count
     env = {"JOULEBENCH_LOCK_DIR": str(tmp_path / "locks")}
     env["JOULEBENCH_RUNNING_DIR"] = str(tmp_path / "running")
-    done = snakemake(tmp_path, POOL_STUDY, "results/profile.parquet", env=env)
+    done = snakemake(tmp_path, SPLIT_STUDY, "results/profile.parquet", env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = pd.read_parquet(tmp_path / "results" / "profile.parquet")
-    assert len(rows) == 3 and (rows["status"] == "ok").all()
-    assert (rows["device_label"] == "h100").all() and rows["model"].is_unique
+    assert len(rows) == 4 and (rows["status"] == "ok").all()  # 2 models x 2 methods, 4 jobs
+    assert (rows["device_label"] == "h100").all()
+    assert not rows.duplicated(["model", "method"]).any()
+    assert sorted(p.name for p in (tmp_path / "results/profile/h100/rows").iterdir()) == sorted(
+        f"{m}+{k}.parquet" for m in SPLIT_STUDY["models"] for k in SPLIT_STUDY["methods"]
+    )
     (records,) = pool_leases(SIM_POOL).values()
     uuids = {r["uuid"]: r["index"] for r in records}
     assert set(rows["gpu_uuid"]) <= set(uuids)  # every row names a GPU of the pool

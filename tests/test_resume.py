@@ -97,9 +97,9 @@ def test_killed_study_resumes_to_whole_results(tmp_path):
     # Finished jobs were not redone; the killed one and those never started were.
     assert {path: path.stat().st_mtime_ns for path in kept} == mtimes
     for model in running:
-        assert f"model={model}" in again.stdout + again.stderr
+        assert f"job={model}" in again.stdout + again.stderr
     for model in done:
-        assert f"model={model}" not in again.stdout + again.stderr
+        assert f"job={model}" not in again.stdout + again.stderr
 
     # Every artifact whole: all parquet readable, no temp files, rows as expected.
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]

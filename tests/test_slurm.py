@@ -134,7 +134,7 @@ def test_tiny_study_through_the_slurm_profile(tmp_path, job_prefix):
     group_logs = sorted(tmp_path.glob(".snakemake/slurm_logs/group_*/*.log"))
     assert {path.stem for path in group_logs} <= measuring and len(group_logs) == 2, logs
     texts = [path.read_text() for path in group_logs]
-    measured = [[m for m in MODELS if f"model={m}" in text] for text in texts]
+    measured = [[m for m in MODELS if f"job={m}" in text] for text in texts]
     assert sorted(map(len, measured)) == [1, 2] and sorted(sum(measured, [])) == sorted(MODELS)
     pair = texts[[len(m) for m in measured].index(2)]
     starts = [m.start() for m in re.finditer(r"^localrule profile:", pair, re.MULTILINE)]

@@ -314,6 +314,25 @@ def test_a_pool_counts_per_gpu_and_its_jobs_at_once(tmp_path):
     assert "h200 gpu 1: ok 3, not ok 1" in format_status(_status(tmp_path))
 
 
+def test_a_split_models_methods_are_jobs_of_their_own(tmp_path):
+    """A pool's job per model and method (rows/<model>+<method>.parquet, its own log): a
+    method done is not shown as a stopped job, the one running is, and the model counts as
+    started once."""
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
+    model = MODELS[0]
+    path = tmp_path / "results" / "profile" / "cpu" / "rows" / f"{model}+fp32.parquet"
+    write_table(_rows(model, ["ok", "ok"]), path, PROFILE_COLUMNS)
+    _log(tmp_path, f"{model}+fp32", [f"[2/2] {model} fp32 bs8: ok 1.00 mJ/image"], age_s=7200)
+    _log(tmp_path, f"{model}+bf16", [f"config 1/2 {model} bf16 bs1, elapsed 0 s, ETA 20 s"])
+    status = _status(tmp_path)
+    (job,) = status["running"]
+    assert job["model"] == f"{model}+bf16" and status["stopped"] == []
+    (cpu,) = status["devices"]
+    plan = study_plan(tmp_path, "study.yaml", {})
+    unstarted = len(plan.models) - 1  # the split model runs and has rows: counted once
+    assert cpu["eta_s"] == pytest.approx(cpu["left"] * CONFIG_S + unstarted * plan.job_overhead_s)
+
+
 def test_devices_auto_are_the_labels_the_run_started(tmp_path):
     (tmp_path / "study.yaml").write_text(yaml.safe_dump({**STUDY, "devices": "auto"}))
     assert _status(tmp_path)["devices"] == []

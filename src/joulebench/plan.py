@@ -56,7 +56,8 @@ from joulebench.measure.config_time import (
     window_s,
 )
 from joulebench.measure.emulation import FORCE_KEY, verdict
-from joulebench.measure.methods import parse_methods
+from joulebench.measure.job_parts import DEFAULT_SPLIT, job_key, parse_job_key, splits_by_method
+from joulebench.measure.methods import SWEEP_MARK, parse_methods
 from joulebench.measure.protocol import ProtocolSettings
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
 from joulebench.tables import PHASES
@@ -94,6 +95,8 @@ class DevicePlan:
     calibrated: int = 0  # models whose step times were measured here (--calibrate)
     one_gpu_s: float = 0.0  # estimate_s if one device measured all of it (a pool's one GPU)
     learned_ratio: float | None = None  # measured / estimated of the models done, applied
+    jobs_per_model: int = 1  # one job per model, or one per model and method (job_parts)
+    job_s: float = 0.0  # one job (a model, or a method of it), estimated
 
 
 @dataclass
@@ -218,15 +221,26 @@ def plan_study(
     configs = _phase_configs(config)
     idle_pre_s = float((config.get("profile") or {}).get("idle_pre_s", IDLE_PRE_S))
     idle_s = float((config.get("idle") or {}).get("duration_s", IDLE_DURATION_S))
+    split = (config.get("profile") or {}).get("split", DEFAULT_SPLIT)
     n_models = len(models)
     device_plans = [
         _device_plan(
-            label, members, models, configs, protocol, idle_pre_s, idle_s, native, steps, done
+            label,
+            members,
+            models,
+            configs,
+            protocol,
+            idle_pre_s,
+            idle_s,
+            native,
+            steps,
+            done,
+            split,
         )
         for label, members in pools.items()
     ]
     host = _device_plan(
-        "", ["cpu"], ["one"], configs, protocol, idle_pre_s, idle_s, None, None, None
+        "", ["cpu"], ["one"], configs, protocol, idle_pre_s, idle_s, None, None, None, "model"
     )
     per_job = int((config.get("catalog") or {}).get("models_per_job", MODELS_PER_JOB))
     catalog_jobs = math.ceil(n_models / per_job)
@@ -250,7 +264,10 @@ def plan_study(
     plan.notes += _notes(plan, protocol, configs, device_plans)
     if steps:
         calibrated = [d for d in device_plans if d.calibrated]
-        per_model = [(d.model_job_s - JOB_START_S - idle_pre_s) / len(configs) for d in calibrated]
+        per_model = [
+            (d.model_job_s - d.jobs_per_model * (JOB_START_S + idle_pre_s)) / len(configs)
+            for d in calibrated
+        ]
         plan.calibrated_config_s = sum(per_model) / len(per_model) if per_model else None
     if slurm_profile is not None:
         plan.slurm = _slurm_plan(config, slurm_profile, devices, n_models, catalog_jobs, plan)
@@ -258,29 +275,40 @@ def plan_study(
 
 
 def _device_plan(
-    label, members, models, configs, protocol, idle_pre_s, idle_s, native, steps, done
+    label, members, models, configs, protocol, idle_pre_s, idle_s, native, steps, done, split
 ):
-    """One device (or pool): each model's job from its configurations' estimates (calibrated
-    where `steps` has the model), models already measured counted as done; a pool's GPUs
-    take the jobs left as they come free (list scheduling, as Snakemake hands them out)."""
+    """One device (or pool): each job (a model, or a method of it: job_parts) from its
+    configurations' estimates (calibrated where `steps` has the model), jobs already
+    measured counted as done; a pool's GPUs take the jobs left as they come free (list
+    scheduling, as Snakemake hands them out)."""
     torch_device, gpus = members[0], len(members)
     skip, why = _emulated(configs, (native or {}).get(label))
     refresh_s = None if _is_host(torch_device) else DEFAULT_REFRESH_S
-    measured = sum(not s for s in skip)
-    done_models = [m for m in models if (label, m) in (done or {})]
-    done_n = sum(done[(label, m)][0] for m in done_models)
-    done_s = sum(done[(label, m)][1] for m in done_models)
-    guess_s = sum(_config_costs(protocol, configs, skip, refresh_s, None))
-    ratio = _learned_ratio(done_s, guess_s * len(done_models))
-    jobs_s, calibrated = [], 0
-    finished = set(done_models)
-    for model in [m for m in models if m not in finished]:
+    parts = _parts(configs, split, len(models), gpus)
+    guess = _config_costs(protocol, configs, skip, refresh_s, None)
+    done = done or {}
+    done_n, done_s, guess_done_s, pending = 0, 0.0, 0.0, []
+    for model in models:
+        for method, indices in parts:
+            if (label, job_key(model, method)) not in done:
+                pending.append((model, indices))
+                continue
+            configs_n, seconds = done[(label, job_key(model, method))]
+            done_n, done_s = done_n + configs_n, done_s + seconds
+            guess_done_s += sum(guess[i] for i in indices)
+    ratio = _learned_ratio(done_s, guess_done_s)
+    jobs_s, calibrated = [], set()
+    for model, indices in pending:
         model_steps = (steps or {}).get((label, model))
-        calibrated += model_steps is not None
-        configs_s = sum(_config_costs(protocol, configs, skip, refresh_s, model_steps))
+        if model_steps is not None:
+            calibrated.add(model)
+            costs = _config_costs(protocol, configs, skip, refresh_s, model_steps)
+        costs = costs if model_steps is not None else guess
         scale = ratio if ratio is not None and model_steps is None else 1.0
-        jobs_s.append(JOB_START_S + idle_pre_s + scale * configs_s)
-    idle_job_s = 0.0 if any(key[0] == label for key in done or {}) else JOB_START_S + idle_s
+        jobs_s.append(JOB_START_S + idle_pre_s + scale * sum(costs[i] for i in indices))
+    left_models = len({model for model, _ in pending})
+    idle_job_s = 0.0 if any(key[0] == label for key in done) else JOB_START_S + idle_s
+    measured = sum(not s for s in skip)
     return DevicePlan(
         label,
         torch_device,
@@ -288,15 +316,27 @@ def _device_plan(
         measuring_min_s=len(models) * measured * config_min_s(protocol),
         estimate_s=idle_job_s + _makespan_s(jobs_s, gpus),
         skipped=len(models) * sum(skip),
-        model_job_s=sum(jobs_s) / len(jobs_s) if jobs_s else 0.0,
+        model_job_s=sum(jobs_s) / left_models if left_models else 0.0,
         skipped_why=why,
         gpus=gpus,
         done=done_n,
         done_s=done_s,
-        calibrated=calibrated,
+        calibrated=len(calibrated),
         one_gpu_s=idle_job_s + sum(jobs_s),
         learned_ratio=ratio,
+        jobs_per_model=len(parts),
+        job_s=sum(jobs_s) / len(jobs_s) if jobs_s else 0.0,
     )
+
+
+def _parts(configs, split: str, models: int, gpus: int) -> list[tuple[str | None, list[int]]]:
+    """The jobs of one model: (method key or None for the whole model, the indices of its
+    configurations); by method where job_parts.splits_by_method says so."""
+    keys = [name.split(SWEEP_MARK)[0] for _, name, _, _ in configs]
+    methods = list(dict.fromkeys(keys))
+    if not splits_by_method(split, models, gpus, len(methods)):
+        return [(None, list(range(len(configs))))]
+    return [(m, [i for i, k in enumerate(keys) if k == m]) for m in methods]
 
 
 def _learned_ratio(done_s: float, estimated_s: float) -> float | None:
@@ -531,13 +571,19 @@ def _basis_line(plan: Plan) -> str:
 
 
 def _pool_line(plan: Plan, d: DevicePlan) -> str:
-    """How a pool divides its work: each model once, its jobs shared by its GPUs."""
+    """How a pool divides its work: each model once, its jobs (a model's, or one per model
+    and method) shared by its GPUs."""
+    jobs = f"the {plan.models:,} models"
+    if d.jobs_per_model > 1:
+        jobs = (
+            f"the {plan.models:,} models' {plan.models * d.jobs_per_model:,} jobs (one per "
+            f"model and method: profile split)"
+        )
     return (
-        f"(pool {d.label}: its {d.gpus} GPUs share the {plan.models:,} models, each measured "
-        f"once by whichever GPU is free, one model's job at a time each (~"
-        f"{format_duration(d.model_job_s)} a job): {format_duration(d.estimate_s)} where one "
-        f"GPU would take {format_duration(d.one_gpu_s)}; `measuring >=` is all its GPUs' time "
-        f"together)"
+        f"(pool {d.label}: its {d.gpus} GPUs share {jobs}, each measured once by whichever "
+        f"GPU is free, one job at a time each (~{format_duration(d.job_s)} a job): "
+        f"{format_duration(d.estimate_s)} where one GPU would take "
+        f"{format_duration(d.one_gpu_s)}; `measuring >=` is all its GPUs' time together)"
     )
 
 
@@ -565,10 +611,11 @@ def with_gpus(devices: dict, gpus: int) -> dict[str, list[str]]:
 
 
 def measured_rows(directory: Path, labels) -> dict[tuple[str, str], tuple[int, float]]:
-    """(label, model) -> (configurations, seconds) of the models a run in `directory` has
-    measured: a profile job writes its rows file last, so a model with one is done. Its
-    seconds are its rows' own (start to end of each configuration), so a resumed run's plan
-    says what is done as it took and estimates only what is left."""
+    """(label, job key) -> (configurations, seconds) of the jobs a run in `directory` has
+    measured (a job key is its rows file's name: the model, or model+method, job_parts): a
+    profile job writes its rows file last, so a job with one is done. Its seconds are its
+    rows' own (start to end of each configuration), so a resumed run's plan says what is
+    done as it took and estimates only what is left."""
     import pandas as pd
 
     out = {}
@@ -581,10 +628,7 @@ def measured_rows(directory: Path, labels) -> dict[tuple[str, str], tuple[int, f
             if rows.empty:
                 continue
             seconds = pd.to_datetime(rows["end_time_utc"]) - pd.to_datetime(rows["start_time_utc"])
-            out[(label, str(rows["model"].iloc[0]))] = (
-                len(rows),
-                float(seconds.dt.total_seconds().sum()),
-            )
+            out[(label, path.stem)] = (len(rows), float(seconds.dt.total_seconds().sum()))
     return out
 
 
@@ -603,7 +647,8 @@ def calibrate(config: dict, models: list[str], pools: dict, done: dict, log) -> 
             sizes[phase].append(batch)
     out = {}
     for label, members in pools.items():
-        left = [m for m in models if (label, m) not in done]
+        measured = {parse_job_key(key)[0] for lab, key in done if lab == label}
+        left = [m for m in models if m not in measured]
         for i, model in enumerate(left, 1):
             start = time.perf_counter()
             workload = model if is_workload(model) else None

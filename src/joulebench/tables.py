@@ -292,7 +292,8 @@ _SUMMARY = "measure.protocol.summarize"
 
 PROFILE = Table(
     "profile",
-    "results/profile.parquet (and results/profile/<device>/rows/<model>.parquet)",
+    "results/profile.parquet (and results/profile/<device>/rows/<job>.parquet: a model, or "
+    "model+method)",
     "configuration (device, model, phase, method, batch size), measured under the protocol",
     _declare(
         f"""
@@ -650,7 +651,7 @@ TRACE_SAMPLE = _declare(
 
 TRACE = Table(
     "trace",
-    "results/profile/<device>/trace/<model>.parquet",
+    "results/profile/<device>/trace/<job>.parquet",
     "power sample inside a measurement window",
     (
         *_CONFIG,

@@ -25,6 +25,7 @@ from joulebench.measure.devices import (
     slot_limits,
 )
 from joulebench.measure.emulation import native_by_label
+from joulebench.measure.job_parts import job_keys, parse_job_key, splits_by_method
 from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
@@ -145,6 +146,22 @@ FIT_TABLES = list(FIT_TABLE_COLUMNS)
 # Custom workloads (docs/workloads.md): name -> entry; jobs get the entry, files the name.
 WORKLOADS = {} if FROM_SUMMARY else workload_entries(config["models"])
 
+# label -> its profile jobs' keys: one per model, or one per model and method where a pool
+# shares few models (measure.job_parts; profile: {split: ...}).
+JOBS = {
+    label: job_keys(
+        MODELS,
+        list(config["methods"]),
+        splits_by_method(
+            config["profile"]["split"],
+            len(MODELS),
+            len(POOLS[label]),
+            len(config["methods"]),
+        ),
+    )
+    for label in DEVICES
+}
+
 CATALOG_PARTS = chunk(MODELS, config["catalog"]["models_per_job"])
 PART_IDS = [f"{i:04d}" for i in range(len(CATALOG_PARTS))]
 
@@ -154,6 +171,7 @@ wildcard_constraints:
     shard=r"[A-Za-z0-9_.\-]+",
     device="|".join(map(re.escape, DEVICES)),
     model=r"[A-Za-z0-9_.][A-Za-z0-9_.\-]*",
+    job=r"[A-Za-z0-9_.][A-Za-z0-9_.\-]*(\+[A-Za-z0-9_][A-Za-z0-9_\-]*)?",
 
 
 def get_final_outputs():
@@ -225,7 +243,9 @@ def get_trace(wildcards):
     want = config["figures"]["trace"]
     device = want["device_label"] or next(iter(DEVICES))
     model = want["model"] or MODELS[0]
-    return f"results/profile/{device}/trace/{model}.parquet"
+    # its job, or its first method's where a pool splits models by method
+    job = next(k for k in JOBS[device] if parse_job_key(k)[0] == model)
+    return f"results/profile/{device}/trace/{job}.parquet"
 
 
 def get_catalog_part_models(wildcards):
@@ -267,11 +287,19 @@ def get_meter_options(wildcards):
     return " ".join(options)
 
 
+def get_job_model(wildcards):
+    """The model a profile job measures (its key: the model, or model+method)."""
+    return parse_job_key(wildcards.job)[0]
+
+
 def get_profile_spec(wildcards):
-    """Everything a profile job needs, as JSON (a change reruns the affected jobs)."""
+    """Everything a profile job needs, as JSON (a change reruns the affected jobs); a
+    method's job gets that method alone."""
+    model, method = parse_job_key(wildcards.job)
+    methods = config["methods"]
     spec = {
         "torch_device": DEVICES[wildcards.device],
-        "methods": config["methods"],
+        "methods": methods if method is None else {method: methods[method]},
         "batch_sizes": config["batch_sizes"],
         "protocol": config["protocol"],
         "idle_pre_s": config["profile"]["idle_pre_s"],
@@ -283,8 +311,8 @@ def get_profile_spec(wildcards):
         "train": config["train"],
         "onnx_cache": config["profile"]["onnx_cache"],
     }
-    if wildcards.model in WORKLOADS:
-        spec["workload"] = WORKLOADS[wildcards.model]
+    if model in WORKLOADS:
+        spec["workload"] = WORKLOADS[model]
     if POOL_OF.get(wildcards.device, wildcards.device) != wildcards.device:
         spec["device_pool"] = POOL_OF[wildcards.device]  # one of k GPUs per model
     return json.dumps(spec)  # not sort_keys: methods keep the config's order
@@ -298,7 +326,7 @@ def _workload_file(entry):
 
 def get_workload_files(wildcards):
     """A custom workload's file, so that editing it reruns the model's jobs."""
-    entry = WORKLOADS.get(wildcards.model)
+    entry = WORKLOADS.get(get_job_model(wildcards))
     file = _workload_file(entry) if entry else None
     return [file] if file else []
 
@@ -313,9 +341,11 @@ except ConfigError as exc:
 
 
 def get_profile_rows(wildcards):
-    return expand(
-        "results/profile/{device}/rows/{model}.parquet", device=DEVICES, model=MODELS
-    )
+    return [
+        f"results/profile/{device}/rows/{job}.parquet"
+        for device in DEVICES
+        for job in JOBS[device]
+    ]
 
 
 # Prepared datasets: models that share an input configuration share one shard folder.

@@ -1,7 +1,8 @@
 # Stages 3-5: idle power of each device, then energy and time per image (and per training
 # sample) of every model x method x batch size. Each device measures one job at a time (its
 # measuring slot, common.smk's MEASURING); GPUs measure at once, a CPU job takes every slot
-# and core.
+# and core. A job measures one model ({job}: its name), or one method of it where a pool
+# shares few models ({job}: model+method; common.smk's JOBS).
 
 
 rule idle:
@@ -30,11 +31,11 @@ rule profile:
         idle="results/idle/{device}.parquet",
         workload=get_workload_files,
     output:
-        rows="results/profile/{device}/rows/{model}.parquet",
-        repeats="results/profile/{device}/repeats/{model}.parquet",
-        trace="results/profile/{device}/trace/{model}.parquet",
+        rows="results/profile/{device}/rows/{job}.parquet",
+        repeats="results/profile/{device}/repeats/{job}.parquet",
+        trace="results/profile/{device}/trace/{job}.parquet",
     log:
-        "logs/profile/{device}/{model}.log",
+        "logs/profile/{device}/{job}.log",
     conda:
         ENV
     threads: get_measure_threads
@@ -44,11 +45,12 @@ rule profile:
     params:
         spec=get_profile_spec,
         pin=get_pin_option,
+        model=get_job_model,
     shell:
         "joulebench profile-job --device-label={wildcards.device:q} "
         "--spec={params.spec:q} --idle={input.idle:q} --threads={threads} {params.pin} "
         "--output={output.rows:q} --repeats-output={output.repeats:q} "
-        "--trace-output={output.trace:q} -- {wildcards.model:q} > {log:q} 2>&1"
+        "--trace-output={output.trace:q} -- {params.model:q} > {log:q} 2>&1"
 
 
 rule profile_table:

@@ -98,7 +98,7 @@ class ProtocolSettings:
     repeats: int = 3  # windows per measurement; with ci_target the fewest (never below 3)
     min_repeat_s: float = 2.5
     min_repeat_batches: int = 32
-    pause_s: tuple[float, float] = (0.2, 1.0)  # random pause between repeats, (min, max)
+    pause_s: tuple[float, float] = (0.1, 0.5)  # random pause between repeats, (min, max)
     ci_target: float | None = 0.015  # stop once the 95% CI half-width / mean is below this
     max_repeats: int = 12  # cap on repeats when ci_target is set
     per_step_timing: bool = False  # time every step: valid only where steps are synchronous
@@ -203,6 +203,7 @@ PRESETS: dict[str, dict] = {
         "max_repeats": 20,
         "min_window_refreshes": 50,
         "min_batches_max_s": None,
+        "pause_s": (0.2, 1.0),
         "sweep_periods": 1.0,
         "spread_sweep_periods": (1.0, 1.0),
     },
@@ -213,7 +214,6 @@ PRESETS: dict[str, dict] = {
         "ci_target": 0.04,
         "max_repeats": 6,
         "min_window_refreshes": 15,
-        "pause_s": (0.1, 0.5),
     },
 }
 

@@ -48,6 +48,9 @@ class RowsSeen:
     frame: pd.DataFrame  # one row per configuration measured: ROW_COLUMNS (+ GPU_COLUMNS)
     files: int = 0
     unreadable: list[str] = field(default_factory=list)  # cut short, or gone mid-read
+    # (device folder, job key) of each rows file read: a job (a model, or model+method,
+    # measure.job_parts) with rows is done, whatever models its rows name
+    jobs: set[tuple[str, str]] = field(default_factory=set)
 
 
 def _files(folder: Path, pattern: str) -> list[Path]:
@@ -83,13 +86,14 @@ def read_rows(directory: Path, cache: dict | None = None) -> RowsSeen:
     import pyarrow as pa
 
     paths = row_files(directory)
-    tables, unreadable = [], []
+    tables, unreadable, jobs = [], [], set()
     for path in paths:
         table = _cached_read(path, cache if cache is not None else {})
         if table is None:
             unreadable.append(str(path.relative_to(directory)))
         else:
             tables.append(table)
+            jobs.add((path.parent.parent.name, path.stem))
     if tables:
         frame = pa.concat_tables(tables, promote_options="permissive").to_pandas()
     else:
@@ -97,7 +101,7 @@ def read_rows(directory: Path, cache: dict | None = None) -> RowsSeen:
     for column in ROW_COLUMNS:
         if column not in frame:
             frame[column] = pd.NA
-    return RowsSeen(frame, len(paths), unreadable)
+    return RowsSeen(frame, len(paths), unreadable, jobs)
 
 
 def _cached_read(path: Path, cache: dict):
@@ -184,7 +188,8 @@ def parse_progress(log: JobLog, text: str) -> JobLog:
 
 
 def job_logs(directory: Path, with_rows: set[tuple[str, str]], now: float) -> list[JobLog]:
-    """The profile logs (logs/profile/<device>/<model>.log) of models without rows yet."""
+    """The profile logs (logs/profile/<device>/<job>.log, a job: a model or model+method)
+    of jobs without rows yet."""
     out = []
     for folder in _subfolders(directory / "logs" / "profile"):
         for path in _files(folder, "*.log"):

@@ -20,6 +20,7 @@ import pandas as pd
 
 from joulebench.measure.backends import DeviceError, host_backend, kind_of
 from joulebench.measure.concurrency import live_markers
+from joulebench.measure.job_parts import parse_job_key
 from joulebench.safe_text import file_name, printable
 from joulebench.status import observe
 from joulebench.status.plan_view import StudyPlan, format_duration, parse_duration, study_plan
@@ -139,7 +140,8 @@ def device_status(label: str, rows: pd.DataFrame, jobs: list, plan: StudyPlan) -
     }
     if left is not None:
         rate_s = measured_s / int(timed.sum()) if timed.any() else plan.config_estimate_s
-        started = ours["model"].nunique() + len(jobs)
+        running = {parse_job_key(log.model)[0] for log, _ in jobs}  # a job: model(+method)
+        started = len(set(ours["model"].astype(str)) | running)
         unstarted = max(len(plan.models) - started, 0)
         out["eta_s"] = (left * rate_s + unstarted * plan.job_overhead_s) / parallel
     return out
@@ -240,7 +242,9 @@ def status_of(
         plan = study_plan(directory, configfile, seen_devices)
     elif plan.auto:  # devices: auto: labels appear as their first jobs start
         plan = replace(plan, devices={**seen_devices, **plan.devices})
-    with_rows = set(zip(rows["device_label"].astype(str), rows["model"].astype(str), strict=True))
+    with_rows = seen.jobs | set(
+        zip(rows["device_label"].astype(str), rows["model"].astype(str), strict=True)
+    )
     logs = observe.job_logs(directory, with_rows, now)
     marks = observe.snakemake_marks(directory)
     slurm = observe.slurm_jobs(directory, **({"run": slurm_run} if slurm_run else {}))
