@@ -297,16 +297,16 @@ def _device_plan(
             done_n, done_s = done_n + configs_n, done_s + seconds
             guess_done_s += sum(guess[i] for i in indices)
     ratio = _learned_ratio(done_s, guess_done_s)
-    jobs_s, calibrated = [], set()
+    timed = {m: (steps or {}).get((label, m)) for m, _ in pending}  # calibrated, or None
+    costs = {
+        m: guess if t is None else _config_costs(protocol, configs, skip, refresh_s, t)
+        for m, t in timed.items()
+    }
+    jobs_s = []
     for model, indices in pending:
-        model_steps = (steps or {}).get((label, model))
-        if model_steps is not None:
-            calibrated.add(model)
-            costs = _config_costs(protocol, configs, skip, refresh_s, model_steps)
-        costs = costs if model_steps is not None else guess
-        scale = ratio if ratio is not None and model_steps is None else 1.0
-        jobs_s.append(JOB_START_S + idle_pre_s + scale * sum(costs[i] for i in indices))
-    left_models = len({model for model, _ in pending})
+        scale = ratio if ratio is not None and timed[model] is None else 1.0
+        jobs_s.append(JOB_START_S + idle_pre_s + scale * sum(costs[model][i] for i in indices))
+    left_models, calibrated = len(timed), sum(t is not None for t in timed.values())
     idle_job_s = 0.0 if any(key[0] == label for key in done) else JOB_START_S + idle_s
     measured = sum(not s for s in skip)
     return DevicePlan(
@@ -321,7 +321,7 @@ def _device_plan(
         gpus=gpus,
         done=done_n,
         done_s=done_s,
-        calibrated=len(calibrated),
+        calibrated=calibrated,
         one_gpu_s=idle_job_s + sum(jobs_s),
         learned_ratio=ratio,
         jobs_per_model=len(parts),
