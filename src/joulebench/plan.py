@@ -56,7 +56,7 @@ from joulebench.measure.config_time import (
     window_s,
 )
 from joulebench.measure.emulation import FORCE_KEY, verdict
-from joulebench.measure.job_parts import DEFAULT_SPLIT, job_key, parse_job_key, splits_by_method
+from joulebench.measure.job_parts import DEFAULT_SPLIT, job_key, job_methods, parse_job_key
 from joulebench.measure.methods import SWEEP_MARK, parse_methods
 from joulebench.measure.protocol import ProtocolSettings
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
@@ -331,12 +331,10 @@ def _device_plan(
 
 def _parts(configs, split: str, models: int, gpus: int) -> list[tuple[str | None, list[int]]]:
     """The jobs of one model: (method key or None for the whole model, the indices of its
-    configurations); by method where job_parts.splits_by_method says so."""
+    configurations), as job_parts.job_methods splits it."""
     keys = [name.split(SWEEP_MARK)[0] for _, name, _, _ in configs]
-    methods = list(dict.fromkeys(keys))
-    if not splits_by_method(split, models, gpus, len(methods)):
-        return [(None, list(range(len(configs))))]
-    return [(m, [i for i, k in enumerate(keys) if k == m]) for m in methods]
+    parts = job_methods(split, models, gpus, list(dict.fromkeys(keys)))
+    return [(m, [i for i, k in enumerate(keys) if m in (None, k)]) for m in parts]
 
 
 def _learned_ratio(done_s: float, estimated_s: float) -> float | None:
@@ -622,7 +620,7 @@ def measured_rows(directory: Path, labels) -> dict[tuple[str, str], tuple[int, f
     for label in labels:
         for path in sorted((directory / "results" / "profile" / label / "rows").glob("*.parquet")):
             try:
-                rows = pd.read_parquet(path, columns=["model", "start_time_utc", "end_time_utc"])
+                rows = pd.read_parquet(path, columns=["start_time_utc", "end_time_utc"])
             except Exception:  # a file being written, or of an older layout: not counted
                 continue
             if rows.empty:

@@ -25,7 +25,7 @@ from joulebench.measure.devices import (
     slot_limits,
 )
 from joulebench.measure.emulation import native_by_label
-from joulebench.measure.job_parts import job_keys, parse_job_key, splits_by_method
+from joulebench.measure.job_parts import job_keys, job_methods, parse_job_key
 from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
@@ -151,12 +151,11 @@ WORKLOADS = {} if FROM_SUMMARY else workload_entries(config["models"])
 JOBS = {
     label: job_keys(
         MODELS,
-        list(config["methods"]),
-        splits_by_method(
+        job_methods(
             config["profile"]["split"],
             len(MODELS),
             len(POOLS[label]),
-            len(config["methods"]),
+            list(config["methods"]),
         ),
     )
     for label in DEVICES

@@ -39,18 +39,19 @@ def parse_job_key(key: str) -> tuple[str, str | None]:
     return model, (method if mark else None)
 
 
-def splits_by_method(split: str, models: int, gpus: int, methods: int) -> bool:
-    """Whether a device's (or pool's) jobs are one per model and method (see the module
-    doc); never with one method, where the part would be the whole model."""
+def job_methods(split: str, models: int, gpus: int, methods: list[str]) -> list[str | None]:
+    """What each of a model's jobs measures on a device (or pool): [None], the whole model,
+    or its methods one by one (see the module doc); never split with one method, where the
+    part would be the whole model."""
     if split not in SPLITS:
         raise ValueError(f"profile split must be one of {SPLITS}, not {split!r}")
-    if methods < 2 or split == "model":
-        return False
-    return split == "method" or (gpus > 1 and models < AUTO_MODELS_PER_GPU * gpus)
+    if len(methods) < 2 or split == "model":
+        return [None]
+    if split == "method" or (gpus > 1 and models < AUTO_MODELS_PER_GPU * gpus):
+        return list(methods)
+    return [None]
 
 
-def job_keys(models: list[str], methods: list[str], by_method: bool) -> list[str]:
-    """Every job's key, model by model (a model's methods in the config's order)."""
-    if not by_method:
-        return [job_key(m) for m in models]
-    return [job_key(m, method) for m in models for method in methods]
+def job_keys(models: list[str], parts: list[str | None]) -> list[str]:
+    """Every job's key, model by model (`parts`: job_methods)."""
+    return [job_key(m, part) for m in models for part in parts]

@@ -242,10 +242,7 @@ def status_of(
         plan = study_plan(directory, configfile, seen_devices)
     elif plan.auto:  # devices: auto: labels appear as their first jobs start
         plan = replace(plan, devices={**seen_devices, **plan.devices})
-    with_rows = seen.jobs | set(
-        zip(rows["device_label"].astype(str), rows["model"].astype(str), strict=True)
-    )
-    logs = observe.job_logs(directory, with_rows, now)
+    logs = observe.job_logs(directory, seen.jobs, now)
     marks = observe.snakemake_marks(directory)
     slurm = observe.slurm_jobs(directory, **({"run": slurm_run} if slurm_run else {}))
     processes = observe.measuring(directory, live_markers() if markers is None else markers)
