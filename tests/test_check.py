@@ -101,6 +101,7 @@ def test_cli_check_of_a_simulated_gpu_passes_and_writes_its_report(capsys, tmp_p
     # from the sensor alone, may pass its 1 % line or warn; nothing else may
     warned = {name for name, r in rows.items() if r["status"] not in (PASS, SKIP)}
     assert warned <= {"repeat CV"} and rows["repeat CV"]["value"] <= 0.03
+    assert "the counter as read: CV" in rows["repeat CV"]["detail"]  # its edges were counted
     assert report["verdict"] in (PASS, WARN)
     assert {rows[n]["status"] for n in ("thermal time constant", "leakage slope")} == {SKIP}
     assert rows["refresh period"]["value"] == pytest.approx(100.0, rel=0.10)  # hopper's, ms

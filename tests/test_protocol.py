@@ -608,14 +608,17 @@ def test_settings_reject_negative_phase_shifts():
 
 
 def test_slow_sensor_windows_open_after_a_refresh_period_of_work():
-    clock, device, meter, log = slow_rig()
-    run(device, meter, clock, repeats=2)
-    second = log.index("begin", log.index("end"))
-    pause = max(i for i in range(second) if log[i] == "sleep")  # the pause between repeats
-    lead = log[pause + 1 : second]
-    # 0.1 s of 10 ms steps, then the sync the window opens on: the sensor's last reading
-    # before the window is of the same work
-    assert lead == ["step"] * 10 + ["sync"]
+    for settings in ({}, {"count_edges": False}):
+        clock, device, meter, log = slow_rig()
+        run(device, meter, clock, repeats=2, **settings)
+        second = log.index("begin", log.index("end"))
+        pause = max(i for i in range(second) if log[i] == "sleep")  # the pause between repeats
+        lead = log[pause + 1 : second]
+        # 0.1 s of 10 ms steps, then the sync the window opens on: the sensor's last reading
+        # before the window is of the same work, and the batches between two windows vary
+        # their place in a host-side cycle (with the window's edges counted too: without it a
+        # paused workload's windows all saw the same part of its cycle, 20 % off, silently)
+        assert lead == ["step"] * 10 + ["sync"]
     clock, device, meter, log = slow_rig()
     run(device, meter, clock, repeats=2, lead_in=False)
     second = log.index("begin", log.index("end"))
@@ -758,3 +761,23 @@ def test_a_systematic_bound_widens_the_ci_in_quadrature():
     assert wide["energy_per_image_ci95_high_j"] == pytest.approx(1.05)
     assert wide["energy_per_image_ci95_rel"] == pytest.approx(0.05)
     assert wide["dynamic_energy_per_image_ci95_rel"] == pytest.approx(0.1)
+
+
+def test_a_counter_scaled_to_the_window_is_used_unless_the_protocol_says_not():
+    class Edges(FakeMeter):
+        def end(self):
+            reading = super().end()
+            reading.energy_counter_j = reading.energy_j
+            reading.energy_edges_j = reading.energy_j * 1.02  # what counter_edges would say
+            return reading
+
+    for count_edges, factor in ((True, 1.02), (False, 1.0)):
+        clock, device, _, log = slow_rig()
+        meter = Edges(clock, (100.0,), log=log)
+        meter.refresh_s = 0.1
+        result = run(device, meter, clock, repeats=3, count_edges=count_edges)
+        rows = result.repeats
+        assert (rows["energy_j"] / rows["energy_counter_j"]).to_numpy() == pytest.approx(
+            [factor] * 3
+        )
+    assert not ProtocolSettings.from_dict({"preset": "strict"}).count_edges

@@ -420,7 +420,8 @@ def test_heat_protocol_states_the_sustained_energy_and_removes_the_order_bias():
     as_run = pd.DataFrame([he.run_case(c) for c in cases])
     assert stated["error"].abs().max() < 0.03
     assert stated["truth_in_ci95"].mean() >= 0.75
-    assert as_run["error"].abs().max() > 0.05  # the thermal state moves the number
+    # the thermal state moves the number, by far more than what is left of the sensor's
+    assert as_run["error"].abs().max() > max(0.04, 1.5 * stated["error"].abs().max())
     assert (stated["thermal_error"].abs() < as_run["thermal_error"].abs()).all()
     light = he.HeatCase("hopper", 0.01, "regular", True, 0)
     fixed = he.order_bias(light, heat_error=0.05)

@@ -395,9 +395,15 @@ def _notes(plan: Plan, protocol: dict, configs, device_plans) -> list[str]:
         counted = []
         for host in sorted({_is_host(d.torch_device) for d in device_plans}, reverse=True):
             refresh_s = None if host else DEFAULT_REFRESH_S
-            n = repeats_needed(settings, refresh_s, window_s(settings, None, refresh_s))
-            what = "a CPU's meter at a typical CV" if host else "a GPU's sensor at its expected CV"
-            counted.append(f"{n} for {what}")
+            window = window_s(settings, None, refresh_s)
+            n = repeats_needed(settings, refresh_s, window)
+            if host:
+                counted.append(f"{n} for a CPU's meter at a typical CV")
+                continue
+            slow = repeats_needed(settings, refresh_s, window, step_s=refresh_s)
+            counted.append(f"{n} for a GPU's sensor at its expected CV")
+            if slow != n:
+                counted[-1] += f" where a batch is short, {slow} where it is over 0.6 of a refresh"
         notes.append(
             f"ci_target: counted the windows the target needs ({', '.join(counted)}; at "
             f"least 3); up to {protocol['max_repeats']} may run (if every configuration ran "

@@ -558,6 +558,11 @@ WINDOW = _declare(
         the meter's reading over the window (counter or estimate)
     energy_trace_j        float64  J      {_WINDOW}
         the power trace integrated over the window: a cross-check
+    energy_counter_j      float64  J      {_WINDOW}
+        the counter's difference between the window's two ends, as read; energy_j differs
+        where the counter moves once a sensor refresh and a batch takes at most 0.6 of a
+        refresh: the refreshes inside the window, scaled to its own time (docs/protocol.md,
+        window edges); NaN without a counter
     idle_power_w          float64  W      {_WINDOW}
         the device's idle baseline used for this window
     energy_per_image_j    float64  J      {_WINDOW}

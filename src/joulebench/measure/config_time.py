@@ -18,7 +18,12 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from joulebench.measure.protocol import ProtocolSettings, expected_cv, plan_window
+from joulebench.measure.protocol import (
+    ProtocolSettings,
+    edges_counted,
+    expected_cv,
+    plan_window,
+)
 from joulebench.stats import t_quantile
 
 # Overheads measured by bench/bench_plan.py on the development machine (2-core VM, CPU, no GPU,
@@ -82,13 +87,18 @@ def window_s(settings: ProtocolSettings, step_s: float | None, refresh_s: float 
     return max(plan.batches * step_s, plan.min_s) + sum(plan.shifts.values())
 
 
-def repeats_needed(settings: ProtocolSettings, refresh_s: float | None, window: float) -> int:
+def repeats_needed(
+    settings: ProtocolSettings, refresh_s: float | None, window: float, step_s: float | None = None
+) -> int:
     """Windows the protocol runs: `repeats`, or with ci_target the fewest whose Student-t
-    95 % CI at the expected CV (protocol.expected_cv: the sensor's sampling; TYPICAL_CV for
-    a meter without a refresh period) is below the target, within [3, max_repeats]."""
+    95 % CI at the expected CV (protocol.expected_cv: the sensor's sampling, without the
+    counter's edges where the protocol counts them to the window (a batch of `step_s` or an
+    unknown one); TYPICAL_CV for a meter without a refresh period) is below the target,
+    within [3, max_repeats]."""
     if settings.ci_target is None:
         return settings.repeats
-    cv = expected_cv(refresh_s, window)
+    edges = settings.count_edges and edges_counted(step_s, refresh_s)
+    cv = expected_cv(refresh_s, window, edges=edges)
     cv = cv if math.isfinite(cv) else TYPICAL_CV
     for n in range(settings.min_repeats, settings.max_repeats + 1):
         if t_quantile(0.975, n - 1) * cv / math.sqrt(n) < settings.ci_target:
@@ -151,7 +161,7 @@ def config_cost(
     settings = protocol if isinstance(protocol, ProtocolSettings) else None
     settings = settings or ProtocolSettings.from_dict(protocol)
     window = window_s(settings, step_s, refresh_s)
-    repeats = repeats_needed(settings, refresh_s, window)
+    repeats = repeats_needed(settings, refresh_s, window, step_s)
     lead_in = 0.0
     if refresh_s and settings.lead_in:
         lead_in = repeats * (

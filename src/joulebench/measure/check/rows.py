@@ -141,9 +141,18 @@ def repeat_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[R
             "",
             f"<= {REPEAT_CV_TARGET:.0%}",
             f"{s['repeats']} windows of {window:.1f} s, {s['energy_per_image_j'] * 1e3:.4g} mJ "
-            f"per step, flags: {s['flags'] or 'none'}{hint}",
+            f"per step, flags: {s['flags'] or 'none'}{_as_read(result.repeats)}{hint}",
         )
     ]
+
+
+def _as_read(repeats) -> str:
+    """The repeat CV the counter gave as read, where the window's edges were counted
+    (protocol count_edges): what counting them bought on this board."""
+    per = repeats["energy_per_image_j"] * repeats["energy_counter_j"] / repeats["energy_j"]
+    if not per.notna().all() or (repeats["energy_counter_j"] == repeats["energy_j"]).all():
+        return ""
+    return f"; the counter as read: CV {float(per.std() / per.mean()):.2%}"
 
 
 def input_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[Row]:

@@ -125,7 +125,7 @@ class AmdSmiMeter(GpuWindowMeter):
             self.close()
             raise
         self.sampler = Sampler(
-            self._read_sample, sample_interval_s, clock=clock, name="joulebench-sampler-amdsmi"
+            self._sample_row, sample_interval_s, clock=clock, name="joulebench-sampler-amdsmi"
         )
         self._t0: float | None = None
 

@@ -24,6 +24,10 @@ class Reading:
     energy_j: float  # from the meter's counter (or its estimate / integration)
     duration_s: float
     energy_trace_j: float = math.nan  # the trace integrated over the window, a cross-check
+    # a counter that moves once a refresh: its difference as read, and from the refreshes
+    # inside the window scaled to the window's own time (meters.counter_edges; NaN: not known)
+    energy_counter_j: float = math.nan
+    energy_edges_j: float = math.nan
     trace: pd.DataFrame | None = None  # TRACE_COLUMNS
     flags: list[str] = field(default_factory=list)  # e.g. "other-process", "mig"
     start_state: dict = field(default_factory=dict)  # temperature_c, sm_clock_mhz... at begin

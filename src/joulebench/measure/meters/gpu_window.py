@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from joulebench.measure.meters.base import Meter, Reading
+from joulebench.measure.meters.counter_edges import edge_corrected
 from joulebench.measure.meters.sampler import trace_frame, trapezoid_energy_j
 
 
@@ -18,6 +19,19 @@ class GpuWindowMeter(Meter):
 
     COUNTER_UNITS_PER_J = 1000.0
     _t0: float | None = None
+    _COUNTER_KEY = "_counter"  # the sampler's rows carry the counter here (not a trace column)
+
+    def _sample_row(self) -> dict:
+        """The subclass's trace row plus the counter: the sampler then sees each refresh
+        (counter_edges). Subclasses hand this, not `_read_sample`, to their Sampler."""
+        row = self._read_sample()
+        counter = self._counter()
+        if counter is not None:
+            row[self._COUNTER_KEY] = counter
+        return row
+
+    def _read_sample(self) -> dict:
+        raise NotImplementedError
 
     def _counter(self) -> float | None:
         raise NotImplementedError
@@ -56,20 +70,37 @@ class GpuWindowMeter(Meter):
         duration_s = self.clock() - self._t0
         self.sampler.stop()
         last = self.sampler.sample() or {}
-        trace = trace_frame(self.sampler.stop())
+        rows = self.sampler.stop()
+        trace = trace_frame(rows)
         energy_trace_j = trapezoid_energy_j(trace["t_s"], trace["power_w"])
+        energy_j = counter_j = edges_j = math.nan
         if c1 is None or self._c0 is None:
             energy_j = energy_trace_j
         else:
-            energy_j = (c1 - self._c0) / self.COUNTER_UNITS_PER_J
+            counter_j = energy_j = (c1 - self._c0) / self.COUNTER_UNITS_PER_J
+            edges_j = self._edges_j(rows, c1, duration_s)
         flags = list(dict.fromkeys(self._begin_flags + self._flags()))
         self._t0 = None
         return Reading(
             energy_j=energy_j,
             duration_s=duration_s,
             energy_trace_j=energy_trace_j,
+            energy_counter_j=counter_j,
+            energy_edges_j=edges_j,
             trace=trace,
             flags=flags,
             start_state=self._start_state,
             end_state={key: last.get(key, math.nan) for key in self.state_keys},
         )
+
+    def _edges_j(self, rows: list[dict], c1: float, duration_s: float) -> float:
+        """The window's energy from the counter's refreshes inside it, scaled to its own
+        time, where the counter moves once a refresh (counter_edges); NaN where it does not.
+        The protocol decides whether to use it (it knows the batch's length)."""
+        key = self._COUNTER_KEY
+        inside = sorted(
+            (row["t_s"], row[key]) for row in rows if key in row and 0 < row["t_s"] < duration_s
+        )
+        samples = [(0.0, self._c0), *inside, (duration_s, c1)]
+        corrected = edge_corrected(samples, getattr(self, "refresh_s", None))
+        return math.nan if corrected is None else corrected / self.COUNTER_UNITS_PER_J

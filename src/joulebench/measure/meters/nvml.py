@@ -195,7 +195,7 @@ class NvmlMeter(GpuWindowMeter):
         else:
             self.refresh_s, self.refresh_source = DEFAULT_REFRESH_S, "default"
         self.sampler = Sampler(
-            self._read_sample,
+            self._sample_row,
             sample_interval_s,
             clock=clock,
             name="joulebench-sampler-nvml",
