@@ -9,7 +9,12 @@ import pytest
 
 from joulebench.measure.meters.base import Reading
 from joulebench.measure.meters.counter_edges import counter_ticks, edge_corrected
-from joulebench.measure.protocol import _counted_to_window, edges_counted, expected_cv
+from joulebench.measure.protocol import (
+    ProtocolSettings,
+    _counted_to_window,
+    edges_counted,
+    expected_cv,
+)
 from joulebench.measure.sim.rig import simulated_gpu
 
 
@@ -54,15 +59,19 @@ def test_a_refresh_the_sampler_missed_leaves_the_counter_as_read():
     assert edge_corrected(samples, 0.1) is not None
 
 
+ON = ProtocolSettings()  # count_edges, as the default preset
+
+
 def test_the_protocol_counts_edges_only_for_batches_shorter_than_the_refresh():
     reading = Reading(energy_j=840.0, duration_s=2.83, energy_counter_j=840.0, energy_edges_j=849.0)
-    assert _counted_to_window(reading, 0.01, 0.1).energy_j == 849.0
-    assert _counted_to_window(reading, 0.06, 0.1).energy_j == 849.0
-    assert _counted_to_window(reading, 0.1, 0.1).energy_j == 840.0  # a slow batch: as read
-    assert _counted_to_window(reading, 0.01, None).energy_j == 840.0  # RAPL, the estimate
+    assert _counted_to_window(reading, ON, 0.01, 0.1).energy_j == 849.0
+    assert _counted_to_window(reading, ON, 0.06, 0.1).energy_j == 849.0
+    assert _counted_to_window(reading, ON, 0.1, 0.1).energy_j == 840.0  # a slow batch: as read
+    assert _counted_to_window(reading, ON, 0.01, None).energy_j == 840.0  # RAPL, the estimate
     unknown = Reading(energy_j=840.0, duration_s=2.83)
-    assert _counted_to_window(unknown, 0.01, 0.1).energy_j == 840.0
-    assert edges_counted(None, 0.1) and not edges_counted(0.2, 0.1)
+    assert _counted_to_window(unknown, ON, 0.01, 0.1).energy_j == 840.0
+    assert edges_counted(ON, None, 0.1) and not edges_counted(ON, 0.2, 0.1)
+    assert not edges_counted(ProtocolSettings.from_dict({"preset": "strict"}), 0.01, 0.1)
 
 
 def test_without_the_edges_the_sensor_explains_less_spread():

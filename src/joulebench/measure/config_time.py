@@ -97,8 +97,7 @@ def repeats_needed(
     within [3, max_repeats]."""
     if settings.ci_target is None:
         return settings.repeats
-    edges = settings.count_edges and edges_counted(step_s, refresh_s)
-    cv = expected_cv(refresh_s, window, edges=edges)
+    cv = expected_cv(refresh_s, window, edges=edges_counted(settings, step_s, refresh_s))
     cv = cv if math.isfinite(cv) else TYPICAL_CV
     for n in range(settings.min_repeats, settings.max_repeats + 1):
         if t_quantile(0.975, n - 1) * cv / math.sqrt(n) < settings.ci_target:

@@ -449,14 +449,16 @@ def _unique(items) -> list[str]:
     return list(dict.fromkeys(i for i in items if i))
 
 
-def _counted_to_window(reading: Reading, step_s: float, refresh_s: float | None) -> Reading:
+def _counted_to_window(
+    reading: Reading, settings: ProtocolSettings, step_s: float, refresh_s: float | None
+) -> Reading:
     """The reading with its energy from the refreshes inside the window, scaled to the
     window's own time (meters.counter_edges), where a batch takes at most EDGE_STEP_SHARE of
     a refresh: there each reading averages whole batches and the two edges are most of a
     window's error. Slower batches keep the counter as read, where the simulator showed
     the scaled value spread more (docs/benchmarks.md, "Window edges")."""
     edges_j = reading.energy_edges_j
-    if not math.isfinite(edges_j) or not edges_counted(step_s, refresh_s):
+    if not math.isfinite(edges_j) or not edges_counted(settings, step_s, refresh_s):
         return reading
     return replace(reading, energy_j=edges_j)
 
@@ -700,10 +702,14 @@ def expected_cv(refresh_s: float | None, window_s: float, edges: bool = False) -
     return math.sqrt(max(cv**2 - edge_cv**2, 0.0))
 
 
-def edges_counted(step_s: float | None, refresh_s: float | None) -> bool:
-    """Whether a window's counter is scaled to its own time (_counted_to_window): a batch of
-    at most EDGE_STEP_SHARE of a refresh; an unknown step is taken as short (a GPU's)."""
-    return bool(refresh_s) and (step_s is None or step_s <= EDGE_STEP_SHARE * refresh_s)
+def edges_counted(
+    settings: ProtocolSettings, step_s: float | None, refresh_s: float | None
+) -> bool:
+    """Whether a window's counter is scaled to its own time (_counted_to_window): the
+    settings count edges and a batch takes at most EDGE_STEP_SHARE of a refresh; an unknown
+    step is taken as short (a GPU's)."""
+    short = step_s is None or step_s <= EDGE_STEP_SHARE * (refresh_s or 0.0)
+    return settings.count_edges and bool(refresh_s) and short
 
 
 def spread_flags(cv: float, refresh_s: float | None, window_s: float) -> list[str]:
@@ -806,8 +812,7 @@ def measure(
         )
         # the latest window is the best estimate of the step time for the next
         step_s = max(duration_s - shift_s, 1e-12) / batches
-        if settings.count_edges:
-            reading = _counted_to_window(reading, step_s, refresh_s)
+        reading = _counted_to_window(reading, settings, step_s, refresh_s)
         window = (reading, batches, duration_s, window_ms, images_per_step, idle_power_w)
         row = repeat_row(index, *window, pause, shift_s, heat, idle_temperature_c)
         rows.append(row)

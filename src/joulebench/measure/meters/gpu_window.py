@@ -73,7 +73,7 @@ class GpuWindowMeter(Meter):
         rows = self.sampler.stop()
         trace = trace_frame(rows)
         energy_trace_j = trapezoid_energy_j(trace["t_s"], trace["power_w"])
-        energy_j = counter_j = edges_j = math.nan
+        counter_j = edges_j = math.nan
         if c1 is None or self._c0 is None:
             energy_j = energy_trace_j
         else:
