@@ -57,7 +57,7 @@ from joulebench.measure.config_time import (
 )
 from joulebench.measure.emulation import FORCE_KEY, verdict
 from joulebench.measure.job_parts import DEFAULT_SPLIT, job_key, job_methods, parse_job_key
-from joulebench.measure.methods import SWEEP_MARK, parse_methods
+from joulebench.measure.methods import config_key, parse_methods
 from joulebench.measure.protocol import ProtocolSettings
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
 from joulebench.tables import PHASES
@@ -332,7 +332,7 @@ def _device_plan(
 def _parts(configs, split: str, models: int, gpus: int) -> list[tuple[str | None, list[int]]]:
     """The jobs of one model: (method key or None for the whole model, the indices of its
     configurations), as job_parts.job_methods splits it."""
-    keys = [name.split(SWEEP_MARK)[0] for _, name, _, _ in configs]
+    keys = [config_key(name) for _, name, _, _ in configs]
     parts = job_methods(split, models, gpus, list(dict.fromkeys(keys)))
     return [(m, [i for i, k in enumerate(keys) if m in (None, k)]) for m in parts]
 

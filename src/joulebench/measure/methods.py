@@ -51,6 +51,13 @@ DEFAULT_OPSET = 18
 # swept method's name. In this order in a name: fp16@0.6@1410MHz.
 KNOBS = ("power_limit_w", "power_limit", "sm_clock_mhz")
 SWEEP_MARK = "@"  # <name>@<value>: no config key has one (the schema's pattern), so no clash
+
+
+def config_key(name: str) -> str:
+    """The `methods:` key a method's name comes from: a swept name's part before SWEEP_MARK."""
+    return name.split(SWEEP_MARK, 1)[0]
+
+
 # Methods known by name: `joulebench profile --method` (a study names its own in `methods:`).
 PRESETS: dict[str, dict] = {
     "fp32": {"precision": "fp32"},

@@ -17,7 +17,7 @@ import pandas as pd
 import joulebench.report.figures.plot as plot
 from joulebench.analysis.score import DEFAULT_MAX_ENERGY_CV, invalidating_flag
 from joulebench.flags import FLAG_SIMULATED
-from joulebench.measure.methods import SWEEP_MARK
+from joulebench.measure.methods import config_key
 from joulebench.report.figures.registry import Inputs, figure
 from joulebench.report.figures.rows import (
     empty_because,
@@ -48,7 +48,7 @@ def sweep_rows(summary: pd.DataFrame, max_energy_cv: float | None) -> pd.DataFra
         sim_flag = invalidating_flag(s, max_energy_cv=max_energy_cv, include_simulated=True)
         real = ok & (flag == FLAG_SIMULATED) & (sim_flag == "")
     s = s[real]
-    base = s["method"].astype(str).str.split(SWEEP_MARK, regex=False).str[0]
+    base = s["method"].astype(str).map(config_key)
     series = s["model"].astype(str) + " · " + base + " · b" + s["batch_size"].astype(str)
     return s.assign(series=series, limit_w=limit[s.index])
 
