@@ -107,6 +107,34 @@ def test_a_cpus_native_precisions_come_from_its_flags(text, native, tmp_path):
         assert found.why_not["bf16"] == f"this CPU has no avx512_bf16 or amx_bf16 in {path}"
 
 
+@pytest.mark.parametrize(
+    ("text", "environ", "native"),
+    [
+        (SAPPHIRE_RAPIDS, {"ONEDNN_MAX_CPU_ISA": "AVX2"}, ("fp32",)),
+        (SAPPHIRE_RAPIDS, {"ONEDNN_MAX_CPU_ISA": "avx512_core_bf16"}, ("fp32", "bf16")),
+        (SAPPHIRE_RAPIDS, {"DNNL_MAX_CPU_ISA": "AVX512_CORE_VNNI"}, ("fp32",)),
+        (SAPPHIRE_RAPIDS, {"ONEDNN_MAX_CPU_ISA": "ALL", "DNNL_MAX_CPU_ISA": "AVX2"}, None),
+        (SAPPHIRE_RAPIDS, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_AMX"}, None),
+        (SAPPHIRE_RAPIDS, {"ONEDNN_MAX_CPU_ISA": "NOT_AN_ISA"}, None),
+        (EPYC_AVX2, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_AMX_FP16"}, ("fp32",)),  # never adds
+    ],
+)
+def test_onednns_isa_cap_takes_precisions_away(text, environ, native, tmp_path):
+    """ONEDNN_MAX_CPU_ISA (else DNNL_MAX_CPU_ISA) below a precision's instructions makes
+    oneDNN emulate it (bf16 22x slower than fp32 on this VM with AVX2): it is emulated."""
+    path = tmp_path / "cpuinfo"
+    path.write_text(text)
+    libs = Libraries(cpuinfo=str(path))
+    uncapped = backend_for("cpu").native_precisions("cpu", libs)
+    libs.environ = environ
+    found = backend_for("cpu").native_precisions("cpu", libs)
+    assert found.native == (native or uncapped.native)
+    for precision in set(uncapped.native) - set(found.native):
+        name = next(k for k in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA") if k in environ)
+        assert found.why_not[precision].startswith(f"{name}={environ[name].upper()} keeps")
+        assert name in found.basis
+
+
 def test_cpu_flags_are_the_processors_own_line_and_unreadable_means_not_known(tmp_path):
     assert cpu_flags(XEON_AVX512)[1] >= {"avx512f", "avx512_vnni"}
     assert "vnmi" not in cpu_flags(XEON_AVX512)[1]  # the `vmx flags` line is not the CPU's

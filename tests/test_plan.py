@@ -259,10 +259,10 @@ def test_default_study_plan_and_one_line():
         "30 configurations = 1 device x 5 models x 3 methods x 2 batch sizes x 1 phase "
         "(10 skipped: emulated here)"
     )
-    # the default preset: at least 3 windows of 2.5 s per configuration
-    assert "measuring >= 2 min 30 s" in line
+    # the default preset: at least 3 windows of 2 s per configuration
+    assert "measuring >= 2 min 00 s" in line
     native = plan_study(config, ["a"] * 5, {"cpu": "cpu"}, None, {"cpu": ALL_NATIVE})
-    assert "measuring >= 3 min 45 s," in one_line(native) and "skipped" not in one_line(native)
+    assert "measuring >= 3 min 00 s," in one_line(native) and "skipped" not in one_line(native)
 
 
 def test_skipped_configurations_cost_about_nothing():

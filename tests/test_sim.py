@@ -358,8 +358,8 @@ def test_heat_cases_can_tell_the_protocol_a_wrong_refresh_period():
     told = he.run_case(case, heat_error=0.05, refresh_error=0.2)
     right = he.run_case(case, heat_error=0.05)
 
-    def window_s(refresh_s):  # default: 25 refreshes (x 1.05 margin) + a two-period sweep
-        return 25 * refresh_s * 1.05 + 2 * refresh_s * 32 / 33
+    def window_s(refresh_s):  # default: 20 refreshes (x 1.05 margin) + a two-period sweep
+        return 20 * refresh_s * 1.05 + 2 * refresh_s * 32 / 33
 
     assert right["measured_s"] / right["repeats"] == pytest.approx(window_s(0.1), rel=0.03)
     assert told["measured_s"] / told["repeats"] == pytest.approx(window_s(0.12), rel=0.03)

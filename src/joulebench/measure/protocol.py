@@ -27,7 +27,7 @@ The protocol then
 5. where the meter's counter moves only at those refreshes and a batch is short against
    them (`count_edges`), takes the window's energy from the refreshes inside it, scaled to
    the window's own time: read at the two ends, the counter is up to one refresh off at
-   each (meters.counter_edges), 1.5 % of a 2.8 s window at one sigma;
+   each (meters.counter_edges), 1.8 % of a 2.3 s window at one sigma;
 6. reports per-repeat rows, a summary (mean, std, CV, Student-t 95% CI) and the power trace.
 
 Its settings come in named presets (PRESETS: `default` adaptive, `strict` the fixed windows of
@@ -101,9 +101,9 @@ class ProtocolSettings:
     warmup_chunk_s: float = 0.5  # target length of one warm-up chunk (synced at its edges)
     steady_tolerance: float = 0.03  # relative throughput change between chunks counted as steady
     repeats: int = 3  # windows per measurement; with ci_target the fewest (never below 3)
-    min_repeat_s: float = 2.5
+    min_repeat_s: float = 2.0
     min_repeat_batches: int = 32
-    pause_s: tuple[float, float] = (0.1, 0.5)  # random pause between repeats, (min, max)
+    pause_s: tuple[float, float] = (0.1, 0.3)  # random pause between repeats, (min, max)
     ci_target: float | None = 0.015  # stop once the 95% CI half-width / mean is below this
     max_repeats: int = 12  # cap on repeats when ci_target is set
     per_step_timing: bool = False  # time every step: valid only where steps are synchronous
@@ -112,7 +112,7 @@ class ProtocolSettings:
     lead_in: bool = True  # run one refresh period of steps right before each window opens
     # scale a counter that moves once a refresh to the window's own time (counter_edges)
     count_edges: bool = True
-    min_window_refreshes: int = 25  # a window spans at least this many sensor refreshes
+    min_window_refreshes: int = 20  # a window spans at least this many sensor refreshes
     spread_repeats: int = 8  # without ci_target: repeat up to this while spread-above-sensor
     # refresh periods a window's phase shifts sweep: a whole number keeps a workload locked
     # to the refresh exact; more than one dilutes a host pause's jump in phase (issue 23)
@@ -222,6 +222,7 @@ PRESETS: dict[str, dict] = {
         "ci_target": 0.04,
         "max_repeats": 6,
         "min_window_refreshes": 10,
+        "pause_s": (0.1, 0.5),
     },
 }
 

@@ -40,6 +40,7 @@ class Libraries:
     amdsmi: object = None
     rocm: bool | None = None
     cpuinfo: str | None = None  # the CPU's flags file (None: /proc/cpuinfo, backends.cpu)
+    environ: dict | None = None  # the environment a backend reads (None: os.environ)
 
     def get_torch(self):
         if self.torch is None:

@@ -7,11 +7,14 @@ access) goes into every row's `meter_reasons`.
 
 Its native precisions come from the instructions Linux lists in /proc/cpuinfo (below);
 torch cannot say: `torch.ops.mkldnn._is_mkldnn_bf16_supported()` is True on any AVX-512
-CPU, where oneDNN emulates bf16 without avx512_bf16.
+CPU, where oneDNN emulates bf16 without avx512_bf16. oneDNN's own cap on the instructions
+it uses (ONEDNN_MAX_CPU_ISA, older DNNL_MAX_CPU_ISA) takes precedence: with it at AVX2, bf16
+ran 22x slower than fp32 on a Xeon VM whose flags list amx_bf16 (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from joulebench.measure.backends.base import (
@@ -34,6 +37,56 @@ NATIVE_FLAGS = {
     "flags": {"bf16": ("avx512_bf16", "amx_bf16"), "fp16": ("avx512_fp16", "amx_fp16")},
     "features": {"bf16": ("bf16",), "fp16": ("asimdhp",)},
 }
+
+
+# oneDNN's ISA caps as its documentation numbers them (dnnl_cpu_isa_t: each a bit mask that
+# holds the masks of the ISAs it includes), and the masks a precision's instructions need:
+# bf16 from avx512_core_bf16 (or avx2_vnni_2), fp16 from avx512_core_fp16 (or avx2_vnni_2).
+ISA_CAP_VARIABLES = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")  # the first set wins
+ONEDNN_ISA_MASK = {
+    "SSE41": 0x1,
+    "AVX": 0x3,
+    "AVX2": 0x7,
+    "AVX2_VNNI": 0xF,
+    "AVX2_VNNI_2": 0x1F,
+    "AVX512_CORE": 0x27,
+    "AVX512_CORE_VNNI": 0x67,
+    "AVX512_CORE_BF16": 0xE7,
+    "AVX10_1_512": 0x1EF,
+    "AVX512_CORE_FP16": 0x1EF,
+    "AVX10_1_512_AMX": 0xFEF,
+    "AVX512_CORE_AMX": 0xFEF,
+    "AVX10_1_512_AMX_FP16": 0x1FEF,
+    "AVX512_CORE_AMX_FP16": 0x1FEF,
+}
+ISA_NEEDS = {"bf16": (0xE7, 0x1F), "fp16": (0x1EF, 0x1F)}
+
+
+def isa_cap(environ) -> tuple[str, str] | None:
+    """(variable, value) of a oneDNN ISA cap that the table knows; None: no cap (unset,
+    ALL, DEFAULT, or a value oneDNN would not take either)."""
+    for name in ISA_CAP_VARIABLES:
+        value = str(environ.get(name, "")).strip().upper()
+        if value:
+            return (name, value) if value in ONEDNN_ISA_MASK else None
+    return None
+
+
+def capped(native: NativePrecisions, environ) -> NativePrecisions:
+    """`native` less the precisions whose instructions a oneDNN ISA cap switches off."""
+    cap = isa_cap(environ)
+    if cap is None:
+        return native
+    name, value = cap
+    mask = ONEDNN_ISA_MASK[value]
+    why_not, kept = dict(native.why_not), []
+    for precision in native.native:
+        needs = ISA_NEEDS.get(precision)
+        if needs and not any(mask & need == need for need in needs):
+            why_not[precision] = f"{name}={value} keeps oneDNN from its {precision} instructions"
+        else:
+            kept.append(precision)
+    return NativePrecisions(tuple(kept), why_not, basis=f"{native.basis} and {name}")
 
 
 def cpu_flags(text: str) -> tuple[str, set[str]]:
@@ -112,7 +165,8 @@ class CpuBackend(Backend):
             text = Path(path).read_text(errors="replace")
         except OSError:
             return None
-        return native_from_cpuinfo(text, path)
+        native = native_from_cpuinfo(text, path)
+        return native and capped(native, os.environ if libs.environ is None else libs.environ)
 
     def meter(self, device, *, prefer=None, label="", libs=None, **options):
         """RAPL, else the estimate with the reason; `prefer` forces one and never falls back."""

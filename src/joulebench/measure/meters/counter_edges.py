@@ -5,8 +5,9 @@ NVIDIA's counter on A100/H100-class boards moves once a refresh (every 100 ms) b
 reading times the period (docs/measurement.md). Read at a window's two ends, its difference
 covers the time from the refresh before the window opened to the last refresh before it
 closed: up to one period too early at the start and up to one period short at the end. Over
-a 2.8 s window those two edges alone make windows disagree by about 1.5 % (T / sqrt(6) /
-window), most of what the 95 % CI target then pays for in repeats.
+a 2.8 s window (the `default` preset's until 2026-12-05; 2.3 s now: 1.8 %) those two edges
+alone make windows disagree by about 1.5 % (T / sqrt(6) / window), most of what the 95 %
+CI target then pays for in repeats.
 
 The meter's sampler reads the counter every few ms, so it sees each refresh (the counter
 moves) to within one sample. The refreshes after the first each add their reading times the
