@@ -2,7 +2,7 @@
 one simulated GPU, each configuration measured once in both.
 
     PYTHONPATH=src .venv/bin/python bench/bench_pool.py [--models 3] [--methods 2]
-        [--min-repeat-s 2] [--rounds 2] [--split auto]
+        [--min-repeat-s 2] [--rounds 2] [--split auto] [--fixed]
 
 With two methods (fp32, fp32 channels-last) and `profile: {split: auto}` the pool's jobs
 are one per model and method (3 models on 2 GPUs: fewer than 4 a GPU), the single GPU's
@@ -49,7 +49,12 @@ POOL = {"h100": {"pool": ["sim:h100:0", "sim:h100:1"]}}
 ONE = {"h100": "sim:h100"}
 
 
-def study(devices: dict, n_models: int, n_methods: int, min_repeat_s: float, split: str) -> dict:
+def study(
+    devices: dict, n_models: int, n_methods: int, min_repeat_s: float, split: str, fixed: bool
+) -> dict:
+    # --fixed: 3 windows each, no CI target, so every job is as long as its model makes it
+    # and the ratio shows the pool's split rather than which job drew 12 windows
+    fixed_windows = {"repeats": 3, "ci_target": None} if fixed else {}
     return {
         "models": MODELS[:n_models],
         "catalog": {"models_per_job": n_models},
@@ -63,6 +68,7 @@ def study(devices: dict, n_models: int, n_methods: int, min_repeat_s: float, spl
             "min_repeat_s": min_repeat_s,
             "min_repeat_batches": 2,
             "warmup_min_s": 0.5,
+            **fixed_windows,
         },
         "profile": {"idle_pre_s": 0.5, "split": split},
         "idle": {"duration_s": 2.0},
@@ -95,9 +101,13 @@ def main() -> None:
     parser.add_argument("--min-repeat-s", type=float, default=2.0)
     parser.add_argument("--split", default="auto", choices=("auto", "model", "method"))
     parser.add_argument("--rounds", type=int, default=2, help="pairs of runs, order alternated")
+    parser.add_argument(
+        "--fixed", action="store_true", help="3 windows a configuration, no CI target"
+    )
     args = parser.parse_args()
     pool_study, one_study = (
-        study(d, args.models, args.methods, args.min_repeat_s, args.split) for d in (POOL, ONE)
+        study(d, args.models, args.methods, args.min_repeat_s, args.split, args.fixed)
+        for d in (POOL, ONE)
     )
     configs = args.models * args.methods
     loads, lines, ratios = [os.getloadavg()[0]], [], []
@@ -120,8 +130,9 @@ def main() -> None:
     )
     methods = ", ".join(list(METHODS)[: args.methods])
     print(
-        f"{args.models} models x {methods}, batch 1, 2 windows of {args.min_repeat_s:g} s, "
-        f"split {args.split}\n"
+        f"{args.models} models x {methods}, batch 1, windows of >= {args.min_repeat_s:g} s "
+        f"(and the default preset's sensor refreshes), "
+        f"{'3 each' if args.fixed else '3-12 each until the CI target'}, split {args.split}\n"
     )
     print("| round | pool of 2 simulated GPUs | one simulated GPU | ratio |")
     print("|---|---|---|---|")
