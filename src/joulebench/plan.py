@@ -58,7 +58,7 @@ from joulebench.measure.config_time import (
 from joulebench.measure.emulation import FORCE_KEY, verdict
 from joulebench.measure.job_parts import DEFAULT_SPLIT, job_key, job_methods, parse_job_key
 from joulebench.measure.methods import config_key, parse_methods
-from joulebench.measure.protocol import ProtocolSettings
+from joulebench.measure.protocol import EDGE_STEP_SHARE, ProtocolSettings
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
 from joulebench.tables import PHASES
 
@@ -403,7 +403,10 @@ def _notes(plan: Plan, protocol: dict, configs, device_plans) -> list[str]:
             slow = repeats_needed(settings, refresh_s, window, step_s=refresh_s)
             counted.append(f"{n} for a GPU's sensor at its expected CV")
             if slow != n:
-                counted[-1] += f" where a batch is short, {slow} where it is over 0.6 of a refresh"
+                counted[-1] += (
+                    f" where a batch is short, {slow} where it is over "
+                    f"{EDGE_STEP_SHARE:g} of a refresh"
+                )
         notes.append(
             f"ci_target: counted the windows the target needs ({', '.join(counted)}; at "
             f"least 3); up to {protocol['max_repeats']} may run (if every configuration ran "

@@ -13,6 +13,7 @@ from joulebench.flags import FLAG_OTHER_LOAD, FLAG_OTHER_PROCESS, has_flag
 from joulebench.measure.check.report import FAIL, PASS, SKIP, WARN, Row
 from joulebench.measure.heat import HeatCalibration
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
+from joulebench.stats import spread
 from joulebench.tables import INPUT_KINDS
 
 REPEAT_CV_TARGET = 0.01
@@ -152,7 +153,7 @@ def _as_read(repeats) -> str:
     per = repeats["energy_per_image_j"] * repeats["energy_counter_j"] / repeats["energy_j"]
     if not per.notna().all() or (repeats["energy_counter_j"] == repeats["energy_j"]).all():
         return ""
-    return f"; the counter as read: CV {float(per.std() / per.mean()):.2%}"
+    return f"; the counter as read: CV {spread(per).cv:.2%}"
 
 
 def input_rows(target, meter, settings: CheckSettings, idle_w: float) -> list[Row]:
