@@ -73,7 +73,7 @@ class ProfileJob:
     methods: list[Method]
     batch_sizes: list[int]
     settings: ProtocolSettings = field(default_factory=ProtocolSettings)
-    idle_power_w: float = math.nan  # the device's idle baseline (results/idle)
+    idle_power_w: float = math.nan  # the device's idle baseline (results/idle), else idle_pre's
     idle_pre_s: float = IDLE_PRE_S  # a short idle read before the model, recorded beside it
     threads: int | None = None  # torch CPU threads; None leaves torch's default
     oom_retry: bool = True  # out of memory -> retry at half the batch (as timm's benchmark)
@@ -528,6 +528,11 @@ def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) ->
     A configuration that follows a measured batch size of its method warms up briefly
     (`ProfileJob.warmup_for`); its row says which warm-up it had (`warmup_kind`)."""
     base, idle = job_start(job, meter_factory, meter_options, log)
+    if not math.isfinite(job.idle_power_w) and math.isfinite(idle.power_w):
+        # no idle job's baseline (the ad-hoc `joulebench profile`): the read before the
+        # model stands in, so the phase shifts' idle time (about 10 % of a 2 s NVML window)
+        # does not add its idle energy to the images' (docs/protocol.md)
+        job.idle_power_w = float(idle.power_w)
     rows, repeats, traces = [], [], []
     configs, order = job.configs(), job.measurement_order()
     eta = Eta(job_estimates_s(job, job.refresh_s), time.monotonic)

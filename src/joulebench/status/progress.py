@@ -21,6 +21,7 @@ import pandas as pd
 from joulebench.measure.backends import DeviceError, host_backend, kind_of
 from joulebench.measure.concurrency import live_markers
 from joulebench.measure.job_parts import parse_job_key
+from joulebench.measure.runtimes import STATUS_SKIPPED
 from joulebench.safe_text import file_name, printable
 from joulebench.status import observe
 from joulebench.status.plan_view import StudyPlan, format_duration, parse_duration, study_plan
@@ -200,8 +201,11 @@ def _job_dict(log: observe.JobLog, evidence: str) -> dict:
 
 
 def last_failures(rows: pd.DataFrame, n: int) -> list[dict]:
-    """The newest `n` rows whose status is not ok, with their reasons (from data: printable)."""
-    bad = rows[rows["status"].astype("string").fillna("?") != "ok"]
+    """The newest `n` rows that failed (status neither ok nor skipped: a skip, such as a
+    precision the device only emulates, is a decision the device line counts, not a
+    failure), with their reasons (from data: printable)."""
+    status = rows["status"].astype("string").fillna("?")
+    bad = rows[~status.isin(["ok", STATUS_SKIPPED])]
     bad = bad.assign(_end=bad["end_time_utc"].astype("string")).sort_values(
         "_end", ascending=False, na_position="last", kind="stable"
     )
