@@ -2,11 +2,13 @@
 one simulated GPU, each configuration measured once in both.
 
     PYTHONPATH=src .venv/bin/python bench/bench_pool.py [--models 3] [--methods 2]
-        [--min-repeat-s 2] [--rounds 2] [--split auto] [--fixed]
+        [--min-repeat-s 2] [--rounds 2] [--split auto] [--fixed] [--waiting]
 
 With two methods (fp32, fp32 channels-last) and `profile: {split: auto}` the pool's jobs
 are one per model and method (3 models on 2 GPUs: fewer than 4 a GPU), the single GPU's
 one per model (measure.job_parts); `--split model` keeps whole models in the pool too.
+`--waiting` measures workloads whose steps wait as a host waits on a GPU
+(bench/pool_workloads.py) instead of timm models computed on the host's cores.
 
 Both runs use the same workflow with `--cores 2` and one torch thread per measuring job
 (`--set-threads`: what the pool's jobs get; the single GPU's would otherwise take both
@@ -41,6 +43,10 @@ MODELS = [
     "efficientnet_b0.ra_in1k",
     "resnet34.a1_in1k",
 ]
+# --waiting: steps that wait as a host waits on a GPU (bench/pool_workloads.py)
+WAITING = [
+    f"wait-{ms}ms={REPO / 'bench' / 'pool_workloads.py'}:wait_{ms}ms" for ms in (10, 20, 5, 40)
+]
 METHODS = {
     "fp32": {"precision": "fp32"},
     "fp32-cl": {"precision": "fp32", "channels_last": True},
@@ -50,13 +56,19 @@ ONE = {"h100": "sim:h100"}
 
 
 def study(
-    devices: dict, n_models: int, n_methods: int, min_repeat_s: float, split: str, fixed: bool
+    devices: dict,
+    n_models: int,
+    n_methods: int,
+    min_repeat_s: float,
+    split: str,
+    fixed: bool,
+    waiting: bool = False,
 ) -> dict:
     # --fixed: 3 windows each, no CI target, so every job is as long as its model makes it
     # and the ratio shows the pool's split rather than which job drew 12 windows
     fixed_windows = {"repeats": 3, "ci_target": None} if fixed else {}
     return {
-        "models": MODELS[:n_models],
+        "models": (WAITING if waiting else MODELS)[:n_models],
         "catalog": {"models_per_job": n_models},
         "devices": devices,
         "methods": dict(list(METHODS.items())[:n_methods]),
@@ -104,9 +116,14 @@ def main() -> None:
     parser.add_argument(
         "--fixed", action="store_true", help="3 windows a configuration, no CI target"
     )
+    parser.add_argument(
+        "--waiting",
+        action="store_true",
+        help="models whose steps wait, as on a GPU, instead of computing on the host's cores",
+    )
     args = parser.parse_args()
     pool_study, one_study = (
-        study(d, args.models, args.methods, args.min_repeat_s, args.split, args.fixed)
+        study(d, args.models, args.methods, args.min_repeat_s, args.split, args.fixed, args.waiting)
         for d in (POOL, ONE)
     )
     configs = args.models * args.methods
