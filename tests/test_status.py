@@ -147,6 +147,21 @@ def test_measured_time_eta_and_its_source(run):
     assert cpu["eta_s"] == pytest.approx(expected)
 
 
+def test_a_gpu_is_planned_with_its_sensors_windows(tmp_path):
+    """A GPU's windows follow its sensor's refreshes (phase shifts, lead-ins, the repeats
+    its CV needs): its rows are planned as the plan plans a GPU, not as a CPU's."""
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({**STUDY, "devices": {"h100": "sim:h100"}}))
+    _write_rows(tmp_path, "m1.a", ["ok"] * 4, device="h100")
+    plan = study_plan(tmp_path, "study.yaml", {})
+    (gpu,) = _status(tmp_path)["devices"]
+    assert gpu["planned_s"] == pytest.approx(4 * plan.config_estimate_s)
+    (tmp_path / "cpu.yaml").write_text(yaml.safe_dump(STUDY))
+    on_cpu = study_plan(tmp_path, "cpu.yaml", {})
+    assert plan.config_estimate_s > on_cpu.config_estimate_s
+    assert plan.method_estimates("sim:h100") == plan.gpu_method_estimate_s
+    assert plan.method_estimates("?") == plan.method_estimate_s  # unknown: as a CPU
+
+
 def test_eta_from_the_plan_before_any_row(tmp_path):
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
     status = _status(tmp_path)  # no results/, no logs/: a run about to start

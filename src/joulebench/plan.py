@@ -253,7 +253,7 @@ def plan_study(
         batch_sizes={phase: len(sizes) for phase, sizes in batch_sizes.items()},
         configurations=sum(d.configurations for d in device_plans),
         config_min_s=config_min_s(protocol),
-        config_estimate_s=(host.model_job_s - JOB_START_S - idle_pre_s) / max(len(configs), 1),
+        config_estimate_s=_config_estimate_s(device_plans, host, len(configs), idle_pre_s),
         model_job_s=max((d.model_job_s for d in device_plans), default=host.model_job_s),
         devices=device_plans,
         catalog_s=catalog_jobs * CATALOG_JOB_S + n_models * CATALOG_MODEL_S,
@@ -264,14 +264,28 @@ def plan_study(
     plan.notes += _notes(plan, protocol, configs, device_plans)
     if steps:
         calibrated = [d for d in device_plans if d.calibrated]
-        per_model = [
-            (d.model_job_s - d.jobs_per_model * (JOB_START_S + idle_pre_s)) / len(configs)
-            for d in calibrated
-        ]
-        plan.calibrated_config_s = sum(per_model) / len(per_model) if per_model else None
+        plan.calibrated_config_s = _per_config_s(calibrated, len(configs), idle_pre_s)
     if slurm_profile is not None:
         plan.slurm = _slurm_plan(config, slurm_profile, devices, n_models, catalog_jobs, plan)
     return plan
+
+
+def _per_config_s(device_plans, n_configs: int, idle_pre_s: float) -> float | None:
+    """One configuration's wall time in a model job (its start-up and idle read out), the
+    mean over `device_plans` with models left; None if none has."""
+    per = [
+        (d.model_job_s - d.jobs_per_model * (JOB_START_S + idle_pre_s)) / max(n_configs, 1)
+        for d in device_plans
+        if d.model_job_s > 0
+    ]
+    return sum(per) / len(per) if per else None
+
+
+def _config_estimate_s(device_plans, host, n_configs: int, idle_pre_s: float) -> float:
+    """The plan's "per configuration": the study's devices' (a GPU's windows follow its
+    sensor's refreshes), else a CPU's where no device has models left."""
+    found = _per_config_s(device_plans, n_configs, idle_pre_s)
+    return found if found is not None else _per_config_s([host], n_configs, idle_pre_s) or 0.0
 
 
 def _device_plan(

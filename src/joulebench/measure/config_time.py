@@ -184,12 +184,17 @@ def config_estimate_s(protocol: dict, compile_: bool = False) -> float:
     return config_cost(protocol, compile_=compile_).total_s
 
 
-def method_config_s(protocol: dict, batch_sizes: int, compile_: bool = False) -> float:
+def method_config_s(
+    protocol: dict, batch_sizes: int, compile_: bool = False, refresh_s: float | None = None
+) -> float:
     """A method's mean configuration where nothing is known of its steps: its batch sizes
     back to back, the first with the full warm-up, the others with the short one (as the
-    plan counts them; `joulebench status` plans each row with it)."""
-    full = config_cost(protocol, compile_=compile_).total_s
-    short = config_cost(protocol, compile_=compile_, warmup=WARMUP_SHORT).total_s
+    plan counts them; `joulebench status` plans each row with it); `refresh_s`: the meter's
+    (a GPU's), None for RAPL and the estimate."""
+    full = config_cost(protocol, compile_=compile_, refresh_s=refresh_s).total_s
+    short = config_cost(
+        protocol, compile_=compile_, refresh_s=refresh_s, warmup=WARMUP_SHORT
+    ).total_s
     n = max(int(batch_sizes), 1)
     return (full + (n - 1) * short) / n
 

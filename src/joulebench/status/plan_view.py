@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from joulebench.catalog.models import exact_names
+from joulebench.measure.backends import DeviceError, kind_of
 
 # The plan's home today; issue 24 moves it next to study.py: fix this one line then.
 from joulebench.measure.config_time import format_duration, method_config_s
-from joulebench.measure.devices import AUTO, RESOLVED_ENV
+from joulebench.measure.devices import AUTO, RESOLVED_ENV, pool_members
 from joulebench.measure.methods import expand_methods
-from joulebench.plan import plan_study
+from joulebench.plan import DEFAULT_REFRESH_S, plan_study
 from joulebench.prerun import load_study
 
 RESOLVE_TIMEOUT_S = 600.0
@@ -40,9 +41,19 @@ class StudyPlan:
     configs_per_model: int
     config_estimate_s: float  # one configuration, the plan's average
     job_overhead_s: float  # one model job beyond its configurations: start-up, idle read
-    method_estimate_s: dict[str, float] = field(default_factory=dict)  # by method name
+    method_estimate_s: dict[str, float] = field(default_factory=dict)  # by method, on a CPU
+    gpu_method_estimate_s: dict[str, float] = field(default_factory=dict)  # on a GPU's NVML
     measuring: bool = True  # False: from_summary, nothing is measured
     auto: bool = False  # devices: auto, seen on disk: status adds labels as they appear
+
+    def method_estimates(self, torch_device: str | None) -> dict[str, float]:
+        """Each method's planned configuration on this device: a GPU's windows follow its
+        sensor's refreshes, a CPU's meter has none (an unknown device: as a CPU)."""
+        try:
+            gpu = torch_device is not None and not kind_of(torch_device).is_host
+        except DeviceError:
+            gpu = False
+        return self.gpu_method_estimate_s if gpu else self.method_estimate_s
 
     def planned(self, label: str) -> int | None:
         """Configurations the study plans on `label` (None: its models are unknown)."""
@@ -94,6 +105,21 @@ def _configfile(configfile: str | None, directory: Path) -> str | None:
     return str(inside) if inside.exists() else configfile
 
 
+def _one_of_each(devices: dict) -> dict[str, str]:
+    """label -> one device of it (a pool's first): what a configuration takes depends on
+    the device's kind (a GPU's windows follow its sensor), not on its pool's size. A CPU
+    where the study names none yet (`devices: auto` before the run starts)."""
+    found = {}
+    for label, entry in devices.items():
+        try:
+            device = pool_members(entry)[0]
+            kind_of(device)  # a label seen on disk may not say its device yet ("?")
+        except (KeyError, IndexError, TypeError, DeviceError):
+            continue
+        found[label] = device
+    return found or {"one device": "cpu"}
+
+
 def study_plan(
     directory: Path, configfile: str | None, seen: dict[str, str], resolve=resolve_in_child
 ) -> StudyPlan:
@@ -105,9 +131,11 @@ def study_plan(
         return StudyPlan(study, [], "from_summary", {}, "none", 0, 0.0, 0.0, measuring=False)
     models, models_source = _models(config["models"], directory, resolve)
     devices, devices_source, auto = _devices(config["devices"], seen)
-    one = plan_study(config, ["one model"], {"one device": "cpu"}, None)
+    one = plan_study(config, ["one model"], _one_of_each(devices), None)
     per_model = one.devices[0].configurations
     protocol = config.get("protocol")
+    methods = expand_methods(config["methods"]).items()
+    batches = len(config["batch_sizes"])
     return StudyPlan(
         study,
         models,
@@ -118,10 +146,14 @@ def study_plan(
         config_estimate_s=one.config_estimate_s,
         job_overhead_s=max(one.model_job_s - per_model * one.config_estimate_s, 0.0),
         method_estimate_s={
+            name: method_config_s(protocol, batches, bool((spec or {}).get("compile")))
+            for name, spec in methods
+        },
+        gpu_method_estimate_s={
             name: method_config_s(
-                protocol, len(config["batch_sizes"]), bool((spec or {}).get("compile"))
+                protocol, batches, bool((spec or {}).get("compile")), DEFAULT_REFRESH_S
             )
-            for name, spec in expand_methods(config["methods"]).items()
+            for name, spec in methods
         },
         auto=auto,
     )

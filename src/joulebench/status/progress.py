@@ -119,7 +119,8 @@ def device_status(label: str, rows: pd.DataFrame, jobs: list, plan: StudyPlan) -
     durations = _durations_s(ours)
     timed = durations.notna()
     measured_s = float(durations[timed].sum())
-    expected = ours.loc[timed, "method"].map(plan.method_estimate_s)
+    torch_device = plan.devices.get(label) or _torch_device(rows, label)
+    expected = ours.loc[timed, "method"].map(plan.method_estimates(torch_device))
     planned_s = float(expected.astype("float64").fillna(plan.config_estimate_s).sum())
     parallel = max(1, len(jobs), len(_gpu_breakdown(rows)))
     out = {
