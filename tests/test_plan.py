@@ -393,6 +393,19 @@ def test_measured_rows_are_done_and_only_what_is_left_is_estimated(tmp_path):
     assert f"{90.0 / configs_s:.2f}x their estimate, so what is left is scaled by it" in text
 
 
+def test_a_finished_run_still_says_what_a_model_job_takes():
+    """Every model measured: nothing is left, but "per model job" (and a SLURM group's time)
+    is what one would take here now, scaled by what the measured ones took, never 0 s."""
+    config = study(methods={"fp32": {"precision": "fp32"}})
+    fresh = plan_study(config, MODELS, {"cpu": "cpu"}, None)
+    configs_s = fresh.devices[0].model_job_s - planning.JOB_START_S - 2.0
+    done = {("cpu", m): (2, configs_s / 2) for m in MODELS}  # each took half its estimate
+    finished = plan_study(config, MODELS, {"cpu": "cpu"}, None, done=done)
+    assert finished.devices[0].estimate_s == 0.0
+    assert finished.model_job_s == pytest.approx(planning.JOB_START_S + 2.0 + configs_s / 2)
+    assert "per model job: ~0 s" not in format_plan(finished)
+
+
 def test_the_ci_target_note_says_what_the_cap_would_cost():
     """A noisy host runs every configuration to max_repeats: the plan says that total too."""
     config = {**study(methods={"fp32": {"precision": "fp32"}}), "protocol": {"preset": "default"}}

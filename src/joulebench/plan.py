@@ -270,6 +270,15 @@ def plan_study(
     return plan
 
 
+def _model_job_s(jobs_s, left_models: int, parts: int, guess, ratio, idle_pre_s) -> float:
+    """One model's profile job: the mean of those left; where none is (a finished run), one
+    as this device would run it now: its configurations' estimates, scaled by what the
+    measured ones took (so "per model job" and a SLURM group's time never read 0 s)."""
+    if left_models:
+        return sum(jobs_s) / left_models
+    return parts * (JOB_START_S + idle_pre_s) + (ratio or 1.0) * sum(guess)
+
+
 def _per_config_s(device_plans, n_configs: int, idle_pre_s: float) -> float | None:
     """One configuration's wall time in a model job (its start-up and idle read out), the
     mean over `device_plans` with models left; None if none has."""
@@ -330,7 +339,7 @@ def _device_plan(
         measuring_min_s=len(models) * measured * config_min_s(protocol),
         estimate_s=idle_job_s + _makespan_s(jobs_s, gpus),
         skipped=len(models) * sum(skip),
-        model_job_s=sum(jobs_s) / left_models if left_models else 0.0,
+        model_job_s=_model_job_s(jobs_s, left_models, len(parts), guess, ratio, idle_pre_s),
         skipped_why=why,
         gpus=gpus,
         done=done_n,
