@@ -474,3 +474,24 @@ def test_plan_calibrate_runs_each_model_for_a_moment(tmp_path, monkeypatch, caps
     out = capsys.readouterr()
     assert "calibrate 1/1 jbtest_tiny on cpu: fp32 bs1 " in out.err
     assert "calibration: " in out.out and "(--calibrate: 1 model job)" in out.out
+
+
+def test_a_gpu_plan_without_step_times_says_it_counts_every_batch_as_short():
+    """Unknown step times size every GPU window for short batches: the plan says so (its
+    optimistic end), and says nothing once --calibrate has timed the GPU's models."""
+    from joulebench.measure.calibrate import StepTime
+
+    config = study(protocol={"preset": "default"})
+    gpus = {"g": "sim:h100"}
+    text = format_plan(plan_study(config, MODELS[:1], gpus, None))
+    assert "step times: unknown, so every GPU batch is counted as short (5 windows)" in text
+    timed = {
+        ("g", "m0"): {
+            ("inference", m, b): StepTime(0.2, 1.0) for m in ("fp32", "bf16") for b in (1, 8)
+        }
+    }
+    calibrated = plan_study(config, MODELS[:1], gpus, None, steps=timed)
+    assert "step times: unknown" not in format_plan(calibrated)
+    assert calibrated.total_s > plan_study(config, MODELS[:1], gpus, None).total_s
+    on_cpu = format_plan(plan_study(config, MODELS[:1], {"cpu": "cpu"}, None))
+    assert "step times: unknown" not in on_cpu

@@ -415,7 +415,7 @@ def _notes(plan: Plan, protocol: dict, configs, device_plans) -> list[str]:
     notes = []
     if protocol["ci_target"] is not None:
         settings = ProtocolSettings.from_dict(protocol)
-        counted = []
+        counted, unknown = [], None
         for host in sorted({_is_host(d.torch_device) for d in device_plans}, reverse=True):
             refresh_s = None if host else DEFAULT_REFRESH_S
             window = window_s(settings, None, refresh_s)
@@ -430,12 +430,20 @@ def _notes(plan: Plan, protocol: dict, configs, device_plans) -> list[str]:
                     f" where a batch is short, {slow} where it is over "
                     f"{EDGE_STEP_SHARE:g} of a refresh"
                 )
+                if any(not _is_host(d.torch_device) and not d.calibrated for d in device_plans):
+                    unknown = (
+                        f"step times: unknown, so every GPU batch is counted as short ({n} "
+                        f"windows); a batch over {EDGE_STEP_SHARE:g} of a refresh takes "
+                        f"about {slow}, and makes the study longer (`--calibrate` on the "
+                        "GPU times them)"
+                    )
         notes.append(
             f"ci_target: counted the windows the target needs ({', '.join(counted)}; at "
             f"least 3); up to {protocol['max_repeats']} may run (if every configuration ran "
             f"{protocol['max_repeats']}, as on a noisy host: ~{format_duration(plan.at_cap_s)} "
             "in all)"
         )
+        notes += [unknown] if unknown else []
     notes += [_skipped_note(d) for d in device_plans if d.skipped]
     if plan.configurations > 1000:
         notes.append("analysis: measured on a small study; a large summary takes longer")
