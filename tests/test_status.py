@@ -159,6 +159,8 @@ def test_a_gpu_is_planned_with_its_sensors_windows(tmp_path):
     on_cpu = study_plan(tmp_path, "cpu.yaml", {})
     assert plan.config_estimate_s > on_cpu.config_estimate_s
     assert plan.method_estimates("sim:h100") == plan.gpu_method_estimate_s
+    pool = {"pool": ["sim:h100:0", "sim:h100:1"]}  # a pool's `devices:` value, as status has it
+    assert plan.method_estimates(pool) == plan.gpu_method_estimate_s
     assert plan.method_estimates("?") == plan.method_estimate_s  # unknown: as a CPU
 
 

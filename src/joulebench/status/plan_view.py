@@ -46,13 +46,12 @@ class StudyPlan:
     measuring: bool = True  # False: from_summary, nothing is measured
     auto: bool = False  # devices: auto, seen on disk: status adds labels as they appear
 
-    def method_estimates(self, torch_device: str | None) -> dict[str, float]:
-        """Each method's planned configuration on this device: a GPU's windows follow its
-        sensor's refreshes, a CPU's meter has none (an unknown device: as a CPU)."""
-        try:
-            gpu = torch_device is not None and not kind_of(torch_device).is_host
-        except DeviceError:
-            gpu = False
+    def method_estimates(self, entry) -> dict[str, float]:
+        """Each method's planned configuration on a device (a `devices:` value: a device
+        string or a pool): a GPU's windows follow its sensor's refreshes, a CPU's meter has
+        none (an unknown device: as a CPU)."""
+        device = _device_of(entry)
+        gpu = device is not None and not kind_of(device).is_host
         return self.gpu_method_estimate_s if gpu else self.method_estimate_s
 
     def planned(self, label: str) -> int | None:
@@ -105,19 +104,37 @@ def _configfile(configfile: str | None, directory: Path) -> str | None:
     return str(inside) if inside.exists() else configfile
 
 
+def _device_of(entry) -> str | None:
+    """One device of a `devices:` value (a pool's first): what a configuration takes
+    depends on the device's kind, not on its pool's size. None where it names no device
+    joulebench knows (a label seen on disk may not say its device yet: "?")."""
+    try:
+        device = pool_members(entry)[0]
+        kind_of(device)
+    except (KeyError, IndexError, TypeError, DeviceError):
+        return None
+    return device
+
+
 def _one_of_each(devices: dict) -> dict[str, str]:
-    """label -> one device of it (a pool's first): what a configuration takes depends on
-    the device's kind (a GPU's windows follow its sensor), not on its pool's size. A CPU
-    where the study names none yet (`devices: auto` before the run starts)."""
-    found = {}
-    for label, entry in devices.items():
-        try:
-            device = pool_members(entry)[0]
-            kind_of(device)  # a label seen on disk may not say its device yet ("?")
-        except (KeyError, IndexError, TypeError, DeviceError):
-            continue
-        found[label] = device
-    return found or {"one device": "cpu"}
+    """label -> one device of it (_device_of); a CPU where the study names none yet
+    (`devices: auto` before the run starts)."""
+    found = {label: _device_of(entry) for label, entry in devices.items()}
+    return {label: d for label, d in found.items() if d} or {"one device": "cpu"}
+
+
+def _method_estimates(config: dict, refresh_s: float | None) -> dict[str, float]:
+    """Each method's planned configuration on a meter refreshing every `refresh_s` (None:
+    RAPL and the estimate)."""
+    return {
+        name: method_config_s(
+            config.get("protocol"),
+            len(config["batch_sizes"]),
+            bool((spec or {}).get("compile")),
+            refresh_s,
+        )
+        for name, spec in expand_methods(config["methods"]).items()
+    }
 
 
 def study_plan(
@@ -133,9 +150,6 @@ def study_plan(
     devices, devices_source, auto = _devices(config["devices"], seen)
     one = plan_study(config, ["one model"], _one_of_each(devices), None)
     per_model = one.devices[0].configurations
-    protocol = config.get("protocol")
-    methods = expand_methods(config["methods"]).items()
-    batches = len(config["batch_sizes"])
     return StudyPlan(
         study,
         models,
@@ -145,16 +159,8 @@ def study_plan(
         configs_per_model=per_model,
         config_estimate_s=one.config_estimate_s,
         job_overhead_s=max(one.model_job_s - per_model * one.config_estimate_s, 0.0),
-        method_estimate_s={
-            name: method_config_s(protocol, batches, bool((spec or {}).get("compile")))
-            for name, spec in methods
-        },
-        gpu_method_estimate_s={
-            name: method_config_s(
-                protocol, batches, bool((spec or {}).get("compile")), DEFAULT_REFRESH_S
-            )
-            for name, spec in methods
-        },
+        method_estimate_s=_method_estimates(config, None),
+        gpu_method_estimate_s=_method_estimates(config, DEFAULT_REFRESH_S),
         auto=auto,
     )
 

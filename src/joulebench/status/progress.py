@@ -119,13 +119,13 @@ def device_status(label: str, rows: pd.DataFrame, jobs: list, plan: StudyPlan) -
     durations = _durations_s(ours)
     timed = durations.notna()
     measured_s = float(durations[timed].sum())
-    torch_device = plan.devices.get(label) or _torch_device(rows, label)
-    expected = ours.loc[timed, "method"].map(plan.method_estimates(torch_device))
+    device = plan.devices.get(label) or _torch_device(rows, label)
+    expected = ours.loc[timed, "method"].map(plan.method_estimates(device))
     planned_s = float(expected.astype("float64").fillna(plan.config_estimate_s).sum())
     parallel = max(1, len(jobs), len(_gpu_breakdown(rows)))
     out = {
         "label": label,
-        "torch_device": plan.devices.get(label) or _torch_device(rows, label),
+        "torch_device": device,
         "planned": planned,
         "ok": ok,
         "not_ok": sum(not_ok.values()),
