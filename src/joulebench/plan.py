@@ -253,7 +253,7 @@ def plan_study(
         batch_sizes={phase: len(sizes) for phase, sizes in batch_sizes.items()},
         configurations=sum(d.configurations for d in device_plans),
         config_min_s=config_min_s(protocol),
-        config_estimate_s=_config_estimate_s(device_plans, host, len(configs), idle_pre_s),
+        config_estimate_s=_per_config_s(device_plans or [host], len(configs), idle_pre_s),
         model_job_s=max((d.model_job_s for d in device_plans), default=host.model_job_s),
         devices=device_plans,
         catalog_s=catalog_jobs * CATALOG_JOB_S + n_models * CATALOG_MODEL_S,
@@ -281,20 +281,13 @@ def _model_job_s(jobs_s, left_models: int, parts: int, guess, ratio, idle_pre_s)
 
 def _per_config_s(device_plans, n_configs: int, idle_pre_s: float) -> float | None:
     """One configuration's wall time in a model job (its start-up and idle read out), the
-    mean over `device_plans` with models left; None if none has."""
+    mean over `device_plans` (a GPU's windows follow its sensor's refreshes); None for
+    none."""
     per = [
         (d.model_job_s - d.jobs_per_model * (JOB_START_S + idle_pre_s)) / max(n_configs, 1)
         for d in device_plans
-        if d.model_job_s > 0
     ]
     return sum(per) / len(per) if per else None
-
-
-def _config_estimate_s(device_plans, host, n_configs: int, idle_pre_s: float) -> float:
-    """The plan's "per configuration": the study's devices' (a GPU's windows follow its
-    sensor's refreshes), else a CPU's where no device has models left."""
-    found = _per_config_s(device_plans, n_configs, idle_pre_s)
-    return found if found is not None else _per_config_s([host], n_configs, idle_pre_s) or 0.0
 
 
 def _device_plan(
