@@ -35,14 +35,17 @@ def pct(x: float) -> str:
     return f"{x * 100:.1f} %"
 
 
-def sweep(seeds, csv, heat_error, settings, refresh_error=0.0, **only):
+def sweep(seeds, csv, heat_error, settings, refresh_error=0.0, tail_error=None, **only):
     import pandas as pd
 
     from joulebench.measure.sim import heat_experiment as he
 
     cases = he.cases(seeds, **only)
     rows = pd.DataFrame(
-        [he.run_case(c, settings, heat_error, refresh_error=refresh_error) for c in cases]
+        [
+            he.run_case(c, settings, heat_error, refresh_error=refresh_error, tail_error=tail_error)
+            for c in cases
+        ]
     )
     if csv:
         rows.to_csv(csv, index=False)
@@ -149,11 +152,26 @@ def main() -> None:
     parser.add_argument("--periods", default=None, help="comma-separated seconds (default all)")
     parser.add_argument("--csv", default=None, help="write every case's row here")
     parser.add_argument(
+        "--tail",
+        default="none",
+        help="the boards' power tail after work stops (joulebench.measure.sim.tail): none, "
+        "drawn (each case's from the swept ranges, a fifth with none), or one "
+        "share/hold_s/tau_s/scales, e.g. 0.3/0.1/0.5/dynamic",
+    )
+    parser.add_argument(
         "--heat-error",
         type=float,
         default=0.05,
         help="the board's heat handed to the protocol (as `joulebench check` measures it), "
         "each value off by up to this share; negative: not known (rows as-run)",
+    )
+    parser.add_argument(
+        "--tail-error",
+        type=float,
+        default=0.10,
+        help="the boards' tail handed to the protocol (as `joulebench check` measures it), "
+        "each value off by up to this share; negative: not known (the protocol assumes the "
+        "largest)",
     )
     parser.add_argument(
         "--refresh-error",
@@ -189,7 +207,7 @@ def main() -> None:
         key, _, value = item.partition("=")
         overrides[key] = yaml.safe_load(value)
     settings = ProtocolSettings.from_dict(overrides)
-    only = {}
+    only = {"tail": args.tail}
     if args.generations:
         only["generations"] = args.generations.split(",")
     if args.periods:
@@ -199,9 +217,11 @@ def main() -> None:
     print(f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, python {platform.python_version()}")
     print(
         f"heat known to the protocol within: {heat_error}; refresh period told off by "
-        f"{args.refresh_error:+.1%}; settings: {settings}"
+        f"{args.refresh_error:+.1%}; tail: {args.tail}, known within {args.tail_error}; "
+        f"settings: {settings}"
     )
-    rows = sweep(args.seeds, args.csv, heat_error, settings, args.refresh_error, **only)
+    tail_error = args.tail_error if args.tail_error >= 0 else None
+    rows = sweep(args.seeds, args.csv, heat_error, settings, args.refresh_error, tail_error, **only)
     preset_line("today" if args.today else args.preset, rows)
     if args.order_seeds:
         order(args.order_seeds, heat_error, settings)

@@ -23,6 +23,7 @@ from joulebench.measure.config_time import (
     config_min_s,
     format_duration,
 )
+from joulebench.measure.first_check import SIMULATED_CHECK_S, check_s
 from joulebench.plan import format_plan, one_line, plan_study, slurm_settings
 from joulebench.prerun import load_study
 
@@ -133,7 +134,8 @@ def test_a_pool_with_few_models_shares_their_methods():
     idle_s = single.estimate_s - len(MODELS) * single.model_job_s
     part_s = d.job_s  # fp32 and bf16 cost the same here: 10 equal jobs, 5 on each GPU
     assert d.estimate_s == pytest.approx(idle_s + 5 * part_s)
-    assert d.estimate_s < single.estimate_s * 0.55  # each part restarts the job: not 0.5
+    # each part restarts the job: not 0.5 (each GPU's first check aside: once, in parallel)
+    assert d.estimate_s - d.check_s < (single.estimate_s - single.check_s) * 0.55
     assert d.model_job_s == pytest.approx(2 * part_s)
     text = format_plan(pool)
     assert "share the 5 models' 10 jobs (one per model and method: profile split)" in text
@@ -278,13 +280,34 @@ def test_skipped_configurations_cost_about_nothing():
         refresh_s = None if skipped.label == "cpu" else planning.DEFAULT_REFRESH_S
         job_s = planning.JOB_START_S + 2.0 + method_s(refresh_s)
         assert skipped.model_job_s == pytest.approx(job_s + 2 * planning.SKIPPED_CONFIG_S)
-        assert skipped.estimate_s == pytest.approx(planning.JOB_START_S + 10.0 + 5 * job_s)
+        first_check_s = skipped.check_s  # a GPU's check before its first job (0 on the CPU)
+        assert first_check_s == (0.0 if skipped.label == "cpu" else check_s())
+        assert skipped.estimate_s == pytest.approx(
+            planning.JOB_START_S + 10.0 + first_check_s + 5 * job_s
+        )
     text = format_plan(plan)
     assert "cpu: 10 configurations skipped (~0 s each): bf16 is only emulated here (this " in text
     assert "v100: 10 configurations skipped" in text and "compute capability 7.0" in text
     assert "allow_emulated: true on a method measures it anyway" in text
     forced = study(methods={"bf16": {"precision": "bf16", "allow_emulated": True}})
     assert plan_study(forced, MODELS, {"cpu": "cpu"}, None, native).devices[0].skipped == 0
+
+
+def test_each_gpu_is_checked_once_before_its_first_job_where_wanted():
+    """issue 33: a GPU's first job runs `joulebench check` (its heat and tail) once; the plan
+    counts it once per device (a pool's GPUs at once), never on a CPU, on a simulated GPU
+    only with check_first: on (seconds of simulated time), never with off."""
+    devices = {"h200": ["cuda:0", "cuda:1"], "cpu": "cpu", "sim": "sim:h100"}
+    auto = {d.label: d.check_s for d in plan_study(study(), MODELS, devices, None).devices}
+    assert auto == {"h200": pytest.approx(check_s()), "cpu": 0.0, "sim": 0.0}
+    assert 5 * 60 < check_s() < 9 * 60  # the default check: about 7 min
+    on = study(profile={"idle_pre_s": 2.0, "check_first": "on"})
+    sim = {d.label: d.check_s for d in plan_study(on, MODELS, devices, None).devices}
+    assert sim["sim"] == SIMULATED_CHECK_S and sim["cpu"] == 0.0
+    off = study(profile={"idle_pre_s": 2.0, "check_first": "off"})
+    assert all(d.check_s == 0.0 for d in plan_study(off, MODELS, devices, None).devices)
+    text = format_plan(plan_study(study(), MODELS, devices, None))
+    assert "check_first: each GPU is checked once before its first job" in text
 
 
 @pytest.mark.slow

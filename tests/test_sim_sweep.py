@@ -14,6 +14,7 @@ cheapest limit, whichever it is.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -137,7 +138,12 @@ def test_recommend_names_the_cheapest_limit_only_when_asked(study, capsys):
     (line,) = [s for s in out.splitlines() if "least energy:" in s]
     assert line.strip().startswith(f"least energy: tiny_net.build {best} (power limit")
     assert line.endswith(f"batch {BATCH} (simulated)")
-    (ranked,) = [s for s in out.splitlines() if s.strip().startswith(f"1  tiny_net.build  {best}")]
+    # (a tiny net keeps a simulated GPU waiting on the host: its name is starred host-bound)
+    (ranked,) = [
+        s
+        for s in out.splitlines()
+        if re.match(rf"1  tiny_net\.build( \*)?  {re.escape(best)} ", s.strip())
+    ]
     assert "(current)" in out
     if best != "fp32@1.0":  # a saving against the full limit (the load may leave none)
         assert " +" in ranked

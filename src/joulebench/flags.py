@@ -42,6 +42,7 @@ FLAG_EMULATED = "emulated"
 FLAG_SIMULATED = "simulated"
 FLAG_THERMAL_DRIFT = "thermal-drift"
 FLAG_SPREAD_ABOVE_SENSOR = "spread-above-sensor"
+FLAG_HOST_BOUND = "host-bound"
 # The summary and the score (analysis)
 FLAG_CI_CLIPPED = "ci-clipped"
 FLAG_HIGH_SPREAD = "high-spread"
@@ -140,6 +141,14 @@ FLAGS: dict[str, Flag] = {
             "windows this long: the CI describes an unsteady load or state, not the sensor",
             False,
             ("joulebench.measure.protocol.spread_flags",),
+        ),
+        Flag(
+            FLAG_HOST_BOUND,
+            "the GPU was busy less than half of each step (gpu_busy_fraction): the step waits "
+            "on the host's kernel launches, so the row measures launch overhead and the host "
+            "as much as the model (a real cost; the fits can leave such rows out)",
+            False,
+            ("joulebench.measure.host_bound.host_bound_fields",),
         ),
         Flag(
             FLAG_TRAIN_LOSS_NOT_FINITE,
@@ -280,7 +289,8 @@ def flags_markdown() -> list[str]:
 
 def page_meta() -> dict:
     """What the web page knows of flags (its embedded meta): the separator, each flag's
-    meaning and whether it invalidates, and the one flag it reads by role (ci-clipped)."""
+    meaning and whether it invalidates, and the flags it reads by role (ci-clipped,
+    host-bound)."""
     return {
         "separator": SEPARATOR,
         "known": [
@@ -288,4 +298,5 @@ def page_meta() -> dict:
             for f in FLAGS.values()
         ],
         "ci_clipped": FLAG_CI_CLIPPED,
+        "host_bound": FLAG_HOST_BOUND,
     }

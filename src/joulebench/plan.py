@@ -56,6 +56,8 @@ from joulebench.measure.config_time import (
     window_s,
 )
 from joulebench.measure.emulation import FORCE_KEY, verdict
+from joulebench.measure.first_check import DEFAULT as CHECK_FIRST_DEFAULT
+from joulebench.measure.first_check import first_check_s
 from joulebench.measure.job_parts import DEFAULT_SPLIT, job_key, job_methods, parse_job_key
 from joulebench.measure.methods import config_key, parse_methods
 from joulebench.measure.protocol import EDGE_STEP_SHARE, ProtocolSettings
@@ -97,6 +99,7 @@ class DevicePlan:
     learned_ratio: float | None = None  # measured / estimated of the models done, applied
     jobs_per_model: int = 1  # one job per model, or one per model and method (job_parts)
     job_s: float = 0.0  # one job (a model, or a method of it), estimated
+    check_s: float = 0.0  # each GPU's check before its first job (measure.first_check)
 
 
 @dataclass
@@ -222,6 +225,7 @@ def plan_study(
     idle_pre_s = float((config.get("profile") or {}).get("idle_pre_s", IDLE_PRE_S))
     idle_s = float((config.get("idle") or {}).get("duration_s", IDLE_DURATION_S))
     split = (config.get("profile") or {}).get("split", DEFAULT_SPLIT)
+    check_first = (config.get("profile") or {}).get("check_first", CHECK_FIRST_DEFAULT)
     n_models = len(models)
     device_plans = [
         _device_plan(
@@ -236,11 +240,12 @@ def plan_study(
             steps,
             done,
             split,
+            first_check_s(check_first, members[0]),
         )
         for label, members in pools.items()
     ]
     host = _device_plan(
-        "", ["cpu"], ["one"], configs, protocol, idle_pre_s, idle_s, None, None, None, "model"
+        "", ["cpu"], ["one"], configs, protocol, idle_pre_s, idle_s, None, None, None, "model", 0.0
     )
     per_job = int((config.get("catalog") or {}).get("models_per_job", MODELS_PER_JOB))
     catalog_jobs = math.ceil(n_models / per_job)
@@ -291,12 +296,15 @@ def _per_config_s(device_plans, n_configs: int, idle_pre_s: float) -> float | No
 
 
 def _device_plan(
-    label, members, models, configs, protocol, idle_pre_s, idle_s, native, steps, done, split
-):
+    label, members, models, configs, protocol, idle_pre_s, idle_s, native, steps, done, split,
+    check_s=0.0,
+):  # fmt: skip
     """One device (or pool): each job (a model, or a method of it: job_parts) from its
     configurations' estimates (calibrated where `steps` has the model), jobs already
     measured counted as done; a pool's GPUs take the jobs left as they come free (list
-    scheduling, as Snakemake hands them out)."""
+    scheduling, as Snakemake hands them out), each GPU's first job checking it first
+    (`check_s`, measure.first_check: the GPUs at once, so once on the wall; not where the
+    device has measured rows already)."""
     torch_device, gpus = members[0], len(members)
     skip, why = _emulated(configs, (native or {}).get(label))
     refresh_s = None if _is_host(torch_device) else DEFAULT_REFRESH_S
@@ -323,14 +331,16 @@ def _device_plan(
         scale = ratio if ratio is not None and timed[model] is None else 1.0
         jobs_s.append(JOB_START_S + idle_pre_s + scale * sum(costs[model][i] for i in indices))
     left_models, calibrated = len(timed), sum(t is not None for t in timed.values())
-    idle_job_s = 0.0 if any(key[0] == label for key in done) else JOB_START_S + idle_s
+    started = any(key[0] == label for key in done)
+    idle_job_s = 0.0 if started else JOB_START_S + idle_s
+    check_s = 0.0 if started or not jobs_s else check_s
     measured = sum(not s for s in skip)
     return DevicePlan(
         label,
         torch_device,
         configurations=len(models) * len(configs),
         measuring_min_s=len(models) * measured * config_min_s(protocol),
-        estimate_s=idle_job_s + _makespan_s(jobs_s, gpus),
+        estimate_s=idle_job_s + check_s + _makespan_s(jobs_s, gpus),
         skipped=len(models) * sum(skip),
         model_job_s=_model_job_s(jobs_s, left_models, len(parts), guess, ratio, idle_pre_s),
         skipped_why=why,
@@ -338,7 +348,8 @@ def _device_plan(
         done=done_n,
         done_s=done_s,
         calibrated=calibrated,
-        one_gpu_s=idle_job_s + sum(jobs_s),
+        one_gpu_s=idle_job_s + check_s + sum(jobs_s),
+        check_s=check_s,
         learned_ratio=ratio,
         jobs_per_model=len(parts),
         job_s=sum(jobs_s) / len(jobs_s) if jobs_s else 0.0,
@@ -438,6 +449,14 @@ def _notes(plan: Plan, protocol: dict, configs, device_plans) -> list[str]:
         )
         notes += [unknown] if unknown else []
     notes += [_skipped_note(d) for d in device_plans if d.skipped]
+    checked = [d for d in device_plans if d.check_s]
+    if checked:
+        each = ", ".join(f"{d.label} ~{format_duration(d.check_s)}" for d in checked)
+        notes.append(
+            f"check_first: each GPU is checked once before its first job (its heat and power "
+            f"tail: {each}; the GPUs of a pool at once), counted in its estimate; a GPU a "
+            "kept check covers skips it (profile.check_first: off never checks)"
+        )
     if plan.configurations > 1000:
         notes.append("analysis: measured on a small study; a large summary takes longer")
     if any(spec.get("runtime") not in (None, "pytorch") for _, _, spec, _ in configs):

@@ -390,6 +390,10 @@ PROFILE = Table(
             images per second of work (phase-shift delays left out), mean of the repeats
         throughput_img_s_cv   float64  ratio  {_SUMMARY}
             coefficient of variation of the throughput over the repeats
+        gpu_busy_fraction     float64  ratio  measure.host_bound.host_bound_fields
+            the share of a step during which the GPU executed kernels, traced after the
+            windows (CUDA: torch's profiler; a simulated GPU: its host model); below 0.5 the
+            row is flagged host-bound; empty on a CPU (docs/profiling.md, the host)
         latency_ms_mean       float64  ms     {_SUMMARY}
             time per batch, mean
         latency_ms_p50        float64  ms     {_SUMMARY}
@@ -436,6 +440,14 @@ PROFILE = Table(
         thermal_correction    float64  ratio  measure.protocol.thermal_summary
             mean over windows of energy at the stated state / energy as measured, minus 1;
             0 as run; no time is spent reaching the state
+        tail_source           string   -      measure.protocol.tail_summary
+            what took the board's power tail out of the phase shifts (docs/protocol.md,
+            the power tail): check (its measured tail; the CI widened by what may remain) or
+            assumed (no tail measured: nothing taken out, the CI's low end lowered by the
+            largest tail assumed); empty where the windows had no phase shifts
+        tail_correction       float64  ratio  measure.protocol.tail_summary
+            the share of the energy the tail's excess in the phase shifts took out
+            (negative; 0 where nothing was)
         start_sm_clock_mhz    float64  MHz    measure.profile.result_fields
             SM clock when the first window opened
         end_sm_clock_mhz      float64  MHz    measure.profile.result_fields
@@ -566,7 +578,8 @@ WINDOW = _declare(
     idle_power_w          float64  W      {_WINDOW}
         the device's idle baseline used for this window
     energy_per_image_j    float64  J      {_WINDOW}
-        (energy_j - idle_power_w x phase_shift_s) / images
+        (energy_j - idle_power_w x phase_shift_s - tail_excess_j) / images, at the stated
+        thermal state
     dynamic_energy_per_image_j float64 J  {_WINDOW}
         (energy_j - idle_power_w x window time) / images
     throughput_img_s      float64  img/s  {_WINDOW}
@@ -604,6 +617,16 @@ WINDOW = _declare(
         only)
     thermal_correction    float64  ratio  {_WINDOW}
         energy at the stated state / energy as measured, minus 1 (0 as run)
+    tail_excess_j         float64  J      {_WINDOW}
+        the board's excess after work in the window's phase shifts, taken out of the
+        images' energy (measure.tail; 0 where no tail was measured)
+    tail_bound_j          float64  J      {_WINDOW}
+        how far tail_excess_j may be off (at the stated state): added to the CI
+    tail_below_j          float64  J      {_WINDOW}
+        where no tail was measured, the largest assumed tail's excess in the shifts: the
+        CI's low end reaches this much lower
+    tail_source           string   -      {_WINDOW}
+        check, assumed, or empty without phase shifts
     flags                 string   -      {_WINDOW}
         ;-joined flags the meter raised in this window
     energy_gpu_per_image_j float64 J      measure.protocol.node_per_image
@@ -873,6 +896,10 @@ FACTOR_FITS = Table(
                 the family fitted, or all for the overall fit
             n                     Int64    count  analysis.fits.linear_fit
                 models in the fit
+            n_host_bound          Int64    count  {_FACTOR}
+                of them, rows flagged host-bound (the GPU waited on the host: their energy
+                follows launches more than size); fits.invalid_flags: [host-bound] leaves them
+                out
             slope                 float64  ratio  analysis.fits.linear_fit
                 d log10(E) / d log10(factor)
             slope_se              float64  ratio  analysis.fits.linear_fit
@@ -1150,6 +1177,7 @@ PAGE = Table(
             "throughput_img_s",
             "latency_ms_mean",
             "latency_ms_p95",
+            "gpu_busy_fraction",
             "power_mean_w",
             "idle_power_w",
             "top1",

@@ -303,6 +303,7 @@ def get_profile_spec(wildcards):
         "protocol": config["protocol"],
         "idle_pre_s": config["profile"]["idle_pre_s"],
         "oom_retry": config["profile"]["oom_retry"],
+        "check_first": config["profile"]["check_first"],
         "input_kind": config["profile"]["input_kind"],
         "meter": config["profile"]["meter"],
         "estimate": config["profile"]["estimate"],

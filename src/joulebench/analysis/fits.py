@@ -34,6 +34,7 @@ from joulebench.analysis.score import (
     pareto_front,
 )
 from joulebench.analysis.summary import read_summary
+from joulebench.flags import FLAG_HOST_BOUND, has_flag
 from joulebench.safe_text import printable
 from joulebench.table_io import conform, read_table, write_table
 from joulebench.tables import (
@@ -381,6 +382,13 @@ def _accuracy_subsets(summary, energy, invalid_flags, max_energy_cv):
         yield key, "front", e[front], a[front], note
 
 
+def _flags(rows: pd.DataFrame) -> pd.Series:
+    """The rows' flags as text ("" where none, or no flags column: a published summary)."""
+    if "flags" not in rows:
+        return pd.Series("", index=rows.index)
+    return rows["flags"].astype("string").fillna("")
+
+
 def factor_fits(
     summary: pd.DataFrame,
     *,
@@ -397,6 +405,7 @@ def factor_fits(
     for key, g in _groups(summary, mask, [*factors, "family"]):
         e = e_all[g.index].to_numpy()
         fam = g["family"].astype("string").fillna("").to_numpy(object)
+        host = np.array([has_flag(f, FLAG_HOST_BOUND) for f in _flags(g)], dtype=bool)
         for factor in factors:
             x = pd.to_numeric(g[factor], errors="coerce").astype(float).to_numpy()
             ok = np.isfinite(x) & (x > 0)
@@ -413,6 +422,7 @@ def factor_fits(
                         "factor": factor,
                         "family": family,
                         "n": f["n"],
+                        "n_host_bound": int((host & sel).sum()),
                         "slope": f["slope"],
                         "slope_se": f["slope_se"],
                         "intercept_log10": f["intercept"],

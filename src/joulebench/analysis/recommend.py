@@ -32,7 +32,8 @@ from joulebench.analysis.best_configs import (
     simulated_text,
 )
 from joulebench.analysis.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
-from joulebench.flags import FLAG_SIMULATED
+from joulebench.flags import FLAG_HOST_BOUND, FLAG_SIMULATED, has_flag
+from joulebench.measure.host_bound import HOST_BOUND_BELOW
 from joulebench.safe_text import printable
 
 CLOSEST_SHOWN = 5
@@ -338,6 +339,12 @@ def _table(columns: dict[str, list[str]], numeric: set[str]) -> list[str]:
     return [line.rstrip() for line in lines]
 
 
+HOST_BOUND_NOTE = (
+    f"  * host-bound: the GPU was busy less than {HOST_BOUND_BELOW:.0%} of each step, waiting "
+    "on the host's kernel launches (cuda_graphs: true or a larger batch takes that away)"
+)
+
+
 def _saving_text(r) -> str:
     if np.isfinite(r["saving"]):
         if r["saving_note"] == "current":
@@ -366,9 +373,11 @@ def format_recommendation(rec: Recommendation, top: int = 10) -> str:
         shown = section.head(top)
         records = shown.to_dict("records")
         knobs = [knob_text(r) for r in records]
+        host = [has_flag(r.get("flags"), FLAG_HOST_BOUND) for r in records]
+        names = [str(r["model"]) + (" *" if h else "") for r, h in zip(records, host, strict=True)]
         cols = {
             "#": [str(k + 1) for k in range(len(shown))],
-            "model": shown["model"].astype(str).tolist(),
+            "model": names,
             "method": shown["method"].astype(str).tolist(),
         }
         if any(knobs):  # the power limit and clock, where a method sets them
@@ -393,6 +402,8 @@ def format_recommendation(rec: Recommendation, top: int = 10) -> str:
         if any(knobs):
             first = records[0]
             lines.append(f"  least energy: {first['model']} {configuration_text(first)}")
+        if any(host):
+            lines.append(HOST_BOUND_NOTE)
     if rec.current is not None:
         for _, cur in rec.current_rows.iterrows():
             note = "" if cur["valid"] else printable(f", not comparable: {cur['why_not']}")

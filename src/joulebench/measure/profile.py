@@ -34,13 +34,18 @@ from joulebench.measure.config_time import (
     warmup_kinds,
 )
 from joulebench.measure.emulation import method_verdict
+from joulebench.measure.first_check import CHECK_FIRST, report_for
+from joulebench.measure.first_check import DEFAULT as CHECK_FIRST_DEFAULT
 from joulebench.measure.heat import HeatCalibration
 from joulebench.measure.heat import from_report as heat_from_report
+from joulebench.measure.host_bound import host_bound_fields
 from joulebench.measure.knobs import applied, restore_leftover
 from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
 from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured
+from joulebench.measure.tail import TailCalibration
+from joulebench.measure.tail import from_report as tail_from_report
 from joulebench.measure.train import TrainSpec
 from joulebench.study import IDLE_PRE_S
 from joulebench.table_io import conform, empty_frame, read_table, write_table
@@ -87,13 +92,17 @@ class ProfileJob:
     onnx_cache_dir: str = DEFAULT_ONNX_CACHE  # exported models of non-PyTorch runtimes
     input_kind: str = "random"  # the synthetic batch: random (default) or zeros
     check_dir: str = "results/check"  # where `joulebench check` left its reports
+    check_first: str = CHECK_FIRST_DEFAULT  # check the GPU first where none was (first_check)
     gpu: dict = field(default_factory=dict)  # the pool's GPU leased: uuid, index, serial
     device_pool: str = ""  # the study's pool label of a replica label (each_model_on)
     heat: HeatCalibration | None = None  # the board's, from its check (set at the job's start)
     idle_temperature_c: float = math.nan  # the die at idle, from the same check
+    tail: TailCalibration | None = None  # the board's power tail, from the same check
     refresh_s: float | None = None  # the meter's refresh period (NVML), set at the job's start
 
     def __post_init__(self):
+        if self.check_first not in CHECK_FIRST:
+            raise ValueError(f"check_first must be one of {CHECK_FIRST}: {self.check_first!r}")
         if self.input_kind not in INPUT_KINDS:
             raise ValueError(f"input_kind must be one of {INPUT_KINDS}, got {self.input_kind!r}")
         unknown = [p for p in self.phases if p not in PHASES]
@@ -112,10 +121,10 @@ class ProfileJob:
     ) -> ProfileJob:
         """A job from a profile spec: the config's keys (common.smk's get_profile_spec, or
         `joulebench profile`'s options): torch_device, methods, batch_sizes, protocol,
-        idle_pre_s, oom_retry, meter, estimate, phases, train, workload, onnx_cache,
+        idle_pre_s, oom_retry, meter, check_first, estimate, phases, train, workload, onnx_cache,
         input_kind. A key left out (or null) takes the field's default."""
         estimate = {k: v for k, v in (spec.get("estimate") or {}).items() if v is not None}
-        given = {k: spec.get(k) for k in ("idle_pre_s", "oom_retry", "meter")}
+        given = {k: spec.get(k) for k in ("idle_pre_s", "oom_retry", "meter", "check_first")}
         given = {k: v for k, v in given.items() if v is not None}
         if "idle_pre_s" in given:
             given["idle_pre_s"] = float(given["idle_pre_s"])
@@ -455,20 +464,26 @@ def _measure_built(
 
     meter, reasons = meter_factory()
     step = job.backend.wrap_step(job.torch_device, job.device_label, runner.step)
+    sync = functools.partial(job.backend.sync, job.torch_device)
     try:
         with torch.enable_grad() if runner.grad else torch.inference_mode():
             result = measure(
                 step,
-                functools.partial(job.backend.sync, job.torch_device),
+                sync,
                 meter,
                 images_per_step=batch_size,
                 settings=settings,
                 idle_power_w=job.idle_power_w,
                 heat=job.heat,
                 idle_temperature_c=job.idle_temperature_c,
+                tail=job.tail,
             )
+            # outside the windows: how much of a step the device spent executing kernels
+            busy = job.backend.busy_fraction(job.torch_device, step, sync, _step_s(result))
         meter_info = {**meter.describe(), "meter_reasons": reasons}
-        fields_ = {**runner.fields, **runner.finish(), **emulated.fields}
+        host = host_bound_fields(busy)
+        flags = join_flags(emulated.fields.get("flags", ""), [host.pop("flags", "")])
+        fields_ = {**runner.fields, **runner.finish(), **emulated.fields, **host, "flags": flags}
         return Outcome("ok", "", result, meter_info, fields_)
     except Exception as exc:
         return Outcome("oom" if is_oom(exc) else "error", short_reason(exc))
@@ -476,6 +491,11 @@ def _measure_built(
         meter.close()
         runner = None  # free before the next configuration
         job.backend.free_memory(job.torch_device)
+
+
+def _step_s(result) -> float:
+    """A measured configuration's time per batch (its windows' mean), in seconds."""
+    return float(result.summary["latency_ms_mean"]) / 1e3
 
 
 def config_fields(job: ProfileJob, phase: str, method: Method) -> dict:
@@ -602,7 +622,7 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
     The device's latest check is found (by the meter's UUID) and its meter options taken."""
     import torch
 
-    from joulebench.measure.check.report import checked_fields, device_check
+    from joulebench.measure.check.report import checked_fields
 
     base = {
         "device_label": job.device_label,
@@ -623,14 +643,17 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
     with meter:
         idle = measure_idle(meter, job.idle_pre_s)
         described = meter.describe()
-        uuid = described.get("uuid")
         refresh_s = getattr(meter, "refresh_s", None)
     base.update(gpu_fields(job.gpu, described))
     log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
-    check = device_check(job.torch_device, job.check_dir, uuid)
+    check = report_for(
+        job.backend, job.torch_device, job.device_label, described, job.check_dir, job.check_first,
+        lambda line: log(f"{job.model}: {line}"),
+    )  # fmt: skip
     base.update(checked_fields(check))
     # the board's heat, as the check measured it: rows stated at the sustained temperature
     job.heat, job.idle_temperature_c = heat_from_report(check)
+    job.tail = tail_from_report(check)
     meter_options.update(job.backend.meter_options_from_check(check))
     job.refresh_s = meter_options.get("refresh_s", refresh_s)
     return base, idle
@@ -814,6 +837,7 @@ def profile_now(
         "workload": entry if is_workload(entry) else None,
         "onnx_cache": onnx_cache,
         "input_kind": input_kind,
+        "check_first": "off",  # a first look: a kept check report of the GPU still counts
     }
     job = ProfileJob.from_spec(model, device.replace(":", ""), spec, threads=threads)
     rows = run_profile(job).rows

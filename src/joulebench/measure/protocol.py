@@ -63,6 +63,7 @@ from joulebench.measure.heat import (
 )
 from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
 from joulebench.measure.meters.node import COMPONENTS as NODE_PARTS
+from joulebench.measure.tail import ShiftTail, TailCalibration, shift_tail
 from joulebench.stats import spread
 from joulebench.tables import WINDOW
 
@@ -362,7 +363,8 @@ def plan_window(
 
 
 def _window(step, sync, meter: Meter, plan: WindowPlan, settings, clock, sleep):
-    """One measurement window. Returns (reading, batches, duration_s, phase_shift_s, step_ms).
+    """One measurement window. Returns (reading, batches, duration_s, waits, step_ms): the
+    phase shifts' delays as waited, in order.
 
     Between meter.begin() and meter.end() only steps, syncs, clock reads and the planned
     phase-shift delays happen. With per_step_timing, stamps go into lists allocated before
@@ -373,6 +375,7 @@ def _window(step, sync, meter: Meter, plan: WindowPlan, settings, clock, sleep):
     stamps = [0.0] * (2 * n_batches + 2) if per_step else None
     delayed = [0.0] * (2 * n_batches + 2) if per_step else None  # delay before step i
     cuts = [*sorted(plan.shifts), n_batches]
+    waits = [0.0] * len(plan.shifts)  # allocated before the window opens
     shift_s = 0.0
     done = 0
     sync()
@@ -380,7 +383,7 @@ def _window(step, sync, meter: Meter, plan: WindowPlan, settings, clock, sleep):
     t0 = clock()
     if per_step:
         stamps[0] = t0
-    for cut in cuts:
+    for k, cut in enumerate(cuts):
         if per_step:
             for i in range(done + 1, cut + 1):
                 step()
@@ -393,6 +396,7 @@ def _window(step, sync, meter: Meter, plan: WindowPlan, settings, clock, sleep):
             ta = clock()
             sleep(plan.shifts[cut])
             waited = clock() - ta
+            waits[k] = waited
             shift_s += waited
             if per_step:
                 delayed[cut + 1] += waited
@@ -424,7 +428,7 @@ def _window(step, sync, meter: Meter, plan: WindowPlan, settings, clock, sleep):
     if per_step:
         diffs = np.diff(np.asarray(stamps[: batches + 1], dtype=float))
         step_ms = (diffs - np.asarray(delayed[1 : batches + 1], dtype=float)) * 1e3
-    return reading, batches, t1 - t0, shift_s, step_ms
+    return reading, batches, t1 - t0, waits, step_ms
 
 
 def _state(reading: Reading, which: str, key: str) -> float:
@@ -473,19 +477,24 @@ def repeat_row(
     images_per_step,
     idle_power_w,
     pause_s,
-    shift_s=0.0,
+    waits=(),
     heat: HeatCalibration | None = None,
     idle_temperature_c: float = math.nan,
+    tail: TailCalibration | None = None,
 ) -> dict:
+    """One window's row. `waits`: its phase shifts' delays, whose idle energy and board's
+    tail (measure.tail) are not the images'."""
     images = batches * images_per_step
     meter_s = reading.duration_s
     energy_s = meter_s if math.isfinite(meter_s) and meter_s > 0 else duration_s
+    shift_s = float(sum(waits))
     work_s = duration_s - shift_s
     energy_j = float(reading.energy_j)
     state = _window_state(reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s)
     # the phase-shift delays ran no work: their (idle) energy is not the images'
     shift_j = state.idle_power_w * shift_s if shift_s and math.isfinite(idle_power_w) else 0.0
-    work_j = (energy_j - shift_j) * state.factor  # at the stated thermal state
+    shifted = _shifts_tail(tail, waits, energy_j - shift_j, energy_s - shift_s, state.idle_power_w)
+    work_j = (energy_j - shift_j - shifted.excess_j) * state.factor  # at the stated state
     idle_j = state.idle_sustained_w * (energy_s - shift_s)
     trace_j = float(reading.energy_trace_j)
     power = _trace_power(reading.trace)
@@ -521,11 +530,25 @@ def repeat_row(
         "thermal_state": state.state,
         "sustained_temperature_c": state.sustained_c,
         "thermal_correction": state.factor - 1.0,
+        "tail_excess_j": shifted.excess_j,
+        "tail_bound_j": shifted.bound_j * state.factor,
+        "tail_below_j": shifted.below_j * state.factor,
+        "tail_source": shifted.source,
         "flags": join_flags([*reading.flags, *_drift_flags(reading)]),
         **node_per_image(reading, images, work_j, duration_s, work_s),
         "host_cpu_share": _state(reading, "end", "host_cpu_share"),
         "concurrent_measurements": _state(reading, "end", "concurrent_measurements"),
     }
+
+
+def _shifts_tail(tail, waits, work_j: float, work_s: float, idle_w: float) -> ShiftTail:
+    """The phase shifts' tail (measure.tail) after work drawing (work_j / work_s) - idle_w
+    above idle: estimated from the window with its shifts' idle energy out, then once more
+    with the first estimate's excess out too. Nothing without an idle power."""
+    if not (math.isfinite(idle_w) and work_s > 0 and any(w > 0 for w in waits)):
+        return ShiftTail()
+    first = shift_tail(tail, waits, work_j / work_s - idle_w)
+    return shift_tail(tail, waits, (work_j - first.excess_j) / work_s - idle_w)
 
 
 def _window_state(reading: Reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s):
@@ -660,30 +683,39 @@ def thermal_summary(repeats: pd.DataFrame) -> dict:
     }
 
 
+# (mean, CI low, CI high, CI half-width / mean) of the total and the dynamic energy
+_CI_KEYS = tuple(
+    (f"{e}_per_image_j", f"{e}_per_image_ci95_low_j", f"{e}_per_image_ci95_high_j",
+     f"{e}_per_image_ci95_rel")
+    for e in ("energy", "dynamic_energy")
+)  # fmt: skip
+
+
 def widen_ci(summary: dict, bound_rel: float) -> dict:
     """The 95 % CIs of a summary widened by a systematic bound (relative, e.g. the thermal
     correction's, joulebench.measure.heat): half-widths add in quadrature."""
     out = {}
     bound_j = bound_rel * abs(summary["energy_per_image_j"])
-    for mean_key, low_key, high_key, rel_key in (
-        (
-            "energy_per_image_j",
-            "energy_per_image_ci95_low_j",
-            "energy_per_image_ci95_high_j",
-            "energy_per_image_ci95_rel",
-        ),
-        (
-            "dynamic_energy_per_image_j",
-            "dynamic_energy_per_image_ci95_low_j",
-            "dynamic_energy_per_image_ci95_high_j",
-            "dynamic_energy_per_image_ci95_rel",
-        ),
-    ):
+    for mean_key, low_key, high_key, rel_key in _CI_KEYS:
         mean, low, high = summary[mean_key], summary[low_key], summary[high_key]
         if not (math.isfinite(mean) and math.isfinite(low) and mean):
             continue
         half = math.hypot(0.5 * (high - low), bound_j)
         out[low_key], out[high_key], out[rel_key] = mean - half, mean + half, half / abs(mean)
+    return out
+
+
+def reach_below(summary: dict, below_rel: float) -> dict:
+    """The 95 % CIs' low ends lowered by a one-sided bound (relative): a bias that can only
+    have raised the number (an unmeasured tail, measure.tail), added in full."""
+    out = {}
+    below_j = below_rel * abs(summary["energy_per_image_j"])
+    for mean_key, low_key, high_key, rel_key in _CI_KEYS:
+        mean, low, high = summary[mean_key], summary[low_key], summary[high_key]
+        if not (math.isfinite(mean) and math.isfinite(low) and mean):
+            continue
+        out[low_key] = low - below_j
+        out[rel_key] = 0.5 * (high - out[low_key]) / abs(mean)
     return out
 
 
@@ -772,6 +804,7 @@ def measure(
     progress: Callable[[str, dict], object] | None = None,
     heat: HeatCalibration | None = None,
     idle_temperature_c: float = math.nan,
+    tail: TailCalibration | None = None,
 ) -> ProtocolResult:
     """Warm up, then measure energy and time over repeated windows (see the module doc).
 
@@ -780,7 +813,9 @@ def measure(
     (anything with .uniform(a, b)); `clock` and `sleep` are injectable for tests.
     `heat` (the board's, from `joulebench check`) with the idle baseline's power and
     `idle_temperature_c` states every window at the configuration's sustained temperature
-    (joulebench.measure.heat); without them the rows say `as-run`.
+    (joulebench.measure.heat); without them the rows say `as-run`. `tail` (the board's,
+    from the same check) takes the board's excess after work out of the phase shifts
+    (joulebench.measure.tail); without it the CI's low end covers the largest assumed.
     """
     settings = settings or ProtocolSettings()
     rng = rng or random.Random()
@@ -808,14 +843,15 @@ def measure(
             # work through one refresh period first, so the sensor's last reading before
             # the window opens (which the counter extends up to it) is of the same work
             _run_steps(step, max(1, math.ceil(refresh_s / max(step_s, 1e-12))))
-        reading, batches, duration_s, shift_s, window_ms = _window(
+        reading, batches, duration_s, waits, window_ms = _window(
             step, sync, meter, plan, settings, clock, sleep
         )
+        shift_s = sum(waits)
         # the latest window is the best estimate of the step time for the next
         step_s = max(duration_s - shift_s, 1e-12) / batches
         reading = _counted_to_window(reading, settings, step_s, refresh_s)
         window = (reading, batches, duration_s, window_ms, images_per_step, idle_power_w)
-        row = repeat_row(index, *window, pause, shift_s, heat, idle_temperature_c)
+        row = repeat_row(index, *window, pause, waits, heat, idle_temperature_c, tail)
         rows.append(row)
         flags.extend(split_flags(row["flags"]))
         traces.append((index, reading.trace))
@@ -831,6 +867,7 @@ def measure(
 
     repeats = pd.DataFrame(rows, columns=REPEAT_COLUMNS)
     summary = _summary(repeats, step_ms, warmup, meter, images_per_step, idle_power_w, flags, heat)
+    summary.update(tail_summary(repeats, summary))
     return ProtocolResult(repeats, summary, stack_traces(traces), warmup)
 
 
@@ -885,10 +922,34 @@ def _summary(repeats, step_ms, warmup, meter, images_per_step, idle_power_w, fla
     summary = summarize(
         repeats, step_ms, warmup, meter, images_per_step, idle_power_w, _unique(flags)
     )
+    bound = _per_image(repeats, "tail_bound_j") / summary["energy_per_image_j"]
     if heat is not None and summary["thermal_state"] == SUSTAINED:
-        bound = heat.correction_bound(float(repeats["thermal_correction"].abs().mean()))
+        heat_bound = heat.correction_bound(float(repeats["thermal_correction"].abs().mean()))
+        bound = math.hypot(bound, heat_bound)
+    if bound > 0:
         summary.update(widen_ci(summary, bound))
+    below = _per_image(repeats, "tail_below_j") / summary["energy_per_image_j"]
+    if below > 0:
+        summary.update(reach_below(summary, below))
     return summary
+
+
+def _per_image(repeats: pd.DataFrame, column: str) -> float:
+    """A window column in joules, per image, mean over the windows (0 where all empty)."""
+    per_image = pd.to_numeric(repeats[column], errors="coerce") / repeats["images"]
+    return float(per_image.mean()) if per_image.notna().any() else 0.0
+
+
+def tail_summary(repeats: pd.DataFrame, summary: dict) -> dict:
+    """Row fields of the phase shifts' tail: where it came from (measure.tail) and the share
+    of the energy taken out (negative; 0 where nothing was)."""
+    sources = {s for s in repeats["tail_source"] if s}
+    energy = summary["energy_per_image_j"]
+    taken = _per_image(repeats, "tail_excess_j")
+    return {
+        "tail_source": ", ".join(sorted(sources)),  # one: a job's windows share it
+        "tail_correction": -taken / (energy + taken) if taken and energy + taken else 0.0,
+    }
 
 
 def measure_idle(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import gc
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -330,6 +331,14 @@ class Backend(abc.ABC):
         """The protocol's step as this device runs it (a simulated board draws while it runs)."""
         return step
 
+    def busy_fraction(
+        self, device: str, step: Callable[[], object], sync: Callable[[], object], step_s: float
+    ) -> float:
+        """The share of a step (`step` as wrap_step made it, taking about `step_s`) during
+        which the device executes kernels, traced outside the windows (measure.host_bound);
+        NaN where that does not apply (a CPU)."""
+        return math.nan
+
     def grad_scaler_device(self, device: str) -> str | None:
         """The torch device type whose GradScaler fp16 training uses here; None: unscaled."""
         return None
@@ -371,8 +380,15 @@ class Backend(abc.ABC):
 
     # -- joulebench check
 
-    def check_target(self, device: str, prefer: str | None = None, libs: Libraries | None = None):
-        """What `joulebench check` drives on this device (measure.check.targets)."""
+    def check_target(
+        self,
+        device: str,
+        prefer: str | None = None,
+        libs: Libraries | None = None,
+        label: str | None = None,
+    ):
+        """What `joulebench check` drives on this device (measure.check.targets); `label`:
+        the study's name for it, where a job checks its own board (measure.calibration)."""
         raise DeviceError(f"joulebench check cannot drive {device} (kind {self.kind})")
 
     def state(self, meter) -> DeviceState:

@@ -13,6 +13,7 @@ does (its compute capability), though its model runs on the CPU.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
@@ -28,6 +29,7 @@ from joulebench.measure.backends.cuda import NvmlKnobs, cuda_native, nvml_state
 from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
+from joulebench.measure.sim.tail import DEVICE_TAIL
 from joulebench.measure.sim.thermal import THERMAL
 from joulebench.measure.sim.wall import WallSimGpu, sim_uuid
 
@@ -156,12 +158,26 @@ class SimBackend(Backend):
         """The board draws busy power while the step runs."""
         return wall_sim_gpu(device, label).run(step)
 
-    def check_target(self, device: str, prefer: str | None = None, libs: Libraries | None = None):
+    def busy_fraction(self, device, step, sync, step_s: float) -> float:
+        """What the board's host model made of the step (sim.host), as a trace would."""
+        fraction = getattr(step, "gpu_busy_fraction", None)
+        return float(fraction) if fraction is not None else math.nan
+
+    def check_target(self, device: str, prefer=None, libs: Libraries | None = None, label=None):
         """A board of the device's generation in simulated time, driven as a GPU is, with
-        its generation's heat (sim.thermal.THERMAL), which the check's heat rows measure."""
+        its generation's heat (sim.thermal.THERMAL) and the devices' power tail
+        (sim.tail.DEVICE_TAIL), which the check's heat and tail rows measure. With the
+        study's `label`, the board a job on it draws from (its UUID, name and limits): the
+        check of that very board (measure.calibration)."""
         self.check_prefer(device, prefer)
         generation = sim_generation(device)
-        rig = simulated_gpu(generation, phase_s=CHECK_PHASE_S, thermal=THERMAL[generation])
+        rig = simulated_gpu(
+            generation,
+            phase_s=CHECK_PHASE_S,
+            thermal=THERMAL[generation],
+            tail=DEVICE_TAIL,
+            board=_same_board(device, label) if label else None,
+        )
         return DeviceCheckTarget(rig, device)
 
     def state(self, meter) -> DeviceState:
@@ -170,6 +186,13 @@ class SimBackend(Backend):
     def knob_control(self, device: str, label: str, libs: Libraries | None = None):
         """The simulated board's NVML, which sets and reads its limit and clocks."""
         return NvmlKnobs(wall_sim_gpu(device, label).meter())
+
+
+def _same_board(device: str, label: str) -> dict:
+    """SimBoard settings that make a check's board the job's (wall_sim_gpu's) as NVML sees it."""
+    wall = wall_sim_gpu(device, label).board
+    keep = ("uuid", "default_power_limit_mw", "power_limit_mw", "power_limit_range_mw")
+    return {key: getattr(wall, key) for key in keep}
 
 
 BACKEND = SimBackend()

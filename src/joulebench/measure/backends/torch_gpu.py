@@ -183,6 +183,12 @@ class TorchGpuBackend(Backend):
     def grad_scaler_device(self, device: str) -> str | None:
         return "cuda"
 
+    def busy_fraction(self, device, step, sync, step_s: float) -> float:
+        """From the kernels torch's profiler records over a short trace (host_bound)."""
+        from joulebench.measure.host_bound import trace_steps, traced_busy_fraction
+
+        return traced_busy_fraction(step, sync, trace_steps(step_s))
+
     def pin(self, device: str, value: str, env) -> str:
         """Make `value` (a UUID) the only visible GPU: the job's device is cuda:0."""
         env[VISIBLE_ENV] = value
@@ -209,7 +215,7 @@ class TorchGpuBackend(Backend):
         }
         return [("TensorrtExecutionProvider", trt_options), cuda, "CPUExecutionProvider"]
 
-    def check_target(self, device: str, prefer: str | None = None, libs: Libraries | None = None):
+    def check_target(self, device: str, prefer=None, libs: Libraries | None = None, label=None):
         from joulebench.measure.check.targets import TorchGpuTarget
 
         libs = libs or Libraries()

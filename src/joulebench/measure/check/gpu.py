@@ -20,6 +20,8 @@ import random
 import time
 from dataclasses import asdict, replace
 
+import numpy as np
+
 from joulebench.measure.check.environment import environment_rows
 from joulebench.measure.check.report import PASS, SKIP, WARN, CheckReport, Row, new_check_id
 from joulebench.measure.check.rows import (
@@ -32,12 +34,15 @@ from joulebench.measure.check.rows import (
     run_guarded,
 )
 from joulebench.measure.check.sensor_fit import SensorFit, fit_sensor
+from joulebench.measure.check.tail_fit import TailFit, fit_tail
 from joulebench.measure.check.thermal_fit import ThermalFit, fit_heat
 from joulebench.measure.heat import from_report as heat_from_report
 from joulebench.measure.meters.nvidia_sensors import DEFAULT_REFRESH_S, SensorSpec
 from joulebench.measure.meters.sampler import Sampler
 from joulebench.measure.protocol import ProtocolSettings
 from joulebench.measure.provenance import utc_now
+from joulebench.measure.tail import TailCalibration
+from joulebench.measure.tail import from_report as tail_from_report
 
 COUNTER_TRACE_TARGET = 0.03
 SENSOR_TOLERANCE = 0.10  # measured refresh/window vs the published value
@@ -72,6 +77,73 @@ def square_wave(target, settings: CheckSettings, read_power) -> tuple[list, list
     times = [r["t_s"] for r in rows if r.get("power_w") is not None]
     watts = [r["power_w"] for r in rows if r.get("power_w") is not None]
     return times, watts, busy
+
+
+def tail_step(target, settings: CheckSettings, read_power) -> tuple[list, list, list, float]:
+    """The standard load for tail_busy_s, stopped (synced), then idle for tail_idle_s while
+    `read_power()` is sampled fast, tail_cycles times. Cycle k starts a whole number of
+    seconds after the first plus (k + a random share) / tail_cycles of 0.2 s, so the stops
+    fall at instants spread evenly over a refresh period or two (100 ms, 20 ms sensors)
+    and each reading after a stop sees another stretch of the tail. Returns (times, watts,
+    the stops, the load's power: the median reading over each load's second half)."""
+    rng = random.Random(settings.seed + 1)
+    cycles = settings.tail_cycles
+    cycle_s = math.ceil(settings.tail_busy_s + settings.tail_idle_s + 0.2)
+    sampler = Sampler(
+        lambda: {"power_w": read_power()},
+        settings.fast_interval_s,
+        clock=target.clock,
+        name="joulebench-sampler-tail",
+        timer=target.timer,
+    )
+    stops, loads = [], []
+    sampler.start(0.0)
+    first = target.clock()
+    try:
+        for k in range(cycles):
+            due = first + k * cycle_s + 0.2 * (k + rng.random()) / cycles
+            target.sleep(max(due - target.clock(), 0.0))
+            start = target.clock()
+            target.busy(settings.tail_busy_s)
+            target.sync()
+            stops.append(target.clock())
+            loads.append((start + settings.tail_busy_s / 2, stops[-1]))
+            target.sleep(settings.tail_idle_s)
+    finally:
+        rows = sampler.stop()
+    times = [r["t_s"] for r in rows if r.get("power_w") is not None]
+    watts = [r["power_w"] for r in rows if r.get("power_w") is not None]
+    t, w = np.asarray(times, dtype=float), np.asarray(watts, dtype=float)
+    busy = [w[(t >= a) & (t <= b)] for a, b in loads]
+    busy_w = float(np.median(np.concatenate(busy))) if busy and sum(map(len, busy)) else math.nan
+    return times, watts, stops, busy_w
+
+
+TAIL_ROWS = ("tail excess", "tail plateau", "tail decay")
+
+
+def tail_rows(fit: TailFit | None, settings: CheckSettings) -> list[Row]:
+    """The board's tail after the standard load: what the protocol takes out of its phase
+    shifts (measure.tail)."""
+    if not settings.tail_cycles:
+        return [Row("tail", name, SKIP, detail="not measured") for name in TAIL_ROWS]
+    if fit is None:
+        detail = "too few readings after the load stopped to fit"
+        return [Row("tail", name, WARN, detail=detail) for name in TAIL_ROWS]
+    return [
+        Row("tail", TAIL_ROWS[0], PASS, fit.excess_w, "W",
+            detail=f"{fit.share:.1%} of the load's {fit.load_dynamic_w:.0f} W above idle, "
+            "right after it stopped: the protocol takes it out of its phase shifts"),
+        Row("tail", TAIL_ROWS[1], PASS, fit.hold_s, "s", detail="before the excess decays"),
+        Row("tail", TAIL_ROWS[2], PASS, fit.tau_s, "s",
+            detail=f"time constant of the decay (fit rms {fit.rms_w:.2f} W over "
+            f"{fit.readings} readings)"),
+    ]  # fmt: skip
+
+
+def tail_from(fit: TailFit | None) -> dict | None:
+    """The report's `protocol.tail` (what the profile's protocol reads, measure.tail)."""
+    return fit.as_dict() if fit is not None else None
 
 
 def sensor_rows(fit: SensorFit | None, expected: SensorSpec | None) -> list[Row]:
@@ -282,6 +354,48 @@ def protocol_from(meter, fitted: bool) -> dict:
     }
 
 
+def sensor_and_tail(target, settings: CheckSettings, meter, expected, progress):
+    """(sensor fit, tail fit). The tail first, read with the published averaging window: a
+    board above idle after each stretch of the square wave misleads a two-level fit (a 25 ms
+    window read as 6 ms); then the square wave fitted with the tail's shape beside the
+    levels; then the tail again with the window the fit measured."""
+    tail_data = None
+    if settings.tail_cycles:
+        progress(f"tail: load, stop and idle, {settings.tail_cycles} times")
+        tail_data = tail_step(target, settings, meter.read_power_w)
+    window_s = expected.window_s if expected else DEFAULT_REFRESH_S / 4
+    tail = _fit_tail(tail_data, settings, window_s, 0.0, None)
+    progress(f"sensor: square-wave load ({settings.square_s:g} s)")
+    times, watts, busy = square_wave(target, settings, meter.read_power_w)
+    fit = fit_sensor(times, watts, busy, tail=calibration(tail))
+    if fit is not None:
+        tail = _fit_tail(tail_data, settings, fit.window_s, fit.lag_s, fit.rise_s) or tail
+    return fit, tail
+
+
+def calibration(fit: TailFit | None) -> TailCalibration | None:
+    """The fitted tail as the protocol takes it (None without one, or with none)."""
+    return (
+        tail_from_report({"protocol": {"tail": tail_from(fit)}}) if fit and fit.excess_w else None
+    )
+
+
+def _fit_tail(data, settings: CheckSettings, window_s, lag_s, rise_s) -> TailFit | None:
+    if data is None:
+        return None
+    times, watts, stops, busy_w = data
+    return fit_tail(
+        times,
+        watts,
+        stops,
+        busy_w,
+        window_s=window_s,
+        lag_s=lag_s,
+        span_s=settings.tail_idle_s,
+        rise_s=rise_s,
+    )
+
+
 def check_gpu(
     target, settings: CheckSettings | None = None, progress=None, *, state
 ) -> CheckReport:
@@ -297,10 +411,9 @@ def check_gpu(
         progress(f"idle power ({settings.idle_s:g} s)")
         idle_part, idle_w = idle_rows(meter, settings.idle_s, target.sleep)
         rows += idle_part
-        progress(f"sensor: square-wave load ({settings.square_s:g} s)")
-        times, watts, busy = square_wave(target, settings, meter.read_power_w)
-        fit = fit_sensor(times, watts, busy)
-        rows += sensor_rows(fit, expected)
+        fit, tail = sensor_and_tail(target, settings, meter, expected, progress)
+        rows += sensor_rows(fit, expected) + tail_rows(tail, settings)
+        settings = replace(settings, tail=calibration(tail))
     # from here on the protocol uses what was measured, as the profile will
     with target.meter(refresh_s=fit.refresh_s if fit is not None else None) as meter:
         for group, name, line, part in MEASURED_PARTS:
@@ -313,6 +426,7 @@ def check_gpu(
         info = meter.describe()
         protocol = protocol_from(meter, fit is not None)
         protocol["heat"] = heat_from(rows)
+        protocol["tail"] = tail_from(tail)
     sensor = {
         "fit": fit.as_dict() if fit else None,
         "expected": asdict(expected) if expected else None,

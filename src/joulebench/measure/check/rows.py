@@ -13,6 +13,7 @@ from joulebench.flags import FLAG_OTHER_LOAD, FLAG_OTHER_PROCESS, has_flag
 from joulebench.measure.check.report import FAIL, PASS, SKIP, WARN, Row
 from joulebench.measure.heat import HeatCalibration
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
+from joulebench.measure.tail import TailCalibration
 from joulebench.stats import spread
 from joulebench.tables import INPUT_KINDS
 
@@ -31,6 +32,9 @@ class CheckSettings:
     steady_s: float = 5.0  # counter vs trace, Zeus
     heat_idle_s: float = 30.0  # idle before the heat step: the die's idle temperature
     heat_s: float = 300.0  # the heat step: several thermal time constants (0: not measured)
+    tail_cycles: int = 8  # the tail step: load, stop, idle, this many times (0: not measured)
+    tail_busy_s: float = 1.5  # the load before each stop
+    tail_idle_s: float = 3.5  # the idle read after it: longer than plateau + a few decays
     protocol: ProtocolSettings = field(default_factory=ProtocolSettings)  # the repeat CV run
     input_protocol: ProtocolSettings = field(
         default_factory=lambda: ProtocolSettings(repeats=2, warmup_min_s=1.0, ci_target=None)
@@ -40,6 +44,7 @@ class CheckSettings:
     # profile will (rows stated at the sustained temperature)
     heat: HeatCalibration | None = None
     idle_temperature_c: float = math.nan
+    tail: TailCalibration | None = None  # its power tail, once measured (the same way)
 
     @classmethod
     def quick(cls) -> CheckSettings:
@@ -47,10 +52,13 @@ class CheckSettings:
         fast = {"warmup_min_s": 0.3, "warmup_chunk_s": 0.1, "min_repeat_s": 1.0, "ci_target": None}
         return cls(
             idle_s=2.0,
-            square_s=4.0,
+            square_s=8.0,
             steady_s=2.0,
             heat_idle_s=0.0,
             heat_s=0.0,  # a first look does not measure the heat: minutes of load
+            tail_cycles=2,
+            tail_busy_s=1.0,
+            tail_idle_s=2.5,
             protocol=ProtocolSettings(repeats=3, pause_s=(0.05, 0.2), **fast),
             input_protocol=ProtocolSettings(repeats=2, pause_s=(0.05, 0.2), **fast),
         )
@@ -122,6 +130,7 @@ def _protocol_run(target, meter, check: CheckSettings, idle_w: float, input_kind
         sleep=target.sleep,
         heat=check.heat,
         idle_temperature_c=check.idle_temperature_c,
+        tail=check.tail,
     )
 
 

@@ -85,13 +85,19 @@ def _ramp_integral(x: np.ndarray, tau: float) -> np.ndarray:
 
 class _SmoothedLoad:
     """The busy indicator of the known load through a first-order system of time constant tau,
-    integrated over time on a fine grid, so any window's mean is two interpolations."""
+    integrated over time on a fine grid, so any window's mean is two interpolations. With a
+    tail (a Tail: measure.tail's shape after each busy stretch, until the next, at its share
+    of the busy level above idle), the indicator holds it too."""
 
-    def __init__(self, busy: np.ndarray, tau: float, start: float, stop: float, dt: float):
+    def __init__(
+        self, busy: np.ndarray, tau: float, start: float, stop: float, dt: float, tail=None
+    ):
         self.grid = np.arange(start, stop + dt, dt)
         area = np.zeros_like(self.grid)
         for b0, b1 in busy:
             area += _ramp_integral(self.grid - b0, tau) - _ramp_integral(self.grid - b1, tau)
+        if tail is not None:
+            area += tail.share * _tail_area(self.grid, busy, tail.shape, tau)
         self.area = area
 
     def share(self, ends: np.ndarray, window_s: np.ndarray) -> np.ndarray:
@@ -101,6 +107,30 @@ class _SmoothedLoad:
         a1 = np.interp(x1, self.grid, self.area)
         a0 = np.interp(x0, self.grid, self.area)
         return (a1 - a0) / window_s[:, None]
+
+
+def _tail_area(x: np.ndarray, busy: np.ndarray, tail, rise_s: float = 0.0) -> np.ndarray:
+    """The integral up to each x of the tail indicator (the tail's shape after every busy
+    stretch's end, until the next stretch starts: work ends a tail) through the board's
+    first-order response of `rise_s`: the indicator's integral less rise_s times the
+    response (tau y' = u - y), the response being the indicator but near its jumps."""
+    x = np.asarray(x, dtype=float)[:, None]
+    ends, next_starts = busy[None, :, 1], np.append(busy[1:, 0], np.inf)[None, :]
+    area = tail.integral_s(0.0, np.minimum(x, next_starts) - ends).sum(axis=1)
+    if not rise_s > 0:
+        return area
+    inside = (x >= ends) & (x < next_starts)
+    value = np.where(inside, tail.at(x - ends), 0.0).sum(axis=1)
+    last = tail.at(next_starts - ends)  # where the tail stood when the next stretch began
+    lagging = _settling(x - ends, 1.0, rise_s) - _settling(x - next_starts, last, rise_s)
+    return area - rise_s * (value - lagging.sum(axis=1))
+
+
+def _settling(since: np.ndarray, jump, rise_s: float) -> np.ndarray:
+    """What is left of a jump `since` seconds ago in a first-order response (0 before it)."""
+    with np.errstate(invalid="ignore"):
+        left = jump * np.exp(-np.maximum(since, 0.0) / rise_s)
+    return np.where(since >= 0, np.nan_to_num(left), 0.0)
 
 
 def _grid_fit(ends, readings, loads: dict, windows, lags):
@@ -136,8 +166,11 @@ def _levels(share: np.ndarray, r: np.ndarray) -> tuple[float, float, float]:
     return sse, float(idle), float(idle + slope)
 
 
-def _share_direct(ends: np.ndarray, window_s: float, busy: np.ndarray, tau: float) -> np.ndarray:
-    """Mean smoothed busy indicator over [end - W, end], computed exactly (no grid)."""
+def _share_direct(
+    ends: np.ndarray, window_s: float, busy: np.ndarray, tau: float, tail=None
+) -> np.ndarray:
+    """Mean smoothed busy indicator over [end - W, end], computed exactly (no grid); with a
+    tail (see _SmoothedLoad), its part too."""
     x1 = ends[:, None]
     x0 = x1 - window_s
     b0, b1 = busy[None, :, 0], busy[None, :, 1]
@@ -147,6 +180,9 @@ def _share_direct(ends: np.ndarray, window_s: float, busy: np.ndarray, tau: floa
         - _ramp_integral(x1 - b1, tau)
         + _ramp_integral(x0 - b1, tau)
     ).sum(axis=1)
+    if tail is not None:
+        upper = _tail_area(ends, busy, tail.shape, tau)
+        area = area + tail.share * (upper - _tail_area(ends - window_s, busy, tail.shape, tau))
     return area / window_s
 
 
@@ -174,10 +210,14 @@ def _pattern_search(sse, start, steps, lower, upper, min_step=1e-5, max_iter=400
     return best, x
 
 
-def fit_sensor(t_s, power_w, busy_intervals) -> SensorFit | None:
+def fit_sensor(t_s, power_w, busy_intervals, tail=None) -> SensorFit | None:
     """Fit refresh period and boxcar window to readings taken under a known square-wave load.
 
     `busy_intervals`: (start, end) host times of the busy stretches, on the same clock as t_s.
+    `tail`: the board's power tail after work (a measure.tail.TailCalibration, from the
+    check's tail step: its shape and its excess as a share of the load's power above idle),
+    drawn into the model between the two levels: a board that stays above idle after each
+    stretch would otherwise read as a narrow window (docs/protocol.md).
     None when the reading changed too rarely to tell (e.g. a driver that never refreshes).
     """
     t, w = np.asarray(t_s, dtype=float), np.asarray(power_w, dtype=float)
@@ -200,7 +240,7 @@ def fit_sensor(t_s, power_w, busy_intervals) -> SensorFit | None:
     span = (seen[0] - 2 * period, seen[-1] + period)
 
     def loads(taus):
-        return {float(tau): _SmoothedLoad(busy, float(tau), *span, dt) for tau in taus}
+        return {float(tau): _SmoothedLoad(busy, float(tau), *span, dt, tail) for tau in taus}
 
     # 1. a coarse grid over (window, lag, rise time), vectorised over windows
     coarse_w = np.linspace(period / 30, period, 30)
@@ -214,13 +254,13 @@ def fit_sensor(t_s, power_w, busy_intervals) -> SensorFit | None:
 
     # 2. a compass search from the best few: the minimum is narrow in lag and window
     def cost(x) -> float:
-        return _levels(_share_direct(seen - x[1], x[0], busy, x[2]), readings)[0]
+        return _levels(_share_direct(seen - x[1], x[0], busy, x[2], tail), readings)[0]
 
     lower, upper = (period / 1000, -period / 10, 0.0), (period, period, MAX_RISE_S)
     steps = (coarse_w[1] - coarse_w[0], coarse_s[1] - coarse_s[0], 0.001)
     results = [_pattern_search(cost, x, steps, lower, upper) for _, x in starts[:4]]
     _, (window, lag, tau) = min(results, key=lambda item: item[0])
-    sse, idle, busy_w = _levels(_share_direct(seen - lag, window, busy, tau), readings)
+    sse, idle, busy_w = _levels(_share_direct(seen - lag, window, busy, tau, tail), readings)
     return SensorFit(
         refresh_s=period,
         window_s=window,

@@ -83,7 +83,8 @@ def fit_heat(
     return ThermalFit(
         tau_s=float(tau_eff * (1.0 - c_per_w * b1)),
         c_per_w=float(c_per_w),
-        leakage_per_c=float(b1 / at_idle_w),
+        # power never falls as the die warms at a fixed load: a slope below 0 is noise
+        leakage_per_c=max(float(b1 / at_idle_w), 0.0),
         sustained_c=float(steady_c),
         idle_c=float(idle_c),
         rms_c=float(rms),

@@ -13,13 +13,18 @@ Beside it, labelled, the truth **as run**: the energy per image at the mean die 
 of the measurement's batches (what an exact meter would have read then); the difference is
 the thermal state, not the sensor.
 
+Tail (`tail`, sim.tail): none, or each case's board's drawn from the swept ranges (a fifth
+with none), its work then drawing 150-300 W while busy against the check's 300 W load.
+
 Patterns (assumptions, workload.py): regular (today's cases), jitter (batch period 0.5-2 %
 relative std), pauses (a 1-50 ms host pause every 4-40 batches), jittered-pauses (pauses at
-jittered intervals and lengths, and the period's jitter).
+jittered intervals and lengths, and the period's jitter), host-bound (the GPU busy 15-60 % of
+a batch, waiting on the host's launches, whose time per batch jitters by 2-10 %).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import asdict, dataclass
 
@@ -29,16 +34,25 @@ from joulebench.measure.heat import HeatCalibration
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.sim.rig import SimRig, simulated_gpu
+from joulebench.measure.sim.tail import Tail
+from joulebench.measure.sim.tail import drawn as drawn_tail
 from joulebench.measure.sim.thermal import Thermal, drawn
 from joulebench.measure.sim.workload import Workload
 
 PERIODS_S = (0.001, 0.005, 0.010, 0.025, 0.050, 0.100, 0.200, 0.500)
-PATTERNS = ("regular", "jitter", "pauses", "jittered-pauses")
+PATTERNS = ("regular", "jitter", "pauses", "jittered-pauses", "host-bound")
+HOST_BOUND_DUTY = (0.15, 0.6)  # the GPU's busy fraction of a host-bound loop
+HOST_JITTER = (0.02, 0.10)  # the host's time per batch, relative std
 IDLE_S = 10.0  # the workflow's idle baseline, taken cold
 START_RISE = (0.0, 1.3)  # start temperature: this share of the way from idle to sustained
 TARGET_ERROR, TARGET_SHARE = 0.05, 0.95  # within 5 % in >= 95 % of cases...
 TIGHT_ERROR, TIGHT_SHARE = 0.02, 0.90  # ...within 2 % in >= 90 % overall
 COVERAGE_TARGET = 0.90  # the 95 % CI holds the truth in >= 90 %
+# with a tail, each case's work draws this much while busy (the check's load, a large
+# matmul, 300 W), so a tail that follows the work and one that does not differ (sim.tail's
+# `scales`); at most the check's load, so the boards' heat stays below their temperature
+# limit (sim.thermal) from every start temperature the sweep draws
+TAIL_WORK_W = (150.0, 300.0)
 
 
 @dataclass(frozen=True)
@@ -49,6 +63,17 @@ class HeatCase:
     heat: bool = True
     seed: int = 0
     duty: float = 0.75
+    tail: str = "none"  # the board's power tail: none, drawn (sim.tail's ranges), or a spec
+
+    def tail_spec(self) -> Tail | None:
+        """The board's tail: none; `drawn` from sim.tail's swept ranges by the seed; or
+        `share/hold_s/tau_s/scales` (0.3/0.1/0.5/dynamic) for one point of a sweep."""
+        if self.tail == "none":
+            return None
+        if self.tail == "drawn":
+            return drawn_tail(self.rng("tail"))
+        share, hold_s, tau_s, scales = self.tail.split("/")
+        return Tail(float(share), float(hold_s), float(tau_s), scales)
 
     def rng(self, what: str) -> random.Random:
         return random.Random(f"{what}-{self.seed}-{self.generation}-{self.period_s}-{self.pattern}")
@@ -68,16 +93,24 @@ class HeatCase:
             kw["pause_s"] = draw.uniform(0.001, 0.050)
             kw["pause_every"] = draw.randint(4, 40)
             kw["pause_jitter"] = self.pattern == "jittered-pauses"
-        return Workload(period_s=self.period_s, duty=self.duty, **kw)
+        duty = self.duty
+        if self.pattern == "host-bound":
+            duty = draw.uniform(*HOST_BOUND_DUTY)
+            kw["host_jitter"] = draw.uniform(*HOST_JITTER)
+        if self.tail != "none":  # the work's power unlike the check's load, whose tail is read
+            kw["busy_w"] = self.rng("busy").uniform(*TAIL_WORK_W)
+        return Workload(period_s=self.period_s, duty=duty, **kw)
 
     def start_rise(self) -> float:
         return self.rng("start").uniform(*START_RISE)
 
 
-def cases(seeds: int, generations=None, periods=PERIODS_S, patterns=PATTERNS) -> list[HeatCase]:
-    """Every generation x period x pattern, `seeds` times, all with heat."""
+def cases(
+    seeds: int, generations=None, periods=PERIODS_S, patterns=PATTERNS, tail: str = "none"
+) -> list[HeatCase]:
+    """Every generation x period x pattern, `seeds` times, all with heat (and `tail`)."""
     return [
-        HeatCase(g, p, pattern, True, s)
+        HeatCase(g, p, pattern, True, s, tail=tail)
         for g in generations or GENERATIONS
         for p in periods
         for pattern in patterns
@@ -99,9 +132,36 @@ def calibration(rig: SimRig, error: float | None, rng: random.Random) -> HeatCal
     )
 
 
+CHECK_LOAD_W = 300.0  # the check's standard load (sim.rig.SimCheckTarget), whose tail it reads
+
+
+def tail_calibration(rig: SimRig, error: float | None, rng: random.Random):
+    """The board's tail as `joulebench check` would hand it to the protocol (its excess after
+    the check's load, plateau and decay), each off by a factor drawn from 1 +- `error`;
+    None: not known. A board without a tail is handed a zero excess."""
+    if error is None:
+        return None
+    from joulebench.measure.tail import TailCalibration  # here: a bench of older code runs too
+
+    tail, idle_w = rig.gpu.tail, rig.gpu.idle_w
+    if tail is None:
+        return TailCalibration(0.0, CHECK_LOAD_W - idle_w, 0.0, 0.01, "simulated check")
+    return TailCalibration(
+        tail.excess_w(CHECK_LOAD_W, idle_w) * rng.uniform(1 - error, 1 + error),
+        CHECK_LOAD_W - idle_w,
+        tail.hold_s * rng.uniform(1 - error, 1 + error),
+        tail.tau_s * rng.uniform(1 - error, 1 + error),
+        "simulated check",
+    )
+
+
 def rig_for(case: HeatCase) -> SimRig:
     return simulated_gpu(
-        case.generation, phase_s=case.phase_s(), seed=case.seed, thermal=case.thermal()
+        case.generation,
+        phase_s=case.phase_s(),
+        seed=case.seed,
+        thermal=case.thermal(),
+        tail=case.tail_spec(),
     )
 
 
@@ -113,9 +173,13 @@ def set_temperature(rig: SimRig, workload: Workload, rise: float) -> None:
         gpu.temp_c = idle_c + rise * (gpu.sustained_temperature_c(workload) - idle_c)
 
 
-def measure_case(rig: SimRig, workload: Workload, settings, idle, seed: int, meter, heat=None):
+def measure_case(
+    rig: SimRig, workload: Workload, settings, idle, seed: int, meter, heat=None, tail=None
+):
     """The real protocol on `workload`; returns (result, mean die temperature of its batches
-    after warm-up, simulated seconds it took)."""
+    after warm-up, simulated seconds it took). `tail`: the board's tail as the check hands it
+    (a TailCalibration), or None: not known (not passed, so the bench runs an older protocol
+    too)."""
     temps: list[float] = []
     counting = [False]
 
@@ -141,6 +205,7 @@ def measure_case(rig: SimRig, workload: Workload, settings, idle, seed: int, met
         progress=progress,
         heat=heat,
         idle_temperature_c=idle.temperature_c,
+        **({"tail": tail} if tail is not None else {}),
     )
     mean_c = sum(temps) / len(temps) if temps else float("nan")
     return result, mean_c, rig.clock() - start
@@ -176,14 +241,17 @@ def run_case(
     settings: ProtocolSettings | None = None,
     heat_error: float | None = None,
     refresh_error: float = 0.0,
+    tail_error: float | None = None,
 ) -> dict:
     """One case: cold idle baseline, the die set to its start temperature, the protocol
     (given the board's heat within `heat_error`, or not at all: None; told a refresh period
-    `refresh_error` off the sensor's own, as a check or a published value may be)."""
+    `refresh_error` off the sensor's own, as a check or a published value may be; given the
+    board's tail within `tail_error`, or not: None)."""
     rig = rig_for(case)
     workload = case.workload()
     per_image = workload.images_per_batch
     heat = calibration(rig, heat_error, case.rng("check"))
+    tail = tail_calibration(rig, tail_error, case.rng("check-tail"))
     with rig.meter() as meter:
         meter.refresh_s *= 1.0 + refresh_error
         idle = measure_idle(meter, IDLE_S, sleep=rig.gpu.sleep)
@@ -191,19 +259,32 @@ def run_case(
         set_temperature(rig, workload, case.start_rise())
         start_c = rig.gpu.temperature_c()
         result, mean_c, took_s = measure_case(
-            rig, workload, settings, idle, case.seed, meter=meter, heat=heat
+            rig, workload, settings, idle, case.seed, meter=meter, heat=heat, tail=tail
         )
     truth = rig.gpu.true_energy_per_batch_j(workload) / per_image
     as_run = rig.gpu.true_energy_per_batch_j(workload, mean_c) / per_image
     sustained_c = rig.gpu.sustained_temperature_c(workload) if rig.gpu.thermal else idle_c
     return {
         **asdict(case),
+        **tail_fields(rig.gpu.tail),
         **outcome(result, truth, as_run),
         "idle_c": idle_c,
         "start_c": start_c,
         "mean_c": mean_c,
         "sustained_c": sustained_c,
         "protocol_s": took_s,
+    }
+
+
+def tail_fields(tail: Tail | None) -> dict:
+    """A case's tail, as columns (share 0 where the board has none)."""
+    if tail is None:
+        return {"tail_share": 0.0, "tail_hold_s": 0.0, "tail_tau_s": math.nan, "tail_scales": ""}
+    return {
+        "tail_share": tail.share,
+        "tail_hold_s": tail.hold_s,
+        "tail_tau_s": tail.tau_s,
+        "tail_scales": tail.scales,
     }
 
 

@@ -16,6 +16,7 @@ from joulebench.measure.meters.nvml import DEFAULT_INTERVAL_S, NvmlMeter
 from joulebench.measure.sim.clock import SimClock
 from joulebench.measure.sim.fake_pynvml import SimBoard, SimNvml
 from joulebench.measure.sim.sensor import SimSensor
+from joulebench.measure.sim.tail import Tail
 from joulebench.measure.sim.thermal import Thermal
 from joulebench.measure.sim.workload import SimGpu, Workload
 
@@ -59,6 +60,7 @@ def simulated_gpu(
     board: dict | None = None,
     sensor: dict | None = None,
     thermal: Thermal | None = None,
+    tail: Tail | None = None,
 ) -> SimRig:
     """A board of `generation` (a key of nvidia_sensors.GENERATIONS).
 
@@ -66,12 +68,14 @@ def simulated_gpu(
     `board`: SimBoard settings (other_pids, mig_mode, power_limit_mw, ...); `sensor`: SimSensor
     settings (refresh_s, window_s to try sensors not in the table). `thermal`: heat
     (joulebench.measure.sim.thermal; None: power independent of temperature, as before).
+    `tail`: what the board draws after work stops (joulebench.measure.sim.tail; None: idle
+    power at once).
     """
     if generation not in GENERATIONS:
         raise ValueError(f"unknown generation {generation!r}; known: {sorted(GENERATIONS)}")
     spec = GENERATIONS[generation]
     clock = SimClock(start_s)
-    gpu = SimGpu(clock, idle_w=idle_w, tau_s=tau_s, thermal=thermal, seed=seed)
+    gpu = SimGpu(clock, idle_w=idle_w, tau_s=tau_s, thermal=thermal, tail=tail, seed=seed)
     sim_sensor = SimSensor(
         gpu.signal,
         spec,

@@ -1,7 +1,8 @@
 """A simulated GPU on the wall clock, driven by the job's actual work (devices `sim:<gpu>`).
 
 The model runs on the CPU; while a step runs the simulated board draws `busy_w`, between
-steps `idle_w`, so its true power follows what the job really does, in real time. Its sensor
+steps `idle_w` (and its power tail after work, sim.tail.DEVICE_TAIL), so its true power
+follows what the job really does, in real time. Its sensor
 (SimSensor: the generation's refresh and averaging window) is read through the fake pynvml by
 the real NvmlMeter, matched by the board's UUID, with the meter's own sampler thread. So a
 `sim:` device exercises everything a GPU job does (its measuring slot, pinning by UUID, the
@@ -25,7 +26,9 @@ from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.meters.nvml import NvmlMeter
 from joulebench.measure.sim.fake_pynvml import SimBoard, SimNvml
+from joulebench.measure.sim.host import count_step
 from joulebench.measure.sim.sensor import SimSensor
+from joulebench.measure.sim.tail import DEVICE_TAIL
 from joulebench.measure.sim.thermal import THERMAL
 from joulebench.measure.sim.workload import SimGpu
 
@@ -127,7 +130,9 @@ class WallSimGpu:
         self.lock = threading.RLock()  # the meter's sampler thread reads while we work
         self.clock = _WallClock(clock)
         # the generation's heat, as the check's board has it (backends.sim.check_target)
-        self.gpu = _WallGpu(self.clock, idle_w=idle_w, thermal=THERMAL[generation], seed=seed)
+        self.gpu = _WallGpu(
+            self.clock, idle_w=idle_w, thermal=THERMAL[generation], tail=DEVICE_TAIL, seed=seed
+        )
         self.gpu.owner = self
         # the sensor's "now" is where the true power has been extended to (see catch_up)
         self.sensor = _WallSensor(
@@ -179,23 +184,41 @@ class WallSimGpu:
         return power_w, f
 
     def run(self, step: Callable[[], object]) -> Callable[[], object]:
-        """`step`, with the board busy while it runs. At a clock factor f < 1 (a power limit
-        or a locked clock) its kernels take 1/f as long: the step's own time on the CPU is
-        the full-clock time, and the board stays busy for the rest at the lower power."""
+        """`step`, with the board working while it runs: busy for the share of it its GPU
+        would execute kernels (sim.host, counted on the first call; the returned step's
+        `gpu_busy_fraction` afterwards), waiting on the host's launches at raised clocks
+        for the rest. At a clock factor f < 1 (a power limit or a locked clock) its kernels
+        take 1/f as long: the step's own time on the CPU is the full-clock time, and the
+        board stays busy for the rest at the lower power."""
 
         def busy_step():
             power_w, f = self.busy_level()
-            self._set(power_w, f)
+            self._set(self.step_level_w(power_w, busy_step.gpu_busy_fraction), f)
             started = time.perf_counter()
             try:
-                out = step()
+                if busy_step.gpu_busy_fraction is None:
+                    out, work = count_step(step)
+                    busy_step.gpu_busy_fraction = work.busy_fraction(self.generation)
+                else:
+                    out = step()
                 if f < 1.0:
                     time.sleep((time.perf_counter() - started) * (1.0 / f - 1.0))
                 return out
             finally:
                 self._set(self.idle_w, 0.3)
 
+        busy_step.gpu_busy_fraction = None
         return busy_step
+
+    def step_level_w(self, busy_w: float, busy_fraction: float | None) -> float:
+        """The board's mean power over a step whose GPU is busy `busy_fraction` of it (all
+        of it before that is known): kernels at `busy_w`, the launch gaps between them (far
+        shorter than the board's response) at idle plus its tail's excess."""
+        if busy_fraction is None or not busy_fraction < 1.0:
+            return busy_w
+        tail = self.gpu.tail
+        waiting_w = self.idle_w + (tail.excess_w(busy_w, self.idle_w) if tail else 0.0)
+        return busy_fraction * busy_w + (1.0 - busy_fraction) * waiting_w
 
     def meter(self, **kw) -> NvmlMeter:
         """The real NVML meter on this board, found by its UUID, named `nvml:sim`."""

@@ -23,7 +23,9 @@ clocks drop above a temperature limit. Without it the board's power does not dep
 history, as before.
 
 Irregular work (assumptions, ranges swept in bench/bench_heat.py): a `Workload` may jitter
-its batch period (`period_jitter`, 0.5-2 % relative std: kernel and host gap stretched alike)
+its batch period (`period_jitter`, 0.5-2 % relative std: kernel and host gap stretched alike),
+or be host-bound (`duty` 0.15-0.6 with `host_jitter`, 2-10 %: the host's time per batch,
+launching kernels, is the period and jitters; the kernels' time does not)
 and pause on the host every `pause_every` batches (4-40) for `pause_s` (1-50 ms) at idle
 power: data loading, Python work, a sync. Fixed, or jittered (`pause_jitter`: each interval
 drawn from N/2-3N/2 batches and each pause from 0.5-1.5 x pause_s, same means).
@@ -37,12 +39,21 @@ import random
 from dataclasses import dataclass
 
 from joulebench.measure.sim.clock import SimClock
+from joulebench.measure.sim.tail import Tail
 from joulebench.measure.sim.thermal import STEP_S, Thermal
 from joulebench.tables import INPUT_KINDS
 
+# a jittered host pause is 0.5-1.5 x its mean (Workload.pause_jitter), uniformly: midpoints
+_PAUSE_SPREAD = tuple(0.5 + (i + 0.5) / 40 for i in range(40))
+
 
 class PowerSignal:
-    """Board power as a chain of first-order segments; exact energy over any interval."""
+    """Board power as a chain of first-order segments; exact energy over any interval.
+
+    In each segment the power approaches a target with the board's time constant `tau_s`;
+    the target is a level plus a part that decays exponentially (`decay_w`, `decay_tau_s`:
+    the board's power tail after work stops, sim.tail), so a tail is exact, not stepped.
+    """
 
     def __init__(self, start_s: float, power_w: float, tau_s: float = 0.003):
         if tau_s < 0:
@@ -50,6 +61,7 @@ class PowerSignal:
         self.tau_s = float(tau_s)
         self._t = [float(start_s)]  # segment starts
         self._target: list[float] = []
+        self._decay: list[tuple[float, float]] = []  # (decay_w, decay_tau_s) of each segment
         self._p0 = [float(power_w)]  # power at each segment start
         self._e = [0.0]  # energy from start_s to each segment start
         self.end_s = float(start_s)
@@ -58,24 +70,44 @@ class PowerSignal:
     def start_s(self) -> float:
         return self._t[0]
 
+    def _terms(self, i: int) -> tuple[float, float, float, float]:
+        """(level, decaying amplitude K, its time constant, fast amplitude C) of segment i:
+        power(x) = level + K e^(-x/tau_d) + C e^(-x/tau), the first-order response to a
+        target level + A e^(-x/tau_d) that starts at the segment's first power."""
+        level, (decay_w, tau_d) = self._target[i], self._decay[i]
+        k = 0.0
+        if decay_w:
+            k = decay_w * tau_d / (tau_d - self.tau_s) if tau_d != self.tau_s else decay_w
+        return level, k, tau_d, self._p0[i] - level - k
+
     def _seg_energy(self, i: int, x: float) -> float:
-        target, p0 = self._target[i], self._p0[i]
-        if self.tau_s == 0:
-            return target * x
-        return target * x + (p0 - target) * self.tau_s * (1.0 - math.exp(-x / self.tau_s))
+        level, k, tau_d, c = self._terms(i)
+        energy = level * x
+        if k:
+            energy += k * tau_d * -math.expm1(-x / tau_d)
+        if self.tau_s:
+            energy += c * self.tau_s * -math.expm1(-x / self.tau_s)
+        return energy
 
     def _seg_power(self, i: int, x: float) -> float:
-        target, p0 = self._target[i], self._p0[i]
-        if self.tau_s == 0:
-            return target
-        return target + (p0 - target) * math.exp(-x / self.tau_s)
+        level, k, tau_d, c = self._terms(i)
+        power = level + (k * math.exp(-x / tau_d) if k else 0.0)
+        if self.tau_s:
+            power += c * math.exp(-x / self.tau_s)
+        return power
 
-    def hold(self, duration_s: float, target_w: float) -> None:
-        """Append `duration_s` in which the power approaches `target_w`."""
+    def hold(
+        self, duration_s: float, target_w: float, decay_w: float = 0.0, decay_tau_s: float = 1.0
+    ) -> None:
+        """Append `duration_s` in which the power approaches `target_w` plus `decay_w` that
+        decays with `decay_tau_s` from the segment's start."""
         if duration_s <= 0:
             return
+        if decay_w and not decay_tau_s > 0:
+            raise ValueError(f"decay_tau_s must be > 0, got {decay_tau_s}")
         i = len(self._target)
         self._target.append(float(target_w))
+        self._decay.append((float(decay_w), float(decay_tau_s)))
         p_end = self._seg_power(i, duration_s)
         e_end = self._e[i] + self._seg_energy(i, duration_s)
         self.end_s = self._t[i] + duration_s
@@ -121,6 +153,10 @@ class Workload:
     jitter: float = 0.0  # relative std of kernel time per batch (0: perfectly periodic)
     input_kind: str = "random"  # or "zeros"
     period_jitter: float = 0.0  # relative std of each batch's whole period
+    # a host-bound loop (duty < 1: the GPU waits on the host's kernel launches): relative std
+    # of the host's time per batch, which is the period; the kernels' time stays, the gap
+    # takes the host's jitter (a GPU-bound loop's queue would absorb it)
+    host_jitter: float = 0.0
     pause_s: float = 0.0  # a host pause at idle power...
     pause_every: int = 0  # ...every this many batches (0: never)
     pause_jitter: bool = False  # interval N/2-3N/2 batches, pause 0.5-1.5 x pause_s
@@ -128,8 +164,10 @@ class Workload:
     def __post_init__(self):
         if not self.period_s > 0 or not 0 < self.duty <= 1:
             raise ValueError(f"need period_s > 0 and 0 < duty <= 1, got {self}")
-        if self.pause_s < 0 or self.pause_every < 0 or self.period_jitter < 0:
-            raise ValueError(f"need pause_s, pause_every, period_jitter >= 0, got {self}")
+        if min(self.pause_s, self.pause_every, self.period_jitter, self.host_jitter) < 0:
+            raise ValueError(
+                f"need pause_s, pause_every, period_jitter, host_jitter >= 0, got {self}"
+            )
         if self.input_kind not in INPUT_KINDS:
             raise ValueError(f"input_kind must be random or zeros, not {self.input_kind!r}")
 
@@ -167,9 +205,13 @@ class SimGpu:
         max_sm_clock_mhz: float = 1980.0,
         zeros_dynamic: float = 0.85,
         thermal: Thermal | None = None,
+        tail: Tail | None = None,
         seed: int = 0,
     ):
         self.clock = clock
+        self.tail = tail
+        self._work_w: float | None = None  # the level of the last work (the tail's source)
+        self._stopped_s: float | None = None  # when it stopped (None: working, or no work)
         self.thermal = thermal.with_ref(idle_w) if thermal else None
         self.temp_c = self.thermal.ref_c if self.thermal else math.nan  # heat only
         self._to_pause: int | None = None  # batches until the workload's next host pause
@@ -213,17 +255,44 @@ class SimGpu:
         """Draw `power_w` (at ref_c) for `seconds`: with heat, leakage scales it by the
         temperature of each piece and the temperature moves with the power drawn. `advance`
         moves the clock piece by piece, so timers (a meter's sampler) read the temperature
-        as it was; a board whose clock moves by itself (sim.wall) leaves it."""
+        as it was; a board whose clock moves by itself (sim.wall) leaves it. A level at or
+        below idle after work draws the board's tail on top (sim.tail)."""
+        for piece_s, level_w, decay_w in self._tail_pieces(seconds, power_w):
+            self._hold_piece(piece_s, level_w, decay_w, advance)
+
+    def _tail_pieces(self, seconds: float, power_w: float) -> list[tuple[float, float, float]]:
+        """[(seconds, level, decaying excess at its start)] of a hold: the level alone while
+        working or without a tail; else the tail's plateau and decay on top of it."""
+        if power_w > self.idle_w + 1e-9:
+            self._work_w, self._stopped_s = power_w, None
+            return [(seconds, power_w, 0.0)]
+        if self.tail is None or self._work_w is None:
+            return [(seconds, power_w, 0.0)]
+        if self._stopped_s is None:
+            self._stopped_s = self.signal.end_s
+        excess_w = self.tail.excess_w(self._work_w, self.idle_w)
+        elapsed_s = self.signal.end_s - self._stopped_s
+        return [
+            (piece_s, power_w + excess_w * share * (1 - decays), excess_w * share * decays)
+            for piece_s, share, decays in self.tail.pieces(elapsed_s, seconds)
+        ]
+
+    def _hold_piece(self, seconds: float, level_w: float, decay_w: float, advance: bool) -> None:
+        """One piece of constant level (plus a decaying excess, with the tail's tau)."""
+        tau_s = self.tail.tau_s if self.tail is not None else 1.0
         if self.thermal is None:
-            self.signal.hold(seconds, power_w)
+            self.signal.hold(seconds, level_w, decay_w, tau_s)
             return
-        left = seconds
+        left, done = seconds, 0.0
         while left > 1e-12:
             piece = min(left, STEP_S)
-            drawn_w = power_w * self.thermal.leakage_factor(self.temp_c)
-            self.signal.hold(piece, drawn_w)
-            self.temp_c = self.thermal.after_c(self.temp_c, drawn_w, piece)
+            factor = self.thermal.leakage_factor(self.temp_c)
+            excess_w = decay_w * math.exp(-done / tau_s) if decay_w else 0.0
+            self.signal.hold(piece, level_w * factor, excess_w * factor, tau_s)
+            mean_w = level_w + (excess_w * tau_s * -math.expm1(-piece / tau_s) / piece)
+            self.temp_c = self.thermal.after_c(self.temp_c, mean_w * factor, piece)
             left -= piece
+            done += piece
             if advance and left > 1e-12:
                 self.clock.advance_to(self.signal.end_s)
 
@@ -240,6 +309,9 @@ class SimGpu:
         kernel_s, gap_s = workload.kernel_s, workload.gap_s
         if workload.jitter:
             kernel_s *= max(0.1, 1.0 + self._rng.gauss(0.0, workload.jitter))
+        if workload.host_jitter:
+            host_s = workload.period_s * max(0.1, 1.0 + self._rng.gauss(0.0, workload.host_jitter))
+            gap_s = max(0.0, host_s - kernel_s)
         if workload.period_jitter:
             stretch = max(0.1, 1.0 + self._rng.gauss(0.0, workload.period_jitter))
             kernel_s, gap_s = kernel_s * stretch, gap_s * stretch
@@ -294,10 +366,25 @@ class SimGpu:
         busy = self.busy_power_w(workload.busy_w, workload.input_kind)
         power, seconds, _ = self._throttled(busy, workload.kernel_s, temp_c)
         idle_s = workload.gap_s + workload.pause_per_batch_s
-        energy_j = power * seconds + self.idle_w * idle_s
+        energy_j = power * seconds + self.idle_w * idle_s + self._tail_per_batch_j(workload, power)
         if self.thermal is not None:
             energy_j *= self.thermal.leakage_factor(temp_c)
         return energy_j, seconds + idle_s
+
+    def _tail_per_batch_j(self, workload: Workload, work_w: float) -> float:
+        """The tail's mean energy per batch in steady state: after each batch's kernels, over
+        its host gap, and over the host pause that follows every pause_every-th gap (its
+        length's spread averaged, where jittered)."""
+        if self.tail is None:
+            return 0.0
+        excess_w = self.tail.excess_w(work_w, self.idle_w)
+        gap_s = workload.gap_s
+        tail_s = self.tail.integral_s(0.0, gap_s)
+        if workload.pause_every and workload.pause_s:
+            spread = _PAUSE_SPREAD if workload.pause_jitter else (1.0,)
+            pauses = [self.tail.integral_s(gap_s, workload.pause_s * f) for f in spread]
+            tail_s += sum(pauses) / len(pauses) / workload.pause_every
+        return excess_w * tail_s
 
     def sustained_temperature_c(self, workload: Workload) -> float:
         """The die temperature this workload settles at when run for ever (a fixed point:

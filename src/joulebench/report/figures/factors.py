@@ -16,6 +16,8 @@ from joulebench.analysis.score import (
     SCORE_GROUP,
     measured_mask,
 )
+from joulebench.flags import FLAG_HOST_BOUND, has_flag
+from joulebench.measure.host_bound import HOST_BOUND_BELOW
 from joulebench.report.figures.registry import Inputs, figure
 from joulebench.report.figures.rows import (
     describe,
@@ -74,10 +76,13 @@ def energy_vs_factors(
     axes = axes[:, 0]
     unit, e_scale = plot.energy_unit(g[ENERGY_COLUMNS[kind]])
     e = g[ENERGY_COLUMNS[kind]].to_numpy(float) * e_scale
+    host = host_bound(g)
     for ax, factor in zip(axes, factors, strict=True):
         x_scale, xlabel = FACTOR_AXES[factor]
         x = pd.to_numeric(g[factor], errors="coerce").to_numpy(float)
-        _by_family(ax, x * x_scale, e, fam, top, est.to_numpy(), ok=np.isfinite(x) & (x > 0))
+        ok = np.isfinite(x) & (x > 0)
+        _by_family(ax, x * x_scale, e, fam, top, est.to_numpy(), ok=ok)
+        ring = _ring_host_bound(ax, x * x_scale, e, host & ok)
         x_ok = x[np.isfinite(x) & (x > 0)]
         fit = _fit_line(ax, factor_fits, row, factor, x_ok, x_scale, e_scale)
         ax.set_xscale("log")
@@ -91,6 +96,7 @@ def energy_vs_factors(
     fig.supylabel(plot.energy_label(est, base, unit), fontsize=plot.STYLE["axes.labelsize"])
     handles, labels = axes[0].get_legend_handles_labels()
     keep = [h for h, lab in zip(handles, labels, strict=True) if not lab.startswith("fit")]
+    keep = [h for h in keep if h is not ring] + ([ring] if ring is not None else [])
     head = f"{plot.group_title(row)} · {plot.models_text(len(g))}, by family"
     plot.top_legend(fig, keep, head, ncol=3)
     return plot.save(fig, stem)
@@ -108,6 +114,22 @@ def _by_family(ax, x, e, fam: pd.Series, top: list, est, ok: np.ndarray) -> None
             plot.scatter(
                 ax, x[sel], e[sel], est[sel], color=color, s=9, lw=0.3, alpha=0.85, label=label
             )
+
+
+def host_bound(rows: pd.DataFrame) -> np.ndarray:
+    """Which rows are flagged host-bound (measure.host_bound): the GPU waited on the host."""
+    flags = rows["flags"] if "flags" in rows else pd.Series("", index=rows.index)
+    return np.array([has_flag(f, FLAG_HOST_BOUND) for f in flags.fillna("")], dtype=bool)
+
+
+def _ring_host_bound(ax, x, e, mask: np.ndarray):
+    """A black ring around each host-bound point; its legend handle (None: none here)."""
+    if not mask.any():
+        return None
+    return ax.scatter(
+        x[mask], e[mask], s=34, facecolors="none", edgecolors="black", lw=0.6, zorder=4,
+        label=f"host-bound (GPU busy < {HOST_BOUND_BELOW:.0%} of a step)",
+    )  # fmt: skip
 
 
 def _fit_line(ax, fits, row, factor: str, x_raw: np.ndarray, x_scale: float, e_scale: float):

@@ -352,13 +352,14 @@ const jbData = (function () {
   // (the summary raises CI lower bounds below 0 J to 0 and flags the row, docs/scoring.md).
   function flagInfo(metaFlags) {
     const known = new Map(metaFlags.known.map((f) => [f.name, f]));
-    return { separator: metaFlags.separator, known, ciClipped: metaFlags.ci_clipped };
+    return { separator: metaFlags.separator, known, ciClipped: metaFlags.ci_clipped, hostBound: metaFlags.host_bound };
   }
   function flagList(r, info) {
     const names = String(r.flags || "").split(info.separator).map((f) => f.trim());
     return [...new Set(names.filter(Boolean))];
   }
   const ciClipped = (r, info) => flagList(r, info).includes(info.ciClipped);
+  const hostBound = (r, info) => flagList(r, info).includes(info.hostBound);
   const flagMeaning = (f, info) => (info.known.has(f) ? info.known.get(f).meaning : "");
   // says something about a row, never excludes it (an unknown flag might)
   const informative = (f, info) => info.known.has(f) && !info.known.get(f).invalidates;
@@ -561,6 +562,7 @@ const jbData = (function () {
     flagList,
     flagMeaning,
     ciClipped,
+    hostBound,
     offFrontFlag,
     flagsInOrder,
     sig,

@@ -568,6 +568,9 @@ const jbPlot = (function (D, dom) {
     add("Top-1", r.accuracy_source ? words(fmtPct(r.acc), " (", U(r.accuracy_source), ")") : fmtPct(r.acc));
     add("Top-5", fmtPct(num(r.top5)));
     add("Throughput", fmtNum(r.throughput_img_s) + " img/s");
+    const busy = num(r.gpu_busy_fraction);
+    const waits = D.hostBound(r, study.flags) ? " (host-bound: it waits on kernel launches)" : "";
+    if (!isNaN(busy)) add("GPU busy", `${Math.round(busy * 100)}% of a step${waits}`);
     add("Latency / batch", isNaN(r.latency) ? "–" : `${sig(r.latency, 3)} ms (${r.latencyKind})`);
     add("Params · GFLOPs", `${fmtCount(r.params)} · ${fmtGflops(r.flops_per_image)}`);
     add("Efficiency index", fmtNum(r.efficiency_index, 3));

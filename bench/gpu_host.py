@@ -1,0 +1,98 @@
+"""For a session lent an NVIDIA GPU: how much of a step the GPU is busy (issue 33).
+
+For three small models at batch 1, 8 and 64 (the default method, and fp16-amp), the profile
+job's own code builds each configuration (measure.profile.prepare) and the device's backend
+traces a few steps after a short warm-up (Backend.busy_fraction: torch's profiler, as a
+profile job does after its windows): `gpu_busy_fraction`, whether it is `host-bound`
+(below measure.host_bound.HOST_BOUND_BELOW), and the throughput. No energy is read: that is
+the profile's. Writes host.csv and host.md to --out.
+
+    PYTHONPATH=src python bench/gpu_host.py --out $OUT [--device cuda]
+    PYTHONPATH=src python bench/gpu_host.py --out /tmp/h --device sim:h100   # simulated
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+MODELS = ("resnet18.a1_in1k", "mobilenetv3_small_100.lamb_in1k", "efficientnet_b0.ra_in1k")
+BATCHES = (1, 8, 64)
+METHODS = ("fp32", "fp16-amp")
+WARMUP_S = 0.5
+
+
+def one(job, method, batch: int) -> dict:
+    import torch
+
+    from joulebench.measure.host_bound import HOST_BOUND_BELOW
+    from joulebench.measure.profile import prepare
+
+    runner = prepare(job, "inference", method, batch)
+    step = job.backend.wrap_step(job.torch_device, job.device_label, runner.step)
+
+    def sync():
+        job.backend.sync(job.torch_device)
+
+    with torch.inference_mode():
+        sync()
+        start, n = time.perf_counter(), 0
+        while time.perf_counter() - start < WARMUP_S or n < 5:
+            step()
+            n += 1
+        sync()
+        step_s = (time.perf_counter() - start) / n
+        busy = job.backend.busy_fraction(job.torch_device, step, sync, step_s)
+    job.backend.free_memory(job.torch_device)
+    return {
+        "model": job.model,
+        "method": method.name,
+        "batch_size": batch,
+        "img_s": batch / step_s,
+        "gpu_busy_fraction": busy,
+        "host_bound": bool(busy < HOST_BOUND_BELOW),
+    }
+
+
+def main() -> int:
+    import pandas as pd
+
+    from joulebench.measure.methods import PRESETS, parse_methods
+    from joulebench.measure.profile import ProfileJob
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    methods = parse_methods({m: PRESETS[m] for m in METHODS})
+    rows = []
+    for model in MODELS:
+        spec = {"torch_device": args.device, "methods": {}, "batch_sizes": list(BATCHES)}
+        job = ProfileJob.from_spec(model, args.device.replace(":", ""), spec)
+        for method in methods.values():
+            for batch in BATCHES:
+                try:
+                    rows.append(one(job, method, batch))
+                except Exception as exc:  # one configuration's failure is a line, not the end
+                    rows.append({"model": model, "method": method.name, "batch_size": batch,
+                                 "error": f"{type(exc).__name__}: {exc}"[:200]})  # fmt: skip
+                print(rows[-1], flush=True)
+    table = pd.DataFrame(rows)
+    table.to_csv(out / "host.csv", index=False)
+    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    for row in table.itertuples(index=False):
+        cells = [f"{v:.3g}" if isinstance(v, float) else str(v) for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    (out / "host.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""The power tail: what a simulated board draws after its work stops (assumptions).
+
+A real board does not fall to idle power the moment its kernels end: clocks and voltage stay
+up for a while, then step down. No vendor publishes the shape per board, so it is an
+assumption of this simulator with the ranges the proof sweeps (bench/bench_heat.py draws
+every case's tail from them, including none):
+
+- right after work stops the board keeps an excess of `share` (0-40 %) of a dynamic power:
+  the power of the work that just stopped above idle (`scales="dynamic"`), or the board's
+  reference busy power above idle whatever the work was (`scales="constant"`: the excess of
+  an idling board at raised clocks, the same after light and heavy work);
+- the excess holds for `hold_s` (0-0.5 s), then decays exponentially with `tau_s`
+  (0.05-2 s);
+- new work ends the tail (the board is at its working level again within its rise time).
+
+So a workload's own short gaps between batches draw idle power plus the excess (part of
+what the configuration costs, in its truth), and so do the protocol's phase shifts (which
+are not: measure.tail is what takes them out).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+SCALES = ("dynamic", "constant")
+SHARE_RANGE = (0.0, 0.40)
+HOLD_RANGE_S = (0.0, 0.5)
+TAU_RANGE_S = (0.05, 2.0)  # drawn log-uniform
+NO_TAIL_SHARE = 0.2  # of the drawn boards have no tail at all
+
+
+@dataclass(frozen=True)
+class Tail:
+    """One board's tail: excess share, plateau, decay time constant, what the share is of."""
+
+    share: float = 0.2
+    hold_s: float = 0.1
+    tau_s: float = 0.3
+    scales: str = "dynamic"
+    reference_busy_w: float = 300.0  # the busy power `constant` takes its share of
+
+    def __post_init__(self):
+        if not (0 <= self.share <= 1 and self.hold_s >= 0 and self.tau_s > 0):
+            raise ValueError(f"need 0 <= share <= 1, hold_s >= 0, tau_s > 0: {self}")
+        if self.scales not in SCALES:
+            raise ValueError(f"scales must be one of {SCALES}, not {self.scales!r}")
+
+    def excess_w(self, work_w: float, idle_w: float) -> float:
+        """The excess over idle right after work drawing `work_w` stops."""
+        busy_w = work_w if self.scales == "dynamic" else self.reference_busy_w
+        return self.share * max(busy_w - idle_w, 0.0)
+
+    def shape(self, elapsed_s: float) -> float:
+        """The excess `elapsed_s` after work stopped, as a share of its first value."""
+        return math.exp(-max(elapsed_s - self.hold_s, 0.0) / self.tau_s)
+
+    def integral_s(self, start_s: float, duration_s: float) -> float:
+        """The integral of `shape` from `start_s` to `start_s + duration_s` after the stop
+        (seconds at the full excess)."""
+        if duration_s <= 0:
+            return 0.0
+        end_s = start_s + duration_s
+        flat = max(0.0, min(end_s, self.hold_s) - start_s)
+        a, b = max(start_s, self.hold_s), max(end_s, self.hold_s)
+        decay = self.tau_s * (self.shape(a) - self.shape(b)) if b > a else 0.0
+        return flat + decay
+
+    def pieces(self, start_s: float, duration_s: float) -> list[tuple[float, float, float]]:
+        """An idle stretch from `start_s` after the stop, as signal segments: [(seconds,
+        excess at the segment's start (share of the first), decays?)]: the plateau, then
+        the decay."""
+        out = []
+        if start_s < self.hold_s:
+            flat = min(self.hold_s - start_s, duration_s)
+            out.append((flat, 1.0, 0.0))
+            start_s, duration_s = start_s + flat, duration_s - flat
+        if duration_s > 0:
+            out.append((duration_s, self.shape(start_s), 1.0))
+        return out
+
+
+#: The simulated devices' boards (`sim:h100`, ...; their check target the same): an excess of
+#: 15 % of the reference load's dynamic power for 0.2 s, decaying over 0.5 s after it: a board
+#: idling at raised clocks (an assumption inside the swept ranges, not a published figure).
+DEVICE_TAIL = Tail(share=0.15, hold_s=0.2, tau_s=0.5, scales="constant")
+
+
+def drawn(rng: random.Random, reference_busy_w: float = 300.0) -> Tail | None:
+    """A board's tail drawn from the swept ranges (None: no tail, NO_TAIL_SHARE of boards)."""
+    if rng.random() < NO_TAIL_SHARE:
+        return None
+    low, high = TAU_RANGE_S
+    return Tail(
+        share=rng.uniform(*SHARE_RANGE),
+        hold_s=rng.uniform(*HOLD_RANGE_S),
+        tau_s=math.exp(rng.uniform(math.log(low), math.log(high))),
+        scales=rng.choice(SCALES),
+        reference_busy_w=reference_busy_w,
+    )

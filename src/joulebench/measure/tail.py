@@ -1,0 +1,137 @@
+"""The power tail in the protocol's phase shifts: what a board draws after work stops.
+
+A board does not fall to idle power the moment its kernels end: clocks and voltage stay up
+for a while (a plateau), then the excess decays. The protocol's phase shifts sleep inside
+each window right after a sync, so they draw idle power *plus* that excess; taking only the
+idle power out leaves the excess in the images' energy (about 1-3 % with a tail of 10-40 %
+of the dynamic power: docs/benchmarks.md). The excess of the workload's own gaps between
+batches is part of what the configuration costs and stays.
+
+`joulebench check` measures the tail after its standard load (check.tail_fit): the excess
+in watts and as a share of the load's dynamic power, its plateau and its decay time. What
+the excess is after *another* load is not known: an idling board at raised clocks draws the
+same excess whatever ran (`constant`), a board whose excess follows the work draws a share
+of the work's dynamic power (`dynamic`). The protocol takes the middle of the two and widens
+the CI by half their difference and by the check's own uncertainty. Where no check measured
+the tail, nothing is taken out and the CI's low end is widened by the largest tail assumed
+(ASSUMED_MAX_SHARE): the row may read high by up to that, and says so (`tail_source`).
+
+This is the protocol's model of the tail; the simulator's physics (measure.sim.tail) is
+written apart, so a wrong model here shows as an error against the simulated truth.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+CHECK = "check"  # tail_source: corrected with the check's measured tail
+ASSUMED = "assumed"  # tail_source: not known; the CI's low end covers the largest assumed
+ASSUMED_MAX_SHARE = 0.6  # the largest tail assumed where none was measured: of the work's
+# own dynamic power (a constant excess of 40 % of a heavy load's, after work drawing 2/3 of it)
+
+
+@dataclass(frozen=True)
+class TailShape:
+    """The excess after a stop, as a share of its first value: 1 up to `hold_s`, then
+    exp(-(t - hold_s) / tau_s)."""
+
+    hold_s: float
+    tau_s: float
+
+    def __post_init__(self):
+        if not (self.hold_s >= 0 and self.tau_s > 0):
+            raise ValueError(f"need hold_s >= 0 and tau_s > 0, got {self}")
+
+    def at(self, elapsed_s):
+        """The shape `elapsed_s` after the stop (0 before it); numbers or numpy arrays."""
+        decayed = np.exp(-np.maximum(np.asarray(elapsed_s) - self.hold_s, 0.0) / self.tau_s)
+        return np.where(np.asarray(elapsed_s) < 0, 0.0, decayed)
+
+    def integral_s(self, start_s, end_s):
+        """Seconds at the full excess between `start_s` and `end_s` after the stop (0 where
+        end <= start); numbers or numpy arrays."""
+        start_s, end_s = np.maximum(start_s, 0.0), np.maximum(end_s, 0.0)
+        flat = np.clip(np.minimum(end_s, self.hold_s) - start_s, 0.0, None)
+        a, b = np.maximum(start_s, self.hold_s), np.maximum(end_s, self.hold_s)
+        decay = self.tau_s * (self.at(a) - self.at(b))
+        return np.where(end_s > start_s, flat + decay, 0.0)
+
+
+@dataclass(frozen=True)
+class TailCalibration:
+    """A board's tail as its check measured it after a load of `load_dynamic_w` above idle."""
+
+    excess_w: float  # right after the load stopped
+    load_dynamic_w: float  # the check's load above idle: excess_w / this is the share
+    hold_s: float
+    tau_s: float
+    source: str = "given"
+    rel_uncertainty: float = 0.15  # how far off the measured excess may be
+
+    def __post_init__(self):
+        if not (self.excess_w >= 0 and self.load_dynamic_w > 0 and self.rel_uncertainty >= 0):
+            raise ValueError(f"need excess_w >= 0, load_dynamic_w > 0: {self}")
+        TailShape(self.hold_s, self.tau_s)  # range-checked there
+
+    @property
+    def share(self) -> float:
+        return self.excess_w / self.load_dynamic_w
+
+    @property
+    def shape(self) -> TailShape:
+        return TailShape(self.hold_s, self.tau_s)
+
+    def excess_after(self, dynamic_w: float) -> tuple[float, float]:
+        """(estimate, half-width) of the excess in watts after work `dynamic_w` above idle:
+        the middle of the constant and the dynamic model, +- half their difference and the
+        check's uncertainty."""
+        constant = self.excess_w
+        dynamic = self.share * max(dynamic_w, 0.0)
+        estimate = 0.5 * (constant + dynamic)
+        return estimate, 0.5 * abs(constant - dynamic) + self.rel_uncertainty * estimate
+
+
+@dataclass(frozen=True)
+class ShiftTail:
+    """A window's phase shifts' tail: the excess energy taken out, the half-width of what it
+    may be off, and the CI's extra reach below (where the tail is not known)."""
+
+    excess_j: float = 0.0
+    bound_j: float = 0.0
+    below_j: float = 0.0
+    source: str = ""
+
+
+def shift_tail(cal: TailCalibration | None, waits_s: list[float], dynamic_w: float) -> ShiftTail:
+    """The excess energy of a window's phase shifts (`waits_s`, each right after a sync),
+    with work `dynamic_w` above idle before each: the calibration's estimate, or without
+    one nothing taken out and the largest assumed tail (a plateau through every shift) as
+    the CI's reach below."""
+    waits = [w for w in waits_s if w > 0]
+    if not waits or not math.isfinite(dynamic_w):
+        return ShiftTail()
+    if cal is None:
+        return ShiftTail(below_j=ASSUMED_MAX_SHARE * max(dynamic_w, 0.0) * sum(waits),
+                         source=ASSUMED)  # fmt: skip
+    seconds = float(np.sum(cal.shape.integral_s(0.0, np.asarray(waits))))
+    excess_w, half_w = cal.excess_after(dynamic_w)
+    return ShiftTail(excess_w * seconds, half_w * seconds, 0.0, CHECK)
+
+
+def from_report(report: dict | None) -> TailCalibration | None:
+    """The board's tail from a `joulebench check` report's protocol.tail; None where the
+    check did not measure it."""
+    tail = ((report or {}).get("protocol") or {}).get("tail")
+    if not tail:
+        return None
+    source = f"check {report.get('check_id', '')}".strip()
+    return TailCalibration(
+        float(tail["excess_w"]),
+        float(tail["load_dynamic_w"]),
+        float(tail["hold_s"]),
+        float(tail["tau_s"]),
+        source,
+    )
