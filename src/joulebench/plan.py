@@ -24,7 +24,8 @@ process start-up and the short idle read, the catalog and the analysis. The plan
   there, counted as ~0 s, when the caller says what each device runs natively (`native`:
   `joulebench plan` and the workflow's first line on this host; else all are measured);
 - torch.compile methods add COMPILE_S per configuration, exported runtimes (ONNX Runtime,
-  TensorRT) their export and engine build, which is not counted;
+  TensorRT) their export and engine build, which is not counted, nor a CUDA graph's capture
+  (cuda_graphs: seconds);
 - on one host each device measures one job at a time (its measuring slot) and the GPUs
   measure at once, so GPU devices overlap while a CPU device adds its time (it takes every
   slot); each GPU device measures every model (its own rows), so N GPU labels measure N
