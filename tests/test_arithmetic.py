@@ -235,3 +235,12 @@ def test_method_keys_are_checked_at_parse_time():
     with pytest.raises(ValueError, match="cudnn_autotune: false applies to runtime pytorch"):
         Method("m", runtime="onnxruntime", cudnn_autotune=False)
     assert Method("m", precision="tf32").dtype == torch.float32  # a math mode, not a dtype
+
+
+def test_a_simulated_ampere_measures_tf32_in_ieee_on_the_cpu(defaults):
+    """sim:a100 runs tf32 natively (its generation's capability), but its model runs on the
+    CPU: the row says what torch ran there, IEEE without autotuning."""
+    rows = run_profile(_job({"tf32": {"precision": "tf32"}}, "sim:a100"), log=lambda s: None)
+    row = rows.rows.iloc[0]
+    assert row["status"] == "ok" and bool(row["is_simulated"])
+    assert (row["fp32_math"], bool(row["cudnn_autotune"])) == (IEEE, False)
