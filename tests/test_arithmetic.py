@@ -14,7 +14,7 @@ from torch import nn
 
 from joulebench.measure import profile as profile_module
 from joulebench.measure.arithmetic import (
-    AUTOTUNE_FLAG,
+    AUTOTUNE_PATH,
     CPU_PRECISIONS,
     GPU_PRECISIONS,
     IEEE,
@@ -85,7 +85,7 @@ def test_applied_sets_torchs_current_api_and_restores_it(defaults):
         now = current()
         assert {now[p] for p in GPU_PRECISIONS} == {TF32}
         assert {now[p] for p in CPU_PRECISIONS} == {IEEE}  # oneDNN never bf16 or TF32
-        assert now[AUTOTUNE_FLAG] is True
+        assert now[AUTOTUNE_PATH] is True
         assert torch.backends.cudnn.benchmark is True
     assert current() == defaults
     with applied(Arithmetic(IEEE, False)):
@@ -178,7 +178,7 @@ def test_cpu_rows_say_ieee_without_autotuning_and_the_forward_ran_so(defaults):
     assert list(rows["fp32_math"]) == [IEEE, IEEE]
     assert not rows["cudnn_autotune"].any() and not rows["cuda_graphs"].any()
     assert SEEN and all(s["mkldnn.matmul"] == IEEE and s["cudnn.conv"] == IEEE for s in SEEN)
-    assert not any(s[AUTOTUNE_FLAG] for s in SEEN)
+    assert not any(s[AUTOTUNE_PATH] for s in SEEN)
 
 
 def test_on_a_gpu_tf32_and_autotuning_are_in_force_in_the_forward(monkeypatch, defaults):
@@ -202,9 +202,9 @@ def test_on_a_gpu_tf32_and_autotuning_are_in_force_in_the_forward(monkeypatch, d
     assert rows.loc["fp32-heur", ["fp32_math", "cudnn_autotune"]].tolist() == [IEEE, False]
     by_method = _seen_by_method(calls)
     assert all(s["cuda.matmul"] == TF32 and s["cudnn.conv"] == TF32 for s in by_method["tf32"])
-    assert all(s[AUTOTUNE_FLAG] for s in by_method["tf32"])
+    assert all(s[AUTOTUNE_PATH] for s in by_method["tf32"])
     assert all(s["cudnn.conv"] == IEEE for s in by_method["fp32-heur"])
-    assert not any(s[AUTOTUNE_FLAG] for s in by_method["fp32-heur"])
+    assert not any(s[AUTOTUNE_PATH] for s in by_method["fp32-heur"])
 
 
 def _seen_by_method(calls: list[tuple[str, int]]) -> dict[str, list[dict]]:

@@ -47,7 +47,7 @@ FP32_MATH = (IEEE, TF32)  # the values of the `fp32_math` column (or empty)
 # templates the parent (torch.backends.cudnn.fp32_precision).
 GPU_PRECISIONS = ("cuda.matmul", "cudnn", "cudnn.conv", "cudnn.rnn")
 CPU_PRECISIONS = ("mkldnn", "mkldnn.matmul", "mkldnn.conv")
-AUTOTUNE_FLAG = "cudnn.benchmark"
+AUTOTUNE_PATH = "cudnn.benchmark"
 
 
 @dataclass(frozen=True)
@@ -97,13 +97,13 @@ def current(backends=None) -> dict[str, object]:
     out: dict[str, object] = {
         p: _owner(backends, p).fp32_precision for p in (*GPU_PRECISIONS, *CPU_PRECISIONS)
     }
-    out[AUTOTUNE_FLAG] = bool(backends.cudnn.benchmark)
+    out[AUTOTUNE_PATH] = bool(backends.cudnn.benchmark)
     return out
 
 
 def _put(backends, values: dict[str, object]) -> None:
     for path, value in values.items():
-        if path == AUTOTUNE_FLAG:
+        if path == AUTOTUNE_PATH:
             backends.cudnn.benchmark = bool(value)
         else:
             _owner(backends, path).fp32_precision = value
@@ -113,7 +113,7 @@ def wanted(arithmetic: Arithmetic) -> dict[str, object]:
     """The settings `arithmetic` asks of torch, by path (as `current` reads them)."""
     out: dict[str, object] = {p: arithmetic.fp32_math for p in GPU_PRECISIONS}
     out.update({p: IEEE for p in CPU_PRECISIONS})
-    out[AUTOTUNE_FLAG] = arithmetic.cudnn_autotune
+    out[AUTOTUNE_PATH] = arithmetic.cudnn_autotune
     return out
 
 
