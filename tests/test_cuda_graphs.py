@@ -5,6 +5,7 @@ step, the check against eager, a capture that fails, and the profile job's rows.
 
 from __future__ import annotations
 
+import gc
 import math
 
 import pytest
@@ -84,6 +85,27 @@ def test_a_replay_runs_the_captured_forward_again_on_the_static_input():
         assert torch.allclose(step.static_output, model(x))
         assert not torch.allclose(step.static_output, expected)
     assert step.graph.replays == 2  # the check's, and this step's
+
+
+def test_the_step_keeps_the_model_a_graph_only_reads_by_address():
+    """A CUDA graph holds its weights' addresses, not the tensors: the step must keep the
+    model alive once the caller lets go of it (as the profile job's `prepare` does)."""
+    x = _batch()
+    step, _ = graph_step(_Net().eval(), x, Method("g", cuda_graphs=True), "cpu", cuda=fake)
+    gc.collect()
+    step()
+    with torch.inference_mode():
+        assert torch.equal(step.static_output, step.model(x))
+    graph, _, _ = _captured_then_dropped(x)
+    gc.collect()
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        graph.replay()  # the fake's physics: the weights were freed under the graph
+
+
+def _captured_then_dropped(x):
+    model = _Net().eval()
+    with torch.inference_mode():
+        return capture(lambda: model(x), fake)
 
 
 def test_the_capture_runs_nothing_until_a_replay():
@@ -204,7 +226,7 @@ def test_on_a_gpu_every_step_replays_the_graph_captured_before_warm_up(monkeypat
     monkeypatch.setattr(fake, "CUDAGraph", made)
     monkeypatch.setattr(cuda_graphs, "torch_cuda", lambda: fake)
     rows = run_profile(_job(), log=lambda s: None).rows.set_index("method")
-    assert (rows["status"] == "ok").all()
+    assert (rows["status"] == "ok").all(), rows["reason"].tolist()
     graph_row, eager_row = rows.loc["graphs"], rows.loc["eager"]
     assert graph_row["runtime_provider"] == "cuda-graph"
     assert graph_row["runtime_check_rel_err"] == 0.0

@@ -11,6 +11,10 @@ stream=None, capture_error_mode="global", ...)`; `Stream(device=None, priority=0
 Its physics, as CUDA's:
 - a capture records the kernels (here: every aten op, through a TorchDispatchMode) and runs
   none of them: what the captured region returns holds garbage (NaN) until a replay;
+- the graph keeps the memory it allocated during the capture (its pool: activations, the
+  static output), but only the addresses of tensors from before it (the model's weights, the
+  static input): a replay after those were freed is an illegal memory access, so whoever
+  replays must keep the model alive;
 - `replay()` runs the recorded ops again on the same memory: the static input's current
   values in, the static output's memory out, so mutating the static input changes the
   output, and every replay costs the recorded work again;
@@ -28,10 +32,11 @@ Its physics, as CUDA's:
 from __future__ import annotations
 
 import contextlib
+import weakref
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import tree_flatten, tree_map
 
 CAPTURE_ERROR = "CUDA error: operation not permitted when stream is capturing"
 SYNCING_OPS = ("item", "_local_scalar_dense", "nonzero", "equal", "is_nonzero")
@@ -74,13 +79,45 @@ class _Watch(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+class _Pooled:
+    """A tensor made during the capture: it lives in the graph's private memory pool, which
+    the graph keeps (the static output among them)."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
+class _Borrowed:
+    """A tensor from before the capture (a weight, the static input): the graph holds its
+    address only, never the tensor, as CUDA's does."""
+
+    def __init__(self, tensor):
+        self.ref = weakref.ref(tensor)
+
+
+class _Alias:
+    """A view made during the capture: metadata, made again from its base on replay."""
+
+    def __init__(self, key):
+        self.key = key
+
+
 class _Record(TorchDispatchMode):
-    """Inside a capture: every op recorded with its arguments and outputs (executed here
-    only to make outputs of the right shape, which are then made garbage)."""
+    """Inside a capture: every op recorded with what its arguments and outputs are to the
+    graph (executed here only to make outputs of the right shape, then made garbage)."""
 
     def __init__(self, ops: list):
         super().__init__()
-        self.ops = ops
+        self.ops, self.pooled, self.views = ops, {}, {}
+
+    def _spec(self, value):
+        if not isinstance(value, torch.Tensor):
+            return value
+        if id(value) in self.pooled:
+            return _Pooled(value)
+        if id(value) in self.views:
+            return _Alias(id(value))
+        return _Borrowed(value)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -90,19 +127,26 @@ class _Record(TorchDispatchMode):
         if _is_conv(func) and torch.backends.cudnn.benchmark:
             if _conv_key(func, args) not in _state["seen"]:
                 raise RuntimeError(f"{CAPTURE_ERROR} (cuDNN benchmark ran inside the capture)")
-        out = func(*args, **kwargs)
-        self.ops.append((func, args, kwargs, out))
+        spec_args, spec_kwargs = tree_map(self._spec, args), tree_map(self._spec, kwargs)
+        out, kind = func(*args, **kwargs), _kind(func)
+        made = {"compute": self.pooled, "view": self.views}.get(kind, {})
+        for t in _tensors(out):
+            made[id(t)] = t  # views too, until the capture ends: their ids stay unique
+        self.ops.append((func, spec_args, spec_kwargs, tree_map(self._spec, out), kind))
         return out
 
 
 def _kind(func) -> str:
-    """mutating (in place), view (aliases an input: nothing to run) or compute."""
+    """mutating (in place), view (aliases an input) or compute (writes new memory)."""
     schema = func._schema
     if schema.is_mutable:
         return "mutating"
     if any(r.alias_info is not None for r in schema.returns):
         return "view"
     return "compute"
+
+
+ILLEGAL_ACCESS = "CUDA error: an illegal memory access was encountered"
 
 
 class CUDAGraph:
@@ -130,27 +174,40 @@ class CUDAGraph:
 
     def capture_end(self) -> None:
         self._mode.__exit__(None, None, None)
+        pooled = self._mode.pooled.values()
         self._mode, _state["capturing"] = None, None
         with torch.inference_mode(self._inference):
-            for func, _, _, out in self.ops:  # nothing ran: the outputs hold garbage
-                if _kind(func) == "compute":
-                    for t in _tensors(out):
-                        if t.is_floating_point():
-                            t.fill_(float("nan"))
+            for t in pooled:  # nothing ran: the pool holds garbage
+                if t.is_floating_point():
+                    t.fill_(float("nan"))
 
     def replay(self) -> None:
         if _state["capturing"] is not None:
             raise RuntimeError(CAPTURE_ERROR)
         self.replays += 1
+        views: dict = {}
+
+        def resolve(spec):
+            if isinstance(spec, _Pooled):
+                return spec.tensor
+            if isinstance(spec, _Alias):
+                return views[spec.key]
+            if isinstance(spec, _Borrowed):
+                tensor = spec.ref()
+                if tensor is None:
+                    raise RuntimeError(f"{ILLEGAL_ACCESS} (a tensor the graph reads was freed)")
+                return tensor
+            return spec
+
         with torch.inference_mode(self._inference):
-            for func, args, kwargs, out in self.ops:
-                kind = _kind(func)
-                if kind == "view":
-                    continue
-                result = func(*args, **kwargs)
-                if kind == "compute":
-                    for old, new in zip(_tensors(out), _tensors(result), strict=True):
-                        old.copy_(new)
+            for func, args, kwargs, out, kind in self.ops:
+                result = func(*tree_map(resolve, args), **tree_map(resolve, kwargs))
+                pairs = zip(tree_flatten(out)[0], tree_flatten(result)[0], strict=True)
+                for spec, new in pairs:
+                    if kind == "view" and isinstance(spec, _Alias):
+                        views[spec.key] = new
+                    elif kind == "compute" and isinstance(spec, _Pooled):
+                        spec.tensor.copy_(new)
 
     def reset(self) -> None:
         self.ops = []

@@ -37,10 +37,13 @@ PROVIDER = "cuda-graph"  # runtime_provider of a row measured by replaying a gra
 
 @dataclass
 class GraphStep:
-    """One protocol step: a replay of the captured forward. It holds the static input and
-    output (the graph reads and writes their memory) and the graph itself."""
+    """One protocol step: a replay of the captured forward. It holds what the graph reads
+    and writes by address only: the model (its weights), the static input and output. A
+    graph keeps none of them alive, so without this the weights would be freed (and their
+    memory reused) under it as soon as the model went out of scope."""
 
     graph: object
+    model: object
     static_input: object
     static_output: object
 
@@ -112,4 +115,4 @@ def graph_step(
             {"warmup_iters": WARMUP_ITERS, "checked_against": "eager"},
             known={"cuda_graph_capture_s": capture_s},
         )
-    return GraphStep(graph, x, static_output), fields
+    return GraphStep(graph, model, x, static_output), fields
