@@ -126,10 +126,16 @@ def test_describe_gpu_meters():
     assert "no total-energy counter" in infos[1].not_better[0]
     text = format_devices(infos, why)
     assert "auto picks h200 (cuda:0), p100 (cuda:1)" in text
-    # What each runs natively, by compute capability: the P100 (6.0) emulates bf16.
-    assert [i.precisions.native for i in infos] == [("fp32", "fp16", "bf16"), ("fp32", "fp16")]
+    # What each runs natively, by compute capability: the P100 (6.0) emulates bf16, and
+    # has no TF32 at all.
+    assert [i.precisions.native for i in infos] == [
+        ("fp32", "tf32", "fp16", "bf16"),
+        ("fp32", "fp16"),
+    ]
     assert "native precisions: fp32, fp16\n  emulated: bf16 (skipped rows" in text
     assert "bf16: compute capability 6.0, before Ampere's bf16 (8.0)" in text
+    assert "  not run: tf32 (skipped rows, even with allow_emulated" in text
+    assert "tf32: compute capability 6.0, before Ampere's TF32 tensor cores (8.0)" in text
 
 
 def test_describe_the_cpu_says_why_rapl_is_not_used(tmp_path):

@@ -21,7 +21,7 @@ from joulebench.measure.backends import cpu as cpu_backend
 from joulebench.measure.backends.cpu import cpu_flags, native_from_cpuinfo
 from joulebench.measure.backends.cuda import cuda_native
 from joulebench.measure.backends.rocm import rocm_native
-from joulebench.measure.emulation import native_by_label, verdict
+from joulebench.measure.emulation import method_verdict, native_by_label, verdict
 from joulebench.measure.methods import Method, parse_methods
 from joulebench.measure.profile import ProfileJob, run_profile
 from joulebench.measure.protocol import ProtocolSettings
@@ -102,7 +102,8 @@ def test_a_cpus_native_precisions_come_from_its_flags(text, native, tmp_path):
     path.write_text(text)
     found = backend_for("cpu").native_precisions("cpu", Libraries(cpuinfo=str(path)))
     assert found.native == native
-    assert set(found.why_not) == {"fp16", "bf16"} - set(native)
+    assert set(found.why_not) == {"fp16", "bf16", "tf32"} - set(native)  # no CPU has TF32
+    assert found.why_not["tf32"].startswith("a CPU has no TF32 (NVIDIA tensor cores")
     if "bf16" in found.why_not and "Features" not in text:
         assert found.why_not["bf16"] == f"this CPU has no avx512_bf16 or amx_bf16 in {path}"
 
@@ -162,8 +163,8 @@ def _cuda_torch(capability=(7, 0), available=True, hip=None, arch=""):
         ((6, 1), ("fp32",)),  # GTX 1080, P40: fp16 at 1/64 rate
         ((7, 0), ("fp32", "fp16")),  # V100
         ((7, 5), ("fp32", "fp16")),  # T4
-        ((8, 0), ("fp32", "fp16", "bf16")),  # A100
-        ((9, 0), ("fp32", "fp16", "bf16")),  # H100, H200
+        ((8, 0), ("fp32", "tf32", "fp16", "bf16")),  # A100: TF32 and bf16 from Ampere
+        ((9, 0), ("fp32", "tf32", "fp16", "bf16")),  # H100, H200
     ],
 )
 def test_an_nvidia_gpus_native_precisions_follow_its_compute_capability(capability, native):
@@ -171,6 +172,8 @@ def test_an_nvidia_gpus_native_precisions_follow_its_compute_capability(capabili
     found = backend_for("cuda:0", libs).native_precisions("cuda:0", libs)
     assert found.native == native
     assert found.basis == f"compute capability {capability[0]}.{capability[1]}"
+    if "tf32" not in native:
+        assert found.why_not["tf32"].endswith("before Ampere's TF32 tensor cores (8.0)")
 
 
 @pytest.mark.parametrize("capability", [(6, 0), (7, 0), (7, 5), (8, 0), (8, 6), (9, 0), (10, 0)])
@@ -207,6 +210,7 @@ def test_an_amd_gpus_native_precisions_follow_its_gfx_arch(arch, native):
     backend = backend_for("cuda:0", libs)
     assert backend.kind == "rocm"
     assert backend.native_precisions("cuda:0", libs).native == native
+    assert "NVIDIA GPUs only" in backend.native_precisions("cuda:0", libs).why_not["tf32"]
     assert rocm_native("not-a-gfx-name") is None  # unknown: every method measured
 
 
@@ -216,6 +220,7 @@ def test_an_amd_gpus_native_precisions_follow_its_gfx_arch(arch, native):
 def test_a_simulated_gpu_runs_what_its_generations_gpu_runs(device, bf16):
     found = backend_for(device).native_precisions(device, Libraries())
     assert ("bf16" in found.native) == bf16 and "fp16" in found.native
+    assert ("tf32" in found.native) == bf16  # both from Ampere
 
 
 def test_native_by_label_asks_each_devices_backend(fake_cpu):
@@ -244,12 +249,41 @@ def test_an_emulated_method_is_skipped_saying_why_and_how_to_force_it():
     assert verdict(bf16, None).skip_reason == ""  # not known here: measured
 
 
+AMPERE, VOLTA = cuda_native(8, 0), cuda_native(7, 0)
+
+
+@pytest.mark.parametrize("allow_emulated", [False, True])
+def test_tf32_is_skipped_where_it_does_not_run_and_nothing_forces_it(allow_emulated):
+    """Without TF32 torch would run IEEE fp32 under tf32's name: allow_emulated cannot make
+    that a measurement (unlike bf16, which an emulating device really computes)."""
+    tf32 = Method("tf32", precision="tf32", allow_emulated=allow_emulated)
+    skipped = verdict(tf32, VOLTA)
+    assert skipped.skip_reason == (
+        "tf32 does not run here: compute capability 7.0, before Ampere's TF32 tensor cores "
+        "(8.0); not measured, and allow_emulated does not force it (torch would run IEEE "
+        "fp32 under the name tf32)"
+    )
+    assert skipped.flag == ""
+    assert verdict(tf32, AMPERE) == verdict(Method("fp32"), VOLTA)  # measured, unflagged
+    assert verdict(tf32, None).skip_reason == ""  # the plan, not knowing: measured
+
+
+def test_the_job_skips_tf32_where_what_runs_natively_is_not_known(fake_cpu, tmp_path):
+    cpu = backend_for("cpu")
+    missing = Libraries(cpuinfo=str(tmp_path / "nope"))
+    tf32 = Method("tf32", precision="tf32")
+    assert method_verdict(cpu, "cpu", Method("bf16", precision="bf16"), missing).skip_reason == ""
+    reason = method_verdict(cpu, "cpu", tf32, missing).skip_reason
+    assert reason.startswith("tf32 does not run here: what cpu runs natively is not known")
+
+
 # --- the profile job on this CPU, with a fake flags file ----------------------------------
 
 METHODS = {
     "fp32": {"precision": "fp32"},
     "bf16": {"precision": "bf16"},
     "bf16-forced": {"precision": "bf16", "allow_emulated": True},
+    "tf32-forced": {"precision": "tf32", "allow_emulated": True},
 }
 
 
@@ -286,6 +320,8 @@ def test_a_cpu_without_bf16_skips_bf16_before_building_and_measures_it_when_forc
     rows = run_profile(_job(), log=logged.append).rows.set_index("method")
     assert rows.loc["fp32", "status"] == "ok" and rows.loc["bf16-forced", "status"] == "ok"
     assert rows.loc["bf16", "status"] == "skipped"
+    assert rows.loc["tf32-forced", "status"] == "skipped"  # a CPU: forced or not
+    assert "allow_emulated does not force it" in rows.loc["tf32-forced", "reason"]
     assert rows.loc["bf16", "reason"].startswith(
         f"bf16 is only emulated here: this CPU has no avx512_bf16 or amx_bf16 in {path}; "
     )
@@ -301,7 +337,7 @@ def test_a_cpu_without_bf16_skips_bf16_before_building_and_measures_it_when_forc
 def test_a_cpu_with_bf16_measures_it_unflagged(fake_cpu):
     fake_cpu(ZEN4)
     rows = run_profile(_job(), log=lambda s: None).rows.set_index("method")
-    assert (rows["status"] == "ok").all()
+    assert (rows.drop(index="tf32-forced")["status"] == "ok").all()
     for method in ("bf16", "bf16-forced"):
         assert not has_flag(rows.loc[method, "flags"], FLAG_EMULATED)
 
@@ -327,10 +363,12 @@ def test_joulebench_devices_lists_native_precisions(fake_cpu, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "  native precisions: fp32\n  emulated: bf16, fp16 (skipped rows, unless " in out
     assert f"    bf16: this CPU has no avx512_bf16 or amx_bf16 in {path}" in out
+    assert "  not run: tf32 (skipped rows, even with allow_emulated: torch would run" in out
     fake_cpu(SAPPHIRE_RAPIDS)
     assert main(["devices", "--configfile", str(study)]) == 0
     out = capsys.readouterr().out
-    assert "  native precisions: fp32, fp16, bf16\n" in out and "emulated:" not in out
+    assert "  native precisions: fp32, fp16, bf16\n" in out and "\n  emulated:" not in out
+    assert "  not run: tf32" in out  # every CPU
 
 
 def test_joulebench_plan_counts_this_cpus_emulated_configurations(fake_cpu, tmp_path, capsys):
@@ -347,6 +385,13 @@ def test_joulebench_plan_counts_this_cpus_emulated_configurations(fake_cpu, tmp_
     fake_cpu(ZEN4)
     assert main(["plan", "--configfile", str(study)]) == 0
     assert "skipped" not in capsys.readouterr().out
+    study.write_text(
+        study.read_text().replace("bf16: {precision: bf16}", "tf32: {precision: tf32}")
+    )
+    assert main(["plan", "--configfile", str(study)]) == 0
+    out = capsys.readouterr().out
+    assert "cpu: 2 configurations skipped (~0 s each): tf32 does not run here (a CPU has no" in out
+    assert "nothing forces it" in out
 
 
 def test_allow_emulated_is_a_method_key(tmp_path):

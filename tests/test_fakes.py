@@ -213,3 +213,76 @@ def test_the_fake_amdsmi_enums_and_errors_are_amdsmis():
             assert ints[constant[1]] == member.value, f"{enum}.{member.name}"
     for member in fake.AmdSmiStatus:  # the status codes of AmdSmiLibraryException
         assert ints[f"AMDSMI_STATUS_{member.name}"] == member.value, member.name
+
+
+# ------------------------------------------------------------------ torch.cuda's graph API
+
+GRAPH_API = (  # (where in torch.cuda, skip the first parameter: self or cls)
+    ("CUDAGraph.__new__", True),
+    ("CUDAGraph.capture_begin", True),
+    ("CUDAGraph.capture_end", True),
+    ("CUDAGraph.replay", True),
+    ("CUDAGraph.reset", True),
+    ("graph.__init__", True),
+    ("Stream.wait_stream", True),
+    ("stream", False),
+    ("current_stream", False),
+    ("synchronize", False),
+    ("empty_cache", False),
+)
+
+
+def _attr(root, dotted: str):
+    for part in dotted.split("."):
+        root = getattr(root, part)
+    return root
+
+
+def _named(fn, skip_self: bool) -> list[tuple[str, bool]]:
+    """(name, has a default) of the parameters a call may name (not *args / **kwargs)."""
+    varargs = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    params = [p for p in _params(fn, skip_self) if p.kind not in varargs]
+    return [(p.name, p.default is not p.empty) for p in params]
+
+
+@pytest.mark.parametrize(("where", "skip_self"), GRAPH_API, ids=[w for w, _ in GRAPH_API])
+def test_each_fake_cuda_graph_function_is_torchs(where, skip_self):
+    """tests/helpers/fake_cuda_graphs.py against torch 2.14's torch.cuda (importable
+    without a GPU): the same names, with parameters a call to the fake would also pass."""
+    import torch
+    from helpers import fake_cuda_graphs
+
+    fake = _named(_attr(fake_cuda_graphs, where), skip_self)
+    real = _named(_attr(torch.cuda, where), skip_self)
+    assert fake == real, f"{where}: the fake's {fake}, torch's {real}"
+
+
+def test_the_fake_streams_constructor_is_torchs():
+    import torch
+    from helpers import fake_cuda_graphs
+
+    fake = _named(fake_cuda_graphs.Stream.__init__, skip_self=True)
+    assert fake == _named(torch.cuda.Stream.__new__, skip_self=True)
+
+
+def test_every_torch_cuda_name_the_capture_code_uses_is_faked_and_real():
+    """Each `cuda.<name>` measure/cuda_graphs.py reaches (and each method it calls on what
+    they return) is one the fake implements and torch.cuda has."""
+    import torch
+    from helpers import fake_cuda_graphs
+
+    tree = _module(REPO / "src" / "joulebench" / "measure" / "cuda_graphs.py")
+    used = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "cuda"
+    }
+    assert {"CUDAGraph", "graph", "Stream", "stream", "current_stream", "synchronize"} <= used
+    for name in used:
+        assert hasattr(fake_cuda_graphs, name) and hasattr(torch.cuda, name), name
+    for method in ("replay", "wait_stream"):  # graph.replay(), stream.wait_stream(...)
+        owner = "CUDAGraph" if method == "replay" else "Stream"
+        assert hasattr(_attr(torch.cuda, owner), method)
+        assert hasattr(_attr(fake_cuda_graphs, owner), method)

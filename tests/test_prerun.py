@@ -39,7 +39,7 @@ from joulebench.study import ConfigError
         (
             "methods",
             {"ort": {"runtime": "onnxruntime", "channels_last": True}},
-            "config: methods: method ort: compile and channels_last apply to runtime pytorch",
+            "config: methods: method ort: channels_last applies to runtime pytorch only",
         ),
         (
             "reference",

@@ -24,7 +24,8 @@ process start-up and the short idle read, the catalog and the analysis. The plan
   there, counted as ~0 s, when the caller says what each device runs natively (`native`:
   `joulebench plan` and the workflow's first line on this host; else all are measured);
 - torch.compile methods add COMPILE_S per configuration, exported runtimes (ONNX Runtime,
-  TensorRT) their export and engine build, which is not counted;
+  TensorRT) their export and engine build, which is not counted, nor a CUDA graph's capture
+  (cuda_graphs: seconds);
 - on one host each device measures one job at a time (its measuring slot) and the GPUs
   measure at once, so GPU devices overlap while a CPU device adds its time (it takes every
   slot); each GPU device measures every model (its own rows), so N GPU labels measure N
@@ -59,7 +60,7 @@ from joulebench.measure.emulation import FORCE_KEY, verdict
 from joulebench.measure.first_check import DEFAULT as CHECK_FIRST_DEFAULT
 from joulebench.measure.first_check import first_check_s
 from joulebench.measure.job_parts import DEFAULT_SPLIT, job_key, job_methods, parse_job_key
-from joulebench.measure.methods import config_key, parse_methods
+from joulebench.measure.methods import NATIVE_ONLY, config_key, parse_methods
 from joulebench.measure.protocol import EDGE_STEP_SHARE, ProtocolSettings
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
 from joulebench.tables import PHASES
@@ -490,13 +491,23 @@ def _emulated(configs, native: NativePrecisions | None) -> tuple[list[bool], dic
 
 
 def _skipped_note(device: DevicePlan) -> str:
-    """The plan's note on a device's skipped configurations: which precisions and why."""
-    why = device.skipped_why
-    reasons = [text if len(why) == 1 else f"{p}: {text}" for p, text in why.items()]
-    return (
-        f"{device.label}: {device.skipped:,} configurations skipped (~0 s each): "
-        f"{' and '.join(why)} {'is' if len(why) == 1 else 'are'} only emulated here "
-        f"({'; '.join(reasons)}); {FORCE_KEY}: true on a method measures it anyway"
+    """The plan's note on a device's skipped configurations: which precisions and why (tf32,
+    which nothing forces, apart from those only emulated)."""
+    parts = []
+    for absent in (False, True):
+        why = {p: t for p, t in device.skipped_why.items() if (p in NATIVE_ONLY) == absent}
+        if not why:
+            continue
+        reasons = [text if len(why) == 1 else f"{p}: {text}" for p, text in why.items()]
+        verb = "does not run" if len(why) == 1 else "do not run"
+        if not absent:
+            verb = f"{'is' if len(why) == 1 else 'are'} only emulated"
+        force = (
+            "nothing forces it" if absent else f"{FORCE_KEY}: true on a method measures it anyway"
+        )
+        parts.append(f"{' and '.join(why)} {verb} here ({'; '.join(reasons)}); {force}")
+    return f"{device.label}: {device.skipped:,} configurations skipped (~0 s each): " + (
+        "; ".join(parts)
     )
 
 

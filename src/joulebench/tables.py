@@ -323,13 +323,27 @@ PROFILE = Table(
         gpu_serial            string   -      measure.profile.gpu_fields
             that GPU's serial number, where NVML gives it (a pool's GPUs); else empty
         precision             string   -      {_ROW}
-            fp32, fp16 or bf16
+            fp32 (IEEE), tf32 (fp32 tensors, TF32 math), fp16 or bf16
         autocast              boolean  -      {_ROW}
             True: fp16/bf16 by autocast (mixed precision); False: weights and inputs cast
         channels_last         boolean  -      {_ROW}
             True: channels-last memory format
         compile               string   -      {_ROW}
             the torch.compile mode; empty for eager
+        fp32_math             string   -      measure.arithmetic.Arithmetic.fields
+            what torch ran fp32 matmuls and convolutions in: ieee, or tf32 (method tf32 on a
+            GPU with TF32, Ampere or newer); ieee also for fp16 / bf16 (the ops autocast
+            leaves in fp32) and on a CPU or a simulated GPU (its model runs on the CPU);
+            empty for exported runtimes (their engine decides) and where nothing was built
+        cudnn_autotune        boolean  -      measure.arithmetic.Arithmetic.fields
+            True: cuDNN (MIOpen on ROCm) autotuned the convolutions (a PyTorch method on a
+            GPU, unless cudnn_autotune: false; its search in warm-up); False on a CPU, a
+            simulated GPU and for exported runtimes; empty where nothing was built
+        cuda_graphs           boolean  -      {_ROW}
+            True: each step replayed a CUDA graph of the forward (cuda_graphs: true)
+        cuda_graph_capture_s  float64  s      measure.cuda_graphs.graph_step
+            seconds to warm up, capture and check the CUDA graph, before the protocol's
+            warm-up (never in a window); NaN without cuda_graphs
         power_limit_requested_w float64 W     {_KNOB}
             the power limit the method asks for in watts (power_limit_w); empty when it asks
             none, or asks a fraction
@@ -521,10 +535,11 @@ PROFILE = Table(
             pytorch, onnxruntime, ort-tensorrt (ONNX Runtime's TensorRT provider; published
             as tensorrt before there were two) or torch-tensorrt (TensorRT natively)
         runtime_provider      string   -      measure.runtimes.check_output
-            what ran the graph: the ONNX Runtime execution provider, or TensorRT
-            (torch-tensorrt)
+            what ran the graph: the ONNX Runtime execution provider, TensorRT
+            (torch-tensorrt), or cuda-graph (a PyTorch method replaying a CUDA graph)
         runtime_check_rel_err float64  ratio  measure.runtimes.check_output
-            max |runtime - PyTorch| / max |PyTorch| on the same batch
+            max |runtime - PyTorch| / max |PyTorch| on the same batch (cuda-graph: the
+            replay against the eager forward)
         runtime_detail        string   -      measure.runtimes.check_output
             JSON: cached file (onnx or engine), cache hit, tolerance, versions
         engine_build_s        float64  s      measure.trt_native.build_engine

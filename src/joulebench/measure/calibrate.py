@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from joulebench.measure.arithmetic import applied, arithmetic_for
 from joulebench.measure.methods import parse_methods
 from joulebench.measure.profile import ProfileJob, prepare
 from joulebench.measure.protocol import ProtocolSettings
@@ -89,13 +90,20 @@ def _fastest_step_s(step, sync, clock) -> float:
 
 def _one(job: ProfileJob, phase: str, method, batch: int, clock) -> StepTime | None:
     """Build one configuration and time a few of its steps; None where it does not run
-    (skipped, emulated, failed): the profile's own checks decide, as for a measurement."""
-    import torch
-
+    (skipped, emulated, failed): the profile's own checks decide, as for a measurement,
+    and it runs in the method's arithmetic (TF32 or not, cuDNN autotuned or not)."""
     from joulebench.measure.emulation import method_verdict
 
     if method_verdict(job.backend, job.torch_device, method).skip_reason:
         return None
+    with applied(arithmetic_for(method, job.backend.runs_on_gpu)):
+        return _timed(job, phase, method, batch, clock)
+
+
+def _timed(job: ProfileJob, phase: str, method, batch: int, clock) -> StepTime | None:
+    """`_one`'s build and timed steps, in the arithmetic it set."""
+    import torch
+
     sync = lambda: job.backend.sync(job.torch_device)  # noqa: E731
     start = clock()
     try:

@@ -36,6 +36,7 @@ from joulebench.measure.backends import (
     spellings,
 )
 from joulebench.measure.emulation import FORCE_KEY
+from joulebench.measure.methods import NATIVE_ONLY
 
 AUTO = "auto"
 # The devices `auto` resolved to in the process that planned the run, passed to its jobs:
@@ -249,16 +250,28 @@ def _format_info(info: DeviceInfo) -> list[str]:
 
 
 def _precision_lines(native) -> list[str]:
-    """What a device runs natively, and why each other precision is only emulated."""
+    """What a device runs natively, why each other precision is only emulated, and which it
+    does not run at all (tf32: nothing forces it, measure.emulation)."""
     if native is None:
-        return ["  native precisions: not known here (every method is measured)"]
+        return [
+            "  native precisions: not known here (every method is measured, but "
+            f"{', '.join(NATIVE_ONLY)}: skipped)"
+        ]
     lines = [f"  native precisions: {', '.join(native.native)}"]
-    if native.why_not:
+    emulated = {p: why for p, why in native.why_not.items() if p not in NATIVE_ONLY}
+    absent = {p: why for p, why in native.why_not.items() if p in NATIVE_ONLY}
+    if emulated:
         lines.append(
-            f"  emulated: {', '.join(native.why_not)} (skipped rows, unless the method "
+            f"  emulated: {', '.join(emulated)} (skipped rows, unless the method "
             f"sets {FORCE_KEY}: true)"
         )
-        lines += [f"    {precision}: {why}" for precision, why in native.why_not.items()]
+        lines += [f"    {precision}: {why}" for precision, why in emulated.items()]
+    if absent:
+        lines.append(
+            f"  not run: {', '.join(absent)} (skipped rows, even with {FORCE_KEY}: torch "
+            "would run IEEE fp32)"
+        )
+        lines += [f"    {precision}: {why}" for precision, why in absent.items()]
     return lines
 
 

@@ -10,6 +10,12 @@ what that device really spends; `score.invalid_flags` can add it). What a device
 natively is its backend's answer (Backend.native_precisions); the profile job asks before
 building anything, the plan counts skipped configurations as ~0 s, `joulebench devices`
 prints it (docs/profiling.md#emulated-precisions).
+
+tf32 is not emulated but absent: where a device has no TF32 (a CPU, an NVIDIA GPU before
+Ampere, ROCm) torch runs its matrix products in IEEE fp32 without a word, so a forced row
+would measure fp32 under tf32's name. Such a method is skipped, `allow_emulated` does not
+force it, and where the device's answer is not known the job skips it too (the plan, on a
+host that cannot see the device, counts it as measured).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from joulebench.measure.backends import (
     NativePrecisions,
     backend_for,
 )
-from joulebench.measure.methods import Method
+from joulebench.measure.methods import NATIVE_ONLY, Method
 
 FORCE_KEY = "allow_emulated"  # the method key that forces it (Method.allow_emulated)
 FORCE_OPTION = "--allow-emulated"  # joulebench profile's
@@ -48,9 +54,11 @@ def verdict(method: Method, native: NativePrecisions | None) -> Verdict:
     """The verdict for `method` where `native` was read (None: not known, so measured)."""
     if native is None or not native.emulated(method.precision):
         return Verdict()
+    why = native.why_not.get(method.precision) or native.basis
+    if method.precision in NATIVE_ONLY:
+        return Verdict(skip_reason=absent_reason(method, why))
     if method.allow_emulated:
         return Verdict(flag=FLAG_EMULATED)
-    why = native.why_not.get(method.precision) or native.basis
     return Verdict(
         skip_reason=f"{method.precision} is only emulated here: {why}; not measured "
         f"({FORCE_KEY}: true on method {method.name} measures it; joulebench profile: "
@@ -58,11 +66,24 @@ def verdict(method: Method, native: NativePrecisions | None) -> Verdict:
     )
 
 
+def absent_reason(method: Method, why: str) -> str:
+    """Why a NATIVE_ONLY precision (tf32) is not measured here, and why nothing forces it."""
+    return (
+        f"{method.precision} does not run here: {why}; not measured, and {FORCE_KEY} does not "
+        f"force it (torch would run IEEE fp32 under the name {method.precision})"
+    )
+
+
 def method_verdict(
     backend: Backend, device: str, method: Method, libs: Libraries | None = None
 ) -> Verdict:
-    """The verdict for `method` on `device`, asking its backend (the profile job)."""
-    return verdict(method, backend.native_precisions(device, libs or Libraries()))
+    """The verdict for `method` on `device`, asking its backend (the profile job): as
+    `verdict`, but a NATIVE_ONLY precision where the answer is not known is skipped."""
+    native = backend.native_precisions(device, libs or Libraries())
+    if native is None and method.precision in NATIVE_ONLY:
+        why = f"what {device} runs natively is not known here"
+        return Verdict(skip_reason=absent_reason(method, why))
+    return verdict(method, native)
 
 
 def native_by_label(

@@ -14,6 +14,12 @@ knob given a list is a sweep, expanded once here into ordinary named methods
 later stage (rows, savings, best configurations, recommend, the page) sees methods only.
 Inference runs a timm model in its deploy form (timm's re-parameterisation,
 joulebench.catalog.deploy_form) unless the method says `reparameterize: false`.
+A precision is also an arithmetic (measure.arithmetic, docs/profiling.md#arithmetic): fp32
+is IEEE fp32 in every operation, tf32 is fp32 tensors with TF32 tensor-core math in matrix
+products and convolutions (NVIDIA Ampere and newer only), fp16 / bf16 run autocast's ops in
+half precision and what it leaves in IEEE fp32. On a GPU cuDNN autotunes convolutions unless
+`cudnn_autotune: false`; `cuda_graphs: true` replays a captured CUDA graph of the forward
+(measure.cuda_graphs).
 """
 
 from __future__ import annotations
@@ -33,12 +39,19 @@ from joulebench.tables import (
     SM_CLOCK_PRESETS,
 )
 
-PRECISIONS = ("fp32", "fp16", "bf16")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+# Precisions a device runs natively or not at all: where torch has no TF32 (a CPU, a GPU before
+# Ampere, ROCm) it runs IEEE fp32 without a word, so a forced row would be a lie; such a
+# method is skipped, and allow_emulated does not force it (measure.emulation).
+NATIVE_ONLY = ("tf32",)
+HALF_PRECISIONS = ("fp16", "bf16")  # by autocast, or cast weights (autocast: false)
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 PYTORCH, ONNXRUNTIME, ORT_TENSORRT, TORCH_TENSORRT = RUNTIMES  # tables.RUNTIMES, named
 # What each runtime outside PyTorch can run: ONNX Runtime the fp32 graph as exported; its
 # TensorRT provider builds fp16 kernels from that same graph when asked (trt_fp16_enable);
 # torch-tensorrt builds fp32 or fp16 engines (fp16 by TensorRT's autocast, or cast weights).
+# None runs tf32 as a method: an engine picks its own fp32 math (TensorRT's builder uses TF32
+# unless told not to), which PyTorch's flags do not reach.
 RUNTIME_PRECISIONS = {
     ONNXRUNTIME: ("fp32",),
     ORT_TENSORRT: ("fp32", "fp16"),
@@ -61,11 +74,14 @@ def config_key(name: str) -> str:
 # Methods known by name: `joulebench profile --method` (a study names its own in `methods:`).
 PRESETS: dict[str, dict] = {
     "fp32": {"precision": "fp32"},
+    "tf32": {"precision": "tf32"},
     "fp16-amp": {"precision": "fp16"},
     "bf16": {"precision": "bf16"},
     "fp32-channels-last": {"precision": "fp32", "channels_last": True},
     "fp16-amp-channels-last": {"precision": "fp16", "channels_last": True},
     "fp32-compile": {"precision": "fp32", "compile": "default"},
+    "tf32-graphs": {"precision": "tf32", "cuda_graphs": True},
+    "fp16-amp-graphs": {"precision": "fp16", "cuda_graphs": True},
     "ort": {"runtime": "onnxruntime"},
     "trt": {"runtime": ORT_TENSORRT},
     "trt-fp16": {"runtime": ORT_TENSORRT, "precision": "fp16"},
@@ -77,7 +93,7 @@ PRESETS: dict[str, dict] = {
 @dataclass(frozen=True)
 class Method:
     name: str
-    precision: str = "fp32"  # fp32, fp16 or bf16
+    precision: str = "fp32"  # fp32 (IEEE), tf32, fp16 or bf16
     autocast: bool = True  # fp16/bf16 by autocast (mixed precision), else weights cast
     channels_last: bool = False
     compile: str | None = None  # a torch.compile mode, or None for eager
@@ -91,6 +107,8 @@ class Method:
     power_limit: float | None = None  # or one as a fraction of the board's default limit
     sm_clock_mhz: int | str | None = None  # a locked SM clock: MHz, or max / base
     allow_emulated: bool = False  # measure it where the device only emulates its precision
+    cudnn_autotune: bool = True  # cuDNN times its convolution algorithms (a GPU's; warm-up)
+    cuda_graphs: bool = False  # inference replays a CUDA graph of the forward (pytorch)
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
@@ -103,8 +121,16 @@ class Method:
             raise ValueError(f"method {self.name}: runtime must be one of {RUNTIMES}")
         if not isinstance(self.reparameterize, bool):
             raise ValueError(f"method {self.name}: reparameterize must be true or false")
-        if not isinstance(self.allow_emulated, bool):
-            raise ValueError(f"method {self.name}: allow_emulated must be true or false")
+        for key in ("allow_emulated", "cudnn_autotune", "cuda_graphs"):
+            if not isinstance(getattr(self, key), bool):
+                raise ValueError(f"method {self.name}: {key} must be true or false")
+        if self.tolerance is not None and not _number(self.tolerance) > 0:
+            raise ValueError(f"method {self.name}: tolerance must be > 0")
+        if self.cuda_graphs and self.compile:
+            raise ValueError(
+                f"method {self.name}: cuda_graphs and compile do not go together (torch.compile "
+                "mode reduce-overhead already captures CUDA graphs)"
+            )
         if self.runtime != PYTORCH:
             self._check_exported()
         self._check_knobs()
@@ -113,16 +139,26 @@ class Method:
         """Options that only mean something in PyTorch are errors, not silently dropped."""
         allowed = RUNTIME_PRECISIONS[self.runtime]
         if self.precision not in allowed:
+            why = " (its engine decides its own fp32 math)" if self.precision == "tf32" else ""
             raise ValueError(
                 f"method {self.name}: runtime {self.runtime} runs precision {allowed}, "
-                f"not {self.precision}"
+                f"not {self.precision}{why}"
             )
-        if self.compile or self.channels_last:
+        pytorch_only = [
+            key
+            for key, on in (
+                ("compile", self.compile),
+                ("channels_last", self.channels_last),
+                ("cuda_graphs", self.cuda_graphs),
+                ("cudnn_autotune: false", not self.cudnn_autotune),
+            )
+            if on
+        ]
+        if pytorch_only:
             raise ValueError(
-                f"method {self.name}: compile and channels_last apply to runtime pytorch only"
+                f"method {self.name}: {', '.join(pytorch_only)} applies to runtime pytorch "
+                f"only, not {self.runtime}"
             )
-        if self.tolerance is not None and not self.tolerance > 0:
-            raise ValueError(f"method {self.name}: tolerance must be > 0")
         if self.runtime in ONNX_RUNTIMES and not self.autocast and self.precision != "fp32":
             raise ValueError(
                 f"method {self.name}: autocast false (cast weights) applies to runtime pytorch "
@@ -199,12 +235,16 @@ class Method:
         return asdict(self)
 
     @property
+    def half(self) -> bool:
+        """fp16 or bf16: autocast, or weights and inputs cast (fp32 and tf32: fp32 tensors)."""
+        return self.precision in HALF_PRECISIONS
+
+    @property
     def dtype(self):
+        """The tensors' dtype: float32 for fp32 and tf32 (TF32 is a math mode, not a dtype)."""
         import torch
 
-        return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[
-            self.precision
-        ]
+        return {"fp16": torch.float16, "bf16": torch.bfloat16}.get(self.precision, torch.float32)
 
     def prepare(self, model, x):
         """Return (model, x) converted for this method; compilation happens lazily."""
@@ -213,19 +253,23 @@ class Method:
         if self.channels_last:
             model = model.to(memory_format=torch.channels_last)
             x = x.contiguous(memory_format=torch.channels_last)
-        if self.precision != "fp32" and not self.autocast:
+        if self.half and not self.autocast:
             model, x = model.to(self.dtype), x.to(self.dtype)
         if self.compile:
             model = torch.compile(model, mode=self.compile)
         return model, x
 
-    def context(self, device_type: str):
-        """The autocast context a step runs in (a no-op for fp32 or cast weights)."""
+    def context(self, device_type: str, cache_enabled: bool = True):
+        """The autocast context a step runs in (a no-op for fp32, tf32 or cast weights).
+        `cache_enabled=False` for a CUDA graph's capture (torch's advice: the cast weights
+        autocast caches are freed when its context ends, under a captured graph's feet)."""
         import torch
 
-        if self.precision == "fp32" or not self.autocast:
+        if not self.half or not self.autocast:
             return contextlib.nullcontext()
-        return torch.autocast(device_type=device_type, dtype=self.dtype)
+        return torch.autocast(
+            device_type=device_type, dtype=self.dtype, cache_enabled=cache_enabled
+        )
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 
 from joulebench.flags import FLAG_SIMULATED, FLAG_TRAIN_LOSS_NOT_FINITE, join_flags
+from joulebench.measure.arithmetic import applied as arithmetic_applied
+from joulebench.measure.arithmetic import arithmetic_for
 from joulebench.measure.backends import Backend, KnobRefused, backend_for
 from joulebench.measure.config_time import (
     WARMUP_FULL,
@@ -43,7 +45,7 @@ from joulebench.measure.knobs import applied, restore_leftover
 from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.provenance import device_name, software, utc_now
-from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured
+from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured, is_oom
 from joulebench.measure.tail import TailCalibration
 from joulebench.measure.tail import from_report as tail_from_report
 from joulebench.measure.train import TrainSpec
@@ -60,8 +62,6 @@ from joulebench.tables import (
 
 DEFAULT_ONNX_CACHE = "data/onnx"
 SEED = 0  # random weights and batches: every method and runtime of a model sees the same
-# How out-of-memory errors read (the last one is ONNX Runtime's allocator).
-OOM_PHRASES = ("out of memory", "can't allocate memory", "not enough memory", "failed to allocate")
 
 
 @dataclass
@@ -233,15 +233,6 @@ class ProfileOutput:
     trace: pd.DataFrame  # the power trace of every repeat
 
 
-def is_oom(exc: BaseException) -> bool:
-    import torch
-
-    if isinstance(exc, torch.OutOfMemoryError):
-        return True
-    text = str(exc).lower()
-    return any(phrase in text for phrase in OOM_PHRASES)
-
-
 @dataclass
 class Built:
     """A model on the device with its synthetic batch, and what rows need to know of it."""
@@ -329,8 +320,10 @@ class Runner:
 
 def check_runnable(job: ProfileJob, phase: str, method: Method) -> None:
     """Raise NotMeasured where the method cannot run here at all (a runtime this device or
-    install lacks): asked before emulation, whose reason matters only for a
-    method that could run."""
+    install lacks, CUDA graphs without a GPU or in training): asked before emulation, whose
+    reason matters only for a method that could run."""
+    if method.cuda_graphs:
+        _check_graphs(job, phase)
     if method.exported:
         if phase == "train":
             raise NotMeasured(
@@ -339,6 +332,18 @@ def check_runnable(job: ProfileJob, phase: str, method: Method) -> None:
         reason = _runtime_backend(method).unavailable_reason(method.runtime, job.compute_device)
         if reason:
             raise NotMeasured(STATUS_SKIPPED, reason)
+
+
+def _check_graphs(job: ProfileJob, phase: str) -> None:
+    """CUDA graphs replay a GPU's captured forward: NotMeasured in training and where the
+    model runs on a CPU (a CPU device, a simulated GPU)."""
+    if phase == "train":
+        raise NotMeasured(STATUS_SKIPPED, "cuda_graphs applies to inference")
+    if not job.backend.runs_on_gpu:
+        where = "a simulated GPU's model runs on the CPU" if job.backend.simulated else "no GPU"
+        raise NotMeasured(
+            STATUS_SKIPPED, f"cuda_graphs needs a CUDA device; {job.torch_device}: {where}"
+        )
 
 
 def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Runner:
@@ -377,13 +382,18 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
         fields_.update(weights=built.weights, reparameterized=built.reparameterized)
         return Runner(step, grad=False, fields=fields_)  # the PyTorch model is freed here
     model, x = built.model, built.x
+    fields_ = {"weights": built.weights, "reparameterized": built.reparameterized}
+    if method.cuda_graphs:
+        from joulebench.measure.cuda_graphs import graph_step
+
+        replay, graph_fields = graph_step(model, x, method, job.compute_device)
+        return Runner(replay, grad=False, fields={**fields_, **graph_fields})
     context = method.context(torch.device(job.compute_device).type)
 
     def step():
         with context:
             model(x)
 
-    fields_ = {"weights": built.weights, "reparameterized": built.reparameterized}
     return Runner(step, grad=False, fields=fields_)
 
 
@@ -450,7 +460,22 @@ def _warn(line: str) -> None:
 def _measure_built(
     job: ProfileJob, method: Method, batch_size: int, meter_factory, phase: str, emulated, settings
 ) -> Outcome:
-    """Build and measure one configuration (`measure_config` has said it may run)."""
+    """Build and measure one configuration (`measure_config` has said it may run) in its
+    method's arithmetic: fp32 math and cuDNN autotuning set in torch around the build,
+    warm-up and windows, restored after (measure.arithmetic); its row says which."""
+    arithmetic = arithmetic_for(method, job.backend.runs_on_gpu)
+    with arithmetic_applied(arithmetic):
+        outcome = _build_and_measure(
+            job, method, batch_size, meter_factory, phase, emulated, settings
+        )
+    outcome.fields.update(arithmetic.fields())
+    return outcome
+
+
+def _build_and_measure(
+    job: ProfileJob, method: Method, batch_size: int, meter_factory, phase: str, emulated, settings
+) -> Outcome:
+    """The body of `_measure_built`: build, then the protocol; failures as an Outcome."""
     import torch
 
     try:
@@ -706,6 +731,7 @@ def config_row(job: ProfileJob, known: dict, phase: str, method: Method, outcome
         "autocast": method.autocast,
         "channels_last": method.channels_last,
         "compile": method.compile or "",
+        "cuda_graphs": method.cuda_graphs,
         "status": outcome.status,
         "reason": outcome.reason,
         "end_time_utc": utc_now(precise=True),

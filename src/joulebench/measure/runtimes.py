@@ -39,6 +39,20 @@ STATUS_MISMATCH = "mismatch"
 DEFAULT_TOLERANCE = {("fp32", "cpu"): 1e-3, ("fp32", "cuda"): 1e-2, ("fp16", "cuda"): 5e-2}
 
 
+# How out-of-memory errors read (the last one is ONNX Runtime's allocator).
+OOM_PHRASES = ("out of memory", "can't allocate memory", "not enough memory", "failed to allocate")
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Whether `exc` is running out of memory (a configuration retried at half the batch)."""
+    import torch
+
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    text = str(exc).lower()
+    return any(phrase in text for phrase in OOM_PHRASES)
+
+
 class NotMeasured(Exception):
     """A configuration that is reported as a row without a measurement (status, reason)."""
 

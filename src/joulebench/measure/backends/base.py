@@ -226,6 +226,9 @@ class Backend(abc.ABC):
     uses_check_refresh: bool = False
     #: runtimes beyond PyTorch and ONNX Runtime that build for this kind (torch-tensorrt)
     native_runtimes: tuple[str, ...] = ()
+    #: the model runs on a torch GPU (CUDA or ROCm): TF32, cuDNN autotuning and CUDA graphs
+    #: apply there (measure.arithmetic, measure.cuda_graphs); a simulated GPU's runs on the CPU
+    runs_on_gpu: bool = False
 
     def claims(self, device: str, libs: Libraries) -> bool:
         """Whether this backend serves `device` here, when several serve its spelling (cuda

@@ -100,6 +100,10 @@ def cpu_flags(text: str) -> tuple[str, set[str]]:
     return "", set()
 
 
+# TF32 is NVIDIA's tensor-core math; torch's CPU kernels run a tf32 method's fp32 in IEEE.
+NO_TF32 = "a CPU has no TF32 (NVIDIA tensor cores from Ampere, compute capability 8.0)"
+
+
 def native_from_cpuinfo(text: str, source: str = CPUINFO) -> NativePrecisions | None:
     """The precisions a CPU computes natively, by its /proc/cpuinfo flags; None: no flags."""
     key, flags = cpu_flags(text)
@@ -111,6 +115,7 @@ def native_from_cpuinfo(text: str, source: str = CPUINFO) -> NativePrecisions | 
             native.add(precision)
         else:
             why_not[precision] = f"this CPU has no {' or '.join(names)} in {source}"
+    why_not["tf32"] = NO_TF32
     ordered = tuple(p for p in PRECISIONS if p in native)
     return NativePrecisions(ordered, why_not, basis=f"the {key} of {source}")
 

@@ -26,7 +26,7 @@ from joulebench.measure.backends.torch_gpu import (
     torch_label,
     visible_setting,
 )
-from joulebench.measure.methods import TORCH_TENSORRT
+from joulebench.measure.methods import PRECISIONS, TORCH_TENSORRT
 
 PERSISTENCE_FIX = "nvidia-smi -pm 1"
 # What NVML needs to change a board's settings, and how to grant it.
@@ -39,7 +39,8 @@ KNOB_PERMISSION = (
 # including_emulation=False) draws the same line); fp16 from Volta's, and before them only
 # on the GPUs that run it at twice fp32's rate: Jetson TX1 (5.3), P100 (6.0), Jetson TX2
 # (6.2). Other Pascal GPUs (GTX 10xx, P40: 6.1) run fp16 at 1/64 of fp32's rate.
-BF16_FROM = (8, 0)
+# TF32 (fp32 tensors, a 10-bit mantissa in the tensor cores) from Ampere too.
+BF16_FROM = TF32_FROM = (8, 0)
 FP16_FROM = (7, 0)
 FAST_FP16_BEFORE_VOLTA = ((5, 3), (6, 0), (6, 2))
 
@@ -56,7 +57,12 @@ def cuda_native(major: int, minor: int) -> NativePrecisions:
         native.append("bf16")
     else:
         why_not["bf16"] = f"{text}, before Ampere's bf16 (8.0)"
-    return NativePrecisions(tuple(native), why_not, basis=text)
+    if capability >= TF32_FROM:
+        native.append("tf32")
+    else:
+        why_not["tf32"] = f"{text}, before Ampere's TF32 tensor cores (8.0)"
+    ordered = tuple(p for p in PRECISIONS if p in native)
+    return NativePrecisions(ordered, why_not, basis=text)
 
 
 def nvml_devices(nvml) -> tuple[list[tuple[str | None, str | None, str]], str]:

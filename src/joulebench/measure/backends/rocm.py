@@ -34,6 +34,9 @@ UNTESTED = (
 # gfx95x MI350) and the WMMA units of RDNA 3-4 (gfx11xx, gfx12xx); MI25/MI50/MI60 (gfx900,
 # gfx906) and RDNA 1-2 (gfx10xx) convert it to fp32. fp16 (packed math) from Vega (gfx9).
 # From AMD's ISA documents: assumed, not measured on AMD hardware.
+# tf32 is measured on NVIDIA GPUs only: MI300's xf32 is another format, reached through
+# other switches (hipBLASLt's), and not wired here.
+NO_TF32 = "tf32 is measured on NVIDIA GPUs only (compute capability 8.0+), not with ROCm"
 BF16_GFX9 = ("908", "90a", "94", "95")  # the gfx9 parts with bf16 (prefixes)
 _GFX = re.compile(r"gfx(\d{1,2})([0-9a-f]{2})")
 _WHOLE = {"amdsmi_get_gpu_compute_partition": "SPX", "amdsmi_get_gpu_memory_partition": "NPS1"}
@@ -103,6 +106,7 @@ def rocm_native(arch: str) -> NativePrecisions | None:
         native.append("bf16")
     else:
         why_not["bf16"] = f"{text}, without bf16 hardware (gfx908, gfx90a, gfx94x+, gfx11+)"
+    why_not["tf32"] = NO_TF32
     return NativePrecisions(tuple(native), why_not, basis=f"gfx architecture {name}")
 
 

@@ -84,6 +84,7 @@ class TorchGpuBackend(Backend):
     pattern = CUDA_PATTERN
     spellings = ("cuda", "cuda:N")
     auto = True
+    runs_on_gpu = True
     library = ""  # "NVML", "AMD SMI": for messages
     library_option = ""  # the meter's option (and Libraries' field) for it: "nvml", "amdsmi"
 
