@@ -138,6 +138,8 @@ def run(args, log):
             "batch_sizes": batches,
             "protocol": PROTOCOL,
             "idle_pre_s": 1.0,
+            # a kept check of this GPU (gpu_check.py --keep) states the rows; none is run here
+            "check_first": "off",
         }
         rows = run_profile(ProfileJob.from_spec(model, label, spec), log=log).rows
         frames.append(rows.assign(section=section))

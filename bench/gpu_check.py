@@ -1,19 +1,23 @@
 """For a session lent an NVIDIA GPU: `joulebench check` with its outputs under --out.
 
-The GPU checks of issue 4 (counter vs trace, repeat CV, idle) and issue 15 (the sensor's
-refresh period and window, zeros vs random, environment, Zeus) are all in `joulebench check`
-(src/joulebench/measure/check/); this wrapper only puts its JSON report and printed table where a
-device session collects files.
+The GPU checks of issue 4 (counter vs trace, repeat CV, idle), issue 15 (the sensor's
+refresh period and window, zeros vs random, environment, Zeus), issue 23 (the board's heat)
+and issue 33 (its power tail) are all in `joulebench check` (src/joulebench/measure/check/);
+this wrapper runs them with the heat step shortened where the session's time is short
+(--heat-s; an H200's die settled within 6 s of a load step), puts the JSON report and the
+printed table where a device session collects files, and with --keep keeps the report where
+a profile job looks for its GPU's check first (measure.first_check), so a study after it
+does not check the GPU again.
 
     PYTHONPATH=src python bench/gpu_check.py --out $OUT [--device cuda:0] [--quick]
+        [--heat-s 40 --heat-idle-s 10] [--keep results/check]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,24 +25,46 @@ sys.path.insert(0, str(REPO / "src"))
 
 
 def main() -> int:
-    from joulebench.cli import main as cli_main
-    from joulebench.measure.check.report import device_file
+    from joulebench.measure.backends import backend_for
+    from joulebench.measure.check.gpu import check_gpu
+    from joulebench.measure.check.report import device_file, format_table, write_report
+    from joulebench.measure.check.rows import CheckSettings
+    from joulebench.measure.first_check import board_key, board_path, usable
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--device", default="cuda:0")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--heat-s", type=float, default=None, help="the heat step's load")
+    parser.add_argument("--heat-idle-s", type=float, default=None, help="its idle before")
+    parser.add_argument("--keep", default=None, help="a results/check folder to keep it in")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    report = out / f"check-{device_file(args.device)}.json"
-    argv = ["check", "--device", args.device, "--output", str(report)]
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        rc = cli_main(argv + (["--quick"] if args.quick else []))
-    (out / f"check-{device_file(args.device)}.txt").write_text(printed.getvalue())
-    print(printed.getvalue(), end="")
-    return rc
+    settings = CheckSettings.quick() if args.quick else CheckSettings()
+    if args.heat_s is not None:
+        settings = replace(settings, heat_s=args.heat_s)
+    if args.heat_idle_s is not None:
+        settings = replace(settings, heat_idle_s=args.heat_idle_s)
+    backend = backend_for(args.device)
+    target = backend.check_target(args.device)
+    report = check_gpu(target, settings, lambda line: print(line, flush=True), state=backend.state)
+    data = {**report.as_dict(), "device": args.device}
+    write_report(data, out / f"check-{device_file(args.device)}.json")
+    table = format_table(data)
+    (out / f"check-{device_file(args.device)}.txt").write_text(table + "\n")
+    print(table)
+    if args.keep and usable(data, board_key(_detail(data))):
+        kept = write_report(data, board_path(args.keep, data["uuid"]))
+        print(f"kept for the profile jobs of this GPU: {kept}")
+    return 1 if data["verdict"] == "fail" else 0
+
+
+def _detail(data: dict) -> dict:
+    import json
+
+    detail = data.get("meter_detail") or {}
+    return json.loads(detail) if isinstance(detail, str) else detail
 
 
 if __name__ == "__main__":

@@ -68,16 +68,19 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--models", nargs="+", default=list(MODELS))
+    parser.add_argument("--batches", nargs="+", type=int, default=list(BATCHES))
+    parser.add_argument("--methods", nargs="+", default=list(METHODS))
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    methods = parse_methods({m: PRESETS[m] for m in METHODS})
+    methods = parse_methods({m: PRESETS[m] for m in args.methods})
     rows = []
-    for model in MODELS:
-        spec = {"torch_device": args.device, "methods": {}, "batch_sizes": list(BATCHES)}
+    for model in args.models:
+        spec = {"torch_device": args.device, "methods": {}, "batch_sizes": args.batches}
         job = ProfileJob.from_spec(model, args.device.replace(":", ""), spec)
         for method in methods.values():
-            for batch in BATCHES:
+            for batch in args.batches:
                 try:
                     rows.append(one(job, method, batch))
                 except Exception as exc:  # one configuration's failure is a line, not the end

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# For a session lent an NVIDIA GPU: every GPU check of the project in one run, outputs under
-# $OUT (at most 8 files come back: gpu.log, the check report, physics.csv/json, rows.tgz).
+# For a session lent an NVIDIA GPU: every GPU check of the project in one run, <= 10 min on one
+# H100/H200, outputs under $OUT (gpu.log, the check report and table, host.csv/md,
+# arithmetic.csv/md, rows.tgz). bench/gpu_physics.py (raw NVML: heat, power limits, clocks)
+# and bench/gpu_knobs.py ran in earlier sessions and are left out for time.
 # The device machine has torch and timm but no snakemake: the pure-Python packages the
 # workflow needs travel as wheels in .whl/ (bench/gpu_wheels.sh makes them) and are
 # installed under /tmp/site. Each step has its own time limit; a failed step is logged and
@@ -24,21 +26,24 @@ export PYTHONPATH="$PWD/src:/tmp/site"
 JB=(python3 -m joulebench)
 
 step env 60 bash -c 'nvidia-smi; python3 -c "import torch, timm, pandas, pyarrow, pynvml; print(torch.__version__, torch.version.cuda, timm.__version__, pandas.__version__, pyarrow.__version__)"; nproc; free -g'
-step devices 120 "${JB[@]}" devices
-step check 240 python3 bench/gpu_check.py --out "$OUT" --device cuda:0
-step physics 240 python3 bench/gpu_physics.py --out "$OUT"
-# The README's GPU command, verbatim but for the interpreter.
-step readme-profile 180 "${JB[@]}" profile resnet50.a1_in1k --device cuda --method fp16-amp --batch-size 64 -o /tmp/gpu-work/readme-profile.parquet
-# A small study through Snakemake on `devices: auto`: catalog, idle, profile, summary, scores,
-# figures, page.
+step devices 60 "${JB[@]}" devices
+# The full check with a short heat step (an H200's die settled within 6 s of a load step),
+# its power-tail step included; kept where a profile job looks for its GPU's check first
+# (measure/first_check.py), so no job below checks the GPU again.
+step check 240 python3 bench/gpu_check.py --out "$OUT" --device cuda:0 --heat-s 40 --heat-idle-s 10 --keep results/check
+# Issue 33: the GPU's busy share of a step at batch 1 / 8 / 64 of three small models.
+step host 120 python3 bench/gpu_host.py --out "$OUT" --device cuda
+# Issue 33: fp32 (IEEE) vs tf32 vs fp16, cuDNN autotuning on vs off, CUDA graphs vs eager.
+step arithmetic 300 python3 bench/gpu_arithmetic.py --out "$OUT" --device cuda:0
+# A small study through Snakemake on `devices: auto`, its rows stated by the kept check:
+# catalog, idle, profile, summary, scores, figures, page; host-bound rows at batch 1.
 cat >/tmp/gpu-work/study.yaml <<'EOF'
 models: [resnet18.a1_in1k, mobilenetv3_small_100.lamb_in1k]
 methods:
-  fp32: {precision: fp32}
-  fp16-amp: {precision: fp16}
-batch_sizes: [32]
+  tf32: {precision: tf32}
+batch_sizes: [1, 64]
+protocol: {preset: fast}
 EOF
-step study 420 python3 -m snakemake --cores all --scheduler greedy --configfile /tmp/gpu-work/study.yaml
-step status 60 "${JB[@]}" status --configfile /tmp/gpu-work/study.yaml
+step study 240 python3 -m snakemake --cores all --scheduler greedy --configfile /tmp/gpu-work/study.yaml
 tar czf "$OUT/rows.tgz" results logs /tmp/gpu-work 2>>"$LOG"
 echo "done $(date -u +%H:%M:%S)" >>"$LOG"

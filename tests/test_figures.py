@@ -946,3 +946,41 @@ def test_power_limit_sweep_leaves_out_a_high_spread_simulated_limit_as_best_conf
     assert (
         "g0 (simulated) · ringed: least energy per line\nleft out: 1 flagged high-spread" in texts
     )
+
+
+def test_host_bound_points_are_ringed_and_said_in_the_legend(tmp_path):
+    """issue 33: energy vs model size rings each host-bound point (the GPU waited on the
+    host) and names the flag in its legend; without such rows, no ring and no entry."""
+    from joulebench.flags import FLAG_HOST_BOUND, join_flags
+
+    one = {"methods": ("fp32",), "batch_sizes": (1,), "estimated": False, "failures": 0}
+    profile, catalog, accuracy, _ = synthetic_study(n_models=12, **one)
+    small = profile["model"].isin(profile["model"].unique()[:4])
+    flags = profile.loc[small, "flags"].fillna("")
+    profile.loc[small, "flags"] = [join_flags(f, [FLAG_HOST_BOUND]) for f in flags]
+    profile["gpu_busy_fraction"] = np.where(small, 0.3, 0.95)
+    summary = build_summary(profile, catalog, accuracy)
+    fits = all_fits(summary, baseline_method="fp32")
+    stem = tmp_path / "energy_vs_factors"
+    figs = {}
+    with pytest.MonkeyPatch.context() as mp:
+        _watch_saves(mp, lambda fig, s: figs.update({Path(s).name: fig}))
+        figures.energy_vs_factors(summary, fits["factor_fits"], stem)
+    fig = figs["energy_vs_factors"]
+    legend = " ".join(t.get_text() for leg in fig.legends for t in leg.get_texts())
+    assert "host-bound (GPU busy < 50% of a step)" in legend
+    rings = [c for ax in fig.axes for c in ax.collections if c.get_label().startswith("host-bound")]
+    assert len(rings) == 3 and all(len(c.get_offsets()) == 4 for c in rings)  # 4 per panel
+    counted = fits["factor_fits"].query("family == 'all'")["n_host_bound"]
+    assert (counted == 4).all()
+    clean = build_summary(profile.assign(flags=""), catalog, accuracy)
+    figs.clear()
+    with pytest.MonkeyPatch.context() as mp:
+        _watch_saves(mp, lambda fig, s: figs.update({Path(s).name: fig}))
+        figures.energy_vs_factors(
+            clean, all_fits(clean, baseline_method="fp32")["factor_fits"], stem
+        )
+    legend = " ".join(
+        t.get_text() for leg in figs["energy_vs_factors"].legends for t in leg.get_texts()
+    )
+    assert "host-bound" not in legend

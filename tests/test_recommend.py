@@ -243,3 +243,17 @@ def test_a_simulated_sweep_names_its_cheapest_limit_as_simulated():
     assert "least energy: small fp16@0.6 (power limit 60 % of default = 420 W), batch 64 " in text
     (line,) = [s for s in text.splitlines() if "least energy:" in s]
     assert line.endswith("batch 64 (simulated)")
+
+
+def test_a_host_bound_configuration_is_starred_and_explained():
+    """issue 33: a row the GPU spent waiting on the host is ranked like any other, and said."""
+    from joulebench.analysis.recommend import HOST_BOUND_NOTE
+
+    summary = decision_summary()
+    bound = (summary["model"] == "small") & (summary["batch_size_requested"] == 1)
+    summary.loc[bound, "flags"] = "host-bound"
+    text = format_recommendation(recommend(summary, max_latency_ms=10))
+    (line,) = [s for s in text.splitlines() if s.strip().startswith("1  small *")]
+    assert "fp16" in line and HOST_BOUND_NOTE in text
+    clean = format_recommendation(recommend(decision_summary(), max_latency_ms=10))
+    assert HOST_BOUND_NOTE not in clean and " *" not in clean

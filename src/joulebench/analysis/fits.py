@@ -402,7 +402,8 @@ def factor_fits(
     rows = []
     e_all = _energy(summary, energy)
     mask = fitted_mask(summary, energy, invalid_flags, max_energy_cv)
-    for key, g in _groups(summary, mask, [*factors, "family"]):
+    flagged = ["flags"] if "flags" in summary else []
+    for key, g in _groups(summary, mask, [*factors, "family", *flagged]):
         e = e_all[g.index].to_numpy()
         fam = g["family"].astype("string").fillna("").to_numpy(object)
         host = np.array([has_flag(f, FLAG_HOST_BOUND) for f in _flags(g)], dtype=bool)

@@ -62,6 +62,11 @@ def energy_vs_factors(
     if factor_fits is not None and len(factor_fits):
         kind = str(factor_fits["energy_kind"].iloc[0])
     comparable = measured_mask(summary, kind, max_energy_cv=max_energy_cv)
+    simulated = not comparable.any()  # a study of simulated GPUs only: drawn, and said so
+    if simulated:
+        comparable = measured_mask(
+            summary, kind, max_energy_cv=max_energy_cv, include_simulated=True
+        )
     g = pick_group(placed(summary[comparable]), SCORE_GROUP, want)
     if g.empty:
         why = not_comparable(summary, kind, max_energy_cv)
@@ -98,6 +103,8 @@ def energy_vs_factors(
     keep = [h for h, lab in zip(handles, labels, strict=True) if not lab.startswith("fit")]
     keep = [h for h in keep if h is not ring] + ([ring] if ring is not None else [])
     head = f"{plot.group_title(row)} · {plot.models_text(len(g))}, by family"
+    if simulated:
+        head += "\nSIMULATED GPU: the sensor simulator's energy, not a measurement"
     plot.top_legend(fig, keep, head, ncol=3)
     return plot.save(fig, stem)
 
