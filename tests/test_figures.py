@@ -968,7 +968,7 @@ def test_host_bound_points_are_ringed_and_said_in_the_legend(tmp_path):
         figures.energy_vs_factors(summary, fits["factor_fits"], stem)
     fig = figs["energy_vs_factors"]
     legend = " ".join(t.get_text() for leg in fig.legends for t in leg.get_texts())
-    assert "host-bound (GPU busy < 50% of a step)" in legend
+    assert legend.count("host-bound (GPU busy < 50% of a step)") == 1
     rings = [c for ax in fig.axes for c in ax.collections if c.get_label().startswith("host-bound")]
     assert len(rings) == 3 and all(len(c.get_offsets()) == 4 for c in rings)  # 4 per panel
     counted = fits["factor_fits"].query("family == 'all'")["n_host_bound"]

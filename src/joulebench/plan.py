@@ -595,6 +595,12 @@ def format_plan(plan: Plan) -> str:
                 else ""
             ),
         ]
+        check_s = max((d.check_s for d in plan.devices), default=0.0)
+        if check_s:
+            lines.append(
+                f"  plus ~{format_duration(check_s)} where a group is the first on a GPU (its "
+                "check, once per GPU: profile.check_first)"
+            )
         if s.group_runtime_limit_s and s.group_estimate_s > s.group_runtime_limit_s:
             lines.append(
                 "  WARNING: longer than its runtime limit: raise set-resources.profile.runtime"

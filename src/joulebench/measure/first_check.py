@@ -139,8 +139,10 @@ def report_for(
     latest = device_check(device, check_dir, detail.get("uuid"))
     if usable(latest, key) or not wanted(setting, backend):
         return latest
+    took = SIMULATED_CHECK_S if backend.simulated else check_s()
     log(f"no check of this GPU ({key[0]}, driver {key[1]}, {key[2]} W) yet: measuring its heat "
-        "and power tail first, once (about 7 min; profile.check_first: off skips it)")  # fmt: skip
+        f"and power tail first, once (about {took / 60:.0f} min; profile.check_first: off "
+        "skips it)")  # fmt: skip
     try:
         return measure_board(backend, device, label, key, check_dir, log)
     except Exception as exc:  # a check that cannot run leaves the rows as they were

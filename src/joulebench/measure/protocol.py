@@ -494,6 +494,11 @@ def repeat_row(
     # the phase-shift delays ran no work: their (idle) energy is not the images'
     shift_j = state.idle_power_w * shift_s if shift_s and math.isfinite(idle_power_w) else 0.0
     shifted = _shifts_tail(tail, waits, energy_j - shift_j, energy_s - shift_s, state.idle_power_w)
+    if shifted.excess_j and state.state != AS_RUN:  # the work's own power sets its heat
+        state = _window_state(
+            reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s, shifted.excess_j
+        )
+        shift_j = state.idle_power_w * shift_s
     work_j = (energy_j - shift_j - shifted.excess_j) * state.factor  # at the stated state
     idle_j = state.idle_sustained_w * (energy_s - shift_s)
     trace_j = float(reading.energy_trace_j)
@@ -551,9 +556,12 @@ def _shifts_tail(tail, waits, work_j: float, work_s: float, idle_w: float) -> Sh
     return shift_tail(tail, waits, (work_j - first.excess_j) / work_s - idle_w)
 
 
-def _window_state(reading: Reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s):
+def _window_state(
+    reading: Reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s, tail_j=0.0
+):
     """The window's thermal state (joulebench.measure.heat): its energy brought to the
-    configuration's sustained temperature where the board's heat is known, else as run."""
+    configuration's sustained temperature where the board's heat is known, else as run.
+    `tail_j`: the board's excess in the phase shifts (measure.tail), not the work's power."""
     idle = IdleState(float(idle_power_w), float(idle_temperature_c))
     start_c = _state(reading, "start", "temperature_c")
     end_c = _state(reading, "end", "temperature_c")
@@ -563,7 +571,7 @@ def _window_state(reading: Reading, heat, idle_power_w, idle_temperature_c, ener
     if first.state == AS_RUN or not shift_s:
         return first
     # the window's own work drew this, the phase shifts' idle time left out
-    work_w = (energy_j - first.idle_power_w * shift_s) / max(energy_s - shift_s, 1e-9)
+    work_w = (energy_j - first.idle_power_w * shift_s - tail_j) / max(energy_s - shift_s, 1e-9)
     return window_heat(heat, idle, start_c, end_c, work_w, mean_c)
 
 

@@ -100,8 +100,12 @@ def energy_vs_factors(
     base = energy_base(g.assign(energy_kind=kind))
     fig.supylabel(plot.energy_label(est, base, unit), fontsize=plot.STYLE["axes.labelsize"])
     handles, labels = axes[0].get_legend_handles_labels()
-    keep = [h for h, lab in zip(handles, labels, strict=True) if not lab.startswith("fit")]
-    keep = [h for h in keep if h is not ring] + ([ring] if ring is not None else [])
+    keep = [
+        h
+        for h, lab in zip(handles, labels, strict=True)
+        if not lab.startswith(("fit", "host-bound"))  # the ring: once, last
+    ]
+    keep += [ring] if ring is not None else []
     head = f"{plot.group_title(row)} · {plot.models_text(len(g))}, by family"
     if simulated:
         head += "\nSIMULATED GPU: the sensor simulator's energy, not a measurement"
