@@ -40,7 +40,7 @@ def cpu_study(models: list[str]) -> dict:
         "methods": {"fp32": {"precision": "fp32"}},
         "batch_sizes": [1],
         "protocol": FAST_PROTOCOL,
-        "profile": {"idle_pre_s": 0.1},
+        "profile": {"idle_pre_s": 0.1, "quiet_wait_s": 0},
         "idle": {"duration_s": 0.5},
     }
 

@@ -251,7 +251,7 @@ SIM_STUDY = {
     "methods": {"fp32": {"precision": "fp32"}},
     "batch_sizes": [1],
     "protocol": {**FAST_PROTOCOL, "min_repeat_s": 1.0},
-    "profile": {"idle_pre_s": 0.1},
+    "profile": {"idle_pre_s": 0.1, "quiet_wait_s": 0},
     "idle": {"duration_s": 0.5},
 }
 

@@ -781,3 +781,41 @@ def test_a_counter_scaled_to_the_window_is_used_unless_the_protocol_says_not():
             [factor] * 3
         )
     assert not ProtocolSettings.from_dict({"preset": "strict"}).count_edges
+
+
+def test_windows_are_sized_to_the_meter_where_the_study_and_preset_leave_them():
+    """issue 34: an estimate needs its steps timed, a millisecond counter no 2 s windows; a
+    GPU's sensor keeps the defaults; what a study or a preset sets stays."""
+    from joulebench.measure.protocol import METER_SIZED
+
+    sensor = ProtocolSettings.from_dict({}, "sensor")
+    assert sensor == ProtocolSettings() == ProtocolSettings.from_dict({})
+    counter = ProtocolSettings.from_dict({}, "counter")
+    assert counter.min_repeat_s == 1.0 and counter.ci_target == sensor.ci_target
+    estimate = ProtocolSettings.from_dict({}, "estimate")
+    assert (estimate.min_repeat_s, estimate.ci_target, estimate.max_repeats) == (1.0, 0.05, 5)
+    # a study's own values win, and a sized cap never refuses the repeats it asks for
+    given = ProtocolSettings.from_dict({"min_repeat_s": 3.0, "repeats": 8}, "estimate")
+    assert given.min_repeat_s == 3.0 and given.max_repeats == 8 and given.ci_target == 0.05
+    # the strict preset (published numbers) sets every sized key itself: unchanged
+    for kind in METER_SIZED:
+        assert ProtocolSettings.from_dict({"preset": "strict"}, kind) == ProtocolSettings.from_dict(
+            {"preset": "strict"}
+        )
+    with pytest.raises(ValueError, match="unknown meter kind"):
+        ProtocolSettings.from_dict({}, "abacus")
+
+
+def test_a_ci_says_what_it_covers():
+    """An estimate's windows differ only in timing: its CI covers timing, not the model."""
+    from joulebench.measure.protocol import meter_kind
+
+    clock, device, meter, _ = rig()
+    assert meter_kind(meter) == "counter"
+    assert run(device, meter, clock, repeats=3).summary["ci_covers"] == "measurement"
+    clock, device, meter, _ = rig()
+    meter.is_estimate = True
+    assert meter_kind(meter) == "estimate"
+    assert run(device, meter, clock, repeats=3).summary["ci_covers"] == "timing"
+    meter.refresh_s = 0.1
+    assert meter_kind(meter) == "sensor"

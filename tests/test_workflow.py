@@ -26,7 +26,7 @@ TINY_STUDY = {
     },
     "batch_sizes": [1, 2],
     "protocol": FAST_PROTOCOL,
-    "profile": {"idle_pre_s": 0.1},
+    "profile": {"idle_pre_s": 0.1, "quiet_wait_s": 0},
     "idle": {"duration_s": 0.5},
 }
 

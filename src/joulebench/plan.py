@@ -43,15 +43,14 @@ from __future__ import annotations
 import heapq
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from joulebench.measure.backends import NativePrecisions, kind_of
+from joulebench.measure.backends import Libraries, NativePrecisions, backend_for, kind_of
 from joulebench.measure.config_time import (
     config_cost,
     config_min_s,
     format_duration,
-    protocol_settings,
     repeats_needed,
     warmup_kinds,
     window_s,
@@ -60,10 +59,12 @@ from joulebench.measure.emulation import FORCE_KEY, verdict
 from joulebench.measure.first_check import DEFAULT as CHECK_FIRST_DEFAULT
 from joulebench.measure.first_check import first_check_s
 from joulebench.measure.job_parts import DEFAULT_SPLIT, job_key, job_methods, parse_job_key
+from joulebench.measure.meters.contention import DEFAULT_THRESHOLD as CONTENTION_THRESHOLD
 from joulebench.measure.methods import NATIVE_ONLY, config_key, parse_methods
 from joulebench.measure.protocol import EDGE_STEP_SHARE, ProtocolSettings
+from joulebench.measure.quiet import WAIT_S, cpu_others_share
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
-from joulebench.tables import PHASES
+from joulebench.tables import ESTIMATE_METER_PREFIX, PHASES
 
 # Overheads measured by bench/bench_plan.py on the development machine (2-core VM, CPU, no GPU,
 # busy with other work: load average 5), docs/benchmarks.md "Plan", 2026-12-03. Medians.
@@ -77,9 +78,31 @@ ANALYSIS_S = 20.0
 SKIPPED_CONFIG_S = 0.0  # a configuration skipped before anything is built: one row
 # How far the measured / estimated time of the models done may scale the models left.
 LEARNED_RATIO_RANGE = (0.25, 4.0)
+# How much slower a CPU job computes per share of the CPUs other processes use (the default
+# study's jobs beside one busy neighbour on the 2-core VM: docs/benchmarks.md).
+LOAD_SLOWDOWN = 1.0
 # A GPU meter's refresh period where no check has measured it: NVIDIA's A100/H100/H200 sensors
 # (docs/protocol.md); it sets the windows' refreshes, phase shifts and lead-ins.
 DEFAULT_REFRESH_S = 0.1
+
+
+@dataclass(frozen=True)
+class HostLoad:
+    """Other processes' share of the host's CPUs when the plan is made (quiet.cpu_others_
+    share). A CPU device's job then waits for them once (quiet.WAIT_S), runs its windows to
+    the cap (a noisy host's CI target is not met sooner), and computes LOAD_SLOWDOWN x share
+    slower outside its windows (windows last their time whatever the load)."""
+
+    share: float = 0.0
+    wait_s: float = WAIT_S  # profile.quiet_wait_s
+
+    @property
+    def busy(self) -> bool:
+        return self.share > CONTENTION_THRESHOLD
+
+    @property
+    def slowdown(self) -> float:
+        return 1.0 + LOAD_SLOWDOWN * self.share if self.busy else 1.0
 
 
 @dataclass
@@ -101,6 +124,7 @@ class DevicePlan:
     jobs_per_model: int = 1  # one job per model, or one per model and method (job_parts)
     job_s: float = 0.0  # one job (a model, or a method of it), estimated
     check_s: float = 0.0  # each GPU's check before its first job (measure.first_check)
+    settings: ProtocolSettings | None = None  # the protocol as sized to its meter
 
 
 @dataclass
@@ -211,6 +235,8 @@ def plan_study(
     native: dict[str, NativePrecisions | None] | None = None,
     steps: dict | None = None,
     done: dict | None = None,
+    at_cap: bool = False,
+    load: HostLoad | None = None,
 ) -> Plan:
     """The plan of a study whose models and devices are resolved (see the module doc):
     label -> device string, or label -> a pool's devices (devices.resolve_pools);
@@ -221,12 +247,14 @@ def plan_study(
     from joulebench.measure.devices import as_pools
 
     pools = as_pools(devices)
-    protocol = protocol_settings(config.get("protocol"))
+    raw = config.get("protocol")
     configs = _phase_configs(config)
     idle_pre_s = float((config.get("profile") or {}).get("idle_pre_s", IDLE_PRE_S))
     idle_s = float((config.get("idle") or {}).get("duration_s", IDLE_DURATION_S))
     split = (config.get("profile") or {}).get("split", DEFAULT_SPLIT)
     check_first = (config.get("profile") or {}).get("check_first", CHECK_FIRST_DEFAULT)
+    wait_s = float((config.get("profile") or {}).get("quiet_wait_s", WAIT_S))
+    load = replace(load or HostLoad(), wait_s=wait_s)
     n_models = len(models)
     device_plans = [
         _device_plan(
@@ -234,7 +262,7 @@ def plan_study(
             members,
             models,
             configs,
-            protocol,
+            sized_settings(raw, meter_of(label, members[0]), at_cap),
             idle_pre_s,
             idle_s,
             native,
@@ -242,12 +270,15 @@ def plan_study(
             done,
             split,
             first_check_s(check_first, members[0]),
+            load,
         )
         for label, members in pools.items()
     ]
+    host_settings = sized_settings(raw, meter_of("", "cpu"), at_cap)
     host = _device_plan(
-        "", ["cpu"], ["one"], configs, protocol, idle_pre_s, idle_s, None, None, None, "model", 0.0
-    )
+        "", ["cpu"], ["one"], configs, host_settings, idle_pre_s, idle_s, None, None, None,
+        "model", 0.0,
+    )  # fmt: skip
     per_job = int((config.get("catalog") or {}).get("models_per_job", MODELS_PER_JOB))
     catalog_jobs = math.ceil(n_models / per_job)
     batch_sizes: dict[str, int] = {}
@@ -258,16 +289,23 @@ def plan_study(
         methods=len(_methods(config)),
         batch_sizes={phase: len(sizes) for phase, sizes in batch_sizes.items()},
         configurations=sum(d.configurations for d in device_plans),
-        config_min_s=config_min_s(protocol),
+        config_min_s=config_min_s(device_plans[0].settings if device_plans else host_settings),
         config_estimate_s=_per_config_s(device_plans or [host], len(configs), idle_pre_s),
         model_job_s=max((d.model_job_s for d in device_plans), default=host.model_job_s),
         devices=device_plans,
-        catalog_s=catalog_jobs * CATALOG_JOB_S + n_models * CATALOG_MODEL_S,
-        analysis_s=ANALYSIS_S,
+        catalog_s=load.slowdown * (catalog_jobs * CATALOG_JOB_S + n_models * CATALOG_MODEL_S),
+        analysis_s=load.slowdown * ANALYSIS_S,
     )
-    if protocol["ci_target"] is not None:
-        plan.at_cap_s = _at_cap_s(config, protocol, models, devices, native, steps, done)
-    plan.notes += _notes(plan, protocol, configs, device_plans)
+    if not at_cap and any(d.settings.ci_target is not None for d in device_plans):
+        capped = plan_study(config, models, devices, None, native, steps, done, True, load)
+        plan.at_cap_s = capped.total_s
+    plan.notes += _notes(plan, configs, device_plans)
+    if load.busy and any(_is_host(d.torch_device) for d in device_plans):
+        plan.notes.append(
+            f"host: other processes used {load.share:.0%} of the CPUs as this plan was made: "
+            f"counted for the CPU (a wait of up to {load.wait_s:g} s per job for them to stop, "
+            f"windows to the cap, {load.slowdown:.2g}x slower outside them)"
+        )
     if steps:
         calibrated = [d for d in device_plans if d.calibrated]
         plan.calibrated_config_s = _per_config_s(calibrated, len(configs), idle_pre_s)
@@ -297,8 +335,8 @@ def _per_config_s(device_plans, n_configs: int, idle_pre_s: float) -> float | No
 
 
 def _device_plan(
-    label, members, models, configs, protocol, idle_pre_s, idle_s, native, steps, done, split,
-    check_s=0.0,
+    label, members, models, configs, settings, idle_pre_s, idle_s, native, steps, done, split,
+    check_s=0.0, load=HostLoad(),
 ):  # fmt: skip
     """One device (or pool): each job (a model, or a method of it: job_parts) from its
     configurations' estimates (calibrated where `steps` has the model), jobs already
@@ -309,8 +347,11 @@ def _device_plan(
     torch_device, gpus = members[0], len(members)
     skip, why = _emulated(configs, (native or {}).get(label))
     refresh_s = None if _is_host(torch_device) else DEFAULT_REFRESH_S
+    load = load if _is_host(torch_device) else HostLoad()  # a GPU's windows need no host
+    if load.busy and settings.ci_target is not None:  # a noisy host runs to the cap
+        settings = replace(settings, ci_target=None, repeats=settings.max_repeats)
     parts = _parts(configs, split, len(models), gpus)
-    guess = _config_costs(protocol, configs, skip, refresh_s, None)
+    guess = _config_costs(settings, configs, skip, refresh_s, None, load.slowdown)
     done = done or {}
     done_n, done_s, guess_done_s, pending = 0, 0.0, 0.0, []
     for model in models:
@@ -324,13 +365,16 @@ def _device_plan(
     ratio = _learned_ratio(done_s, guess_done_s)
     timed = {m: (steps or {}).get((label, m)) for m, _ in pending}  # calibrated, or None
     costs = {
-        m: guess if t is None else _config_costs(protocol, configs, skip, refresh_s, t)
+        m: guess
+        if t is None
+        else _config_costs(settings, configs, skip, refresh_s, t, load.slowdown)
         for m, t in timed.items()
     }
     jobs_s = []
     for model, indices in pending:
         scale = ratio if ratio is not None and timed[model] is None else 1.0
-        jobs_s.append(JOB_START_S + idle_pre_s + scale * sum(costs[model][i] for i in indices))
+        start_s = JOB_START_S * load.slowdown + idle_pre_s + (load.wait_s if load.busy else 0.0)
+        jobs_s.append(start_s + scale * sum(costs[model][i] for i in indices))
     left_models, calibrated = len(timed), sum(t is not None for t in timed.values())
     started = any(key[0] == label for key in done)
     idle_job_s = 0.0 if started else JOB_START_S + idle_s
@@ -340,7 +384,7 @@ def _device_plan(
         label,
         torch_device,
         configurations=len(models) * len(configs),
-        measuring_min_s=len(models) * measured * config_min_s(protocol),
+        measuring_min_s=len(models) * measured * config_min_s(settings),
         estimate_s=idle_job_s + check_s + _makespan_s(jobs_s, gpus),
         skipped=len(models) * sum(skip),
         model_job_s=_model_job_s(jobs_s, left_models, len(parts), guess, ratio, idle_pre_s),
@@ -351,6 +395,7 @@ def _device_plan(
         calibrated=calibrated,
         one_gpu_s=idle_job_s + check_s + sum(jobs_s),
         check_s=check_s,
+        settings=settings,
         learned_ratio=ratio,
         jobs_per_model=len(parts),
         job_s=sum(jobs_s) / len(jobs_s) if jobs_s else 0.0,
@@ -374,11 +419,13 @@ def _learned_ratio(done_s: float, estimated_s: float) -> float | None:
     return min(max(done_s / estimated_s, low), high)
 
 
-def _config_costs(protocol: dict, configs, skip, refresh_s, steps: dict | None) -> list[float]:
+def _config_costs(
+    settings: ProtocolSettings, configs, skip, refresh_s, steps: dict | None, slow=1.0
+) -> list[float]:
     """Each configuration's estimate (config_time.config_cost): a method's first batch size
     with the full warm-up, the ones after it the short one; its step time and build time
-    where calibrated; a skipped one SKIPPED_CONFIG_S."""
-    settings = ProtocolSettings.from_dict(protocol)
+    where calibrated; a skipped one SKIPPED_CONFIG_S; its build and warm-up `slow` times
+    as long (a busy host: HostLoad)."""
     kinds = warmup_kinds([(phase, name) for phase, name, _, _ in configs])
     out = []
     for (phase, name, spec, batch), skipped, kind in zip(configs, skip, kinds, strict=True):
@@ -394,7 +441,7 @@ def _config_costs(protocol: dict, configs, skip, refresh_s, steps: dict | None) 
             warmup=kind,
             compile_=bool(spec.get("compile")),
         )
-        out.append(cost.total_s)
+        out.append(cost.total_s + (slow - 1.0) * (cost.build_s + cost.warmup_s))
     return out
 
 
@@ -407,21 +454,37 @@ def _makespan_s(jobs_s: list[float], gpus: int) -> float:
     return max(free)
 
 
-def _at_cap_s(config, protocol, models, devices, native, steps, done) -> float:
-    """The study's estimate if every configuration ran max_repeats windows: the CI target
-    counts windows at a typical CV, and a noisy host (a shared VM's CPU, a host-bound GPU
-    load) runs to the cap (the default study on 2026-12-05: 17 of 30 rows)."""
-    capped = {**protocol, "ci_target": None, "repeats": protocol["max_repeats"]}
-    plan = plan_study({**config, "protocol": capped}, models, devices, None, native, steps, done)
-    return plan.total_s
+def sized_settings(protocol: dict | None, meter: str, at_cap: bool = False) -> ProtocolSettings:
+    """The study's protocol on a kind of meter (protocol.METER_SIZED), as a device's job
+    sizes it; `at_cap`: every configuration running max_repeats windows (a CI target
+    counts windows at a typical CV; a noisy host, a shared VM's CPU or a host-bound GPU
+    load, runs to the cap)."""
+    settings = ProtocolSettings.from_dict(protocol, meter)
+    if at_cap and settings.ci_target is not None:
+        settings = replace(settings, ci_target=None, repeats=settings.max_repeats)
+    return settings
 
 
-def _notes(plan: Plan, protocol: dict, configs, device_plans) -> list[str]:
+def meter_of(label: str, device: str) -> str:
+    """The kind of meter a device's jobs will read (protocol.METER_KINDS): a GPU's sensor;
+    on the host's CPU RAPL where readable (a counter), else the estimate."""
+    backend = kind_of(device)
+    if not backend.is_host:
+        return "sensor"
+    try:
+        info = backend_for(device).describe(label, device, Libraries())
+    except Exception:  # a CPU that cannot be described: the estimate, the likelier
+        return "estimate"
+    return "estimate" if str(info.meter or "").startswith(ESTIMATE_METER_PREFIX) else "counter"
+
+
+def _notes(plan: Plan, configs, device_plans) -> list[str]:
     notes = []
-    if protocol["ci_target"] is not None:
-        settings = ProtocolSettings.from_dict(protocol)
+    targeted = [d for d in device_plans if d.settings.ci_target is not None]
+    if targeted:
         counted, unknown = [], None
-        for host in sorted({_is_host(d.torch_device) for d in device_plans}, reverse=True):
+        for host in sorted({_is_host(d.torch_device) for d in targeted}, reverse=True):
+            settings = next(d.settings for d in targeted if _is_host(d.torch_device) == host)
             refresh_s = None if host else DEFAULT_REFRESH_S
             window = window_s(settings, None, refresh_s)
             n = repeats_needed(settings, refresh_s, window)
@@ -442,11 +505,11 @@ def _notes(plan: Plan, protocol: dict, configs, device_plans) -> list[str]:
                         f"about {slow}, and makes the study longer (`--calibrate` on the "
                         "GPU times them)"
                     )
+        caps = "/".join(str(c) for c in sorted({d.settings.max_repeats for d in targeted}))
         notes.append(
             f"ci_target: counted the windows the target needs ({', '.join(counted)}; at "
-            f"least 3); up to {protocol['max_repeats']} may run (if every configuration ran "
-            f"{protocol['max_repeats']}, as on a noisy host: ~{format_duration(plan.at_cap_s)} "
-            "in all)"
+            f"least 3); up to {caps} may run (if every configuration ran them, as on a noisy "
+            f"host: ~{format_duration(plan.at_cap_s)} in all)"
         )
         notes += [unknown] if unknown else []
     notes += [_skipped_note(d) for d in device_plans if d.skipped]
@@ -772,5 +835,6 @@ def plan_for(
         steps = calibrate(config, models, as_pools(devices), done, log or print)
         took = f"calibration: {format_duration(time.perf_counter() - start)}\n"
     study = configfile or "config.yaml (the default study)"
-    plan = plan_study(config, models, devices, slurm, native, steps, done)
+    load = HostLoad(cpu_others_share())  # the host as it is now
+    plan = plan_study(config, models, devices, slurm, native, steps, done, load=load)
     return f"study: {study}\n{took}" + format_plan(plan)

@@ -389,6 +389,10 @@ PROFILE = Table(
             below, flagged ci-clipped)
         energy_per_image_ci95_high_j float64 J {_SUMMARY}
             upper end of the Student-t 95% CI of the mean
+        ci_covers             string   -      {_SUMMARY}
+            what the 95% CIs cover: measurement (the meter's reading and the timing, window
+            to window) or timing (an estimate's: its power model's own error is not in it,
+            docs/measurement.md); the windows are sized to it (docs/protocol.md, presets)
         dynamic_energy_per_image_j float64 J  {_SUMMARY}
             energy per image above the idle baseline (idle_power_w x window time
             subtracted), mean of the repeats

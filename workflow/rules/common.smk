@@ -29,7 +29,8 @@ from joulebench.measure.job_parts import job_keys, job_methods, parse_job_key
 from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
-from joulebench.plan import measured_rows, one_line, plan_study
+from joulebench.measure.quiet import cpu_others_share
+from joulebench.plan import HostLoad, measured_rows, one_line, plan_study
 from joulebench.prerun import check_published, check_settings
 from joulebench.study import (
     ConfigError,
@@ -304,6 +305,7 @@ def get_profile_spec(wildcards):
         "idle_pre_s": config["profile"]["idle_pre_s"],
         "oom_retry": config["profile"]["oom_retry"],
         "check_first": config["profile"]["check_first"],
+        "quiet_wait_s": config["profile"]["quiet_wait_s"],
         "input_kind": config["profile"]["input_kind"],
         "meter": config["profile"]["meter"],
         "estimate": config["profile"]["estimate"],
@@ -441,7 +443,10 @@ def start_message():
         )
     native = native_by_label(DEVICES) if workflow.local_exec else None  # this host's
     done = measured_rows(Path.cwd(), POOLS)  # a resumed run: what is left
-    plan = plan_study(config, MODELS, POOLS, None, native, done=done)
+    load = (
+        HostLoad(cpu_others_share()) if workflow.local_exec else None
+    )  # this host, now
+    plan = plan_study(config, MODELS, POOLS, None, native, done=done, load=load)
     return f"joulebench: {one_line(plan)}"
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from joulebench.analysis.score import left_out_of_grades
 from joulebench.safe_text import printable
 
 MAX_ROWS = 8
@@ -95,6 +96,18 @@ def format_best(best: pd.DataFrame) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def graded_text(scores: pd.DataFrame) -> str:
+    """'24 of 30 measured rows graded; left out: flagged other-load (4), no top1 (2)'."""
+    measured = int((scores["status"] == "ok").fillna(False).sum())
+    left = left_out_of_grades(scores)
+    graded = measured - sum(left.values())
+    text = f"{graded} of {measured} measured rows graded"
+    if left:
+        text += "; left out: " + ", ".join(f"{why} ({n})" for why, n in left.items())
+        text += " (docs/scoring.md)"
+    return text
+
+
 def end_of_run(results: str | Path = "results") -> str:
     """What the workflow prints when it succeeds: the outputs and the best models, every name
     from the tables made printable (a terminal never runs what a summary holds)."""
@@ -119,7 +132,9 @@ def _end_lines(results: Path) -> list[str]:
     scores_path = results / "scores.parquet"
     if not scores_path.is_file():
         return lines
-    best, note = best_per_energy_band(pd.read_parquet(scores_path))
+    scores = pd.read_parquet(scores_path)
+    lines.append("  grades:   " + graded_text(scores))
+    best, note = best_per_energy_band(scores)
     lines.append("")
     if best.empty:
         lines.append(f"Best models: none to show: {printable(note)}.")

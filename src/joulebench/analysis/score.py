@@ -15,6 +15,7 @@ empty index and a note saying why.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -244,6 +245,29 @@ def score_notes(
         for x in df["accuracy_source"][no_top1]
     ]
     return notes
+
+
+def note_reason(note) -> str:
+    """A score note's reason, without its numbers: 'flagged high-spread (energy CV 30% >
+    25%): not scored' -> 'flagged high-spread'; '' where there is none."""
+    if not isinstance(note, str) or not note:
+        return ""
+    return re.sub(r"\s*\(.*?\)", "", note.split(":")[0]).strip()
+
+
+def left_out_of_grades(rows: pd.DataFrame) -> dict[str, int]:
+    """How many measured rows were left out of grades, by reason, most first: from the
+    scores' notes where `rows` are scores, else from the invalidating flags of ok rows (a
+    run's profile rows before it is scored: `joulebench status`)."""
+    if "score_note" in rows:
+        ok = rows[(rows["status"] == "ok").fillna(False).astype(bool)]
+        ungraded = ok[ok["grade"].isna()] if "grade" in ok else ok
+        reasons = [note_reason(n) for n in ungraded["score_note"]]
+    else:
+        ok = rows[(rows["status"] == "ok").fillna(False).astype(bool)]
+        reasons = [f"flagged {f}" for f in invalidating_flag(ok) if f]
+    counts = pd.Series([r for r in reasons if r], dtype="string").value_counts()
+    return {str(k): int(v) for k, v in counts.items()}
 
 
 def score_summary(

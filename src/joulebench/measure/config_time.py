@@ -49,15 +49,22 @@ def protocol_settings(protocol: dict | None) -> dict:
     return asdict(ProtocolSettings.from_dict(protocol))
 
 
-def repeats_counted(protocol: dict) -> int:
+def repeats_counted(protocol: dict | ProtocolSettings) -> int:
     """Windows per configuration the estimate counts where nothing is known of the step or
     the meter (the fewest that can run)."""
-    return ProtocolSettings.from_dict(protocol).min_repeats
+    return _settings(protocol).min_repeats
 
 
-def config_min_s(protocol: dict) -> float:
+def config_min_s(protocol: dict | ProtocolSettings) -> float:
     """The protocol's minimum measuring time of one configuration."""
-    return repeats_counted(protocol) * float(protocol_settings(protocol)["min_repeat_s"])
+    settings = _settings(protocol)
+    return settings.min_repeats * float(settings.min_repeat_s)
+
+
+def _settings(protocol: dict | ProtocolSettings | None) -> ProtocolSettings:
+    if isinstance(protocol, ProtocolSettings):
+        return protocol
+    return ProtocolSettings.from_dict(protocol)
 
 
 class _Middle:
@@ -157,8 +164,7 @@ def config_cost(
     one batch's seconds (None: unknown, windows bounded by time), `refresh_s` the meter's
     refresh period (NVML; None for RAPL and the estimate), `build_s` as measured (default
     BUILD_S), plus CONFIG_EXTRA_S, and COMPILE_S for torch.compile."""
-    settings = protocol if isinstance(protocol, ProtocolSettings) else None
-    settings = settings or ProtocolSettings.from_dict(protocol)
+    settings = _settings(protocol)
     window = window_s(settings, step_s, refresh_s)
     repeats = repeats_needed(settings, refresh_s, window, step_s)
     lead_in = 0.0
@@ -185,15 +191,21 @@ def config_estimate_s(protocol: dict, compile_: bool = False) -> float:
 
 
 def method_config_s(
-    protocol: dict, batch_sizes: int, compile_: bool = False, refresh_s: float | None = None
+    protocol: dict,
+    batch_sizes: int,
+    compile_: bool = False,
+    refresh_s: float | None = None,
+    meter: str | None = None,
 ) -> float:
     """A method's mean configuration where nothing is known of its steps: its batch sizes
     back to back, the first with the full warm-up, the others with the short one (as the
     plan counts them; `joulebench status` plans each row with it); `refresh_s`: the meter's
-    (a GPU's), None for RAPL and the estimate."""
-    full = config_cost(protocol, compile_=compile_, refresh_s=refresh_s).total_s
+    (a GPU's), None for RAPL and the estimate; `meter`: its kind, which sizes the protocol
+    (protocol.METER_SIZED)."""
+    settings = ProtocolSettings.from_dict(protocol, meter)
+    full = config_cost(settings, compile_=compile_, refresh_s=refresh_s).total_s
     short = config_cost(
-        protocol, compile_=compile_, refresh_s=refresh_s, warmup=WARMUP_SHORT
+        settings, compile_=compile_, refresh_s=refresh_s, warmup=WARMUP_SHORT
     ).total_s
     n = max(int(batch_sizes), 1)
     return (full + (n - 1) * short) / n

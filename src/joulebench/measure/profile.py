@@ -43,8 +43,16 @@ from joulebench.measure.heat import from_report as heat_from_report
 from joulebench.measure.host_bound import host_bound_fields
 from joulebench.measure.knobs import applied, restore_leftover
 from joulebench.measure.methods import PRESETS, Method, parse_methods
-from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
+from joulebench.measure.protocol import (
+    DEFAULT_PRESET,
+    ProtocolSettings,
+    measure,
+    measure_idle,
+    meter_kind,
+)
 from joulebench.measure.provenance import device_name, software, utc_now
+from joulebench.measure.quiet import WAIT_S as QUIET_WAIT_S
+from joulebench.measure.quiet import QuietGate, cpu_busy, meter_busy
 from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured, is_oom
 from joulebench.measure.tail import TailCalibration
 from joulebench.measure.tail import from_report as tail_from_report
@@ -78,6 +86,9 @@ class ProfileJob:
     methods: list[Method]
     batch_sizes: list[int]
     settings: ProtocolSettings = field(default_factory=ProtocolSettings)
+    # the study's protocol section: with it, `settings` is sized to the job's meter at its
+    # start (protocol.METER_SIZED); None keeps `settings` as given
+    protocol: dict | None = None
     idle_power_w: float = math.nan  # the device's idle baseline (results/idle), else idle_pre's
     idle_pre_s: float = IDLE_PRE_S  # a short idle read before the model, recorded beside it
     threads: int | None = None  # torch CPU threads; None leaves torch's default
@@ -93,6 +104,7 @@ class ProfileJob:
     input_kind: str = "random"  # the synthetic batch: random (default) or zeros
     check_dir: str = "results/check"  # where `joulebench check` left its reports
     check_first: str = CHECK_FIRST_DEFAULT  # check the GPU first where none was (first_check)
+    quiet_wait_s: float = QUIET_WAIT_S  # wait this long at most for the device to be alone
     gpu: dict = field(default_factory=dict)  # the pool's GPU leased: uuid, index, serial
     device_pool: str = ""  # the study's pool label of a replica label (each_model_on)
     heat: HeatCalibration | None = None  # the board's, from its check (set at the job's start)
@@ -121,13 +133,15 @@ class ProfileJob:
     ) -> ProfileJob:
         """A job from a profile spec: the config's keys (common.smk's get_profile_spec, or
         `joulebench profile`'s options): torch_device, methods, batch_sizes, protocol,
-        idle_pre_s, oom_retry, meter, check_first, estimate, phases, train, workload, onnx_cache,
-        input_kind. A key left out (or null) takes the field's default."""
+        idle_pre_s, oom_retry, meter, check_first, quiet_wait_s, estimate, phases, train,
+        workload, onnx_cache, input_kind. A key left out (or null) takes the field's default."""
         estimate = {k: v for k, v in (spec.get("estimate") or {}).items() if v is not None}
-        given = {k: spec.get(k) for k in ("idle_pre_s", "oom_retry", "meter", "check_first")}
+        keys = ("idle_pre_s", "oom_retry", "meter", "check_first", "quiet_wait_s")
+        given = {k: spec.get(k) for k in keys}
         given = {k: v for k, v in given.items() if v is not None}
-        if "idle_pre_s" in given:
-            given["idle_pre_s"] = float(given["idle_pre_s"])
+        for key in ("idle_pre_s", "quiet_wait_s"):
+            if key in given:
+                given[key] = float(given[key])
         if "oom_retry" in given:
             given["oom_retry"] = bool(given["oom_retry"])
         return cls(
@@ -137,6 +151,7 @@ class ProfileJob:
             methods=list(parse_methods(spec["methods"]).values()),
             batch_sizes=[int(b) for b in spec["batch_sizes"]],
             settings=ProtocolSettings.from_dict(spec.get("protocol")),
+            protocol=_protocol_section(spec.get("protocol")),
             idle_power_w=idle_power_w,
             threads=threads,
             meter_options=estimate,
@@ -206,6 +221,13 @@ class ProfileJob:
         if not follows:
             return WARMUP_FULL, self.settings
         return WARMUP_SHORT, replace(self.settings, warmup_min_s=0.0)
+
+
+def _protocol_section(protocol: Mapping | None) -> dict:
+    """The study's protocol section with its preset named (left out: the default one)."""
+    section = dict(protocol or {})
+    section["preset"] = section.get("preset") or DEFAULT_PRESET
+    return section
 
 
 def job_fields_from_spec(spec: dict) -> dict:
@@ -582,11 +604,13 @@ def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) ->
     configs, order = job.configs(), job.measurement_order()
     eta = Eta(job_estimates_s(job, job.refresh_s), time.monotonic)
     warm = None  # (phase, method) of the last configuration measured
+    gate = quiet_gate(job, meter_factory, log)
     for i, index in enumerate(order, 1):
         phase, method, requested = configs[index]
         kind, settings = job.warmup_for(warm == (phase, method.name))
-        started = utc_now(precise=True)
         label = method.name if phase == "inference" else f"{method.name} {phase}"
+        gate.wait(f"{job.model} {label} bs{requested}")
+        started = utc_now(precise=True)
         log(f"config {i}/{len(configs)} {job.model} {label} bs{requested}, {eta.line(i - 1)}")
         outcome, batch_size = measure_with_retry(
             job, phase, method, requested, meter_factory, log, settings
@@ -612,6 +636,14 @@ def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) ->
         repeats=_concat(repeats, REPEAT_TABLE_COLUMNS),
         trace=_concat(traces, TRACE_TABLE_COLUMNS),
     )
+
+
+def quiet_gate(job: ProfileJob, meter_factory, log) -> QuietGate:
+    """What waits for the device to be left alone before each configuration (measure.quiet):
+    a CPU's other processes, or those on a GPU."""
+    if job.backend.is_host:
+        return QuietGate(cpu_busy, log, wait_s=job.quiet_wait_s)
+    return QuietGate(functools.partial(meter_busy, meter_factory), log, wait_s=job.quiet_wait_s)
 
 
 def outcome_line(outcome) -> str:
@@ -669,6 +701,9 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
         idle = measure_idle(meter, job.idle_pre_s)
         described = meter.describe()
         refresh_s = getattr(meter, "refresh_s", None)
+        kind = meter_kind(meter)
+    if job.protocol is not None:  # windows as long as this meter needs (METER_SIZED)
+        job.settings = ProtocolSettings.from_dict(job.protocol, kind)
     base.update(gpu_fields(job.gpu, described))
     log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
     check = report_for(

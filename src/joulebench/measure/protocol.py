@@ -170,10 +170,11 @@ class ProtocolSettings:
             raise SettingsError("invalid protocol settings", problems)
 
     @classmethod
-    def from_dict(cls, config: Mapping | None) -> ProtocolSettings:
+    def from_dict(cls, config: Mapping | None, meter: str | None = None) -> ProtocolSettings:
         """Build from a config mapping: its `preset` (PRESETS; `default` when left out), with
         every other key it sets over the preset's value. Unknown keys and presets are errors,
-        not silently ignored."""
+        not silently ignored. `meter`: the kind of meter it will run on (METER_KINDS), whose
+        sizing (METER_SIZED) takes the place of the defaults the preset and the config leave."""
         config = dict(config or {})
         name = config.pop("preset", None) or DEFAULT_PRESET
         known = {f.name for f in fields(cls)}
@@ -183,7 +184,12 @@ class ProtocolSettings:
                 f"unknown protocol setting(s) {unknown}; known settings: "
                 f"{sorted([*known, 'preset'])}"
             )
-        return cls(**{**preset_values(name), **config})
+        values = {**preset_values(name, meter), **config}
+        if "max_repeats" not in {*config, *PRESETS[name]}:
+            # a meter's smaller cap (METER_SIZED) never refuses the repeats a study asks
+            unsized = preset_values(name)["max_repeats"]
+            values["max_repeats"] = max(values["max_repeats"], min(values["repeats"], unsized))
+        return cls(**values)
 
     @property
     def min_repeats(self) -> int:
@@ -205,6 +211,7 @@ PRESETS: dict[str, dict] = {
     "default": {},
     # the fixed protocol before issue 24: 4 windows of >= 5 s and 32 batches (published numbers)
     "strict": {
+        "warmup_min_s": 2.0,  # every value its own: no meter sizes it (METER_SIZED)
         "repeats": 4,
         "min_repeat_s": 5.0,
         "ci_target": None,
@@ -228,13 +235,45 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def preset_values(name: str) -> dict:
-    """Every ProtocolSettings value of a named preset; an unknown name is an error that lists
-    the choices."""
+#: What a meter can carry, set over ProtocolSettings' defaults where a preset sets nothing
+#: itself (`default`: everything; `strict` and `fast` set these, and keep their own). An
+#: estimate (`estimate:tdp-linear`: a power model times the step's time) needs its steps
+#: timed well, no more: its error is the power model's, which no window removes, so its CI
+#: says it covers timing only (ci_covers); windows of 1 s, a 5 % CI, at most 5 of them. A
+#: counter that moves every millisecond (RAPL) needs no 2 s windows either: 1 s is 1,000 of
+#: its updates. A GPU's sensor (a refresh period) keeps the defaults.
+METER_KINDS = ("sensor", "counter", "estimate")
+METER_SIZED: dict[str, dict] = {
+    "sensor": {},
+    "counter": {"min_repeat_s": 1.0, "warmup_min_s": 1.0},
+    "estimate": {
+        "min_repeat_s": 1.0,
+        "warmup_min_s": 1.0,
+        "ci_target": 0.05,
+        "max_repeats": 5,
+        "min_batches_max_s": 1.0,
+    },
+}
+CI_COVERS = {"sensor": "measurement", "counter": "measurement", "estimate": "timing"}
+
+
+def meter_kind(meter) -> str:
+    """A meter's kind (METER_KINDS): a sensor that refreshes slowly (NVML: `refresh_s`), an
+    estimate (`is_estimate`), else a counter read at will (RAPL, AMD SMI's energy)."""
+    if getattr(meter, "refresh_s", None):
+        return "sensor"
+    return "estimate" if getattr(meter, "is_estimate", False) else "counter"
+
+
+def preset_values(name: str, meter: str | None = None) -> dict:
+    """Every ProtocolSettings value of a named preset, on a kind of `meter` (METER_SIZED;
+    None: the defaults as they are); an unknown name is an error that lists the choices."""
     if name not in PRESETS:
         raise ValueError(f"unknown protocol preset {name!r}; choose one of {sorted(PRESETS)}")
+    if meter is not None and meter not in METER_SIZED:
+        raise ValueError(f"unknown meter kind {meter!r}; one of {METER_KINDS}")
     defaults = {f.name: f.default for f in fields(ProtocolSettings)}
-    return {**defaults, **PRESETS[name]}
+    return {**defaults, **METER_SIZED.get(meter, {}), **PRESETS[name]}
 
 
 @dataclass
@@ -625,6 +664,7 @@ def summarize(repeats: pd.DataFrame, step_ms, warmup, meter, images_per_step, id
     summary = {
         "meter": meter.name,
         "is_estimate": bool(meter.is_estimate),
+        "ci_covers": CI_COVERS[meter_kind(meter)],
         "images_per_step": images_per_step,
         "repeats": len(repeats),
         "batches": int(repeats["batches"].sum()),

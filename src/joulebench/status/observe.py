@@ -31,6 +31,10 @@ ROW_COLUMNS = (
     "reason",
     "start_time_utc",
     "end_time_utc",
+    # what the score will leave out of grades (analysis.score.left_out_of_grades)
+    "flags",
+    "is_simulated",
+    "energy_per_image_cv",
 )
 # Which GPU of a pool measured a row (issue 24 item 1), read where the rows have them.
 GPU_COLUMNS = ("gpu_index", "gpu_uuid")

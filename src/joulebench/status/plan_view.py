@@ -24,7 +24,7 @@ from joulebench.measure.backends import DeviceError, kind_of
 from joulebench.measure.config_time import format_duration, method_config_s
 from joulebench.measure.devices import AUTO, RESOLVED_ENV, pool_members
 from joulebench.measure.methods import expand_methods
-from joulebench.plan import DEFAULT_REFRESH_S, plan_study
+from joulebench.plan import DEFAULT_REFRESH_S, meter_of, plan_study
 from joulebench.prerun import load_study
 
 RESOLVE_TIMEOUT_S = 600.0
@@ -123,15 +123,16 @@ def _one_of_each(devices: dict) -> dict[str, str]:
     return {label: d for label, d in found.items() if d} or {"one device": "cpu"}
 
 
-def _method_estimates(config: dict, refresh_s: float | None) -> dict[str, float]:
+def _method_estimates(config: dict, refresh_s: float | None, meter: str) -> dict[str, float]:
     """Each method's planned configuration on a meter refreshing every `refresh_s` (None:
-    RAPL and the estimate)."""
+    RAPL and the estimate) of a kind (`meter`: protocol.METER_KINDS)."""
     return {
         name: method_config_s(
             config.get("protocol"),
             len(config["batch_sizes"]),
             bool((spec or {}).get("compile")),
             refresh_s,
+            meter,
         )
         for name, spec in expand_methods(config["methods"]).items()
     }
@@ -159,8 +160,8 @@ def study_plan(
         configs_per_model=per_model,
         config_estimate_s=one.config_estimate_s,
         job_overhead_s=max(one.model_job_s - per_model * one.config_estimate_s, 0.0),
-        method_estimate_s=_method_estimates(config, None),
-        gpu_method_estimate_s=_method_estimates(config, DEFAULT_REFRESH_S),
+        method_estimate_s=_method_estimates(config, None, meter_of("", "cpu")),
+        gpu_method_estimate_s=_method_estimates(config, DEFAULT_REFRESH_S, "sensor"),
         auto=auto,
     )
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from joulebench.analysis.score import left_out_of_grades
 from joulebench.measure.backends import DeviceError, host_backend, kind_of
 from joulebench.measure.concurrency import live_markers
 from joulebench.measure.job_parts import parse_job_key
@@ -274,6 +275,7 @@ def status_of(
         "running": [_job_dict(log, evidence) for log, evidence in running],
         "stopped": [_job_dict(log, "") for log, _ in stopped],
         "failures": last_failures(rows, failures),
+        "left_out": left_out_of_grades(rows) if len(rows) else {},
         "snakemake": {"locked": marks.locked, "incomplete": len(marks.incomplete)},
         "slurm": None if slurm is None else {k: v for k, v in slurm.items() if k != "states"},
         "row_files": seen.files,

@@ -140,6 +140,15 @@ def _failures(status: dict) -> list[str]:
     return lines
 
 
+def _left_out(status: dict) -> list[str]:
+    """Measured rows the score will leave out of grades, by flag (docs/scoring.md)."""
+    left = status.get("left_out") or {}
+    if not left:
+        return []
+    why = ", ".join(f"{reason} ({n})" for reason, n in left.items())
+    return ["", f"left out of grades so far: {sum(left.values())} ok rows: {why}"]
+
+
 def _footer(status: dict) -> list[str]:
     lines = []
     slurm = status["slurm"]
@@ -164,7 +173,7 @@ def format_status(status: dict) -> str:
     if not status["measuring"]:
         return f"{status['study']}: from_summary: this study measures nothing"
     lines = _header(status) + [""] + device_table(status)
-    lines += _jobs(status) + _failures(status) + _footer(status)
+    lines += _jobs(status) + _failures(status) + _left_out(status) + _footer(status)
     return "\n".join(printable(line) for line in lines)
 
 
