@@ -7,6 +7,7 @@ import helpers.tiny_models  # noqa: F401  (registers the jbtest_* models with ti
 import pandas as pd
 import pytest
 import torch
+from conftest import REPO
 from helpers.profile_job import job
 from torch import nn
 
@@ -147,14 +148,17 @@ def test_bad_method_spec_is_an_error():
 
 
 def test_cli_profile_prints_a_table(capsys, tmp_path):
+    """Measured by a worker process (measure.job_runner): a workload file, which it can load
+    (a model registered in this test process only, it could not)."""
     out = tmp_path / "rows.parquet"
+    workload = str(REPO / "tests" / "workloads" / "tiny_net.py") + ":build"
     code = cli_main(
-        ["profile", "jbtest_tiny", "--batch-size", "2", "--repeats", "2", "--min-repeat-s", "0.1"]
+        ["profile", workload, "--batch-size", "2", "--repeats", "2", "--min-repeat-s", "0.1"]
         + ["--threads", "1", "--output", str(out)]
     )
     printed = capsys.readouterr().out
     assert code == 0
-    assert "jbtest_tiny" in printed and "mJ/image" in printed and "ESTIMATED" in printed
+    assert "tiny_net" in printed and "mJ/image" in printed and "ESTIMATED" in printed
     assert pd.read_parquet(out).status.tolist() == ["ok"]
 
 

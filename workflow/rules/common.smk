@@ -306,6 +306,7 @@ def get_profile_spec(wildcards):
         "oom_retry": config["profile"]["oom_retry"],
         "check_first": config["profile"]["check_first"],
         "quiet_wait_s": config["profile"]["quiet_wait_s"],
+        "timeout_s": config["profile"]["timeout_s"],
         "input_kind": config["profile"]["input_kind"],
         "meter": config["profile"]["meter"],
         "estimate": config["profile"]["estimate"],

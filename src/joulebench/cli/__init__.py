@@ -30,6 +30,7 @@ COMMANDS = (
     measure.add_concat,
     measure.add_profile,
     measure.add_profile_job,
+    measure.add_profile_worker,
     measure.add_reference,
     measure.add_prepare,
     measure.add_accuracy,

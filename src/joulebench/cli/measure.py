@@ -17,6 +17,7 @@ from joulebench.cli.common import (
     command_settings,
     default,
     json_object,
+    number,
     say,
 )
 
@@ -73,6 +74,7 @@ def _cmd_profile(args) -> int:
         onnx_cache=args.onnx_cache,
         input_kind=args.input_kind,
         allow_emulated=args.allow_emulated,
+        timeout_s=args.timeout_s,
         output=args.output,
     )
     say(format_rows(rows))
@@ -126,6 +128,12 @@ def add_profile(sub) -> None:
         action="store_true",
         help="measure methods whose precision this device only emulates (default: skipped)",
     )
+    p.add_argument(
+        "--timeout-s",
+        type=POSITIVE,
+        help="stop a configuration that makes no progress for this long (a `timeout` row; "
+        "default: 10 x its estimate, at least 300 s)",
+    )
     p.set_defaults(func=_cmd_profile)
 
 
@@ -144,23 +152,44 @@ def pinned(args, spec: dict, holder: str):
 
 def _cmd_profile_job(args) -> int:
     """One workflow job: all methods x batch sizes of one model on one device (or on a free
-    GPU of its pool, held until the job ends)."""
-    from joulebench.measure.profile import run_job
+    GPU of its pool, held until the job ends), measured by workers it watches."""
+    from joulebench.measure.devices import require_measurable
+    from joulebench.measure.job_runner import Orphaned, supervised_job
 
     spec = json_object("--spec", args.spec)
     lease, spec = pinned(args, spec, f"{args.device_label} {args.model}")
+    require_measurable(args.device_label, spec["torch_device"])
+    outputs = (args.output, args.repeats_output, args.trace_output)
     with lease:
-        run_job(
-            args.model,
-            args.device_label,
-            spec,
-            idle=args.idle,
-            threads=args.threads,
-            output=args.output,
-            repeats_output=args.repeats_output,
-            trace_output=args.trace_output,
-        )
+        try:
+            supervised_job(
+                args.model, args.device_label, spec, idle=args.idle, threads=args.threads,
+                log=say, outputs=outputs,
+            )  # fmt: skip
+        except Orphaned as err:
+            print(f"joulebench: {err}", file=sys.stderr)
+            return 1
     return 0
+
+
+def _cmd_profile_worker(args) -> int:
+    """(internal) One worker of a profile job: configurations from a position on, each
+    written to the job's parts folder (measure.job_runner)."""
+    from joulebench.measure.job_runner import main_worker
+
+    return main_worker(args)
+
+
+def add_profile_worker(sub) -> None:
+    p = sub.add_parser("profile-worker", help="(internal) one worker of a profile job")
+    p.add_argument("model")
+    p.add_argument("--device-label", required=True)
+    p.add_argument("--spec", required=True)
+    p.add_argument("--idle")
+    p.add_argument("--threads", type=COUNT)
+    p.add_argument("--parts", required=True)
+    p.add_argument("--start-at", type=number(int, minimum=0), default=0)
+    p.set_defaults(func=_cmd_profile_worker)
 
 
 def add_profile_job(sub) -> None:

@@ -45,8 +45,11 @@ class NodeMeasurements:
         self.path = self.folder / f"{self.host}-{os.getpid()}-{file_name(device_label)}"
 
     def __enter__(self):
+        from joulebench.measure.supervise import snakemake_ancestor
+
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.path.write_text("")
+        # whose run it is: a marker whose Snakemake is gone is an orphan's (orphans)
+        self.path.write_text(str(snakemake_ancestor() or ""))
         return self
 
     def __exit__(self, *exc):
@@ -76,3 +79,21 @@ def live_markers(folder: str | os.PathLike | None = None) -> list[tuple[int, str
         if pid.isdigit() and label and (int(pid) == os.getpid() or _alive(int(pid))):
             live.append((int(pid), label))
     return sorted(live)
+
+
+def orphans(folder: str | os.PathLike | None = None) -> list[int]:
+    """The pids of live measurements on this host whose Snakemake is gone: a run killed
+    while they measured (their supervisor ends them within seconds; one that does not is
+    ended by the next job, measure.job_runner). A measurement no Snakemake started (the
+    ad-hoc `joulebench profile`) is never one."""
+    from joulebench.measure.supervise import alive
+
+    folder = Path(folder) if folder is not None else running_dir()
+    found = []
+    for pid, label in live_markers(folder):
+        marker = folder / f"{socket.gethostname()}-{pid}-{label}"
+        with contextlib.suppress(OSError, ValueError):
+            owner = marker.read_text().strip()
+            if owner and pid != os.getpid() and not alive(int(owner)):
+                found.append(pid)
+    return found

@@ -19,6 +19,8 @@ import json
 import math
 from pathlib import Path
 
+from joulebench.measure.supervise import deadline_s, emit
+
 CHECK_FIRST = ("auto", "on", "off")
 DEFAULT = "auto"
 GPU_DIR = "gpus"
@@ -143,6 +145,7 @@ def report_for(
     log(f"no check of this GPU ({key[0]}, driver {key[1]}, {key[2]} W) yet: measuring its heat "
         f"and power tail first, once (about {took / 60:.0f} min; profile.check_first: off "
         "skips it)")  # fmt: skip
+    emit("stage", doing="the GPU's check (its heat and power tail)", deadline_s=deadline_s(took))
     try:
         return measure_board(backend, device, label, key, check_dir, log)
     except Exception as exc:  # a check that cannot run leaves the rows as they were

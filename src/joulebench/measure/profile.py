@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import pandas as pd
 
@@ -54,6 +55,7 @@ from joulebench.measure.provenance import device_name, software, utc_now
 from joulebench.measure.quiet import WAIT_S as QUIET_WAIT_S
 from joulebench.measure.quiet import QuietGate, cpu_busy, meter_busy
 from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured, is_oom
+from joulebench.measure.supervise import TIMEOUT_FLOOR_S, deadline_s, emit
 from joulebench.measure.tail import TailCalibration
 from joulebench.measure.tail import from_report as tail_from_report
 from joulebench.measure.train import TrainSpec
@@ -105,6 +107,9 @@ class ProfileJob:
     check_dir: str = "results/check"  # where `joulebench check` left its reports
     check_first: str = CHECK_FIRST_DEFAULT  # check the GPU first where none was (first_check)
     quiet_wait_s: float = QUIET_WAIT_S  # wait this long at most for the device to be alone
+    # how long a configuration may go without progress before it is stopped (a `timeout`
+    # row, measure.supervise); None: TIMEOUT_FACTOR x its estimate, at least the floor
+    timeout_s: float | None = None
     gpu: dict = field(default_factory=dict)  # the pool's GPU leased: uuid, index, serial
     device_pool: str = ""  # the study's pool label of a replica label (each_model_on)
     heat: HeatCalibration | None = None  # the board's, from its check (set at the job's start)
@@ -133,13 +138,14 @@ class ProfileJob:
     ) -> ProfileJob:
         """A job from a profile spec: the config's keys (common.smk's get_profile_spec, or
         `joulebench profile`'s options): torch_device, methods, batch_sizes, protocol,
-        idle_pre_s, oom_retry, meter, check_first, quiet_wait_s, estimate, phases, train,
-        workload, onnx_cache, input_kind. A key left out (or null) takes the field's default."""
+        idle_pre_s, oom_retry, meter, check_first, quiet_wait_s, timeout_s, estimate,
+        phases, train, workload, onnx_cache, input_kind. A key left out (or null) takes the
+        field's default."""
         estimate = {k: v for k, v in (spec.get("estimate") or {}).items() if v is not None}
-        keys = ("idle_pre_s", "oom_retry", "meter", "check_first", "quiet_wait_s")
+        keys = ("idle_pre_s", "oom_retry", "meter", "check_first", "quiet_wait_s", "timeout_s")
         given = {k: spec.get(k) for k in keys}
         given = {k: v for k, v in given.items() if v is not None}
-        for key in ("idle_pre_s", "quiet_wait_s"):
+        for key in ("idle_pre_s", "quiet_wait_s", "timeout_s"):
             if key in given:
                 given[key] = float(given[key])
         if "oom_retry" in given:
@@ -510,6 +516,7 @@ def _build_and_measure(
         job.backend.free_memory(job.torch_device)  # a freed PyTorch model (exported runtimes)
 
     meter, reasons = meter_factory()
+    emit("stage", doing="warm-up")
     step = job.backend.wrap_step(job.torch_device, job.device_label, runner.step)
     sync = functools.partial(job.backend.sync, job.torch_device)
     try:
@@ -524,7 +531,9 @@ def _build_and_measure(
                 heat=job.heat,
                 idle_temperature_c=job.idle_temperature_c,
                 tail=job.tail,
+                progress=_stage,
             )
+            emit("stage", doing="tracing the GPU's busy share")
             # outside the windows: how much of a step the device spent executing kernels
             busy = job.backend.busy_fraction(job.torch_device, step, sync, _step_s(result))
         meter_info = {**meter.describe(), "meter_reasons": reasons}
@@ -538,6 +547,13 @@ def _build_and_measure(
         meter.close()
         runner = None  # free before the next configuration
         job.backend.free_memory(job.torch_device)
+
+
+def _stage(phase: str, info: dict) -> None:
+    """The protocol's progress, as a worker's event (measure.supervise): after warm-up and
+    after each window (never inside one)."""
+    done = "warm-up done" if phase == "warmup" else f"window {int(info['repeat']) + 1} done"
+    emit("stage", doing=f"{done}, measuring")
 
 
 def _step_s(result) -> float:
@@ -558,8 +574,15 @@ def config_fields(job: ProfileJob, phase: str, method: Method) -> dict:
     }
 
 
-def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> ProfileOutput:
-    """Measure every (phase, method, batch size) of one model on one device."""
+def run_profile(
+    job: ProfileJob,
+    log: Callable[[str], None] | None = None,
+    start_at: int = 0,
+    parts: str | Path | None = None,
+) -> ProfileOutput:
+    """Measure every (phase, method, batch size) of one model on one device; from position
+    `start_at` of the measuring order, each finished one's tables also written to `parts`
+    (a worker of a supervised job, measure.supervise)."""
     import torch
 
     from joulebench.measure.backends import select_node_meter
@@ -583,17 +606,20 @@ def run_profile(job: ProfileJob, log: Callable[[str], None] | None = None) -> Pr
 
     try:
         with node:
-            return measure_configs(job, meter_factory, meter_options, log)
+            return measure_configs(job, meter_factory, meter_options, log, start_at, parts)
     finally:
         control = job.__dict__.get("_knobs")
         if control is not None:
             control.close()
 
 
-def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) -> ProfileOutput:
+def measure_configs(
+    job: ProfileJob, meter_factory, meter_options: dict, log, start_at: int = 0, parts=None
+) -> ProfileOutput:
     """The rows of `run_profile`: every configuration in turn, while the job's marker is up.
     A configuration that follows a measured batch size of its method warms up briefly
     (`ProfileJob.warmup_for`); its row says which warm-up it had (`warmup_kind`)."""
+    emit("stage", doing="the job's start (its idle read)", deadline_s=TIMEOUT_FLOOR_S)
     base, idle = job_start(job, meter_factory, meter_options, log)
     if not math.isfinite(job.idle_power_w) and math.isfinite(idle.power_w):
         # no idle job's baseline (the ad-hoc `joulebench profile`): the read before the
@@ -602,14 +628,22 @@ def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) ->
         job.idle_power_w = float(idle.power_w)
     rows, repeats, traces = [], [], []
     configs, order = job.configs(), job.measurement_order()
-    eta = Eta(job_estimates_s(job, job.refresh_s), time.monotonic)
+    estimates = job_estimates_s(job, job.refresh_s)
+    eta = Eta(estimates[start_at:], time.monotonic)
     warm = None  # (phase, method) of the last configuration measured
     gate = quiet_gate(job, meter_factory, log)
     for i, index in enumerate(order, 1):
+        if i <= start_at:  # measured by an earlier worker of this job (measure.supervise)
+            continue
         phase, method, requested = configs[index]
         kind, settings = job.warmup_for(warm == (phase, method.name))
         label = method.name if phase == "inference" else f"{method.name} {phase}"
+        limit_s = job.timeout_s or deadline_s(estimates[i - 1])
+        waiting = "waiting for the device to be alone"
+        emit("config", position=i - 1, label=f"{label} bs{requested}", doing=waiting,
+             deadline_s=job.quiet_wait_s + limit_s)  # fmt: skip
         gate.wait(f"{job.model} {label} bs{requested}")
+        emit("stage", doing="build", deadline_s=limit_s)
         started = utc_now(precise=True)
         log(f"config {i}/{len(configs)} {job.model} {label} bs{requested}, {eta.line(i - 1)}")
         outcome, batch_size = measure_with_retry(
@@ -625,7 +659,12 @@ def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) ->
             repeats.append(result.repeats.assign(**base_key(job, key, phase)))
             traces.append(result.trace.assign(**base_key(job, key, phase)))
         rows.append((index, row))
+        if parts is not None:
+            write_part(
+                parts, i - 1, row, repeats[-1:] if result else [], traces[-1:] if result else []
+            )
         log(f"[{i}/{len(configs)}] {job.model} {label} bs{batch_size}: {outcome_line(outcome)}")
+        emit("done", position=i - 1)
     log(f"{job.model}: {len(configs)} configurations in {eta.elapsed()}")
 
     # the rows in the configurations' own order, whatever order they were measured in
@@ -644,6 +683,19 @@ def quiet_gate(job: ProfileJob, meter_factory, log) -> QuietGate:
     if job.backend.is_host:
         return QuietGate(cpu_busy, log, wait_s=job.quiet_wait_s)
     return QuietGate(functools.partial(meter_busy, meter_factory), log, wait_s=job.quiet_wait_s)
+
+
+def write_part(parts, position: int, row: dict, repeats: list, traces: list) -> None:
+    """One finished configuration's tables in a worker's parts folder (measure.supervise),
+    named by its position in the measuring order; the rows file last, as a job's."""
+    folder = Path(parts)
+    stem = f"{position:04d}"
+    write_table(_concat(traces, TRACE_TABLE_COLUMNS), folder / f"{stem}.trace.parquet",
+                TRACE_TABLE_COLUMNS)  # fmt: skip
+    write_table(_concat(repeats, REPEAT_TABLE_COLUMNS), folder / f"{stem}.repeats.parquet",
+                REPEAT_TABLE_COLUMNS)  # fmt: skip
+    frame = pd.DataFrame([row]).reindex(columns=list(PROFILE_COLUMNS))
+    write_table(frame, folder / f"{stem}.rows.parquet", PROFILE_COLUMNS)
 
 
 def outcome_line(outcome) -> str:
@@ -830,13 +882,12 @@ def run_job(
     *,
     idle: str | None,
     threads: int | None,
-    output,
-    repeats_output,
-    trace_output,
+    parts: str | Path,
+    start_at: int = 0,
 ) -> ProfileOutput:
-    """One workflow job (`joulebench profile-job`): every configuration of one model on one
-    device, written as its rows, repeats and trace tables. The rows file is written last:
-    it is the job's "done" marker."""
+    """One worker of a workflow job (`joulebench profile-worker`, measure.job_runner): the
+    configurations of one model on one device from position `start_at` of the measuring
+    order, each finished one's tables written to `parts` as it ends."""
     from joulebench.measure.devices import require_measurable
 
     require_measurable(device_label, spec["torch_device"])
@@ -846,11 +897,7 @@ def run_job(
     job = ProfileJob.from_spec(
         model, device_label, spec, idle_power_w=idle_power_w, threads=threads
     )
-    out = run_profile(job)
-    write_table(out.trace, trace_output, TRACE_TABLE_COLUMNS)
-    write_table(out.repeats, repeats_output, REPEAT_TABLE_COLUMNS)
-    write_table(out.rows, output, PROFILE_COLUMNS)
-    return out
+    return run_profile(job, start_at=start_at, parts=parts)
 
 
 def profile_now(
@@ -869,12 +916,14 @@ def profile_now(
     onnx_cache: str = DEFAULT_ONNX_CACHE,
     input_kind: str = INPUT_KINDS[0],
     allow_emulated: bool = False,
+    timeout_s: float | None = None,
     output=None,
 ) -> pd.DataFrame:
     """`joulebench profile`: measure one model (a timm name or a workload entry) now, with the
     method presets (methods.PRESETS; `allow_emulated` measures those the device only
-    emulates) and a protocol of `repeats` windows of `min_repeat_s`; the rows are also
-    written to `output` when given."""
+    emulates) and a protocol of `repeats` windows of `min_repeat_s`, each configuration
+    stopped after `timeout_s` without progress (None: the default, measure.supervise); the
+    rows are also written to `output` when given."""
     from joulebench.catalog.models import resolve_models
     from joulebench.catalog.workloads import is_workload
     from joulebench.measure.devices import require_measurable
@@ -899,9 +948,13 @@ def profile_now(
         "onnx_cache": onnx_cache,
         "input_kind": input_kind,
         "check_first": "off",  # a first look: a kept check report of the GPU still counts
+        "timeout_s": timeout_s,
     }
-    job = ProfileJob.from_spec(model, device.replace(":", ""), spec, threads=threads)
-    rows = run_profile(job).rows
+    from joulebench.measure.job_runner import supervised_job
+
+    label = device.replace(":", "")
+    ProfileJob.from_spec(model, label, spec, threads=threads)  # its errors, here and now
+    rows, _, _ = supervised_job(model, label, spec, idle=None, threads=threads, log=_warn)
     if output:
         write_table(rows, output, PROFILE_COLUMNS)
     return rows

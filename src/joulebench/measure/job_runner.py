@@ -1,0 +1,217 @@
+"""A profile job run as a supervisor and its workers (measure.supervise, issue 35).
+
+`supervised_job` is what `joulebench profile-job` (and the ad-hoc `joulebench profile`)
+runs: workers (`joulebench profile-worker`) measure the model's configurations from a
+position of the measuring order on, each finished one's tables written to a parts folder
+beside the job's outputs; a worker that hangs or dies leaves a row with its status and
+reason (`timeout`, `crashed`), and the next worker goes on after it; where none can go on,
+the configurations left get `not-measured` rows. The job's tables are then joined from the
+parts, in the configurations' own order, and written as before (the rows file last: the
+job's done marker). A job that ends for its Snakemake's death writes nothing: a rerun
+measures it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from joulebench.measure import supervise
+from joulebench.table_io import conform, read_table, write_table
+from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, TRACE_TABLE_COLUMNS
+
+EMPTY_STARTS = 2  # workers in a row that die before their first configuration: the job ends
+# measure in this process, without workers: no timeouts, and a crash ends the command (for a
+# debugger, and for tests that change this process: a model registered in it, a faked CPU)
+IN_PROCESS_ENV = "JOULEBENCH_IN_PROCESS"
+
+
+class Orphaned(RuntimeError):
+    """The job's Snakemake died: it measures nothing more."""
+
+
+def parts_folder(output: str | Path) -> Path:
+    output = Path(output)
+    return output.with_name(output.name + ".parts")
+
+
+def worker_argv(model, device_label, spec, *, idle, threads, parts, start_at) -> list[str]:
+    argv = [*supervise.worker_python(), "profile-worker", f"--device-label={device_label}",
+            f"--spec={json.dumps(spec)}", f"--parts={parts}", f"--start-at={start_at}"]  # fmt: skip
+    argv += [f"--idle={idle}"] if idle else []
+    argv += [f"--threads={threads}"] if threads else []
+    return [*argv, "--", model]
+
+
+def supervised_job(model, device_label, spec, *, idle, threads, log, outputs=None):
+    """Every configuration of one model measured by workers; the job's three tables
+    (rows, repeats, trace), also written to `outputs` (rows, repeats, trace paths) when
+    given. Raises Orphaned where its Snakemake died."""
+    from joulebench.measure.profile import ProfileJob
+
+    job = ProfileJob.from_spec(model, device_label, spec)
+    positions = len(job.configs())
+    parts = parts_folder(outputs[0]) if outputs else _temp_parts()
+    parts.mkdir(parents=True, exist_ok=True)
+    _clear(parts)
+    watched = supervise.snakemake_ancestor()
+    end_orphans(log)
+    start, empty = 0, 0
+    if os.environ.get(IN_PROCESS_ENV):
+        _in_process(model, device_label, spec, idle, threads, parts)
+        start = positions
+    while start < positions:
+        argv = worker_argv(model, device_label, spec, idle=idle, threads=threads, parts=parts,
+                           start_at=start)  # fmt: skip
+        run = supervise.run_worker(argv, log, watched=watched)
+        if run.end == "orphaned":
+            raise Orphaned(f"{model}: stopped measuring: {run.reason}")
+        if run.end == "finished":
+            break
+        start, empty = _after(job, run, start, empty, parts, log)
+    tables = _joined(parts, job)
+    if outputs:
+        for table, path, columns in zip(tables, outputs, _COLUMNS, strict=True):
+            write_table(table, path, columns)
+    shutil.rmtree(parts, ignore_errors=True)
+    return tables
+
+
+_COLUMNS = (PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, TRACE_TABLE_COLUMNS)
+
+
+def _after(job, run: supervise.WorkerRun, start: int, empty: int, parts: Path, log):
+    """(where the next worker starts, workers in a row that measured nothing) after one that
+    did not finish: its configuration's row written; where none can go on, every row left."""
+    positions = len(job.configs())
+    started = run.position >= start and run.position not in run.done
+    if run.end == "stuck":
+        why = f"the worker would not stop (a hung device call?) at {run.doing}"
+        _failed(job, range(max(run.position, start), positions), "not-measured", why, parts)
+        log(f"{job.model}: {why}: the configurations left are not measured")
+        return positions, empty
+    if not started and not run.done:
+        empty += 1
+        if empty >= EMPTY_STARTS:
+            why = f"{EMPTY_STARTS} workers in a row ended before measuring ({_why(run)})"
+            _failed(job, range(start, positions), "not-measured", why, parts)
+            log(f"{job.model}: {why}: the configurations left are not measured")
+            return positions, empty
+        log(f"{job.model}: the worker ended at {run.doing} ({_why(run)}); trying again")
+        return start, empty
+    position = run.position if started else max(run.done) + 1
+    status = supervise.STATUS_TIMEOUT if run.end == "timeout" else supervise.STATUS_CRASHED
+    if started:
+        _failed(job, [position], status, f"{_why(run)} ({run.doing})", parts)
+        log(f"{job.model}: {status}: {_why(run)} ({run.doing}); going on with the next")
+    return position + 1, 0
+
+
+def end_orphans(log) -> None:
+    """Never measure beside an orphan: end each live measurement on this host whose
+    Snakemake is gone (concurrency.orphans), SIGTERM first (it restores what it set)."""
+    import signal
+    import time
+
+    from joulebench.measure.concurrency import orphans
+
+    for pid in orphans():
+        log(f"ending pid {pid}: it measures for a Snakemake that is gone (an orphan)")
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+            for _ in range(int(supervise.KILL_GRACE_S * 10)):
+                if not supervise.alive(pid):
+                    break
+                time.sleep(0.1)
+            if not supervise.alive(pid):
+                break
+
+
+def _in_process(model, device_label, spec, idle, threads, parts) -> None:
+    from joulebench.measure.profile import run_job
+
+    run_job(model, device_label, spec, idle=idle, threads=threads, parts=parts)
+
+
+def _why(run: supervise.WorkerRun) -> str:
+    if run.end == "timeout":
+        return f"no progress for {run.deadline_s:.0f} s: stopped"
+    return run.reason or run.end
+
+
+def _failed(job, positions, status: str, reason: str, parts: Path) -> None:
+    """A row for each of `positions` (in the measuring order) saying why it has no numbers."""
+    from joulebench.measure.profile import Outcome, config_row, write_part
+
+    configs, order = job.configs(), job.measurement_order()
+    for position in positions:
+        phase, method, requested = configs[order[position]]
+        known = {
+            "device_label": job.device_label,
+            "device_pool": job.device_pool or job.device_label,
+            "torch_device": job.torch_device,
+            "model": job.model,
+            "method": method.name,
+            "batch_size_requested": requested,
+            "batch_size": requested,
+            "config_order": position + 1,
+            "is_simulated": job.backend.simulated,
+            "input_kind": job.input_kind,
+        }
+        row = config_row(job, known, phase, method, Outcome(status, reason[:500]))
+        write_part(parts, position, row, [], [])
+
+
+def _joined(parts: Path, job) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The job's tables from its parts: rows in the configurations' own order."""
+    frames = []
+    for kind, columns in zip(("rows", "repeats", "trace"), _COLUMNS, strict=True):
+        found = [read_table(p) for p in sorted(parts.glob(f"*.{kind}.parquet"))]
+        frame = pd.concat(found, ignore_index=True) if found else pd.DataFrame()
+        frames.append(conform(frame.reindex(columns=list(columns)), columns))
+    rows = frames[0]
+    if len(rows):
+        order = {k: i for i, k in enumerate(_config_keys(job))}
+        key = list(zip(rows["phase"], rows["method"], rows["batch_size_requested"], strict=True))
+        rows = rows.iloc[sorted(range(len(rows)), key=lambda i: order.get(key[i], 1 << 30))]
+    return rows.reset_index(drop=True), frames[1], frames[2]
+
+
+def _config_keys(job) -> list[tuple]:
+    return [(phase, method.name, batch) for phase, method, batch in job.configs()]
+
+
+def _clear(parts: Path) -> None:
+    """A parts folder a killed job left: its parts are measured again."""
+    for path in parts.glob("*.parquet"):
+        path.unlink()
+
+
+def _temp_parts() -> Path:
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="joulebench-parts-"))
+
+
+def main_worker(args) -> int:
+    """`joulebench profile-worker`: one worker of a supervised job (its parts, no outputs)."""
+    from joulebench.measure.profile import run_job
+
+    run_job(
+        args.model,
+        args.device_label,
+        json.loads(args.spec),
+        idle=args.idle,
+        threads=args.threads,
+        parts=args.parts,
+        start_at=args.start_at,
+    )
+    sys.stdout.flush()
+    return 0
