@@ -87,7 +87,7 @@ def test_a_worker_that_never_starts_twice_ends_the_job_with_not_measured_rows(tm
     spec["idle_pre_s"] = -1.0  # the worker's job refuses it before any configuration
     rows, _, _ = supervised_job("bad.good", "cpu", spec, idle=None, threads=1, log=print)
     assert rows["status"].tolist() == ["not-measured", "not-measured"]
-    assert "2 workers in a row ended before measuring" in rows["reason"].iloc[0]
+    assert "2 workers in a row ended before their first" in rows["reason"].iloc[0]
 
 
 def test_a_job_stops_measuring_when_its_snakemake_dies(tmp_path, monkeypatch):

@@ -26,6 +26,7 @@ from joulebench.measure import supervise
 from joulebench.table_io import conform, read_table, write_table
 from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, TRACE_TABLE_COLUMNS
 
+STATUS_NOT_MEASURED = supervise.STATUS_NOT_MEASURED
 EMPTY_STARTS = 2  # workers in a row that die before their first configuration: the job ends
 # measure in this process, without workers: no timeouts, and a crash ends the command (for a
 # debugger, and for tests that change this process: a model registered in it, a faked CPU)
@@ -60,21 +61,19 @@ def supervised_job(model, device_label, spec, *, idle, threads, log, outputs=Non
     parts = parts_folder(outputs[0]) if outputs else _temp_parts()
     parts.mkdir(parents=True, exist_ok=True)
     _clear(parts)
-    watched = supervise.snakemake_ancestor()
     end_orphans(log)
-    start, empty = 0, 0
     if os.environ.get(IN_PROCESS_ENV):
         _in_process(model, device_label, spec, idle, threads, parts)
-        start = positions
-    while start < positions:
-        argv = worker_argv(model, device_label, spec, idle=idle, threads=threads, parts=parts,
-                           start_at=start)  # fmt: skip
-        run = supervise.run_worker(argv, log, watched=watched)
-        if run.end == "orphaned":
-            raise Orphaned(f"{model}: stopped measuring: {run.reason}")
-        if run.end == "finished":
-            break
-        start, empty = _after(job, run, start, empty, parts, log)
+    else:
+
+        def argv_for(start: int) -> list[str]:
+            return worker_argv(model, device_label, spec, idle=idle, threads=threads,
+                               parts=parts, start_at=start)  # fmt: skip
+
+        def failed(positions_, status: str, reason: str) -> None:
+            _failed(job, positions_, status, reason, parts)
+
+        supervise_positions(positions, argv_for, failed, log, model)
     tables = _joined(parts, job)
     if outputs:
         for table, path, columns in zip(tables, outputs, _COLUMNS, strict=True):
@@ -86,30 +85,44 @@ def supervised_job(model, device_label, spec, *, idle, threads, log, outputs=Non
 _COLUMNS = (PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, TRACE_TABLE_COLUMNS)
 
 
-def _after(job, run: supervise.WorkerRun, start: int, empty: int, parts: Path, log):
-    """(where the next worker starts, workers in a row that measured nothing) after one that
-    did not finish: its configuration's row written; where none can go on, every row left."""
-    positions = len(job.configs())
+def supervise_positions(positions: int, argv_for, failed, log, name: str) -> None:
+    """Workers over positions 0..positions-1 (`argv_for(start)` runs one from `start`), each
+    that does not finish leaving `failed(positions, status, reason)` rows (module doc).
+    Raises Orphaned where its Snakemake died."""
+    watched = supervise.snakemake_ancestor()
+    start, empty = 0, 0
+    while start < positions:
+        run = supervise.run_worker(argv_for(start), log, watched=watched)
+        if run.end == "orphaned":
+            raise Orphaned(f"{name}: stopped: {run.reason}")
+        if run.end == "finished":
+            return
+        start, empty = _after(run, start, empty, positions, failed, log, name)
+
+
+def _after(run: supervise.WorkerRun, start, empty, positions, failed, log, name):
+    """(where the next worker starts, workers in a row that did nothing) after one that
+    did not finish: its position's row written; where none can go on, every row left."""
     started = run.position >= start and run.position not in run.done
     if run.end == "stuck":
         why = f"the worker would not stop (a hung device call?) at {run.doing}"
-        _failed(job, range(max(run.position, start), positions), "not-measured", why, parts)
-        log(f"{job.model}: {why}: the configurations left are not measured")
+        failed(range(max(run.position, start), positions), STATUS_NOT_MEASURED, why)
+        log(f"{name}: {why}: what is left is not done")
         return positions, empty
     if not started and not run.done:
         empty += 1
         if empty >= EMPTY_STARTS:
-            why = f"{EMPTY_STARTS} workers in a row ended before measuring ({_why(run)})"
-            _failed(job, range(start, positions), "not-measured", why, parts)
-            log(f"{job.model}: {why}: the configurations left are not measured")
+            why = f"{EMPTY_STARTS} workers in a row ended before their first ({_why(run)})"
+            failed(range(start, positions), STATUS_NOT_MEASURED, why)
+            log(f"{name}: {why}: what is left is not done")
             return positions, empty
-        log(f"{job.model}: the worker ended at {run.doing} ({_why(run)}); trying again")
+        log(f"{name}: the worker ended at {run.doing} ({_why(run)}); trying again")
         return start, empty
     position = run.position if started else max(run.done) + 1
     status = supervise.STATUS_TIMEOUT if run.end == "timeout" else supervise.STATUS_CRASHED
     if started:
-        _failed(job, [position], status, f"{_why(run)} ({run.doing})", parts)
-        log(f"{job.model}: {status}: {_why(run)} ({run.doing}); going on with the next")
+        failed([position], status, f"{_why(run)} ({run.doing})")
+        log(f"{name}: {status}: {_why(run)} ({run.doing}); going on with the next")
     return position + 1, 0
 
 
