@@ -62,6 +62,7 @@ from joulebench.measure.first_check import first_check_s
 from joulebench.measure.job_parts import DEFAULT_SPLIT, job_key, job_methods, parse_job_key
 from joulebench.measure.methods import NATIVE_ONLY, config_key, parse_methods
 from joulebench.measure.protocol import EDGE_STEP_SHARE, ProtocolSettings
+from joulebench.safe_text import counted
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
 from joulebench.tables import PHASES
 
@@ -514,19 +515,16 @@ def _skipped_note(device: DevicePlan) -> str:
 def _count_line(plan: Plan) -> str:
     phases = plan.batch_sizes
     if len(set(phases.values())) <= 1:
-        batch = f"{_n(next(iter(phases.values()), 0), 'batch size')} x {_n(len(phases), 'phase')}"
+        sizes = next(iter(phases.values()), 0)
+        batch = f"{counted(sizes, 'batch size')} x {counted(len(phases), 'phase')}"
     else:
         batch = "(" + " + ".join(f"{n} {p}" for p, n in phases.items()) + " batch sizes)"
     skipped = sum(d.skipped for d in plan.devices)
     return (
-        f"{plan.configurations:,} configurations = {_n(len(plan.devices), 'device')} x "
-        f"{_n(plan.models, 'model')} x {_n(plan.methods, 'method')} x {batch}"
+        f"{plan.configurations:,} configurations = {counted(len(plan.devices), 'device')} x "
+        f"{counted(plan.models, 'model')} x {counted(plan.methods, 'method')} x {batch}"
         + (f" ({skipped:,} skipped: emulated here)" if skipped else "")
     )
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'s' * (count != 1)}"
 
 
 def one_line(plan: Plan) -> str:
@@ -586,7 +584,7 @@ def format_plan(plan: Plan) -> str:
         lines += [
             "",
             f"SLURM ({s.profile_dir}): {s.allocations:,} allocations = "
-            f"{_n(s.profile_allocations, 'profile group')} of {s.group_size} models + "
+            f"{counted(s.profile_allocations, 'profile group')} of {s.group_size} models + "
             f"{s.idle_allocations} idle + {s.catalog_allocations} catalog{dataset}",
             f"  a group takes ~{format_duration(s.group_estimate_s)}"
             + (
@@ -632,7 +630,7 @@ def _basis_line(plan: Plan) -> str:
         )
     return (
         f"Estimated from the protocol's rules with step and build times measured here "
-        f"(--calibrate: {_n(calibrated, 'model job')}) and overheads measured on a CPU "
+        f"(--calibrate: {counted(calibrated, 'model job')}) and overheads measured on a CPU "
         f"(docs/plan.md)."
     )
 

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from joulebench.safe_text import printable
+from joulebench.safe_text import counted, printable
 from joulebench.status.plan_view import StudyPlan, format_duration, study_plan
 from joulebench.status.progress import FAILURES_SHOWN, status_of
 
@@ -55,6 +55,15 @@ def _not_ok(device: dict) -> str:
     return f"{device['not_ok']} ({by})" if by else str(device["not_ok"])
 
 
+def _running(device: dict) -> str:
+    """The configurations the running jobs finished (their rows come when a job ends) and
+    how many jobs run: "0 done in 1 job" while a job measures its first, never a bare 0."""
+    jobs, done = device.get("running_jobs"), device["in_running_jobs"]
+    if jobs is None or done is None:
+        return "?"
+    return f"{done:,} done in {counted(jobs, 'job')}" if jobs else "none"
+
+
 def _ratio(device: dict) -> str:
     if not device["planned_s"]:
         return ""
@@ -69,7 +78,7 @@ def device_table(status: dict) -> list[str]:
             f"{_n(plan['per_device_configurations'])} configurations, "
             f"~{_d(plan['per_device_estimate_s'])} by the plan"
         ]
-    head = ("device", "torch", "configs", "ok", "not ok", "in jobs", "left", "time")
+    head = ("device", "torch", "configs", "ok", "not ok", "running", "left", "time")
     rows = [(*head, "planned time", "ratio", "ETA")]
     for d in [*status["devices"], {**status["total"], "label": "total", "torch_device": ""}]:
         eta = _eta(d)
@@ -80,7 +89,7 @@ def device_table(status: dict) -> list[str]:
                 _n(d["planned"]),
                 _n(d["ok"]),
                 _not_ok(d) if "not_ok_by_status" in d else _n(d["not_ok"]),
-                _n(d["in_running_jobs"]),
+                _running(d),
                 _n(d["left"]),
                 _d(d["measured_s"]),
                 _d(d["planned_s"]),
