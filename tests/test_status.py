@@ -468,6 +468,11 @@ def test_the_log_parser_reads_the_jobs_lines():
         "m: 2 configurations in 10 s\n",
     )
     assert ended.finished == 2 and ended.ended
+    one = observe.parse_progress(
+        observe.JobLog("cpu", "m", "p", 0.0),
+        "[1/1] m fp32 bs8: ok 1 mJ\nm: 1 configuration in 3 s\n",  # singular: its job says so
+    )
+    assert one.finished == 1 and one.ended
 
 
 def test_watch_refreshes_until_ctrl_c():

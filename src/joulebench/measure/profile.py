@@ -49,6 +49,7 @@ from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured, is_oom
 from joulebench.measure.tail import TailCalibration
 from joulebench.measure.tail import from_report as tail_from_report
 from joulebench.measure.train import TrainSpec
+from joulebench.safe_text import quantity
 from joulebench.study import IDLE_PRE_S
 from joulebench.table_io import conform, empty_frame, read_table, write_table
 from joulebench.tables import (
@@ -602,7 +603,7 @@ def measure_configs(job: ProfileJob, meter_factory, meter_options: dict, log) ->
             traces.append(result.trace.assign(**base_key(job, key, phase)))
         rows.append((index, row))
         log(f"[{i}/{len(configs)}] {job.model} {label} bs{batch_size}: {outcome_line(outcome)}")
-    log(f"{job.model}: {len(configs)} configurations in {eta.elapsed()}")
+    log(f"{job.model}: {quantity(len(configs), 'configuration')} in {eta.elapsed()}")
 
     # the rows in the configurations' own order, whatever order they were measured in
     rows = [row for _, row in sorted(rows, key=lambda item: item[0])]

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from joulebench.safe_text import counted, printable
+from joulebench.safe_text import printable, quantity
 from joulebench.status.plan_view import StudyPlan, format_duration, study_plan
 from joulebench.status.progress import FAILURES_SHOWN, status_of
 
@@ -26,10 +26,10 @@ def _n(value) -> str:
 def _header(status: dict) -> list[str]:
     plan = status["plan"]
     lines = [f"joulebench status of {status['directory']}, {status['time_utc']}"]
-    models = "? models" if plan["models"] is None else f"{plan['models']:,} models"
+    models = "? models" if plan["models"] is None else quantity(plan["models"], "model")
     lines.append(
         f"study: {status['study']}: {models} ({plan['models_source']}) x "
-        f"{plan['configs_per_model']} configurations each; planned "
+        f"{quantity(plan['configs_per_model'], 'configuration')} each; planned "
         f"~{_d(plan['config_estimate_s'])} per configuration, "
         f"+{_d(plan['job_overhead_s'])} per model job"
     )
@@ -61,7 +61,7 @@ def _running(device: dict) -> str:
     jobs, done = device.get("running_jobs"), device["in_running_jobs"]
     if jobs is None or done is None:
         return "?"
-    return f"{done:,} done in {counted(jobs, 'job')}" if jobs else "none"
+    return f"{done:,} done in {quantity(jobs, 'job')}" if jobs else "none"
 
 
 def _ratio(device: dict) -> str:
@@ -73,9 +73,10 @@ def _ratio(device: dict) -> str:
 def device_table(status: dict) -> list[str]:
     if not status["devices"]:
         plan = status["plan"]
+        n = plan["per_device_configurations"]
         return [
             f"{plan['devices_source']}: no device has started yet; each measures "
-            f"{_n(plan['per_device_configurations'])} configurations, "
+            f"{'? configurations' if n is None else quantity(n, 'configuration')}, "
             f"~{_d(plan['per_device_estimate_s'])} by the plan"
         ]
     head = ("device", "torch", "configs", "ok", "not ok", "running", "left", "time")
