@@ -471,11 +471,13 @@ def test_a_count_of_one_is_singular_and_a_moment_is_not_0_s():
     assert format_plan(plan).startswith(
         "1 configuration = 1 device x 1 model x 1 method x 1 batch size x 1 phase"
     )
-    assert (format_duration(0.2), format_duration(0.04), format_duration(0.0)) == (
+    assert [format_duration(s) for s in (0.2, 0.04, 0.0, 0.96, 4e-5)] == [
         "0.2 s",
-        "0.04 s",
         "0 s",
-    )
+        "0 s",
+        "1 s",
+        "0 s",
+    ]
 
 
 def test_the_ci_target_note_says_what_the_cap_would_cost():

@@ -204,8 +204,8 @@ def format_duration(seconds: float) -> str:
     second, one digit: a fast protocol's window never reads 0 s)."""
     if not math.isfinite(seconds):
         return "?"
-    if 0 < seconds < 0.95:
-        return f"{seconds:.1g} s"
+    if 0.05 <= seconds < 0.95:
+        return f"{seconds:.1f} s"
     s = round(seconds)
     if s < 60:
         return f"{s} s"
