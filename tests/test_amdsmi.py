@@ -239,3 +239,38 @@ def test_an_amdsmi_without_rocms_library_is_unavailable(tmp_path, monkeypatch):
     with pytest.raises(MeterUnavailable, match="cannot load ROCm's libamd_smi.so") as err:
         load_amdsmi()
     assert err.value.reason == "no-library" and "Unable to find" in str(err.value)
+
+
+def _pci(root: Path, *devices: tuple[str, str]) -> Path:
+    """A /sys/bus/pci/devices of (vendor, class) devices."""
+    for i, (vendor, kind) in enumerate(devices):
+        folder = root / f"0000:00:{i:02x}.0"
+        folder.mkdir(parents=True)
+        (folder / "vendor").write_text(vendor + "\n")
+        (folder / "class").write_text(kind + "\n")
+    return root
+
+
+def no_amdsmi():
+    """Libraries.get_amdsmi where amdsmi cannot load ROCm's library."""
+    raise MeterUnavailable("no-library", "amdsmi is installed but cannot load ROCm's library")
+
+
+def test_a_cpu_only_host_hears_nothing_of_amd_smi(tmp_path, monkeypatch):
+    """No AMD GPU on the PCI bus (an AMD CPU's bridges are vendor 0x1022): AMD SMI's missing
+    library is no news; an AMD GPU there, or a bus that cannot be read, keeps the hint."""
+    from joulebench.measure.backends import rocm
+
+    cpu_torch = SimpleNamespace(__version__="2.14.1+cpu", version=SimpleNamespace(hip=None))
+    libs = Libraries(torch=cpu_torch, nvml=NoNvidia())
+    libs.get_amdsmi = no_amdsmi
+    cpu_only = _pci(tmp_path / "cpu", ("0x1022", "0x060000"), ("0x1af4", "0x020000"))
+    with_gpu = _pci(tmp_path / "gpu", ("0x1022", "0x060000"), ("0x1002", "0x038000"))
+    instinct = _pci(tmp_path / "mi300", ("0x1002", "0x120000"))
+    expected = {cpu_only: False, with_gpu: True, instinct: True, tmp_path / "none": None}
+    for root, present in expected.items():
+        assert rocm.amd_gpu_present(root) is present, root
+    for root, said in ((cpu_only, False), (with_gpu, True), (tmp_path / "none", True)):
+        monkeypatch.setattr(rocm, "PCI_DEVICES", root)
+        _, why = rocm.RocmBackend().discover(libs)
+        assert ("AMD SMI" in why) is said, (root, why)

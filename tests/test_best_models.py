@@ -99,7 +99,7 @@ def test_end_of_run_names_the_page_figures_and_best_models(tmp_path):
     (results / "figures" / "accuracy_vs_energy.png").write_bytes(b"png")
     text = end_of_run(results)
     assert f"web page: {results.resolve()}/webapp/index.html" in text
-    assert f"figures:  {results.resolve()}/figures/ (1 figures" in text
+    assert f"figures:  {results.resolve()}/figures/ (1 figure, PNG" in text
     assert "Most accurate model per energy band" in text
     assert "ESTIMATED" in text  # the synthetic study's CPU energies are estimates
 

@@ -200,7 +200,7 @@ def test_each_rules_settings_are_its_functions_keywords_with_the_schemas_default
     for key, value in rule_settings.build(command, _schema_config()).items():
         if key == "grade_thresholds":  # None means the default thresholds
             assert list(parse_grade_thresholds(code[key]).values()) == value
-        elif key == "baseline_method":  # None: the summary's first method, here the config's
+        elif key == "baseline_method":  # None: the study's first method (prerun.study_baseline)
             assert code[key] is None and value == "fp32"
         elif code[key] is None and isinstance(value, dict):
             assert all(v is None for v in value.values()), (key, value)  # nothing chosen

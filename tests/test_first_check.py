@@ -8,6 +8,7 @@ from dataclasses import replace
 import helpers.profile_job as profile_job
 import helpers.tiny_models  # noqa: F401  (registers jbtest_tiny)
 import pytest
+import torch  # noqa: F401  (it profiles a model: collected only with torch, test_tests)
 
 from joulebench.measure import first_check
 from joulebench.measure.backends import kind_of

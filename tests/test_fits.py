@@ -23,6 +23,7 @@ from joulebench.analysis.fits import (
     fit_saturating,
     law_fit,
     method_savings,
+    pick_baseline,
     read_fits,
     write_fits,
 )
@@ -171,6 +172,47 @@ def test_method_savings_by_hand():
     assert np.isnan(s.loc[("d", 32), "saving"]) and "estimated" in s.loc[("d", 32), "note"]
     assert s.loc[("a", 128), "saving"] == pytest.approx(0.25)
     assert "differ" in s.loc[("a", 128), "note"]
+
+
+def _methods_study(*methods: tuple[str, dict]):
+    """Model a, batch 32, one row per (method name, its columns)."""
+    return _study([_row("a", 0.1 * (i + 1), name, **kw) for i, (name, kw) in enumerate(methods)])
+
+
+def test_the_baseline_is_the_one_asked_else_the_plain_method_never_the_first_by_name():
+    """A summary without the asked baseline (a published one; bf16 sorts before fp32) is
+    compared against its plain fp32 eager method, never against whichever sorts first."""
+    fp32 = {"precision": "fp32", "runtime": "pytorch", "channels_last": False}
+    study = _methods_study(
+        ("bf16", {**fp32, "precision": "bf16"}),
+        ("a-channels-last", {**fp32, "channels_last": True}),
+        ("a-compiled", {**fp32, "compile": "default"}),
+        ("a-capped", {**fp32, "power_limit_requested_fraction": 0.6}),
+        ("eager", fp32),
+    )
+    assert pick_baseline(study, "bf16") == "bf16"
+    assert pick_baseline(study, None) == "eager"
+    assert pick_baseline(study, "fp16") == "eager"
+    # No column says what a method runs (an old published summary): the one named fp32.
+    bare = _methods_study(("bf16", {}), ("fp32", {}))
+    assert pick_baseline(bare, None) == "fp32"
+    assert pick_baseline(_methods_study(("b", {}), ("c", {})), None) == "b"
+    assert pick_baseline(_study([]), "fp32") is None
+
+
+def test_the_fits_command_says_the_baseline_it_took_instead(tmp_path, capsys):
+    from joulebench.analysis.fits import run_fits
+
+    path = tmp_path / "summary.parquet"
+    plain = {"precision": "fp32", "runtime": "pytorch"}
+    _methods_study(("bf16", {**plain, "precision": "bf16"}), ("fp32", plain)).to_parquet(path)
+    run_fits(path, tmp_path / "fits")
+    savings = read_table(tmp_path / "fits" / "method_savings.parquet")
+    assert savings["baseline_method"].tolist() == ["fp32"]
+    assert "fits: savings against 'fp32'" in capsys.readouterr().err
+    run_fits(path, tmp_path / "fits", baseline_method="tf32")
+    err = capsys.readouterr().err
+    assert "fits: baseline method 'tf32' not in the summary; savings against 'fp32'" in err
 
 
 def test_batch_scaling_relative_to_the_smallest_batch():

@@ -430,6 +430,57 @@ def test_a_finished_run_still_says_what_a_model_job_takes():
     assert "per model job: ~0 s" not in format_plan(finished)
 
 
+def test_a_finished_runs_plan_says_done_on_every_line_and_its_lines_add_up(tmp_path):
+    """After a finished run every line of the table says `done` (never a device at 0 s
+    beside a total of the catalog's and the analysis's seconds), and the workflow's first
+    line says all is measured; a run half done counts what is left, in every column."""
+    config = study(methods={"fp32": {"precision": "fp32"}})
+    done = {("cpu", m): (2, 30.0) for m in MODELS}
+    assert planning.made_here(tmp_path, MODELS) == frozenset()
+    (tmp_path / "results" / "webapp").mkdir(parents=True)
+    (tmp_path / "results" / "webapp" / "index.html").write_text("<html>")
+    pd.DataFrame({"model": MODELS}).to_parquet(tmp_path / "results" / "catalog.parquet")
+    made = planning.made_here(tmp_path, MODELS)
+    assert made == {"catalog", "page"}
+    plan = planning.less_made(plan_study(config, MODELS, {"cpu": "cpu"}, None, done=done), made)
+    assert plan.total_s == 0.0 and plan.measuring_min_s == 0.0
+    table = format_plan(plan).splitlines()
+    for stage in ("cpu ", "catalog ", "analysis ", "total "):
+        line = next(t for t in table if t.startswith(stage))
+        assert line.endswith(" done") and " 0 s" not in line, line
+    assert "(cpu: done: 10 configurations already measured (results/profile), in 2 min 30 s" in (
+        "\n".join(table)
+    )
+    assert one_line(plan).endswith("; all measured already (`joulebench plan` explains)")
+    # half done, and a catalog without m4: what is left, the catalog and the analysis too
+    half = {key: value for key, value in done.items() if key[1] in MODELS[:2]}
+    fresh = plan_study(config, MODELS, {"cpu": "cpu"}, None)
+    resumed = planning.less_made(
+        plan_study(config, MODELS, {"cpu": "cpu"}, None, done=half),
+        planning.made_here(tmp_path, [*MODELS, "m5"]),
+    )
+    assert resumed.devices[0].measuring_min_s == pytest.approx(fresh.measuring_min_s * 3 / 5)
+    assert (resumed.catalog_s, resumed.analysis_s) == (fresh.catalog_s, fresh.analysis_s)
+    assert resumed.total_s == pytest.approx(
+        resumed.devices[0].estimate_s + resumed.catalog_s + resumed.analysis_s
+    )
+
+
+def test_a_count_of_one_is_singular_and_a_moment_is_not_0_s():
+    config = study(methods={"fp32": {"precision": "fp32"}}, batch_sizes=[1])
+    plan = plan_study(config, ["m0"], {"cpu": "cpu"}, None)
+    assert format_plan(plan).startswith(
+        "1 configuration = 1 device x 1 model x 1 method x 1 batch size x 1 phase"
+    )
+    assert [format_duration(s) for s in (0.2, 0.04, 0.0, 0.96, 4e-5)] == [
+        "0.2 s",
+        "0 s",
+        "0 s",
+        "1 s",
+        "0 s",
+    ]
+
+
 def test_the_ci_target_note_says_what_the_cap_would_cost():
     """A noisy host runs every configuration to max_repeats: the plan says that total too."""
     config = {**study(methods={"fp32": {"precision": "fp32"}}), "protocol": {"preset": "default"}}

@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 from conftest import REPO
 
-from joulebench.prerun import check_published, check_settings, load_study
+from joulebench.prerun import (
+    DRAWN_TRACE,
+    RUN_SUMMARY,
+    check_published,
+    check_settings,
+    load_study,
+    replot_inputs,
+    study_baseline,
+)
 from joulebench.study import ConfigError
 
 # --- what a stage would refuse hours later, refused when the study is read -------------------
@@ -155,3 +163,42 @@ def test_braces_in_an_input_path_are_named(tmp_path):
     with pytest.raises(ConfigError) as err:
         check_published({"from_summary": str(path)})
     assert str(err.value).startswith(f"from_summary: {path}: Snakemake reads {{ and }}")
+
+
+# --- a replot: the baseline and the trace the run drew, never changed silently ---------------
+
+
+def test_a_published_summarys_baseline_is_the_studys_or_said_or_refused(tmp_path):
+    """decision_rows' methods are fp16 and fp32 (no precision column: the one named fp32)."""
+    path = str(_published(tmp_path))
+    study = {"from_summary": path, "methods": {"fp32": {}, "bf16": {}}}
+    assert check_published(study) == []  # the study's first method is in it: nothing to say
+    study["methods"] = {"tf32": {}, "fp32": {}}
+    assert check_published(study) == [
+        "from_summary: note: the summary has no method 'tf32' (the study's first): method "
+        "savings against 'fp32'; fits.baseline_method picks another (fp16, fp32)"
+    ]
+    study["fits"] = {"baseline_method": "fp16"}
+    assert check_published(study) == [] and study_baseline(study) == "fp16"
+    study["fits"] = {"baseline_method": "bf16"}
+    with pytest.raises(ConfigError) as err:
+        check_published(study)
+    assert str(err.value) == (
+        "fits.baseline_method: 'bf16' is no method of the summary (its methods: fp16, fp32)"
+    )
+
+
+def test_a_replot_of_a_runs_own_summary_draws_from_what_the_run_drew(tmp_path):
+    (tmp_path / "results").mkdir()
+    own = str(tmp_path / "results" / "summary.parquet")
+    for given in ("results/summary.parquet", "./results/../results/summary.parquet", own):
+        assert replot_inputs({"from_summary": given}, tmp_path) == (RUN_SUMMARY, None)
+    (tmp_path / DRAWN_TRACE).write_bytes(b"")
+    assert replot_inputs({"from_summary": own}, tmp_path) == (RUN_SUMMARY, DRAWN_TRACE)
+    chosen = {"from_summary": own, "figures": {"trace_table": "t.parquet"}}
+    assert replot_inputs(chosen, tmp_path) == (RUN_SUMMARY, "t.parquet")
+    # A summary from elsewhere draws no trace of this folder's run.
+    assert replot_inputs({"from_summary": "p/summary.parquet"}, tmp_path) == (
+        "p/summary.parquet",
+        None,
+    )

@@ -162,9 +162,11 @@ def test_cli_profile_prints_a_table(capsys, tmp_path):
     assert pd.read_parquet(out).status.tolist() == ["ok"]
 
 
-def test_cpu_shared_with_a_busy_process_is_flagged():
+def test_cpu_shared_with_a_busy_process_is_flagged_and_the_table_warns():
     import subprocess
     import sys
+
+    from joulebench.measure.profile import format_rows
 
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
@@ -173,6 +175,47 @@ def test_cpu_shared_with_a_busy_process_is_flagged():
         hog.kill()
         hog.wait()
     assert "other-load" in out.rows["flags"].iloc[0]
+    warning = [line for line in format_rows(out.rows).splitlines() if "WARNING" in line]
+    assert len(warning) == 1 and warning[0].startswith("WARNING: 1 row flagged other-load (")
+    assert "not to be trusted; measure again when no other process is busy" in warning[0]
+
+
+def _table_rows(*rows: dict) -> pd.DataFrame:
+    """Profile rows as `joulebench profile` gets them, each energy in J with its CI's top."""
+    base = {"model": "m.a", "phase": "inference", "method": "fp32", "batch_size": 8}
+    base |= {"status": "ok", "meter": "rapl", "is_estimate": False, "flags": ""}
+    base |= {"energy_per_image_cv": 0.02, "throughput_img_s": 1346.0, "power_mean_w": 55.0}
+    frame = pd.DataFrame([{**base, **r} for r in rows]).reindex(columns=list(PROFILE_COLUMNS))
+    return conform(frame, PROFILE_COLUMNS)
+
+
+def test_the_profile_table_gives_each_energy_its_ci_in_mj_its_flags_and_a_warning():
+    """A CI wider than the value (2 windows on a busy host: 596 ± 750 mJ) is said, never a
+    bare half-width without its unit; a flagged row names its flag beside it and under the
+    table, once, with what to do."""
+    from joulebench.measure.profile import WIDE_CI, format_rows
+
+    text = format_rows(
+        _table_rows(
+            {"energy_per_image_j": 0.144, "energy_per_image_ci95_high_j": 0.1471},
+            {
+                "method": "bf16",
+                "energy_per_image_j": 0.596,
+                "energy_per_image_ci95_high_j": 1.346,
+                "flags": "other-load;ci-target-not-met",
+            },
+            {"method": "fp16", "status": "skipped", "energy_per_image_j": float("nan")},
+        )
+    )
+    header, fp32, bf16, fp16, *notes = text.splitlines()
+    assert "mJ/image ± 95% CI" in header and "flags" in header and "CI95 mJ" not in header
+    assert "144 ± 3.1 " in fp32 and fp32.rstrip().endswith(" -") and WIDE_CI not in fp32
+    assert f"596 ± 750 {WIDE_CI}" in bf16 and "other-load;ci-target-not-met" in bf16
+    assert "1,346" in fp32 and "e+" not in text  # throughput in plain figures
+    assert " skipped " in fp16
+    assert notes[0].startswith(f"{WIDE_CI} the 95% CI is wider than the value (1 row)")
+    assert notes[1].startswith("WARNING: 1 row flagged other-load (")  # ci-target-not-met: no
+    assert len(notes) == 2  # measured by RAPL: no estimate line
 
 
 def test_the_eta_starts_from_the_plans_estimate_of_each_configuration():

@@ -93,8 +93,13 @@ def test_an_export_that_differs_is_a_mismatch_row_never_measured(tmp_path):
     assert set(out.repeats.method) == {"fp32"}  # no window was opened for it
 
 
-def test_a_failed_export_is_a_build_error_row_and_leaves_nothing(tmp_path):
+def test_a_failed_export_is_a_build_error_row_and_leaves_nothing(tmp_path, capfd):
+    """...and prints nothing: the TorchScript exporter's "Torch IR graph at exception" dump
+    of a model it cannot export reached the terminal of `joulebench profile` (and of
+    `make test`, after its pass line); the row's reason says why."""
     out = run_profile(rt_job("jbrt_cannot_export", tmp_path), log=lambda s: None)
+    printed = capfd.readouterr()
+    assert "graph" not in printed.out + printed.err, (printed.out + printed.err)[:300]
     assert out.rows.status.tolist() == ["ok", "build-error"]
     reason = out.rows.reason.iloc[1]
     assert reason.startswith("RuntimeError: ONNX export failed: dynamo: ")

@@ -155,3 +155,25 @@ def test_file_names_built_from_names_go_through_file_name(tmp_path, monkeypatch)
     assert _in_checkpoints("../x", tmp_path / "ckpt") is None  # never read outside the folder
     (tmp_path / "ckpt" / "resnet18.a1_in1k.safetensors").write_bytes(b"")
     assert _in_checkpoints("resnet18.a1_in1k", tmp_path / "ckpt").name.startswith("resnet18")
+
+
+def test_a_count_of_one_takes_the_singular():
+    from joulebench.safe_text import quantity
+
+    assert quantity(1, "configuration") == "1 configuration"
+    assert quantity(0, "configuration") == "0 configurations"
+    assert quantity(1200, "configuration") == "1,200 configurations"
+    assert quantity(2, "batch size") == "2 batch sizes"
+    assert quantity(3, "index", "indices") == "3 indices"
+
+
+def test_no_printed_count_says_1_configurations():
+    """A count printed before a plural noun in an f-string goes through `quantity` (or says
+    its singular beside it: `== 1`)."""
+    plural = re.compile(r"\{[^{}]+\} (configurations|models|rows|methods|figures)\b")
+    found = []
+    for path in sorted((REPO / "src" / "joulebench").rglob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if 'f"' in line and plural.search(line) and "== 1" not in line:
+                found.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)

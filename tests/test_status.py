@@ -180,13 +180,32 @@ def test_in_progress_from_a_growing_log_and_a_crash_is_stopped(run):
     (job,) = status["running"]
     assert (job["model"], job["config"], job["configs"]) == ("m3.c", 2, 4)
     assert job["current"] == "fp32 bs8" and job["finished"] == 1
-    assert job["eta"] == "33 s" and job["eta_s"] == 33.0
+    assert job["eta"] == "33 s" and job["eta_s"] == pytest.approx(33.0, abs=1)  # as of now
     assert job["evidence"].startswith("its log was written")
     (stopped,) = status["stopped"]
     assert stopped["model"] == "m4.d" and stopped["last_line"] == "MemoryError"
     text = format_status(status)
     assert "m3.c: config 2/4 fp32 bs8, elapsed 11 s, ETA 33 s" in text
     assert "stopped without rows" in text and "m4.d" in text
+
+
+def test_a_running_jobs_elapsed_and_eta_are_as_of_now_and_it_counts_as_running(tmp_path):
+    """A job writes its line as a configuration starts: 16 s later it has run 16 s more, and
+    the device line says a job runs though it has finished no configuration yet."""
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
+    _log(tmp_path, "m1.a", ["config 1/4 m1.a fp32 bs1, elapsed 0 s, ETA 2 min 40 s"], age_s=16)
+    status = _status(tmp_path)
+    (job,) = status["running"]
+    assert (job["elapsed"], job["eta"]) == ("16 s", "2 min 24 s")
+    assert job["elapsed_s"] == pytest.approx(16, abs=1) and job["eta_s"] == pytest.approx(
+        144, abs=1
+    )
+    (cpu,) = status["devices"]
+    assert (cpu["running_jobs"], cpu["in_running_jobs"]) == (1, 0)
+    text = format_status(status)
+    assert "m1.a: config 1/4 fp32 bs1, elapsed 16 s, ETA 2 min 24 s" in text
+    for device in ("cpu ", "total "):
+        assert "0 done in 1 job " in next(t for t in text.splitlines() if t.startswith(device))
 
 
 def test_a_quiet_log_is_stopped_unless_a_process_of_this_run_measures_it(run, tmp_path_factory):
@@ -449,6 +468,11 @@ def test_the_log_parser_reads_the_jobs_lines():
         "m: 2 configurations in 10 s\n",
     )
     assert ended.finished == 2 and ended.ended
+    one = observe.parse_progress(
+        observe.JobLog("cpu", "m", "p", 0.0),
+        "[1/1] m fp32 bs8: ok 1 mJ\nm: 1 configuration in 3 s\n",  # singular: its job says so
+    )
+    assert one.finished == 1 and one.ended
 
 
 def test_watch_refreshes_until_ctrl_c():

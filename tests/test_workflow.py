@@ -84,10 +84,15 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     assert "Nothing to be done" in again.stderr + again.stdout
 
     # The README's replot in the run's own folder: its summary is this run's, and nothing the
-    # run measured may be rebuilt from no models (and deleted when that fails).
+    # run measured may be rebuilt from no models (and deleted when that fails). It draws what
+    # the run drew (savings against fp32, the run's trace): nothing to do, before or after.
+    drawn = {p.name: p.read_bytes() for p in (results / "figures").glob("*.png")}
     own = run_workflow({**config, "from_summary": "results/summary.parquet"})
     assert own.returncode == 0, own.stdout[-3000:] + own.stderr[-3000:]
+    assert "Nothing to be done" in own.stderr + own.stdout, own.stderr[-3000:]
     assert (results / "profile.parquet").is_file() and (results / "catalog.parquet").is_file()
+    assert drawn == {p.name: p.read_bytes() for p in (results / "figures").glob("*.png")}
+    assert "Nothing to be done" in _stdout_err(run_workflow(config, "-n"))
 
     report = run_workflow.workdir / "report.html"
     made = run_workflow(config, "--report", str(report))
@@ -106,9 +111,17 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     assert not (replot / "results" / "catalog.parquet").exists()
     replotted = pd.read_parquet(replot / "results" / "scores.parquet")
     assert len(replotted) == len(scores)
+    # The study's first method is the baseline, as in the run (bf16 sorts first: never it).
+    savings = pd.read_parquet(replot / "results" / "fits" / "method_savings.parquet")
+    assert set(savings["baseline_method"]) == {"fp32"}
     for name in FIGURES:
         assert (replot / "results" / "figures" / f"{name}.png").is_file()
     assert (replot / "results" / "webapp" / "index.html").is_file()
+
+
+def _stdout_err(result) -> str:
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout + result.stderr
 
 
 def test_all_pretrained_dry_run(tmp_path):

@@ -61,12 +61,15 @@ class Flag:
     invalidates: bool  # in the default score.invalid_flags: kept off the front, no grade
     producer: tuple[str, ...]
     old_names: tuple[str, ...] = ()  # earlier spellings, still read
+    advice: str = ""  # what to do about it, where a number flagged so is not to be trusted
 
     def __post_init__(self):
         if self.name != self.name.strip().lower() or not self.name or SEPARATOR in self.name:
             raise ValueError(f"flag {self.name!r}: a lower-case name without {SEPARATOR!r}")
         if not self.producer:
             raise ValueError(f"flag {self.name}: no producer")
+        if self.invalidates and not self.advice:  # a warning says what to do about it
+            raise ValueError(f"flag {self.name}: invalidates a row but gives no advice")
 
 
 FLAGS: dict[str, Flag] = {
@@ -77,6 +80,7 @@ FLAGS: dict[str, Flag] = {
             "another process used the GPU in the window: its work is in the energy",
             True,
             (_NVML, _AMDSMI),
+            advice="measure again with the GPU to itself (nvidia-smi lists its processes)",
         ),
         Flag(
             FLAG_PROCESS_CHECK_FAILED,
@@ -89,6 +93,7 @@ FLAGS: dict[str, Flag] = {
             "MIG mode: power and energy are the whole GPU's, every slice's work included",
             True,
             (_NVML,),
+            advice="measure on a GPU with MIG off",
         ),
         Flag(
             FLAG_PARTITION,
@@ -101,6 +106,7 @@ FLAGS: dict[str, Flag] = {
             "other processes kept the measured CPU busy in the window",
             True,
             ("joulebench.measure.meters.contention.ContentionGuard.end",),
+            advice="measure again when no other process is busy on this host (top shows them)",
         ),
         Flag(
             FLAG_HOST_SHARED,
@@ -168,6 +174,7 @@ FLAGS: dict[str, Flag] = {
             "a simulated GPU: the energy is the sensor simulator's, never scored",
             True,
             ("joulebench.measure.profile.config_row", "joulebench.analysis.score.row_flags"),
+            advice="for tests and benches only: measure on a real device",
         ),
         Flag(
             FLAG_CI_CLIPPED,
@@ -180,6 +187,7 @@ FLAGS: dict[str, Flag] = {
             "the energy varied more than max_energy_cv (CV) between repeats",
             True,
             ("joulebench.analysis.score.row_flags",),
+            advice="measure again with more or longer windows, on a quiet host",
         ),
     )
 }
@@ -265,6 +273,24 @@ def canonical_names(names: Sequence[str], what: str = "invalid_flags") -> tuple[
 
 
 # --- the registry, shown ---------------------------------------------------------------
+
+
+def flag_warnings(flags: Iterable) -> list[str]:
+    """One line per invalidating flag among rows' flags texts: the flag, how many rows, what
+    it means, that their numbers are not to be trusted, and what to do (`advice`)."""
+    counts: dict[str, int] = {}
+    for text in flags:
+        for name in split_flags(text):
+            if name in FLAGS and FLAGS[name].invalidates:
+                counts[name] = counts.get(name, 0) + 1
+    lines = []
+    for name, n in counts.items():
+        rows = "1 row" if n == 1 else f"{n} rows"
+        flag = FLAGS[name]
+        lines.append(
+            f"WARNING: {rows} flagged {name} ({flag.meaning}): not to be trusted; {flag.advice}"
+        )
+    return lines
 
 
 def flags_markdown() -> list[str]:

@@ -63,8 +63,9 @@ from joulebench.measure.meters.contention import DEFAULT_THRESHOLD as CONTENTION
 from joulebench.measure.methods import NATIVE_ONLY, config_key, parse_methods
 from joulebench.measure.protocol import EDGE_STEP_SHARE, ProtocolSettings
 from joulebench.measure.quiet import WAIT_S, cpu_others_share
+from joulebench.safe_text import quantity
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
-from joulebench.tables import ESTIMATE_METER_PREFIX, PHASES
+from joulebench.tables import CATALOG, ESTIMATE_METER_PREFIX, PHASES
 
 # Overheads measured by bench/bench_plan.py on the development machine (2-core VM, CPU, no GPU,
 # busy with other work: load average 5), docs/benchmarks.md "Plan", 2026-12-03. Medians.
@@ -81,6 +82,7 @@ LEARNED_RATIO_RANGE = (0.25, 4.0)
 # How much slower a CPU job computes per share of the CPUs other processes use (the default
 # study's jobs beside one busy neighbour on the 2-core VM: docs/benchmarks.md).
 LOAD_SLOWDOWN = 1.0
+PAGE_PATH = "results/webapp/index.html"  # the analysis's last output (rule webapp)
 # A GPU meter's refresh period where no check has measured it: NVIDIA's A100/H100/H200 sensors
 # (docs/protocol.md); it sets the windows' refreshes, phase shifts and lead-ins.
 DEFAULT_REFRESH_S = 0.1
@@ -126,6 +128,11 @@ class DevicePlan:
     check_s: float = 0.0  # each GPU's check before its first job (measure.first_check)
     settings: ProtocolSettings | None = None  # the protocol as sized to its meter
 
+    @property
+    def finished(self) -> bool:
+        """Every job of the device has its rows: nothing left to measure."""
+        return self.done > 0 and self.estimate_s == 0
+
 
 @dataclass
 class SlurmPlan:
@@ -159,6 +166,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     calibrated_config_s: float | None = None  # mean configuration from measured step times
     at_cap_s: float | None = None  # total_s if every configuration ran max_repeats windows
+    made: frozenset[str] = frozenset()  # stages a run here has made already (made_here)
 
     @property
     def measuring_min_s(self) -> float:
@@ -379,12 +387,12 @@ def _device_plan(
     started = any(key[0] == label for key in done)
     idle_job_s = 0.0 if started else JOB_START_S + idle_s
     check_s = 0.0 if started or not jobs_s else check_s
-    measured = sum(not s for s in skip)
+    measured = sum(not skip[i] for _, indices in pending for i in indices)  # left to measure
     return DevicePlan(
         label,
         torch_device,
         configurations=len(models) * len(configs),
-        measuring_min_s=len(models) * measured * config_min_s(settings),
+        measuring_min_s=measured * config_min_s(settings),
         estimate_s=idle_job_s + check_s + _makespan_s(jobs_s, gpus),
         skipped=len(models) * sum(skip),
         model_job_s=_model_job_s(jobs_s, left_models, len(parts), guess, ratio, idle_pre_s),
@@ -569,7 +577,7 @@ def _skipped_note(device: DevicePlan) -> str:
             "nothing forces it" if absent else f"{FORCE_KEY}: true on a method measures it anyway"
         )
         parts.append(f"{' and '.join(why)} {verb} here ({'; '.join(reasons)}); {force}")
-    return f"{device.label}: {device.skipped:,} configurations skipped (~0 s each): " + (
+    return f"{device.label}: {quantity(device.skipped, 'configuration')} skipped (~0 s each): " + (
         "; ".join(parts)
     )
 
@@ -577,26 +585,26 @@ def _skipped_note(device: DevicePlan) -> str:
 def _count_line(plan: Plan) -> str:
     phases = plan.batch_sizes
     if len(set(phases.values())) <= 1:
-        batch = f"{_n(next(iter(phases.values()), 0), 'batch size')} x {_n(len(phases), 'phase')}"
+        sizes = next(iter(phases.values()), 0)
+        batch = f"{quantity(sizes, 'batch size')} x {quantity(len(phases), 'phase')}"
     else:
         batch = "(" + " + ".join(f"{n} {p}" for p, n in phases.items()) + " batch sizes)"
     skipped = sum(d.skipped for d in plan.devices)
     return (
-        f"{plan.configurations:,} configurations = {_n(len(plan.devices), 'device')} x "
-        f"{_n(plan.models, 'model')} x {_n(plan.methods, 'method')} x {batch}"
+        f"{quantity(plan.configurations, 'configuration')} = "
+        f"{quantity(len(plan.devices), 'device')} x {quantity(plan.models, 'model')} x "
+        f"{quantity(plan.methods, 'method')} x {batch}"
         + (f" ({skipped:,} skipped: emulated here)" if skipped else "")
     )
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'s' * (count != 1)}"
 
 
 def one_line(plan: Plan) -> str:
     """The workflow's first line: what this run will cost at most (a resumed run: what is
     left, its measured configurations counted as done)."""
     done = sum(d.done for d in plan.devices)
-    left = f" left ({done:,} configurations measured already)" if done else " in all"
+    left = f" left ({quantity(done, 'configuration')} measured already)" if done else " in all"
+    if all(d.finished for d in plan.devices):
+        return f"{_count_line(plan)}; all measured already (`joulebench plan` explains)"
     return (
         f"{_count_line(plan)}; measuring >= {format_duration(plan.measuring_min_s)}, "
         f"estimated {format_duration(plan.total_s)}{left} (`joulebench plan` explains)"
@@ -623,15 +631,16 @@ def format_plan(plan: Plan) -> str:
         torch = d.torch_device if d.gpus == 1 else f"{d.gpus} GPUs"
         lines.append(
             f"{d.label:<12} {torch:<8} {d.configurations:>14,} "
-            f"{format_duration(d.measuring_min_s):>13} {format_duration(d.estimate_s):>12}"
+            f"{_time(d.measuring_min_s, d.finished, '-'):>13} {_time(d.estimate_s, d.finished):>12}"
         )
-    lines.append(f"{'catalog':<12} {'':<8} {'':>14} {'':>13} {format_duration(plan.catalog_s):>12}")
-    lines.append(
-        f"{'analysis':<12} {'':<8} {'':>14} {'':>13} {format_duration(plan.analysis_s):>12}"
-    )
+    for stage, seconds in (("catalog", plan.catalog_s), ("analysis", plan.analysis_s)):
+        lines.append(
+            f"{stage:<12} {'':<8} {'':>14} {'':>13} {_time(seconds, stage in plan.made):>12}"
+        )
+    finished = _finished(plan)
     lines.append(
         f"{'total':<12} {'':<8} {plan.configurations:>14,} "
-        f"{format_duration(plan.measuring_min_s):>13} {format_duration(plan.total_s):>12}"
+        f"{_time(plan.measuring_min_s, finished, '-'):>13} {_time(plan.total_s, finished):>12}"
     )
     lines += [_pool_line(plan, d) for d in plan.devices if d.gpus > 1]
     gpus = sum(1 for d in plan.devices if not _is_host(d.torch_device))
@@ -649,7 +658,8 @@ def format_plan(plan: Plan) -> str:
         lines += [
             "",
             f"SLURM ({s.profile_dir}): {s.allocations:,} allocations = "
-            f"{_n(s.profile_allocations, 'profile group')} of {s.group_size} models + "
+            f"{quantity(s.profile_allocations, 'profile group')} of up to "
+            f"{quantity(s.group_size, 'model')} + "
             f"{s.idle_allocations} idle + {s.catalog_allocations} catalog{dataset}",
             f"  a group takes ~{format_duration(s.group_estimate_s)}"
             + (
@@ -674,14 +684,27 @@ def format_plan(plan: Plan) -> str:
     return "\n".join(lines)
 
 
+def _time(seconds: float, done: bool, said: str = "done") -> str:
+    """A time of the plan's table, or `said` for what a run here has made already (never a
+    bare 0 s beside a total that is not)."""
+    return said if done else format_duration(seconds)
+
+
+def _finished(plan: Plan) -> bool:
+    """Nothing left: every device measured, the catalog and the analysis made (less_made)."""
+    return plan.made >= {"catalog", "analysis"} and all(d.finished for d in plan.devices)
+
+
 def _done_line(d: DevicePlan) -> str:
     """What a resumed run has already measured on a device: not in its estimate."""
-    learned = ""
-    if d.learned_ratio is not None:
-        learned = f", {d.learned_ratio:.2f}x their estimate, so what is left is scaled by it"
+    ratio = "" if d.learned_ratio is None else f", {d.learned_ratio:.2f}x their estimate"
+    measured = f"{quantity(d.done, 'configuration')} already measured (results/profile)"
+    if d.finished:
+        return f"({d.label}: done: {measured}, in {format_duration(d.done_s)}{ratio})"
+    scaled = ", so what is left is scaled by it" if ratio else ""
     return (
-        f"({d.label}: {d.done:,} configurations already measured (results/profile), in "
-        f"{format_duration(d.done_s)}{learned}; `estimated` is what is left)"
+        f"({d.label}: {measured}, in {format_duration(d.done_s)}{ratio}{scaled}; `estimated` "
+        "is what is left)"
     )
 
 
@@ -695,7 +718,7 @@ def _basis_line(plan: Plan) -> str:
         )
     return (
         f"Estimated from the protocol's rules with step and build times measured here "
-        f"(--calibrate: {_n(calibrated, 'model job')}) and overheads measured on a CPU "
+        f"(--calibrate: {quantity(calibrated, 'model job')}) and overheads measured on a CPU "
         f"(docs/plan.md)."
     )
 
@@ -703,11 +726,12 @@ def _basis_line(plan: Plan) -> str:
 def _pool_line(plan: Plan, d: DevicePlan) -> str:
     """How a pool divides its work: each model once, its jobs (a model's, or one per model
     and method) shared by its GPUs."""
-    jobs = f"the {plan.models:,} models"
+    jobs = f"the {quantity(plan.models, 'model')}"
     if d.jobs_per_model > 1:
+        owner = "the model's" if plan.models == 1 else f"the {plan.models:,} models'"
         jobs = (
-            f"the {plan.models:,} models' {plan.models * d.jobs_per_model:,} jobs (one per "
-            f"model and method: profile split)"
+            f"{owner} {plan.models * d.jobs_per_model:,} jobs (one per model and method: "
+            "profile split)"
         )
     return (
         f"(pool {d.label}: its {d.gpus} GPUs share {jobs}, each measured once by whichever "
@@ -760,6 +784,39 @@ def measured_rows(directory: Path, labels) -> dict[tuple[str, str], tuple[int, f
             seconds = pd.to_datetime(rows["end_time_utc"]) - pd.to_datetime(rows["start_time_utc"])
             out[(label, path.stem)] = (len(rows), float(seconds.dt.total_seconds().sum()))
     return out
+
+
+def made_here(directory: Path, models: list[str]) -> frozenset[str]:
+    """What a run in `directory` has made that a rerun of the study would not make again:
+    "catalog" where its table lists every model; "page" where its web page exists (the
+    analysis is made again while anything is left, or when a score, fits or figure setting
+    changed, which the plan cannot see)."""
+    import pandas as pd
+
+    made = set()
+    try:
+        listed = set(pd.read_parquet(directory / CATALOG.path, columns=["model"])["model"])
+    except Exception:  # none yet, or being written: the catalog is left to make
+        listed = set()
+    if models and listed >= set(models):
+        made.add("catalog")
+    if (directory / PAGE_PATH).is_file():
+        made.add("page")
+    return frozenset(made)
+
+
+def less_made(plan: Plan, made: frozenset[str]) -> Plan:
+    """`plan` less what a run here has made already (`made_here`): its catalog, and its
+    analysis where every device is finished and the catalog and page are made."""
+    catalog = "catalog" in made
+    analysis = catalog and "page" in made and all(d.finished for d in plan.devices)
+    done = frozenset({"catalog"} if catalog else set()) | ({"analysis"} if analysis else set())
+    return replace(
+        plan,
+        catalog_s=0.0 if catalog else plan.catalog_s,
+        analysis_s=0.0 if analysis else plan.analysis_s,
+        made=done,
+    )
 
 
 def calibrate(config: dict, models: list[str], pools: dict, done: dict, log) -> dict:
@@ -837,4 +894,5 @@ def plan_for(
     study = configfile or "config.yaml (the default study)"
     load = HostLoad(cpu_others_share())  # the host as it is now
     plan = plan_study(config, models, devices, slurm, native, steps, done, load=load)
+    plan = less_made(plan, made_here(Path.cwd(), models))
     return f"study: {study}\n{took}" + format_plan(plan)

@@ -5,10 +5,13 @@ thresholds decreasing, a method's runtime and precision, ...): `check_settings` 
 stage's own validator on the config's value, so the workflow refuses at parse time (a dry
 run too) exactly what a job would refuse hours later, one line per problem naming the key
 and the file that set it. With `from_summary`, `check_published` reads the published summary
-(and `figures.trace_table`) once, as the jobs would. `load_study` is the study as `joulebench
-plan`, `devices`, `status` and the workflow see it: read and schema-checked by
-`joulebench.study`, then checked here. This module calls into the stages, so it sits above
-them (below cli); the stages import it never. The map of the package: docs/design.md.
+(and `figures.trace_table`) once, as the jobs would, and says the baseline of its method
+savings where it is not the study's (`study_baseline`); `replot_inputs` names a run's own
+summary and trace as the run named them, so its replot reruns nothing. `load_study` is
+the study as `joulebench plan`, `devices`, `status` and the workflow see it: read and
+schema-checked by `joulebench.study`, then checked here. This module calls into the
+stages, so it sits above them (below cli); the stages import it never. The map of the
+package: docs/design.md.
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from joulebench.study import ConfigError, check_input_path, read_study, source_of
+
+# A run's summary in its folder (the README's replot reads it), and the power trace its
+# figures draw: a copy of one profile job's trace, so a replot finds the same one.
+RUN_SUMMARY = "results/summary.parquet"
+DRAWN_TRACE = "results/trace.parquet"
 
 
 def load_study(configfile: str | Path | None = None, root: Path | None = None) -> dict:
@@ -120,18 +128,66 @@ def check_published(config: Mapping) -> list[str]:
     check_input_path("from_summary", summary)
     if trace:
         check_input_path("figures.trace_table", trace)
-    problems = []
+    problems, said = [], []
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always")
         try:
-            read_summary(summary)
+            said = _baseline_said(config, read_summary(summary))
         except (SummaryError, TableError) as exc:
             problems.append(f"from_summary: {exc}")
+        except ConfigError as exc:
+            problems.append(str(exc))
         if trace:
             problems += _trace_problems(trace)
     if problems:
         raise ConfigError("\n".join(problems))
-    return [f"from_summary: note: {w.message}" for w in notes]
+    return [f"from_summary: note: {w.message}" for w in notes] + said
+
+
+def replot_inputs(config: Mapping, folder: Path | None = None) -> tuple[str, str | None]:
+    """The summary and power trace a replot (`from_summary`) draws from. Where the summary is
+    the run's own in `folder` (the README's replot), they are named as the run named them
+    (RUN_SUMMARY, and DRAWN_TRACE where the run drew one): the same figures, and Snakemake
+    sees the same inputs, so it reruns nothing. Else the summary as given and
+    `figures.trace_table` (or no trace)."""
+    folder = Path(folder or Path.cwd())
+    summary, trace = str(config["from_summary"]), _at(config, "figures.trace_table")
+    if (folder / summary).resolve() != (folder / RUN_SUMMARY).resolve():
+        return summary, trace
+    if not trace and (folder / DRAWN_TRACE).is_file():
+        trace = DRAWN_TRACE
+    return RUN_SUMMARY, trace
+
+
+def study_baseline(config: Mapping) -> str | None:
+    """The method savings are computed against: `fits.baseline_method`, else the study's
+    first method (a sweep's first value: fp16@1.0); None where the study names none. The
+    same for a measured run and a replot of its summary, so a replot draws the same savings."""
+    from joulebench.measure.methods import expand_methods
+
+    named = _at(config, "fits.baseline_method")
+    return named or next(iter(expand_methods(_at(config, "methods", {}))), None)
+
+
+def _baseline_said(config: Mapping, summary) -> list[str]:
+    """A published summary's baseline, never changed silently: a ConfigError where the study
+    names one (`fits.baseline_method`) the summary lacks; a note where the study's first
+    method is not in it, naming the method its savings are against instead."""
+    from joulebench.analysis.fits import pick_baseline
+
+    wanted = study_baseline(config)
+    picked = pick_baseline(summary, wanted)
+    if wanted is None or picked == wanted:
+        return []
+    methods = ", ".join(sorted(summary["method"].dropna().unique())) or "none"
+    if _at(config, "fits.baseline_method"):
+        raise ConfigError(
+            f"fits.baseline_method: {wanted!r} is no method of the summary (its methods: {methods})"
+        )
+    return [
+        f"from_summary: note: the summary has no method {wanted!r} (the study's first): "
+        f"method savings against {picked!r}; fits.baseline_method picks another ({methods})"
+    ]
 
 
 def _trace_problems(path) -> list[str]:

@@ -61,12 +61,12 @@ def _score(config: Mapping) -> dict:
 
 
 def _fits(config: Mapping) -> dict:
-    """The baseline of method savings defaults to the config's first method (with
-    from_summary, the summary's first: the function's own default)."""
-    from joulebench.measure.methods import expand_methods  # a sweep's first value: fp16@1.0
+    """The baseline of method savings defaults to the study's first method, with from_summary
+    too (prerun.study_baseline): a replot in a run's folder draws the run's savings, and
+    hands the same settings, so Snakemake reruns nothing."""
+    from joulebench.prerun import study_baseline
 
-    first = None if config.get("from_summary") else next(iter(expand_methods(config["methods"])))
-    return {**config["fits"], "baseline_method": config["fits"]["baseline_method"] or first}
+    return {**config["fits"], "baseline_method": study_baseline(config)}
 
 
 def _best_configs(config: Mapping) -> dict:

@@ -4,7 +4,9 @@ A model name or device label comes from a config or a published summary, so it m
 anything: `/`, `..`, NUL, escape sequences that clear a screen or set a window title, bidi
 overrides that show text reversed. Every file name built from such a name goes through
 `file_name`, and every such string printed to a terminal or drawn on a label through
-`printable`. This module imports no other joulebench module, so every layer may use it.
+`printable`. A count printed with its noun goes through `quantity` ("1 configuration", never
+"1 configurations"). This module imports no other joulebench module, so every layer may use
+it.
 """
 
 from __future__ import annotations
@@ -59,3 +61,9 @@ def printable(text: object, *, newlines: bool = False) -> str:
         ch if ch.isprintable() or ch in keep else ch.encode("unicode_escape").decode("ascii")
         for ch in text
     )
+
+
+def quantity(count: int, noun: str, plural: str | None = None) -> str:
+    """`count` and its noun, singular for one: "1 configuration", "1,200 configurations"
+    (`plural` where adding an s is wrong)."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"

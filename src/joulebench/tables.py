@@ -1453,7 +1453,8 @@ def short_reason(reason: BaseException | str, max_chars: int = REASON_MAX_CHARS)
 
 
 def concat_tables(table: str, parts: Sequence[str | os.PathLike], output) -> pd.DataFrame:
-    """The per-job tables of `table` (catalog or profile) as one, written to `output`.
+    """The per-job tables of `table` (catalog, profile, or one trace: the figures') as one,
+    written to `output`.
 
     Every damaged part is named at once, with the command that removes them so the next
     run redoes those models (table_io.TableError); nothing is written then.
@@ -1465,7 +1466,7 @@ def concat_tables(table: str, parts: Sequence[str | os.PathLike], output) -> pd.
         except table_io.TableError as exc:
             damaged.append((path, exc))
     if damaged:
-        redo = "measures" if table == "profile" else "counts"
+        redo = "counts" if table == "catalog" else "measures"
         lines = [str(exc) for _, exc in damaged]
         lines.append(
             f"Delete the damaged file(s), and the next run {redo} those models again:\n  rm "

@@ -31,7 +31,13 @@ from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
 from joulebench.measure.quiet import cpu_others_share
 from joulebench.plan import HostLoad, measured_rows, one_line, plan_study
-from joulebench.prerun import check_published, check_settings
+from joulebench.prerun import (
+    DRAWN_TRACE,
+    RUN_SUMMARY,
+    check_published,
+    check_settings,
+    replot_inputs,
+)
 from joulebench.study import (
     ConfigError,
     check_config,
@@ -92,6 +98,9 @@ ENV = "../../envs/joulebench.yaml"
 
 # Figures from existing data: a published summary -> scores, fits, figures; nothing measured.
 FROM_SUMMARY = config.get("from_summary")  # checked above (check_published)
+# What a replot draws from: a run's own summary in its folder named as the run named it, with
+# the trace the run drew (the same inputs: nothing reruns); else the summary given.
+REPLOT_SUMMARY, REPLOT_TRACE = replot_inputs(config) if FROM_SUMMARY else (None, None)
 if not FROM_SUMMARY and not config.get("models"):
     raise WorkflowError(
         "The config needs `models:` (or `from_summary:` to replot a summary)."
@@ -220,7 +229,7 @@ def get_webapp_settings():
 
 def get_summary(wildcards):
     """The summary the analysis reads: ours, or a published one (from_summary)."""
-    return FROM_SUMMARY or "results/summary.parquet"
+    return REPLOT_SUMMARY or RUN_SUMMARY
 
 
 def get_figure_inputs(wildcards):
@@ -237,9 +246,14 @@ def get_figure_inputs(wildcards):
 
 
 def get_trace(wildcards):
-    """The power trace the trace figure shows (one model's job; default the first)."""
-    if FROM_SUMMARY:
-        return config["figures"]["trace_table"]
+    """The power trace the trace figure shows: the run's copy of one job's (rule
+    drawn_trace), or the replot's (REPLOT_TRACE; none where it has none)."""
+    return REPLOT_TRACE if FROM_SUMMARY else DRAWN_TRACE
+
+
+def get_job_trace(wildcards):
+    """The profile job's trace the figures draw (figures.trace; default the first model's on
+    the first device)."""
     want = config["figures"]["trace"]
     device = want["device_label"] or next(iter(DEVICES))
     model = want["model"] or MODELS[0]

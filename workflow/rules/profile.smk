@@ -65,3 +65,19 @@ rule profile_table:
         ENV
     shell:
         "joulebench concat profile --output={output:q} -- {input:q} > {log:q} 2>&1"
+
+
+# The power trace the figures draw (figures.trace: one job's) under one name, so a replot of
+# this run's summary (from_summary) draws the same one.
+rule drawn_trace:
+    input:
+        get_job_trace,
+    output:
+        DRAWN_TRACE,
+    log:
+        "logs/profile/drawn_trace.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "joulebench concat trace --output={output:q} -- {input:q} > {log:q} 2>&1"

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from joulebench.safe_text import quantity
 from joulebench.table_io import atomic_write, write_table
 from joulebench.table_io import read_table as read_any_table
 from joulebench.tables import ACCURACY_COLUMNS
@@ -391,7 +392,8 @@ def run_reference(catalog, output, **settings) -> pd.DataFrame:
     write_table(rows, output, ACCURACY_COLUMNS)
     found = int(rows["top1"].notna().sum())
     print(
-        f"reference accuracy ({tables.origin}): {found} of {len(rows)} models -> {output}",
+        f"reference accuracy ({tables.origin}): {found} of {quantity(len(rows), 'model')} "
+        f"-> {output}",
         file=sys.stderr,
     )
     return rows

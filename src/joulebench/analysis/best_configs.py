@@ -33,6 +33,7 @@ from joulebench.analysis.score import (
     measured_mask,
 )
 from joulebench.analysis.summary import read_summary
+from joulebench.safe_text import quantity
 from joulebench.table_io import conform, write_table
 from joulebench.tables import BEST_CONFIGS, KNOB_COLUMNS, energy_is_estimate
 
@@ -410,5 +411,8 @@ def run_best_configs(
     )
     write_table(table, output, BEST_CONFIG_COLUMNS)
     found = int(table["met"].fillna(False).sum())
-    print(f"best configurations: {found} of {len(table)} rows found -> {output}", file=sys.stderr)
+    print(
+        f"best configurations: {found} of {quantity(len(table), 'row')} found -> {output}",
+        file=sys.stderr,
+    )
     return table

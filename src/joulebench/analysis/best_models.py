@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from joulebench.analysis.score import left_out_of_grades
-from joulebench.safe_text import printable
+from joulebench.safe_text import printable, quantity
 
 MAX_ROWS = 8
 
@@ -121,9 +121,8 @@ def _end_lines(results: Path) -> list[str]:
         lines.append(f"  web page: {page.resolve()}")
     figures = sorted((results / "figures").glob("*.png"))
     if figures:
-        lines.append(
-            f"  figures:  {figures[0].parent.resolve()}/ ({len(figures)} figures, PNG and PDF)"
-        )
+        made = quantity(len(figures), "figure")
+        lines.append(f"  figures:  {figures[0].parent.resolve()}/ ({made}, PNG and PDF)")
     tables = [
         results / name for name in ("summary.parquet", "scores.parquet", "best_configs.parquet")
     ]

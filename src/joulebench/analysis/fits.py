@@ -631,6 +631,39 @@ def read_fits(outdir) -> dict[str, pd.DataFrame]:
     return {name: read_table(Path(outdir) / f"{name}.parquet") for name in FIT_TABLE_COLUMNS}
 
 
+# What a method that changes nothing runs (a baseline where none is named): its precision,
+# and each other column of the method empty or this value.
+PLAIN_PRECISION = "fp32"
+PLAIN_METHOD = {
+    "runtime": "pytorch",
+    "channels_last": False,
+    "compile": "",
+    "cuda_graphs": False,
+    "power_limit_requested_w": None,
+    "power_limit_requested_fraction": None,
+    "sm_clock_requested_mhz": None,
+    "sm_clock_requested_preset": None,
+}
+
+
+def pick_baseline(summary: pd.DataFrame, wanted: str | None) -> str | None:
+    """The method savings are computed against: `wanted` where the summary has it; else its
+    plainest method (every row fp32 in eager PyTorch, nothing else asked), the first by name;
+    else one named fp32; else its first. Never one picked by its name's order alone where a
+    plain one exists (bf16 sorts before fp32, and read every saving against bf16)."""
+    methods = sorted(summary["method"].dropna().unique())
+    if wanted in methods or not methods:
+        return wanted if wanted in methods else None
+    plain = summary["precision"].astype(object).eq(PLAIN_PRECISION)
+    for column, value in PLAIN_METHOD.items():
+        if column in summary.columns:
+            cell = summary[column].astype(object)
+            plain &= cell.isna() | (cell.eq(value) if value is not None else False)
+    unplain = set(summary.loc[~plain.astype(bool), "method"].dropna())
+    named = PLAIN_PRECISION if PLAIN_PRECISION in methods else methods[0]  # no columns say
+    return next((m for m in methods if m not in unplain), named)
+
+
 def run_fits(
     summary,
     outdir,
@@ -644,14 +677,15 @@ def run_fits(
     """`joulebench fits`: every fit of a summary (path), written to `outdir`.
 
     The baseline of method savings is `baseline_method` where the summary has it, else (unset,
-    or a published summary without it) the summary's first method, said on stderr.
+    or a published summary without it) the summary's plainest method (`pick_baseline`), said
+    on stderr.
     """
     summary = read_summary(summary)
-    methods = list(summary["method"].dropna().unique())
-    if baseline_method not in methods:
-        if baseline_method:
-            print(f"fits: baseline method {baseline_method!r} not in the summary", file=sys.stderr)
-        baseline_method = methods[0] if methods else None
+    picked = pick_baseline(summary, baseline_method)
+    if picked != baseline_method:
+        said = f"baseline method {baseline_method!r} not in the summary" if baseline_method else ""
+        print(f"fits: {said}{'; ' if said else ''}savings against {picked!r}", file=sys.stderr)
+    baseline_method = picked
     implausible = _implausible(summary, energy)
     if implausible.any():
         first = summary[implausible].iloc[0]

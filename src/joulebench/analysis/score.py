@@ -32,6 +32,7 @@ from joulebench.flags import (
     canonical_names,
     first_flag,
 )
+from joulebench.safe_text import quantity
 from joulebench.table_io import conform, write_table
 from joulebench.tables import SCORE_COLUMNS
 
@@ -438,5 +439,5 @@ def run_score(summary, output, **settings) -> pd.DataFrame:
     scores = score_summary(read_summary(summary), **settings)
     write_table(scores, output, SCORE_COLUMNS)
     graded = int(scores["grade"].notna().sum())
-    print(f"scores: {len(scores)} rows, {graded} graded -> {output}", file=sys.stderr)
+    print(f"scores: {quantity(len(scores), 'row')}, {graded} graded -> {output}", file=sys.stderr)
     return scores

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from joulebench.flags import FLAG_CI_CLIPPED, add_flag, canonical_flags
+from joulebench.safe_text import quantity
 from joulebench.table_io import conform, read_table, write_table
 from joulebench.tables import (
     ACCURACY_COLUMNS,
@@ -203,7 +204,7 @@ def run_summary(profile, output, *, catalog=None, accuracy=None, csv=None) -> pd
         read_table(accuracy) if accuracy else None,
     )
     write_summary(summary, output, csv)
-    print(f"summary: {len(summary)} rows -> {output}", file=sys.stderr)
+    print(f"summary: {quantity(len(summary), 'row')} -> {output}", file=sys.stderr)
     return summary
 
 
@@ -360,7 +361,7 @@ def _value_problems(df: pd.DataFrame) -> list[str]:
     if bad_phase:
         problems.append(f"phase has unknown values {sorted(bad_phase)} (allowed: {PHASES})")
     if df["status"].isna().any():
-        problems.append(f"status is missing in {int(df['status'].isna().sum())} rows")
+        problems.append(f"status is missing in {quantity(int(df['status'].isna().sum()), 'row')}")
     bad_src = set(df["accuracy_source"].dropna()) - set(ACCURACY_SOURCES)
     if bad_src or df["accuracy_source"].isna().any():
         problems.append(f"accuracy_source must be one of {ACCURACY_SOURCES}, got {bad_src}")
@@ -371,14 +372,17 @@ def _value_problems(df: pd.DataFrame) -> list[str]:
     mixed = says_estimate & (df["energy_is_estimate"].fillna(True) == False)  # noqa: E712
     if mixed.any():
         problems.append(
-            f"{int(mixed.sum())} rows have an estimate meter but energy_is_estimate False"
+            f"energy_is_estimate is False beside an estimate meter in "
+            f"{quantity(int(mixed.sum()), 'row')}"
         )
     problems += _range_problems(df)
     keyed = df.dropna(subset=list(SUMMARY_KEY))
     dup = keyed.duplicated(list(SUMMARY_KEY), keep=False)
     if dup.any():
         first = keyed.loc[dup, list(SUMMARY_KEY)].iloc[0].to_dict()
-        problems.append(f"{int(dup.sum())} rows share a key {SUMMARY_KEY}, e.g. {first}")
+        problems.append(
+            f"{quantity(int(dup.sum()), 'row')} share a key {SUMMARY_KEY}, e.g. {first}"
+        )
     return problems
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from joulebench.catalog.models import split_name
 from joulebench.catalog.workloads import FAMILY, is_workload, load_workload, workload_name
+from joulebench.safe_text import quantity
 from joulebench.table_io import write_table
 from joulebench.tables import CATALOG_COLUMNS, UNFUSED, short_reason
 
@@ -207,5 +208,5 @@ def run_catalog(
     df = build_catalog(models)
     write_table(df, output, CATALOG_COLUMNS)
     failed = int((df["status"] != "ok").sum())
-    print(f"catalog: {len(df)} models, {failed} failed -> {output}", file=sys.stderr)
+    print(f"catalog: {quantity(len(df), 'model')}, {failed} failed -> {output}", file=sys.stderr)
     return df

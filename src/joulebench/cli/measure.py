@@ -49,7 +49,7 @@ def _cmd_concat(args) -> int:
 
 def add_concat(sub) -> None:
     p = sub.add_parser("concat", help="concatenate per-job tables into one")
-    p.add_argument("table", choices=["catalog", "profile"])
+    p.add_argument("table", choices=["catalog", "profile", "trace"])
     p.add_argument("parts", nargs="+")
     p.add_argument("--output", "-o", required=True)
     p.set_defaults(func=_cmd_concat)

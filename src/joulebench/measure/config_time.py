@@ -212,9 +212,12 @@ def method_config_s(
 
 
 def format_duration(seconds: float) -> str:
-    """42 s, 11 min, 2 h 05 min, 8 d 11 h: as precise as a plan can be."""
+    """0.2 s, 42 s, 11 min, 2 h 05 min, 8 d 11 h: as precise as a plan can be (under a
+    second, one digit: a fast protocol's window never reads 0 s)."""
     if not math.isfinite(seconds):
         return "?"
+    if 0.05 <= seconds < 0.95:
+        return f"{seconds:.1f} s"
     s = round(seconds)
     if s < 60:
         return f"{s} s"

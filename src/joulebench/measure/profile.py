@@ -25,7 +25,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from joulebench.flags import FLAG_SIMULATED, FLAG_TRAIN_LOSS_NOT_FINITE, join_flags
+from joulebench.flags import (
+    FLAG_SIMULATED,
+    FLAG_TRAIN_LOSS_NOT_FINITE,
+    flag_warnings,
+    join_flags,
+)
 from joulebench.measure.arithmetic import applied as arithmetic_applied
 from joulebench.measure.arithmetic import arithmetic_for
 from joulebench.measure.backends import Backend, KnobRefused, backend_for
@@ -59,6 +64,7 @@ from joulebench.measure.supervise import TIMEOUT_FLOOR_S, deadline_s, emit
 from joulebench.measure.tail import TailCalibration
 from joulebench.measure.tail import from_report as tail_from_report
 from joulebench.measure.train import TrainSpec
+from joulebench.safe_text import quantity
 from joulebench.study import IDLE_PRE_S
 from joulebench.table_io import conform, empty_frame, read_table, write_table
 from joulebench.tables import (
@@ -665,7 +671,7 @@ def measure_configs(
             )
         log(f"[{i}/{len(configs)}] {job.model} {label} bs{batch_size}: {outcome_line(outcome)}")
         emit("done", position=i - 1)
-    log(f"{job.model}: {len(configs)} configurations in {eta.elapsed()}")
+    log(f"{job.model}: {quantity(len(configs), 'configuration')} in {eta.elapsed()}")
 
     # the rows in the configurations' own order, whatever order they were measured in
     rows = [row for _, row in sorted(rows, key=lambda item: item[0])]
@@ -960,15 +966,50 @@ def profile_now(
     return rows
 
 
+WIDE_CI = "(!)"  # beside an energy whose 95% CI is wider than the value itself
+
+
 def format_rows(rows: pd.DataFrame) -> str:
-    """The short table `joulebench profile` prints, with a line when energy is estimated."""
-    table = rows[["model", "phase", "method", "batch_size", "status", "meter"]].copy()
-    table["mJ/image"] = rows["energy_per_image_j"] * 1e3
-    table["CI95 mJ"] = (rows["energy_per_image_ci95_high_j"] - rows["energy_per_image_j"]) * 1e3
+    """The short table `joulebench profile` prints: each energy with its 95% CI (± in mJ,
+    marked where the CI is wider than the value: too few windows, or a load that changed),
+    each row's flags; under it what a careful reader must know: a wide CI, a line per flag
+    that makes a number untrustworthy (flags.flag_warnings), an estimated energy."""
+    table = rows[["model", "phase", "method", "batch_size", "status"]].copy()
+    energy = rows["energy_per_image_j"].astype("float64") * 1e3
+    half = (rows["energy_per_image_ci95_high_j"].astype("float64") - energy / 1e3) * 1e3
+    wide = (half > energy).fillna(False)
+    table["mJ/image ± 95% CI"] = [
+        _energy_cell(e, h, w) for e, h, w in zip(energy, half, wide, strict=True)
+    ]
     table["CV %"] = rows["energy_per_image_cv"] * 100
     table["img/s"] = rows["throughput_img_s"]
     table["W"] = rows["power_mean_w"]
-    text = table.to_string(index=False, float_format=lambda v: f"{v:.3g}")
+    table["meter"] = rows["meter"]
+    table["flags"] = rows["flags"].astype("string").fillna("").replace("", "-")
+    lines = [table.to_string(index=False, float_format=_figure)]
+    if wide.any():
+        lines.append(
+            f"{WIDE_CI} the 95% CI is wider than the value ({quantity(int(wide.sum()), 'row')}): "
+            "too few windows to pin it down, or the load changed between them; more --repeats "
+            "(and a quiet host) narrow it"
+        )
+    lines += flag_warnings(rows["flags"])
     if rows["is_estimate"].fillna(False).any():
-        text += "\nenergy is ESTIMATED (no hardware counter readable); see meter_reasons."
-    return text
+        lines.append("energy is ESTIMATED (no hardware counter readable); see meter_reasons.")
+    return "\n".join(lines)
+
+
+def _figure(value: float) -> str:
+    """Three significant digits, never in exponent form (1,350 img/s, not 1.35e+03)."""
+    if not math.isfinite(value):
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _energy_cell(energy_mj: float, half_mj: float, wide: bool) -> str:
+    """An energy in mJ with its CI's half-width: '144 ± 3.1', '596 ± 750 (!)', '-'."""
+    if not math.isfinite(energy_mj):
+        return "-"
+    if not math.isfinite(half_mj):
+        return _figure(energy_mj)
+    return f"{_figure(energy_mj)} ± {_figure(half_mj)}" + (f" {WIDE_CI}" if wide else "")

@@ -144,6 +144,40 @@ def stdout_to_stderr():
         os.close(saved)
 
 
+def _flush_native() -> None:
+    """Python's and C's buffered output written out (C++ prints through C's stdio)."""
+    import ctypes
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with contextlib.suppress(OSError, AttributeError, TypeError):  # no C library here
+        ctypes.CDLL(None).fflush(None)
+
+
+@contextlib.contextmanager
+def native_output_dropped():
+    """Whatever native code prints to stdout or stderr while the block runs, dropped: the
+    TorchScript exporter dumps a model it cannot export ("Torch IR graph at exception", a
+    screen of IR: its ONNX log, once turned on by an export, stays on), which reached the
+    terminal of `joulebench profile` and of `make test`. The row's reason says why an
+    export failed, so the dump is nobody's news."""
+    _flush_native()
+    saved = os.dup(1), os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as held:
+            os.dup2(held.fileno(), 1)
+            os.dup2(held.fileno(), 2)
+            try:
+                yield
+            finally:
+                _flush_native()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+    finally:
+        os.close(saved[0])
+        os.close(saved[1])
+
+
 def _export(model, x, path: Path, opset: int) -> str:
     """Export with torch's ONNX exporter; the TorchScript one where that fails. Returns which."""
     import torch
@@ -151,7 +185,7 @@ def _export(model, x, path: Path, opset: int) -> str:
     errors = []
     for exporter, dynamo in (("dynamo", True), ("torchscript", False)):
         try:
-            with warnings.catch_warnings(), torch.no_grad(), stdout_to_stderr():
+            with warnings.catch_warnings(), torch.no_grad(), native_output_dropped():
                 warnings.simplefilter("ignore")
                 torch.onnx.export(
                     model,

@@ -42,7 +42,7 @@ LOG_TAIL_BYTES = 16384  # a job's last lines: its latest progress line is among 
 # A job's progress lines (measure.profile.measure_configs).
 CONFIG_LINE = re.compile(r"config (\d+)/(\d+) (\S+) (.*?), elapsed (.*?), ETA (.*)")
 DONE_LINE = re.compile(r"\[(\d+)/(\d+)\] (\S+) (.*?): (\S+)")
-END_LINE = re.compile(r"(\S+): (\d+) configurations in (.*)")
+END_LINE = re.compile(r"(\S+): (\d+) configurations? in (.*)")
 SQUEUE_TIMEOUT_S = 20.0
 SQUEUE_STATES = {"PENDING": "pending", "RUNNING": "running", "CONFIGURING": "running"}
 

@@ -31,6 +31,7 @@ MIN_ACTIVE_S = 600.0  # a log written this recently is a running job's (a config
 # come at its start and end, so a healthy job is silent for one configuration at most)
 FAILURES_SHOWN = 5
 SQUEUE_RUNNING = "running"
+IDLE_JOB = "(idle baseline)"  # the model of an idle job in `running` (it has no log)
 
 
 def _durations_s(frame: pd.DataFrame) -> pd.Series:
@@ -82,7 +83,7 @@ def classify_jobs(logs, processes, marks, slurm, active_s: float):
         (running if evidence else stopped).append((log, evidence))
     for output, process in sorted(ours.items()):
         if output.startswith("results/idle/"):
-            idle = observe.JobLog(Path(output).stem, "(idle baseline)", "", 0.0)
+            idle = observe.JobLog(Path(output).stem, IDLE_JOB, "", 0.0)
             running.append((idle, f"process {process.pid} is measuring it"))
     return running, stopped
 
@@ -116,6 +117,7 @@ def device_status(label: str, rows: pd.DataFrame, jobs: list, plan: StudyPlan) -
     ok, not_ok = _status_counts(ours)
     planned = plan.planned(label)
     in_jobs = sum(log.finished for log, _ in jobs)
+    model_jobs = [log for log, _ in jobs if log.model != IDLE_JOB]
     left = None if planned is None else max(planned - len(ours) - in_jobs, 0)
     durations = _durations_s(ours)
     timed = durations.notna()
@@ -132,6 +134,7 @@ def device_status(label: str, rows: pd.DataFrame, jobs: list, plan: StudyPlan) -
         "not_ok": sum(not_ok.values()),
         "not_ok_by_status": not_ok,
         "in_running_jobs": in_jobs,
+        "running_jobs": len(model_jobs),
         "left": left,
         "outside_study": len(rows) - len(ours),
         "measured_s": measured_s,
@@ -143,7 +146,7 @@ def device_status(label: str, rows: pd.DataFrame, jobs: list, plan: StudyPlan) -
     }
     if left is not None:
         rate_s = measured_s / int(timed.sum()) if timed.any() else plan.config_estimate_s
-        running = {parse_job_key(log.model)[0] for log, _ in jobs}  # a job: model(+method)
+        running = {parse_job_key(log.model)[0] for log in model_jobs}  # a job: model(+method)
         started = len(set(ours["model"].astype(str)) | running)
         unstarted = max(len(plan.models) - started, 0)
         out["eta_s"] = (left * rate_s + unstarted * plan.job_overhead_s) / parallel
@@ -167,7 +170,8 @@ def _is_host(torch_device: str) -> bool:
 def total_status(devices: list[dict]) -> dict:
     """The run as a whole; its ETA as the plan counts one host: GPU devices at once (the
     longest), each CPU device after the others (it takes every slot)."""
-    keys = ("planned", "ok", "not_ok", "in_running_jobs", "left", "measured_s", "planned_s")
+    keys = ("planned", "ok", "not_ok", "in_running_jobs", "running_jobs", "left")
+    keys += ("measured_s", "planned_s")
     out: dict = {
         key: None if any(d[key] is None for d in devices) else sum(d[key] for d in devices)
         for key in keys
@@ -183,7 +187,20 @@ def total_status(devices: list[dict]) -> dict:
     return out
 
 
+def _as_of_now(log: observe.JobLog) -> tuple[float | None, float | None]:
+    """The job's elapsed time and ETA now (s): its last line's, moved on by the log's age (a
+    job writes a line as a configuration starts, so "elapsed 0 s" may be minutes old);
+    None where the line says no duration."""
+    age = max(log.age_s, 0.0)
+    elapsed, eta = parse_duration(log.elapsed), parse_duration(log.eta)
+    return (
+        None if elapsed is None else elapsed + age,
+        None if eta is None else max(eta - age, 0.0),
+    )
+
+
 def _job_dict(log: observe.JobLog, evidence: str) -> dict:
+    elapsed_s, eta_s = _as_of_now(log)
     return {
         "device": log.device,
         "gpu": None,  # which GPU of a pool (issue 24 item 1): not in the log yet
@@ -192,9 +209,10 @@ def _job_dict(log: observe.JobLog, evidence: str) -> dict:
         "configs": log.configs,
         "current": log.current,
         "finished": log.finished,
-        "elapsed": log.elapsed,
-        "eta": log.eta,
-        "eta_s": parse_duration(log.eta),
+        "elapsed": log.elapsed if elapsed_s is None else format_duration(elapsed_s),
+        "elapsed_s": elapsed_s,
+        "eta": log.eta if eta_s is None else format_duration(eta_s),
+        "eta_s": eta_s,
         "log_age_s": round(log.age_s, 1),
         "evidence": evidence,
         "last_line": log.last_line,

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from joulebench.safe_text import printable
+from joulebench.safe_text import printable, quantity
 from joulebench.status.plan_view import StudyPlan, format_duration, study_plan
 from joulebench.status.progress import FAILURES_SHOWN, status_of
 
@@ -26,10 +26,10 @@ def _n(value) -> str:
 def _header(status: dict) -> list[str]:
     plan = status["plan"]
     lines = [f"joulebench status of {status['directory']}, {status['time_utc']}"]
-    models = "? models" if plan["models"] is None else f"{plan['models']:,} models"
+    models = "? models" if plan["models"] is None else quantity(plan["models"], "model")
     lines.append(
         f"study: {status['study']}: {models} ({plan['models_source']}) x "
-        f"{plan['configs_per_model']} configurations each; planned "
+        f"{quantity(plan['configs_per_model'], 'configuration')} each; planned "
         f"~{_d(plan['config_estimate_s'])} per configuration, "
         f"+{_d(plan['job_overhead_s'])} per model job"
     )
@@ -55,6 +55,15 @@ def _not_ok(device: dict) -> str:
     return f"{device['not_ok']} ({by})" if by else str(device["not_ok"])
 
 
+def _running(device: dict) -> str:
+    """The configurations the running jobs finished (their rows come when a job ends) and
+    how many jobs run: "0 done in 1 job" while a job measures its first, never a bare 0."""
+    jobs, done = device.get("running_jobs"), device["in_running_jobs"]
+    if jobs is None or done is None:
+        return "?"
+    return f"{done:,} done in {quantity(jobs, 'job')}" if jobs else "none"
+
+
 def _ratio(device: dict) -> str:
     if not device["planned_s"]:
         return ""
@@ -64,12 +73,13 @@ def _ratio(device: dict) -> str:
 def device_table(status: dict) -> list[str]:
     if not status["devices"]:
         plan = status["plan"]
+        n = plan["per_device_configurations"]
         return [
             f"{plan['devices_source']}: no device has started yet; each measures "
-            f"{_n(plan['per_device_configurations'])} configurations, "
+            f"{'? configurations' if n is None else quantity(n, 'configuration')}, "
             f"~{_d(plan['per_device_estimate_s'])} by the plan"
         ]
-    head = ("device", "torch", "configs", "ok", "not ok", "in jobs", "left", "time")
+    head = ("device", "torch", "configs", "ok", "not ok", "running", "left", "time")
     rows = [(*head, "planned time", "ratio", "ETA")]
     for d in [*status["devices"], {**status["total"], "label": "total", "torch_device": ""}]:
         eta = _eta(d)
@@ -80,7 +90,7 @@ def device_table(status: dict) -> list[str]:
                 _n(d["planned"]),
                 _n(d["ok"]),
                 _not_ok(d) if "not_ok_by_status" in d else _n(d["not_ok"]),
-                _n(d["in_running_jobs"]),
+                _running(d),
                 _n(d["left"]),
                 _d(d["measured_s"]),
                 _d(d["planned_s"]),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 from joulebench.measure.backends.base import (
     DeviceIdentity,
@@ -39,6 +40,12 @@ UNTESTED = (
 NO_TF32 = "tf32 is measured on NVIDIA GPUs only (compute capability 8.0+), not with ROCm"
 BF16_GFX9 = ("908", "90a", "94", "95")  # the gfx9 parts with bf16 (prefixes)
 _GFX = re.compile(r"gfx(\d{1,2})([0-9a-f]{2})")
+# Where an AMD GPU shows without any AMD software: the PCI bus (Linux), vendor 0x1002 (AMD's
+# graphics; its CPUs' bridges are 0x1022) in a display (0x03) or accelerator (0x12, Instinct)
+# class.
+PCI_DEVICES = Path("/sys/bus/pci/devices")
+AMD_GPU_VENDOR = "0x1002"
+GPU_CLASSES = ("0x03", "0x12")
 _WHOLE = {"amdsmi_get_gpu_compute_partition": "SPX", "amdsmi_get_gpu_memory_partition": "NPS1"}
 
 
@@ -89,6 +96,26 @@ def amdsmi_state(meter) -> DeviceState:
     )
 
 
+def amd_gpu_present(root: Path | None = None) -> bool | None:
+    """Whether the PCI bus holds an AMD GPU; None where the bus cannot be read (not Linux).
+    AMD SMI's problems (not installed, no ROCm library, no amdgpu driver) are news only
+    where there is an AMD GPU: on a CPU-only host they are said nowhere."""
+    root = PCI_DEVICES if root is None else root
+    try:
+        devices = list(root.iterdir())
+    except OSError:
+        return None
+    for device in devices:
+        try:
+            vendor = (device / "vendor").read_text().strip().lower()
+            kind = (device / "class").read_text().strip().lower()
+        except OSError:
+            continue
+        if vendor == AMD_GPU_VENDOR and kind.startswith(GPU_CLASSES):
+            return True
+    return False
+
+
 def rocm_native(arch: str) -> NativePrecisions | None:
     """The precisions an AMD GPU runs natively, by torch's gcnArchName ('gfx90a:sramecc+:
     xnack-'); None for a name that is no gfx architecture."""
@@ -126,11 +153,11 @@ class RocmBackend(TorchGpuBackend):
         try:
             amdsmi = libs.get_amdsmi()
         except Exception as err:  # MeterUnavailable: amdsmi not installed
-            return [], f"AMD SMI: {err}"
+            return [], "" if amd_gpu_present() is False else f"AMD SMI: {err}"
         try:
             amdsmi.amdsmi_init()
         except amdsmi.AmdSmiException as err:
-            return [], f"AMD SMI: {err} (no amdgpu driver)"
+            return [], "" if amd_gpu_present() is False else f"AMD SMI: {err} (no amdgpu driver)"
         try:
             found = [(uuid, bdf, name) for _, uuid, bdf, name in amd_devices(amdsmi)]
         finally:
