@@ -171,7 +171,8 @@ def test_page_meta_carries_the_score_group_and_the_palettes():
     assert meta["palettes"] == palettes.page_palettes()
     assert list(meta["palettes"]["grade"]) == list(GRADES) == meta["grades"]
     js = webapp.page_script().lower()
-    colours = {*palettes.GRADE_COLORS.values(), *palettes.PAGE_SERIES, palettes.PAGE_OTHER}
+    colours = {*palettes.GRADE_COLORS.values(), *palettes.FAMILY_COLORS, palettes.OTHER_GREY}
+    colours |= {*palettes.GRADE_INK.values(), *palettes.PAGE_FRONTS} - {"#ffffff", palettes.INK}
     assert not [c for c in colours | {palettes.PAGE_NO_GRADE} if c.lower() in js]
 
 

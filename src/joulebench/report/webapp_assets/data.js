@@ -519,7 +519,7 @@ const jbData = (function () {
     meta.grades.forEach((g, i) => {
       const y = 74 + i * 17, mine = g === r.grade;
       items.push({ kind: "rect", x: 14, y, w: 34 + 10 * i, h: 14, fill: palette.grade[g], stroke: mine ? INK : "none" });
-      items.push(labelText(18, y + 11, g, 10, i >= 3 ? "#ffffff" : INK, "bold"));
+      items.push(labelText(18, y + 11, g, 10, palette.grade_ink[g], "bold"));
       if (mine) items.push(labelText(54 + 10 * i, y + 11, "◀", 11, INK, "bold"));
     });
     if (!r.grade) items.push(labelText(14, 206, "no grade", 9, MUTED));
