@@ -49,9 +49,8 @@ def power_trace(
     if t.empty or not np.isfinite(t[power_col].astype(float)).any():
         unplaced = counted(missing_key(trace).map(lambda k: f"samples without {k}" if k else ""))
         why = f"no power samples to plot: {unplaced}" if unplaced else ""
-        return plot.no_data(
-            stem, title, why or "no power samples (an estimating meter records none)"
-        )
+        estimated = "the meter estimates energy (modelled power × time) and records no power"
+        return plot.no_data(stem, title, why or f"{estimated} samples")
     first = t[TRACE_KEY].drop_duplicates().sort_values(TRACE_KEY).iloc[0]
     t = t[(t[TRACE_KEY] == first).all(axis=1)]
     fig, ax = plot.new_figure(2.6)
