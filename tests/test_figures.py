@@ -844,6 +844,7 @@ def test_a_figure_is_handed_only_the_tables_it_needs(estimated):
         trace_config={},
         idle_power_w=None,
         trace_estimated=False,
+        trace_simulated=False,
         max_energy_cv=None,
         why="",
         secondary_unit=None,
@@ -1139,3 +1140,24 @@ def test_render_all_lists_the_figures_not_made(drawn_as_run):
         "No data: the study measured inference only (phases: [inference, train] adds training)"
     )
     assert why["power_trace"].startswith("No data: the meter estimates energy")
+
+
+def test_a_study_of_one_method_says_so_where_methods_are_compared(tmp_path):
+    """No method to compare is the study's choice, not its rows' fault: the savings and
+    method-value figures say "one method", never "4 flagged ..." (the wrong cause)."""
+    summary, scores, fits, trace = study_tables(n_models=4, methods=("fp32",), estimated=False)
+    summary = summary.assign(flags="other-load")  # would be blamed before
+    out = _draw_all((summary, scores, fits, trace), tmp_path, write=True)
+    for name in ("method_savings", "method_value"):
+        why = out.paths[name].why
+        assert why.startswith("No data: the study measured one method (fp32)"), why
+
+
+def test_a_simulated_gpus_power_trace_says_simulated(measured, tmp_path, monkeypatch):
+    summary, scores, fits, trace = measured
+    shown = {}
+    _watch_saves(monkeypatch, lambda fig, stem: shown.update({Path(stem).name: fig}))
+    figures.render_all(summary.assign(is_simulated=True), scores, fits, trace, tmp_path)
+    fig = shown["power_trace"]
+    assert "(simulated)" in _legend_title(fig)
+    assert fig.axes[0].get_ylabel() == "Power (W, simulated)"

@@ -1086,7 +1086,8 @@ def test_the_default_study_page_says_what_its_rows_say(browser, as_run_site):
 @pytest.mark.parametrize("width", [1360, 1100])
 def test_model_and_method_names_are_read_whole_in_the_table(browser, as_run_site, width):
     """config.yaml's model names and fp32-channels-last fit their cells on at most two
-    lines, breaking after . _ -: nothing is cut off; the full name is on hover too."""
+    lines, breaking after . _ -, and no header, number or badge is cut: nothing is cut off
+    (the table scrolls sideways below its minimum width); the full name is on hover too."""
     app = App(browser, as_run_site[0], viewport={"width": width, "height": 1000})
     cells = app.page.locator("#table tbody tr.row td:is(.model, .name)")
     expect(cells.first).to_be_visible()
@@ -1099,6 +1100,12 @@ def test_model_and_method_names_are_read_whole_in_the_table(browser, as_run_site
     assert clipped == []
     names = set(cells.evaluate_all("cs => cs.map(c => c.textContent)"))
     assert "mobilenetv3_small_100.lamb_in1k" in names and "fp32-channels-last" in names
+    cut = app.page.evaluate(  # headers, numbers, badges: none cut to an ellipsis either
+        """() => [...document.querySelectorAll('#table th, #table tbody tr.row td')]
+             .filter(c => !c.querySelector('.wrap2') && c.scrollWidth > c.clientWidth + 1)
+             .map(c => c.getAttribute('data-key') || c.textContent)"""
+    )
+    assert cut == []
     app.assert_clean()
     app.context.close()
 

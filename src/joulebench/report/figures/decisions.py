@@ -18,6 +18,7 @@ from joulebench.report.figures.rows import (
     is_estimated,
     matches,
     one_device,
+    one_method,
     placed,
 )
 
@@ -159,6 +160,8 @@ def method_value(
         t = t[measured] if measured.any() else t
     multi = t.groupby("model")["method"].nunique() if not t.empty else pd.Series(dtype=int)
     t = t[t["model"].isin(multi[multi >= 2].index)] if len(multi) else t
+    if t.empty and one_method(summary, device_label):
+        return plot.no_data(stem, title, f"{one_method(summary, device_label)}: nothing to compare")
     if t.empty:
         what = "no model has comparable energies for two methods"
         return plot.no_data(stem, title, empty_because(what, why))

@@ -177,9 +177,11 @@ def plain_log(*axes) -> None:
 
 
 def group_title(row) -> str:
-    """A comparison group for a figure: device · method · batch, user strings cut short."""
+    """A comparison group for a figure: device · method · batch, user strings cut short; a
+    simulated GPU's device says so."""
     est = " (estimated)" if is_true(row.get("energy_is_estimate")) else ""
     dev, method = short(row["device_label"], 20), short(row["method"], 20)
+    dev += " (simulated)" if is_true(row.get("is_simulated")) else ""
     return f"{dev} · {method} · batch {row['batch_size_requested']}{est}"
 
 

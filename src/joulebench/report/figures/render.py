@@ -47,7 +47,7 @@ def render_all(
         raise RuntimeError(f"figures declared but not registered: {missing}")
     out = Path(outdir)
     tc = choose_trace_config(trace, trace_config or {})
-    idle, est = trace_context(summary, tc)
+    idle, est, sim = trace_context(summary, tc)
     if "energy_scope" in scores.columns and set(scores["energy_scope"].dropna()) == {"node"}:
         from joulebench.analysis.score import node_headline
 
@@ -63,6 +63,7 @@ def render_all(
         trace_config=tc,
         idle_power_w=idle,
         trace_estimated=est,
+        trace_simulated=sim,
         max_energy_cv=cv,
         why=not_comparable(summary, max_energy_cv=cv),  # why a fits figure may be empty
         secondary_unit=secondary_unit,

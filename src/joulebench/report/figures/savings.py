@@ -12,17 +12,28 @@ from matplotlib.lines import Line2D
 
 import joulebench.report.figures.plot as plot
 from joulebench.report.figures.registry import Inputs, figure
-from joulebench.report.figures.rows import empty_because, is_estimated, one_device, placed
+from joulebench.report.figures.rows import (
+    empty_because,
+    is_estimated,
+    one_device,
+    one_method,
+    placed,
+)
 
 BOX_MIN = 8  # models a box needs; fewer are drawn as points with their median
 
 
 @plot.styled
-def method_savings(savings: pd.DataFrame, stem, *, device_label: str | None = None, why: str = ""):
-    """Distribution of each method's saving against the baseline, one box per batch size."""
+def method_savings(
+    savings: pd.DataFrame, stem, *, device_label: str | None = None, why: str = "", only: str = ""
+):
+    """Distribution of each method's saving against the baseline, per batch size; `only`:
+    the study measured a single method (rows.one_method), which is then why it is empty."""
     title = "Energy saving of methods"
     s = placed(savings[np.isfinite(pd.to_numeric(savings["saving"], errors="coerce"))])
     s = one_device(s, device_label)
+    if s.empty and only:
+        return plot.no_data(stem, title, f"{only}: a saving needs a second one")
     if s.empty:
         what = "no model measured with both a method and the baseline"
         return plot.no_data(stem, title, empty_because(what, why))
@@ -87,8 +98,12 @@ def _method_ticks(ax, names: list[str]) -> None:
     ax.set_xlim(-0.6, len(names) - 0.4)
 
 
-@figure("method_savings", needs=("fits",))
+@figure("method_savings", needs=("fits", "summary"))
 def _draw(inputs: Inputs, stem) -> list[Path]:
     return method_savings(
-        inputs.fits["method_savings"], stem, device_label=inputs.device_label, why=inputs.why
+        inputs.fits["method_savings"],
+        stem,
+        device_label=inputs.device_label,
+        why=inputs.why,
+        only=one_method(inputs.summary, inputs.device_label),
     )

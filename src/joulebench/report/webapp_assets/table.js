@@ -7,24 +7,24 @@ const jbTable = (function (D, dom) {
   const ROW_H = 30; // px, fixed: the table renders only the rows scrolled into view
   const OVERSCAN = 12; // rows rendered above and below the view
   const BEST_SHOWN = 200; // rows of the best-configurations table; "All rows" holds every one
-  const MODEL_MIN_W = 210; // px: the model column takes what the others leave, never less
+  const MODEL_MIN_W = 200; // px: the model column takes what the others leave, never less
 
   // Names (wrap: true) take up to two lines, breaking after . _ - /, the rest on hover.
   const TABLE_COLS = [
     { key: "pick", label: "", sort: false, w: 34 },
     { key: "model", label: "Model", text: true, wrap: true },
-    { key: "family", label: "Family", text: true, wrap: true, w: 110 },
-    { key: "device_label", label: "Device", text: true, wrap: true, w: 84 },
-    { key: "method", label: "Method", text: true, wrap: true, w: 110 },
-    { key: "batch_size_requested", label: "Batch", w: 58 },
-    { key: "acc", label: "Top-1 %", w: 72, fmt: (r) => (isNaN(r.acc) ? "–" : r.acc.toFixed(2)) },
-    { key: "energy", label: "Energy / image", w: 196 },
-    { key: "throughput_img_s", label: "img/s", w: 76, fmt: (r) => D.fmtNum(r.throughput_img_s) },
-    { key: "params", label: "Params", w: 72, fmt: (r) => D.fmtCount(r.params) },
-    { key: "flops_per_image", label: "GFLOPs", w: 70, fmt: (r) => D.fmtGflops(r.flops_per_image) },
-    { key: "grade", label: "Grade", text: true, w: 58 },
-    { key: "efficiency_index", label: "Eff. index", w: 92, fmt: (r) => D.fmtNum(r.efficiency_index) },
-    { key: "status", label: "Status", text: true, w: 128 },
+    { key: "family", label: "Family", text: true, wrap: true, w: 96 },
+    { key: "device_label", label: "Device", text: true, wrap: true, w: 76 },
+    { key: "method", label: "Method", text: true, wrap: true, w: 100 },
+    { key: "batch_size_requested", label: "Batch", w: 56 },
+    { key: "acc", label: "Top-1 %", w: 76, fmt: (r) => (isNaN(r.acc) ? "–" : r.acc.toFixed(2)) },
+    { key: "energy", label: "Energy / image", w: 180 },
+    { key: "throughput_img_s", label: "img/s", w: 64, fmt: (r) => D.fmtNum(r.throughput_img_s) },
+    { key: "params", label: "Params", w: 70, fmt: (r) => D.fmtCount(r.params) },
+    { key: "flops_per_image", label: "GFLOPs", w: 72, fmt: (r) => D.fmtGflops(r.flops_per_image) },
+    { key: "grade", label: "Grade", text: true, w: 60 },
+    { key: "efficiency_index", label: "Eff. index", w: 98, fmt: (r) => D.fmtNum(r.efficiency_index) },
+    { key: "status", label: "Status", text: true, w: 132 },
   ];
 
   // study: data.loadStudy; els: { table, wrap, count }; on: { pick(id) -> false if refused,
