@@ -533,7 +533,7 @@ const jbPlot = (function (D, dom) {
       for (const [f, c] of familyColor) if (counts.has(f)) key(c, `(${counts.get(f)})`, null, f);
       const rest = [...counts].filter(([f]) => !familyColor.has(f));
       const n = rest.reduce((s, [, c]) => s + c, 0);
-      if (n) key(palette.other, `${rest.length} other families (${n})`);
+      if (n) key(palette.other, `${rest.length} other famil${rest.length === 1 ? "y" : "ies"} (${n})`);
     }
     if (points.some((r) => r.est)) key(null, "hollow: estimated energy", "hollow");
     legendFronts(box, study, view, fronts);
