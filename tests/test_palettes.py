@@ -39,7 +39,7 @@ def test_grades_stay_apart_for_every_vision():
     assert worst[0] >= GRADES_APART, worst
     viridis_a_b = ("#cae11f", "#67cc5c")
     assert min(difference(*viridis_a_b, v) for v in CVD) < GRADES_APART
-    for grey in (palettes.PAGE_NO_GRADE, palettes.OTHER_GREY, palettes.FLAGGED_GREY):
+    for grey in (palettes.PAGE_NO_GRADE, palettes.OTHER_GREY, palettes.OFF_FRONT_GREY):
         worst = closest_pair(grades, [(grey, g) for g in grades])
         assert worst[0] >= SERIES_APART, worst
 

@@ -33,7 +33,7 @@ GRADE_COLORS = {
     "G": "#7b3a42",
 }
 OTHER_GREY = "#c4c4c4"  # series past the palette's end (families but the first few)
-FLAGGED_GREY = "#8a8a8a"  # the hollow markers of rows kept off the front: darker, as rings
+OFF_FRONT_GREY = "#8a8a8a"  # the hollow markers of rows kept off the front: darker, as rings
 INK = "#1d2330"  # dark text
 
 # The page: points without a grade, and one colour for each model in the comparison (so it
@@ -76,10 +76,10 @@ def page_palettes() -> dict:
 
 __all__ = [
     "FAMILY_COLORS",
-    "FLAGGED_GREY",
     "GRADE_COLORS",
     "GRADE_INK",
     "INK",
+    "OFF_FRONT_GREY",
     "OKABE_ITO",
     "OTHER_GREY",
     "PAGE_COMPARE",

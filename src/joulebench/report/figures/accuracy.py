@@ -22,7 +22,7 @@ from joulebench.report.figures.rows import (
     missing_key,
     pick_group,
 )
-from joulebench.report.palettes import FLAGGED_GREY, GRADE_COLORS
+from joulebench.report.palettes import GRADE_COLORS, OFF_FRONT_GREY
 
 _FLAGGED_NOTE = re.compile(r"flagged ([^\s:(;]+)")
 
@@ -190,14 +190,14 @@ def _draw_flagged(ax, shown: pd.DataFrame, by_flag: pd.Series, scale: float) -> 
             sel["energy_per_image_j"] * scale,
             sel["top1"],
             facecolors="none",
-            edgecolors=FLAGGED_GREY,
+            edgecolors=OFF_FRONT_GREY,
             marker=marker,
             s=16,
             lw=0.7,
             zorder=2,
         )
         label = f"{plot.short(why)} ({len(sel)}, not graded)"
-        handles.append(plot.dot(FLAGGED_GREY, label, marker, True))
+        handles.append(plot.dot(OFF_FRONT_GREY, label, marker, True))
     return handles
 
 
