@@ -202,6 +202,8 @@ def test_each_rules_settings_are_its_functions_keywords_with_the_schemas_default
             assert list(parse_grade_thresholds(code[key]).values()) == value
         elif key == "baseline_method":  # None: the study's first method (prerun.study_baseline)
             assert code[key] is None and value == "fp32"
+        elif key == "protocol":  # None: not known (a published summary), here the config's
+            assert code[key] is None and value == {"preset": "default"}
         elif code[key] is None and isinstance(value, dict):
             assert all(v is None for v in value.values()), (key, value)  # nothing chosen
         else:
@@ -246,7 +248,9 @@ def test_what_the_rules_hand_their_commands_in_a_dry_run(run_workflow):
     for command, given in [*default.items(), *published.items()]:
         assert sorted(given) == sorted(rule_settings.keywords(command)), command
     assert set(default) == set(COMMANDS)
-    assert default["webapp"] == {"grade_thresholds": default["score"]["grade_thresholds"]}
+    thresholds = default["score"]["grade_thresholds"]
+    assert default["webapp"] == {"grade_thresholds": thresholds, "protocol": {"preset": "default"}}
+    assert published["webapp"] == {"grade_thresholds": thresholds, "protocol": None}
 
 
 def test_measured_accuracys_defaults_equal_the_schema():

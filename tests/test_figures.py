@@ -18,7 +18,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import REPO
-from helpers.figure_study import default_like_study, study_tables, synthetic_study
+from helpers.figure_study import (
+    DEFAULT_MODELS,
+    default_like_study,
+    default_study_as_run,
+    study_tables,
+    synthetic_study,
+)
 
 from joulebench.analysis.fits import all_fits
 from joulebench.analysis.score import score_summary
@@ -166,6 +172,13 @@ def drawn_big(tmp_path_factory):
     return _draw_all(tables, tmp_path_factory.mktemp("big"), texts=True)
 
 
+@pytest.fixture(scope="module")
+def drawn_as_run(tmp_path_factory):
+    """The default study as a first run makes it: its models by name, three methods, a few
+    rows flagged other-load (helpers.figure_study.AS_RUN_FLAGS)."""
+    return _draw_all(default_study_as_run(), tmp_path_factory.mktemp("as_run"), texts=True)
+
+
 # --- every figure, and what its axes say ------------------------------------------------------
 
 
@@ -183,8 +196,7 @@ def test_estimated_energies_are_labelled(drawn_estimated):
         "energy_vs_factors",
         "method_savings",
         "energy_vs_batch_size",
-        "throughput_vs_energy",
-    ]
+    ]  # throughput_vs_energy: not drawn for an estimate (test_throughput_is_not_drawn_...)
     for name in names:
         labels = _axis_labels(drawn_estimated.figs[name])
         energy_axes = [lab for lab in labels if "Energy" in lab or "Saving" in lab]
@@ -228,7 +240,9 @@ def test_degenerate_input_draws_no_data(tmp_path):
 
 
 def test_one_model_still_draws(tmp_path):
-    tables = study_tables(n_models=1, batch_sizes=(8,), methods=("fp32",), failures=0)
+    tables = study_tables(
+        n_models=1, batch_sizes=(8,), methods=("fp32",), failures=0, estimated=False
+    )
     out = _draw_all((*tables[:3], None), tmp_path)
     for paths in out.paths.values():
         _assert_written(paths)
@@ -415,7 +429,7 @@ def _readability(drawn: Drawn) -> dict:
     return found
 
 
-@pytest.mark.parametrize("drawn", ["drawn_default", "drawn_flagged", "drawn_big"])
+@pytest.mark.parametrize("drawn", ["drawn_default", "drawn_flagged", "drawn_big", "drawn_as_run"])
 def test_figure_text_is_plain_and_never_overlaps(drawn, request):
     found = _readability(request.getfixturevalue(drawn))
     assert set(found) == set(figures.FIGURE_NAMES)
@@ -600,19 +614,13 @@ def test_figures_emptied_by_flags_say_so(drawn_flagged):
     assert "no measured energy" not in "\n".join(said.values())
 
 
-def test_grade_colours_are_viridis_and_shared_with_the_page():
-    """One palette for figures and page (palettes.py): grades are matplotlib's viridis from
-    0.92 (A) to 0 (G), and the page's metadata carries the same colours."""
-    import matplotlib
-    from matplotlib.colors import to_hex
-
+def test_grade_colours_are_the_shared_palette():
+    """One palette for figures and page (palettes.py; tests/test_palettes.py holds its
+    colours apart for every vision): the figures draw grades in exactly those colours."""
     from joulebench.report import palettes
 
-    cmap = matplotlib.colormaps["viridis"]
-    want = {g: to_hex(cmap(v)) for g, v in zip("ABCDEFG", np.linspace(0.92, 0.0, 7), strict=True)}
-    assert palettes.GRADE_COLORS == want
     assert figures.GRADE_COLORS is palettes.GRADE_COLORS
-    assert palettes.page_palettes()["grade"] == want
+    assert palettes.page_palettes()["grade"] == palettes.GRADE_COLORS
     assert palettes.page_palettes()["series"][:6] == list(figures.OKABE_ITO[:6])
 
 
@@ -780,15 +788,20 @@ def test_figures_without_any_placeable_row_say_why(tmp_path, monkeypatch):
     trace["device_label"] = pd.NA
     scores = score_summary(summary, reference_model="resnet_0.in1k")
     said = {}  # (the "No data" figures themselves are drawn in test_degenerate_input_...)
-    monkeypatch.setattr(plot, "no_data", lambda stem, title, why: said.update({stem.name: why}))
+    monkeypatch.setattr(
+        plot, "no_data", lambda stem, title, why, **_: said.update({stem.name: why})
+    )
     figures.render_all(summary, scores, all_fits(summary, baseline_method="fp32"), trace, tmp_path)
     assert set(said) == set(figures.FIGURE_NAMES)
     n_ok, n_failed = int((summary["status"] == "ok").sum()), int((summary["status"] != "ok").sum())
     for name, why in said.items():
         if name == "train_vs_inference":
-            assert why == "no model measured in both phases (phases: [inference, train])"
+            assert (
+                why
+                == "the study measured inference only (phases: [inference, train] adds training)"
+            )
         elif name == "power_limit_sweep":  # the study asked for no power limit
-            assert why.startswith("no power-limit sweep with comparable energies"), why
+            assert why.startswith("the study sweeps no power limit"), why
         elif name == "power_trace":
             assert why == f"no power samples to plot: {len(trace)} samples without device_label"
         else:
@@ -831,6 +844,7 @@ def test_a_figure_is_handed_only_the_tables_it_needs(estimated):
         trace_config={},
         idle_power_w=None,
         trace_estimated=False,
+        trace_simulated=False,
         max_energy_cv=None,
         why="",
         secondary_unit=None,
@@ -984,3 +998,166 @@ def test_host_bound_points_are_ringed_and_said_in_the_legend(tmp_path):
         t.get_text() for leg in figs["energy_vs_factors"].legends for t in leg.get_texts()
     )
     assert "host-bound" not in legend
+
+
+# --- issue 34: what a new user saw in the default study ---------------------------------------
+
+
+def _names_on(fig) -> list[str]:
+    """The names written beside points (annotations)."""
+    from matplotlib.text import Annotation
+
+    return [t.get_text() for t in fig.findobj(Annotation) if t.get_visible()]
+
+
+@pytest.mark.parametrize("name", ["accuracy_vs_energy", "energy_optimal_front"])
+def test_every_point_of_the_default_study_is_named(drawn_as_run, name):
+    """Five models: each point carries its architecture's name (the tag is not needed to
+    tell them apart), inside the axes and over nothing else (the overlap test covers it)."""
+    want = sorted(m.split(".")[0] for m in DEFAULT_MODELS)
+    assert sorted(_names_on(drawn_as_run.figs[name])) == want
+
+
+def test_the_factor_panels_name_their_points(drawn_as_run):
+    fig = drawn_as_run.figs["energy_vs_factors"]
+    named = _names_on(fig)
+    assert len(named) >= 12 and set(named) <= {m.split(".")[0] for m in DEFAULT_MODELS}
+
+
+def test_names_go_where_they_fit_and_no_further(tmp_path, monkeypatch):
+    """Names over each other or over another marker are left out; a big group names at most
+    `most` points (the front first), never a thicket."""
+    shown = {}
+    _watch_saves(monkeypatch, lambda fig, stem: shown.update({Path(stem).name: fig}))
+    summary, scores, fits, trace = study_tables(n_models=250, batch_sizes=(1,), estimated=False)
+    figures.accuracy_vs_energy(scores, tmp_path / "big")
+    named = _names_on(shown["big"])
+    assert 0 < len(named) <= 12
+    problems = _text_problems(shown["big"], "big")
+    assert not problems, problems
+
+
+def test_point_names_drop_the_tag_only_where_the_architectures_tell_models_apart():
+    assert plot.point_names(["resnet18.a1_in1k", "vit_b.augreg"]) == ["resnet18", "vit_b"]
+    twins = ["resnet50.a1_in1k", "resnet50.tv_in1k"]
+    assert plot.point_names(twins) == twins
+    assert plot.two_lines("mobilenetv3_small_100.lamb_in1k") == "mobilenetv3_small_100\n.lamb_in1k"
+    assert plot.two_lines("resnet18.a1_in1k") == "resnet18.a1_in1k"
+
+
+def test_method_value_writes_whole_names(drawn_as_run):
+    fig = drawn_as_run.figs["method_value"]
+    ticks = [t.get_text().replace("\n", "") for t in fig.axes[0].get_yticklabels()]
+    assert sorted(ticks) == sorted(DEFAULT_MODELS)
+
+
+def test_method_savings_draws_few_models_as_points_and_many_as_boxes(tmp_path, monkeypatch):
+    """A box of 3 points draws quartiles that are not there: below BOX_MIN models each
+    method and batch size is its points and their median; from BOX_MIN on, a box too."""
+    from matplotlib.axes import Axes
+
+    boxes = []
+    real = Axes.boxplot
+    monkeypatch.setattr(
+        Axes, "boxplot", lambda self, *a, **k: boxes.append(1) or real(self, *a, **k)
+    )
+    texts = {}
+    _watch_saves(monkeypatch, lambda fig, stem: texts.update({Path(stem).name: _legend_title(fig)}))
+    few = default_study_as_run()[2]["method_savings"]
+    figures.method_savings(few, tmp_path / "few")
+    assert not boxes and "box" not in texts["few"]
+    many = study_tables(n_models=12, batch_sizes=(1, 8), estimated=True)[2]["method_savings"]
+    figures.method_savings(many, tmp_path / "many")
+    assert len(boxes) == 2 and "box: quartiles" in texts["many"]  # bf16 at batch 1 and 8
+
+
+def _legend_title(fig) -> str:
+    return "\n".join(lg.get_title().get_text() for lg in fig.legends)
+
+
+def test_batch_means_are_over_one_set_of_models(drawn_as_run):
+    """In the default study as run, each method's comparable models differ (flagged rows):
+    every bold line is the geometric mean of the same models, and the legend says which."""
+    from helpers.figure_study import AS_RUN_FLAGS
+
+    batch = drawn_as_run.tables[2]["batch_scaling"]
+    common = figures.batch.common_models(batch[batch["device_label"] == "cpu"])
+    spoiled = {model for model, _, _ in AS_RUN_FLAGS}
+    assert common == sorted(set(DEFAULT_MODELS) - spoiled)
+    fig = drawn_as_run.figs["energy_vs_batch_size"]
+    assert f"the same {len(common)} models" in _legend_title(fig)
+    ax = fig.axes[0]
+    bold = [line for line in ax.get_lines() if line.get_linewidth() > 1]
+    assert len(bold) == 3
+    for line in bold:
+        method = line.get_label()
+        rows = batch[(batch["method"] == method) & batch["model"].isin(common)]
+        want = rows.groupby("batch_size")["energy_per_image_j"].apply(
+            lambda v: np.exp(np.log(v).mean())
+        )
+        got = np.asarray(line.get_ydata(), float)
+        assert got / got[0] == pytest.approx(want.to_numpy() / want.to_numpy()[0])
+
+
+def test_throughput_is_not_drawn_for_estimated_energy(
+    drawn_as_run, measured, tmp_path, monkeypatch
+):
+    """E = modelled power x time puts every point on its model's constant-power line: the
+    figure is not made, and says why; beside measured rows, estimated ones are left out."""
+    said = " ".join(" ".join(drawn_as_run.said("throughput_vs_energy")).split())
+    assert "Not drawn: every energy here is estimated (estimate:tdp-linear)" in said
+    assert drawn_as_run.paths["throughput_vs_energy"].why.startswith("Not drawn")
+    summary = measured[0]
+    guess = {"meter": "estimate:tdp-linear", "energy_is_estimate": True}
+    mixed = pd.concat([summary, summary.iloc[:8].assign(**guess)], ignore_index=True)
+    shown = {}
+    _watch_saves(monkeypatch, lambda fig, stem: shown.update(fig=fig))
+    paths = figures.throughput_vs_energy(mixed, tmp_path / "mixed")
+    assert not getattr(paths, "why", "")
+    assert len(_points(shown["fig"])) == int((summary["status"] == "ok").sum())
+    assert "8 estimated configurations left out" in _legend_title(shown["fig"])
+
+
+def test_render_all_lists_the_figures_not_made(drawn_as_run):
+    """The default study makes six figures; the other four only say why (files kept for
+    Snakemake), and figures.tsv lists them, as the end of the run and the report read it."""
+    from joulebench.report import figure_manifest
+
+    out = drawn_as_run.paths["accuracy_vs_energy"][0].parent
+    why = figure_manifest.read_manifest(out / "figures.tsv")
+    assert list(why) == list(figures.FIGURE_NAMES)
+    not_made = {name for name, w in why.items() if w}
+    assert not_made == {
+        "power_trace",
+        "throughput_vs_energy",
+        "train_vs_inference",
+        "power_limit_sweep",
+    }
+    for name in not_made:
+        assert why[name] == drawn_as_run.paths[name].why
+        assert why[name] in " ".join(" ".join(drawn_as_run.said(name)).split())
+    assert why["train_vs_inference"] == (
+        "No data: the study measured inference only (phases: [inference, train] adds training)"
+    )
+    assert why["power_trace"].startswith("No data: the meter estimates energy")
+
+
+def test_a_study_of_one_method_says_so_where_methods_are_compared(tmp_path):
+    """No method to compare is the study's choice, not its rows' fault: the savings and
+    method-value figures say "one method", never "4 flagged ..." (the wrong cause)."""
+    summary, scores, fits, trace = study_tables(n_models=4, methods=("fp32",), estimated=False)
+    summary = summary.assign(flags="other-load")  # would be blamed before
+    out = _draw_all((summary, scores, fits, trace), tmp_path, write=True)
+    for name in ("method_savings", "method_value"):
+        why = out.paths[name].why
+        assert why.startswith("No data: the study measured one method (fp32)"), why
+
+
+def test_a_simulated_gpus_power_trace_says_simulated(measured, tmp_path, monkeypatch):
+    summary, scores, fits, trace = measured
+    shown = {}
+    _watch_saves(monkeypatch, lambda fig, stem: shown.update({Path(stem).name: fig}))
+    figures.render_all(summary.assign(is_simulated=True), scores, fits, trace, tmp_path)
+    fig = shown["power_trace"]
+    assert "(simulated)" in _legend_title(fig)
+    assert fig.axes[0].get_ylabel() == "Power (W, simulated)"

@@ -171,7 +171,8 @@ def test_page_meta_carries_the_score_group_and_the_palettes():
     assert meta["palettes"] == palettes.page_palettes()
     assert list(meta["palettes"]["grade"]) == list(GRADES) == meta["grades"]
     js = webapp.page_script().lower()
-    colours = {*palettes.GRADE_COLORS.values(), *palettes.PAGE_SERIES, palettes.PAGE_OTHER}
+    colours = {*palettes.GRADE_COLORS.values(), *palettes.FAMILY_COLORS, palettes.OTHER_GREY}
+    colours |= {*palettes.GRADE_INK.values(), *palettes.PAGE_FRONTS} - {"#ffffff", palettes.INK}
     assert not [c for c in colours | {palettes.PAGE_NO_GRADE} if c.lower() in js]
 
 
@@ -225,9 +226,17 @@ def site(tmp_path_factory):
 class App:
     """One page opened from file:// with every non-file request aborted and recorded."""
 
-    def __init__(self, browser, path: Path, *, ready: str = "html[data-ready=true]", timeout_s=10):
+    def __init__(
+        self,
+        browser,
+        path: Path,
+        *,
+        ready: str = "html[data-ready=true]",
+        timeout_s=10,
+        viewport=None,
+    ):
         self.context = browser.new_context(
-            accept_downloads=True, viewport={"width": 1360, "height": 1000}
+            accept_downloads=True, viewport=viewport or {"width": 1360, "height": 1000}
         )
         self.blocked, self.errors, self.dialogs = [], [], []
         self.context.route("**/*", self._route)
@@ -422,7 +431,8 @@ def test_hostile_model_names_show_as_text_and_run_nothing(app):
     expect(page.locator(".compare-table thead .model-name")).to_have_text([HOSTILE])
     page.fill("#search", "alert(2)")
     expect(page.locator("#table tbody td.model").first).to_have_text(HOSTILE_2)
-    expect(page.locator("#table tbody td.model").first.locator("*")).to_have_count(0)
+    cell = page.locator("#table tbody td.model").first  # the name's text, with line breaks only
+    expect(cell.locator("*:not(div.wrap2):not(wbr)")).to_have_count(0)
     with page.expect_download() as info:
         page.click("#compare-download")
     assert pd.read_csv(info.value.path())["model"].tolist() == [HOSTILE]
@@ -693,17 +703,23 @@ def test_points_are_drawn_where_and_how_their_row_says(app, site, device):
 
 @needs_browser
 def test_fronts_are_the_score_groups_of_the_metadata(browser, site, tmp_path, monkeypatch):
-    """One front per score group, taken from the page's metadata: with the device left out
-    of the group, the two devices' fronts become one."""
+    """One front per score group, taken from the page's metadata, each named in the legend
+    in its own colour: with the device left out of the group, the two devices' fronts
+    become one."""
     app = App(browser, site[0])
-    expect(app.page.locator("#legend")).to_contain_text("Pareto fronts (2 groups)")
+    fronts = app.page.locator("#legend .fronts .key.front")
+    expect(app.page.locator("#legend .fronts")).to_contain_text("Pareto fronts (2):")
+    expect(fronts).to_have_text(["cpu · fp32 · batch 64 (estimated)", "gpu · fp32 · batch 64"])
+    colours = [f.locator("i").evaluate("e => e.style.borderTopColor") for f in fronts.all()]
+    styles = [f.locator("i").evaluate("e => e.style.borderTopStyle") for f in fronts.all()]
+    assert len(set(colours)) == 2 and styles == ["dashed", "solid"]
     app.context.close()
     summary = synthetic_summary(60)
     scores = score_summary(summary)
     monkeypatch.setattr(webapp, "SCORE_GROUP", ("phase", "method", "batch_size_requested"))
     app = App(browser, build_page(summary, scores, tmp_path / "index.html"))
-    expect(app.page.locator("#legend")).to_contain_text("Pareto front")
-    expect(app.page.locator("#legend")).not_to_contain_text("groups")
+    expect(app.page.locator("#legend .fronts")).to_contain_text("Pareto front:")
+    expect(app.page.locator("#legend .fronts .key.front")).to_have_count(1)
     app.assert_clean()
     app.context.close()
 
@@ -735,7 +751,7 @@ def odd_site(tmp_path_factory):
     """A page whose labels try to break the layout and the reading order."""
     summary = synthetic_summary(60, extra_names=["z" * 5000 + ".syn_in1k"])
     summary.loc[summary["device_label"] == "gpu", "device_label"] = RLO_DEVICE
-    summary.loc[summary.index[4:8], "family"] = LONG_FAMILY
+    summary.loc[summary.index[4:40], "family"] = LONG_FAMILY  # among the seven coloured
     # one row as a noisy busy CPU leaves it: CV 104 %, the CI's lower bound clipped at 0
     noisy = summary.index[(summary["device_label"] == "cpu") & (summary["status"] == "ok")][0]
     summary.loc[noisy, ["energy_per_image_cv", "energy_per_image_ci95_low_j"]] = [1.04, 0.0]
@@ -1019,3 +1035,84 @@ def test_the_unit_switch_shows_wh_and_co2e_per_1000_images(browser, tmp_path):
         b.assert_clean()
     finally:
         b.context.close()
+
+
+# --- issue 34: the default study's page as a new user sees it ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def as_run_site(tmp_path_factory):
+    """The default study as a first run makes it (helpers.figure_study): five models by
+    name, three methods, batch 1 and 8, every energy an estimate, five rows other-load."""
+    from helpers.figure_study import default_study_as_run
+
+    summary, scores, _, _ = default_study_as_run()
+    path = tmp_path_factory.mktemp("as_run") / "index.html"
+    build_page(summary, scores, path, protocol={"preset": "fast"})
+    return path, page_table(summary, scores)
+
+
+@needs_browser
+def test_the_default_study_page_says_what_its_rows_say(browser, as_run_site):
+    """Banner, grades left out, how it was measured and the six fronts, each from the rows
+    and the preset, never from the page's own words."""
+    from joulebench.measure.protocol import ProtocolSettings
+
+    app = App(browser, as_run_site[0], viewport={"width": 1360, "height": 1000})
+    page = app.page
+    banner = page.locator("#estimate-banner")
+    expect(banner).to_be_visible()
+    expect(banner).to_contain_text("All 30 energies here are estimates from a power model")
+    expect(page.locator("#graded")).to_have_text(
+        "Graded: 25 of 30 rows. Not graded: 5 flagged other-load (each row's note says why; "
+        "flagged rows stay on the plot and in the table)."
+    )
+    how = page.locator("#how-measured")
+    fast = ProtocolSettings.from_dict({"preset": "fast"})
+    expect(how).to_contain_text("All 30 energies came from estimate:tdp-linear")
+    expect(how).to_contain_text("preset fast. Each configuration warms up")
+    expect(how).to_contain_text(f"within {fast.ci_target:.1%} of the mean")
+    expect(page.locator("#how")).not_to_contain_text("4 by default")
+    fronts = page.locator("#legend .fronts .key.front")
+    expect(fronts).to_have_count(6)
+    colours = {f.locator("i").evaluate("e => e.style.borderTopColor") for f in fronts.all()}
+    assert len(colours) == 6
+    _save_artifact(page, "webapp-default-study.png")
+    app.assert_clean()
+    app.context.close()
+
+
+@needs_browser
+@pytest.mark.parametrize("width", [1360, 1100])
+def test_model_and_method_names_are_read_whole_in_the_table(browser, as_run_site, width):
+    """config.yaml's model names and fp32-channels-last fit their cells on at most two
+    lines, breaking after . _ -, and no header, number or badge is cut: nothing is cut off
+    (the table scrolls sideways below its minimum width); the full name is on hover too."""
+    app = App(browser, as_run_site[0], viewport={"width": width, "height": 1000})
+    cells = app.page.locator("#table tbody tr.row td:is(.model, .name)")
+    expect(cells.first).to_be_visible()
+    clipped = cells.evaluate_all(
+        """cs => cs.map(c => [c.title, c.querySelector('.wrap2')])
+             .filter(([, d]) => d.scrollHeight > d.clientHeight + 1
+                                || d.scrollWidth > d.clientWidth + 1)
+             .map(([t]) => t)"""
+    )
+    assert clipped == []
+    names = set(cells.evaluate_all("cs => cs.map(c => c.textContent)"))
+    assert "mobilenetv3_small_100.lamb_in1k" in names and "fp32-channels-last" in names
+    cut = app.page.evaluate(  # headers, numbers, badges: none cut to an ellipsis either
+        """() => [...document.querySelectorAll('#table th, #table tbody tr.row td')]
+             .filter(c => !c.querySelector('.wrap2') && c.scrollWidth > c.clientWidth + 1)
+             .map(c => c.getAttribute('data-key') || c.textContent)"""
+    )
+    assert cut == []
+    app.assert_clean()
+    app.context.close()
+
+
+def _save_artifact(page, name: str) -> None:
+    """A full-page screenshot to $JOULEBENCH_TEST_ARTIFACTS (CI keeps it), when set."""
+    if os.environ.get("JOULEBENCH_TEST_ARTIFACTS"):
+        folder = Path(os.environ["JOULEBENCH_TEST_ARTIFACTS"])
+        folder.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(folder / name), full_page=True)

@@ -341,3 +341,103 @@ def test_the_view_round_trips_through_the_url(tmp_path):
         "phase": None,
     }
     assert empty == ""
+
+
+# --- issue 34: the fronts told apart, the banner and the grades from the rows -----------------
+
+VIEW = """const s = D.loadStudy(I.data);
+const view = (f) => D.viewOf(s, { facets: {}, terms: [], accMin: NaN, accMax: NaN, eMin: NaN,
+  eMax: NaN, budget: NaN, bestOnly: false, ...f });
+const text = (parts) => parts.map((p) => (typeof p === "string" ? p : String(p.label))).join("");
+const fronts = (v) =>
+  D.frontsOnShow(s, v).map((f) => [text(f.label), f.color, f.est, f.rows.length]);
+"""
+
+
+def _as_run_page():
+    from helpers.figure_study import default_study_as_run
+
+    summary, scores, _, _ = default_study_as_run()
+    return page_data(summary, scores), page_table(summary, scores)
+
+
+def test_each_front_on_show_has_its_own_colour_and_name(tmp_path):
+    """The default study's six groups (3 methods x 2 batch sizes, estimated): six fronts, in
+    the order of their names, each in its own colour of the palette, dashed (estimated)."""
+    data, table = _as_run_page()
+    got = run_js(
+        tmp_path, VIEW + "return [fronts(view({})), fronts(view({ bestOnly: true }))];", data=data
+    )
+    every, best = got
+    assert [f[0] for f in every] == [
+        f"cpu · {m} · batch {b} (estimated)"
+        for m in ("bf16", "fp32", "fp32-channels-last")
+        for b in (1, 8)
+    ]
+    assert [f[1] for f in every] == data["meta"]["palettes"]["fronts"][:6]
+    assert all(f[2] for f in every)
+    on = table[table["on_front"].fillna(False).astype(bool)]
+    sizes = on.groupby(["method", "batch_size_requested"]).size().tolist()
+    assert [f[3] for f in every] == sizes  # each front's own rows
+    assert [f[0] for f in best] == ["cpu · best configurations (estimated)"]
+
+
+def test_fronts_past_the_palette_are_grey(tmp_path):
+    data, _ = _as_run_page()
+    data["meta"]["palettes"]["fronts"] = data["meta"]["palettes"]["fronts"][:4]
+    got = run_js(tmp_path, VIEW + "return fronts(view({}));", data=data)
+    other = data["meta"]["palettes"]["other"]
+    assert [f[1] for f in got] == [*data["meta"]["palettes"]["fronts"], other, other]
+
+
+def test_the_banner_counts_the_estimates_among_the_energies(tmp_path, study):
+    """'All 30 energies' where every energy is an estimate, 'N of M' where some are; no
+    banner where none is. Rows without an energy do not count."""
+    as_run, _ = _as_run_page()
+    data, table = study
+    got = run_js(
+        tmp_path,
+        "const say = (raw) => { const s = D.loadStudy(raw); const n = D.estimateShare(s.rows);"
+        " return [n, D.estimateWords(n)]; };"
+        "return [say(I.as_run), say(I.mixed), D.estimateWords({ est: 0, of: 4 }),"
+        " D.estimateWords({ est: 1, of: 1 }), D.estimateWords({ est: 1, of: 4 })];",
+        as_run=as_run,
+        mixed=data,
+    )
+    assert got[0] == [
+        {"est": 30, "of": 30},
+        "All 30 energies here are estimates from a power model, not readings of an energy counter.",
+    ]
+    e = pd.to_numeric(table["scored_energy_per_image_j"], errors="coerce")
+    has = (e > 0).fillna(False)
+    est = int((has & table["energy_is_estimate"].fillna(False).astype(bool)).sum())
+    assert got[1][0] == {"est": est, "of": int(has.sum())} and 0 < est < has.sum()
+    assert got[1][1].startswith(f"{est} of {int(has.sum())} energies here are estimates")
+    assert got[2] == ""
+    assert got[3].startswith("The one energy here is an estimate")
+    assert got[4].startswith("1 of 4 energies here is an estimate")
+
+
+def test_rows_left_out_of_grades_are_counted_by_the_score_notes_reason(tmp_path):
+    """Every row without a grade, counted by why the score stage left it out (its note):
+    status, the flag that kept it off the front, no energy, no top-1."""
+    from helpers.figure_study import AS_RUN_FLAGS, default_study_as_run
+
+    summary, _, _, _ = default_study_as_run()
+    summary.loc[summary.index[0], "status"] = "skipped"
+    summary.loc[summary.index[1], "top1"] = np.nan
+    spread = summary.index[-1]
+    summary.loc[spread, "energy_per_image_cv"] = 0.9
+    scores = score_summary(summary, reference_model="resnet18.a1_in1k")
+    data = page_data(summary, scores)
+    got = run_js(tmp_path, "return D.gradedCount(D.loadStudy(I.data).rows);", data=data)
+    table = page_table(summary, scores)
+    assert got["of"] == len(table) and got["graded"] == int(table["grade"].notna().sum())
+    reasons = dict(got["reasons"])
+    assert reasons == {
+        "flagged other-load": len(AS_RUN_FLAGS),
+        "skipped": 1,
+        "without top-1": 1,
+        "flagged high-spread": 1,
+    }
+    assert sum(reasons.values()) == got["of"] - got["graded"]

@@ -10,6 +10,7 @@ import pytest
 import timm
 from conftest import FAST_PROTOCOL, REPO, snakemake
 
+from joulebench.report.figure_manifest import read_manifest
 from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
 
 pytestmark = pytest.mark.slow
@@ -65,6 +66,11 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     for name in FIGURES:
         for suffix in (".pdf", ".png"):
             assert (results / "figures" / f"{name}{suffix}").stat().st_size > 1000, name
+    # A CPU estimate, inference only, no power limit: four figures only say why they are not
+    not_made = {n for n, why in read_manifest(results / "figures" / "figures.tsv").items() if why}
+    assert not_made == {"power_trace", "throughput_vs_energy", "train_vs_inference"} | {
+        "power_limit_sweep"
+    }
     page = (results / "webapp" / "index.html").read_text()
     assert "resnet18.a1_in1k" in page and "estimated" in page
 
@@ -78,6 +84,8 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     assert out.index("12 configurations") < out.index("rule profile")
     assert f"web page: {results.resolve()}/webapp/index.html" in out
     assert "Most accurate model per energy band" in out
+    assert f"Figures not made (4 of {len(FIGURES)}; each file says why" in out
+    assert "  throughput_vs_energy: Not drawn: every energy here is estimated" in out
 
     again = run_workflow(config)
     assert again.returncode == 0
@@ -98,6 +106,8 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     made = run_workflow(config, "--report", str(report))
     assert made.returncode == 0, made.stderr[-3000:]
     assert report.stat().st_size > 10_000
+    filed = report.read_text()  # the report files the figures not made apart, saying why
+    assert '"Figures not made"' in filed and '"made": "no: No data: the study measured' in filed
 
     # Figures from existing data: a summary anywhere on disk, and torch cannot be imported.
     published = tmp_path_factory.mktemp("published") / "summary.parquet"

@@ -82,8 +82,11 @@ def _figures(config: Mapping) -> dict:
 
 
 def _webapp(config: Mapping) -> dict:
-    """The page prints the grade thresholds; the rest of the score it reads from the scores."""
-    return {"grade_thresholds": config["score"]["grade_thresholds"]}
+    """The page prints the grade thresholds (the rest of the score it reads from the scores)
+    and says how the numbers were measured: with the study's protocol section, not known for
+    a summary from elsewhere (from_summary: None, as the fits' baseline)."""
+    protocol = None if config.get("from_summary") else dict(config["protocol"])
+    return {"grade_thresholds": config["score"]["grade_thresholds"], "protocol": protocol}
 
 
 _BUILDERS: dict[str, Callable[[Mapping], dict]] = {

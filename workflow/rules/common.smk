@@ -27,6 +27,12 @@ from joulebench.measure.devices import (
 from joulebench.measure.emulation import native_by_label
 from joulebench.measure.job_parts import job_keys, job_methods, parse_job_key
 from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
+from joulebench.report.figure_manifest import (
+    MANIFEST as FIGURE_MANIFEST,
+    not_made_lines,
+    report_category,
+    report_labels,
+)
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
 from joulebench.measure.quiet import cpu_others_share
@@ -432,6 +438,18 @@ def get_figures_outdir(wildcards, output):
     return os.path.dirname(output.pdf[0])
 
 
+# A figure's place in `snakemake --report`, read from the figures' manifest when the report is
+# made (a function of the job's output, so the DAG and its up-to-date checks never read it).
+def get_figure_category(name):
+    """Its category: Figures, or Figures not made (it only says why)."""
+    return lambda wildcards, output: report_category(output.manifest, name)
+
+
+def get_figure_labels(name):
+    """The figure's name, and whether it was made (and why not)."""
+    return lambda wildcards, output: report_labels(output.manifest, name)
+
+
 def get_trace_option(wildcards, input):
     """`--trace=PATH` when the figures have a power trace to draw."""
     return shell_option("trace", input.trace) if "trace" in input.keys() else ""
@@ -466,4 +484,5 @@ def start_message():
 
 
 def end_message():
-    return end_of_run("results")
+    """The outputs and best models (best_models.end_of_run), then the figures not made."""
+    return "\n".join([end_of_run("results"), *not_made_lines("results/figures")])

@@ -1,4 +1,6 @@
-# Stage 9: every figure of the study, PDF + PNG, registered for `snakemake --report`.
+# Stage 9: every figure of the study, PDF + PNG, registered for `snakemake --report`. A figure
+# with nothing to draw is still a file (it says why), so the outputs never depend on the data;
+# the manifest says which were made, and the report files the others under "Figures not made".
 
 
 rule figures:
@@ -10,10 +12,12 @@ rule figures:
             report(
                 f"results/figures/{name}.png",
                 caption=f"../report/{name}.rst",
-                category="Figures",
+                category=get_figure_category(name),
+                labels=get_figure_labels(name),
             )
             for name in FIGURES
         ],
+        manifest=f"results/figures/{FIGURE_MANIFEST}",
     log:
         "logs/figures.log",
     localrule: True

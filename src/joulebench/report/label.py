@@ -27,14 +27,14 @@ import pandas as pd
 from joulebench import __version__
 from joulebench.analysis.best_configs import DecisionError, comparable
 from joulebench.analysis.score import GRADES, score_summary
-from joulebench.report.palettes import GRADE_COLORS
+from joulebench.report.palettes import GRADE_COLORS, GRADE_INK, INK
 from joulebench.safe_text import file_name, printable
 from joulebench.table_io import atomic_write
 
 WIDTH, HEIGHT = 380, 236
 NAME_CHARS = 44
 ESTIMATE_COLOR = "#b45309"
-INK, MUTED = "#1d2330", "#5c6675"
+MUTED = "#5c6675"
 
 
 @dataclass(frozen=True)
@@ -212,7 +212,7 @@ def _grade_scale(grade: str | None) -> list[Box | Text]:
         items.append(
             Box(GRADE_X, y, 34 + 10 * i, 14, GRADE_COLORS[letter], INK if mine else "none")
         )
-        items.append(Text(GRADE_X + 4, y + 11, letter, 10, "#ffffff" if i >= 3 else INK, "bold"))
+        items.append(Text(GRADE_X + 4, y + 11, letter, 10, GRADE_INK[letter], "bold"))
         if mine:
             items.append(Text(GRADE_X + 40 + 10 * i, y + 11, "◀", 11, INK, "bold"))
     if grade is None:

@@ -39,6 +39,7 @@ from joulebench.analysis.score import (
 )
 from joulebench.analysis.summary import SUMMARY_KEY
 from joulebench.flags import page_meta as flags_meta
+from joulebench.report.how_measured import how_measured
 from joulebench.report.palettes import page_palettes
 from joulebench.table_io import atomic_write, read_table
 from joulebench.tables import PAGE, SUMMARY_COLUMNS, energy_is_estimate
@@ -187,12 +188,15 @@ def page_data(
     title: str = DEFAULT_TITLE,
     generated_by: str | None = None,
     grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
+    protocol: Mapping | None = None,
 ) -> dict:
     """What the page embeds: meta plus the rows column by column, each as `encode_column`.
 
     The meta carries what the script would otherwise retype: the score's comparison group
-    (SCORE_GROUP), the colours (palettes.py) and the flags (flags.py: separator, meanings,
-    which invalidate), so page, score and figures cannot drift apart.
+    (SCORE_GROUP), the colours (palettes.py), the flags (flags.py: separator, meanings,
+    which invalidate) and how the numbers were measured (how_measured: from `protocol`, the
+    study's protocol section, None where not known, and the rows), so page, score and
+    figures cannot drift apart and no number on the page is typed by hand.
     """
     table = page_table(summary, scores)
     kinds = table["energy_kind"].dropna().unique().tolist()
@@ -212,6 +216,7 @@ def page_data(
         "energy_scope": next(iter(table["energy_scope"].dropna()), "device"),
         "co2e_g_per_j": co2e_g_per_j(table),
         "flags": flags_meta(),
+        "how": how_measured(table, protocol),
     }
     columns = list(PAGE_COLUMNS)
     return {"meta": meta, "columns": columns, "data": {c: encode_column(table[c]) for c in columns}}
@@ -278,11 +283,13 @@ def build_page(
     generated_by: str | None = None,
     grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
     docs_href: str = DEFAULT_DOCS_HREF,
+    protocol: Mapping | None = None,
 ) -> Path:
     """Write the page for a summary (SUMMARY_COLUMNS) and its scores (SCORE_COLUMNS).
 
     scores None: scored here with the defaults. Written atomically (temp file, rename).
     `grade_thresholds` should be the ones the scores were made with; the page prints them.
+    `protocol`: the protocol section the summary was measured with (None: not known).
     """
     if scores is None:
         scores = score_summary(summary, grade_thresholds=grade_thresholds)
@@ -290,7 +297,12 @@ def build_page(
     if missing:
         raise ValueError(f"scores lack key columns {missing} (see SCORE_COLUMNS)")
     data = page_data(
-        summary, scores, title=title, generated_by=generated_by, grade_thresholds=grade_thresholds
+        summary,
+        scores,
+        title=title,
+        generated_by=generated_by,
+        grade_thresholds=grade_thresholds,
+        protocol=protocol,
     )
     text = render_page(data, docs_href=docs_href)
     path = Path(out_path)
@@ -298,13 +310,19 @@ def build_page(
     return path
 
 
-def run_webapp(summary, scores, output, *, grade_thresholds=None) -> Path:
+def run_webapp(summary, scores, output, *, grade_thresholds=None, protocol=None) -> Path:
     """`joulebench webapp`: the page for a summary and its scores (paths); the score's grade
-    thresholds are printed on the page (the rest of the score it reads from the scores)."""
+    thresholds are printed on the page (the rest of the score it reads from the scores), and
+    the protocol section the summary was measured with says how (None: not known, as for a
+    summary from elsewhere)."""
     from joulebench.analysis.summary import read_summary
 
     path = build_page(
-        read_summary(summary), read_table(scores), output, grade_thresholds=grade_thresholds
+        read_summary(summary),
+        read_table(scores),
+        output,
+        grade_thresholds=grade_thresholds,
+        protocol=protocol,
     )
     print(f"web page -> {path}", file=sys.stderr)
     return path

@@ -3,7 +3,7 @@
 Every figure function takes DataFrames and an output path stem and writes `<stem>.pdf` and
 `<stem>.png` atomically, returning both paths. Empty or degenerate input gives a figure that
 says "No data" and why, never an exception: a study where everything failed still gets
-its report. Colours are the Okabe–Ito palette (series) and viridis (ordered grades), both
+its report. Colours are the Okabe–Ito palette (series) and the grades' blue-yellow-red, both
 readable with the common colour-vision deficiencies, from palettes.py (shared with the page).
 Energies from an estimating meter are labelled "estimated" on the axis that shows them.
 

@@ -22,7 +22,7 @@ from joulebench.report.figures.rows import (
     missing_key,
     pick_group,
 )
-from joulebench.report.palettes import GRADE_COLORS, OTHER_GREY
+from joulebench.report.palettes import GRADE_COLORS, OFF_FRONT_GREY
 
 _FLAGGED_NOTE = re.compile(r"flagged ([^\s:(;]+)")
 
@@ -104,6 +104,7 @@ def accuracy_vs_energy(
     ax.set_xlabel(plot.energy_label(est, energy_base(g), unit))
     ax.set_ylabel("Top-1 accuracy (%)")
     ax.grid(True, which="major")
+    ax.margins(y=plot.NAME_ROOM)  # room for a name above the top point
     lines = [f"{plot.group_title(row)} · {plot.models_text(len(graded))} graded"]
     lines.append(plot.secondary_axis(ax, shown, scale, secondary_unit))
     if graded.empty:
@@ -111,7 +112,24 @@ def accuracy_vs_energy(
     hidden = counted(reasons[_same_setting(scores, row) & ~drawn])
     lines += [f"not shown: {hidden}" if hidden else "", law_note]
     plot.top_legend(fig, handles, "\n".join(x for x in lines if x), ncol=5)
+    named = _naming_order(shown)
+    plot.name_points(
+        fig,
+        ax,
+        named["energy_per_image_j"] * scale,
+        named["top1"],
+        plot.point_names(named["model"]),
+    )
     return plot.save(fig, stem)
+
+
+def _naming_order(shown: pd.DataFrame) -> pd.DataFrame:
+    """The points in the order they are named: the front by energy, then the other graded
+    ones, then the flagged ones (a name that fits nowhere is left out)."""
+    front = shown["on_front"].fillna(False).astype(bool) if "on_front" in shown else False
+    graded = shown["scored"].fillna(False).astype(bool)
+    rank = np.where(front, 0, np.where(graded, 1, 2))
+    return shown.assign(_rank=rank).sort_values(["_rank", "energy_per_image_j"], kind="stable")
 
 
 def _group_drawn(scores: pd.DataFrame, reasons: pd.Series, want: dict):
@@ -152,11 +170,12 @@ def _draw_graded(ax, graded: pd.DataFrame, scale: float) -> list:
                 sel["energy_per_image_j"] * scale,
                 sel["top1"],
                 color=GRADE_COLORS[letter],
+                edgecolors=plot.EDGE,
                 s=14,
-                lw=0.4,
+                lw=0.3,
                 zorder=2,
             )
-            handles.append(plot.dot(GRADE_COLORS[letter], letter))
+            handles.append(plot.dot(GRADE_COLORS[letter], letter, edge=plot.EDGE))
     return handles
 
 
@@ -171,14 +190,14 @@ def _draw_flagged(ax, shown: pd.DataFrame, by_flag: pd.Series, scale: float) -> 
             sel["energy_per_image_j"] * scale,
             sel["top1"],
             facecolors="none",
-            edgecolors=OTHER_GREY,
+            edgecolors=OFF_FRONT_GREY,
             marker=marker,
             s=16,
             lw=0.7,
             zorder=2,
         )
         label = f"{plot.short(why)} ({len(sel)}, not graded)"
-        handles.append(plot.dot(OTHER_GREY, label, marker, True))
+        handles.append(plot.dot(OFF_FRONT_GREY, label, marker, True))
     return handles
 
 

@@ -1,5 +1,6 @@
 """(4) energy_vs_batch_size: energy per image against the batch size run, a thin line per
-model and each method's geometric mean."""
+model and each method's geometric mean over one set of models: those measured with every
+method at every batch size shown, so the bold lines compare like with like."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def energy_vs_batch_size(
     batch: pd.DataFrame, stem, *, device_label: str | None = None, why: str = ""
 ):
     """Energy per image against the batch size run: a thin line per model, coloured by method,
-    and each method's geometric mean over the models measured at every batch size."""
+    and each method's geometric mean over the same models (`common_models`)."""
     title = "Energy per image vs batch size"
     e_all = pd.to_numeric(batch["energy_per_image_j"], errors="coerce")
     placing = ("device_label", "method", "model", "batch_size")  # the batch size run
@@ -37,31 +38,20 @@ def energy_vs_batch_size(
     methods = sorted(b["method"].unique())
     colors = plot.series_colors(methods)
     unit, scale = plot.energy_unit(b["energy_per_image_j"])
+    common = common_models(b)
     fig, ax = plot.new_figure(2.9)
     for m in methods:
         bm = b[b["method"] == m]
         for _, one in bm.groupby("model"):
             one = one.sort_values("batch_size")
-            ax.plot(
-                one["batch_size"],
-                one["energy_per_image_j"] * scale,
-                color=colors[m],
-                lw=0.4,
-                alpha=0.35,
-            )
+            x, y = one["batch_size"], one["energy_per_image_j"] * scale
+            ax.plot(x, y, color=colors[m], lw=0.4, alpha=0.35)
         wide = bm.pivot_table(index="model", columns="batch_size", values="energy_per_image_j")
-        wide = wide.dropna()
+        wide = wide.loc[wide.index.isin(common)]
         if len(wide):
             gmean = np.exp(np.log(wide).mean())
-            ax.plot(
-                gmean.index,
-                gmean.to_numpy() * scale,
-                color=colors[m],
-                lw=1.8,
-                marker="o",
-                ms=3,
-                label=f"{plot.short(m)} (geo. mean, {plot.models_text(len(wide))})",
-            )
+            x, y = gmean.index, gmean.to_numpy() * scale
+            ax.plot(x, y, color=colors[m], lw=1.8, marker="o", ms=3, label=plot.short(m))
     sizes = sorted(b["batch_size"].unique())
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -72,10 +62,31 @@ def energy_vs_batch_size(
     ax.set_ylabel(plot.energy_label(is_estimated(b), energy_base(b), unit))
     ax.grid(True, which="major")
     device = plot.short(b["device_label"].iloc[0], 20)
-    head = f"{device} · {plot.models_text(b['model'].nunique())} · thin: one model"
-    ncol = 2 if len(methods) > 3 else 1
-    plot.top_legend(fig, ax.get_legend_handles_labels()[0], head, ncol=ncol)
+    head = f"{device} · {plot.models_text(b['model'].nunique())} · thin: one model\n"
+    head += _means_said(len(common), b["model"].nunique())
+    plot.top_legend(fig, ax.get_legend_handles_labels()[0], head, ncol=3)
     return plot.save(fig, stem)
+
+
+def common_models(b: pd.DataFrame) -> list:
+    """The models with an energy for every method at every batch size shown: the one set each
+    method's mean is taken over (a mean over 3 models beside one over 4 compares nothing)."""
+    cells = b.groupby(["method", "batch_size"]).ngroups
+    have = b.drop_duplicates(["model", "method", "batch_size"]).groupby("model").size()
+    return sorted(have[have == cells].index)
+
+
+def _means_said(n_common: int, n_all: int) -> str:
+    """What the bold lines are over: 'bold: geometric mean of the same 3 models (measured with
+    every method at every batch size; 2 others thin only)'."""
+    if not n_common:
+        return "no model was measured with every method at every batch size: no means"
+    rest = f"; {n_all - n_common} other{'s' if n_all - n_common > 1 else ''} thin only"
+    every = "measured with every method at every batch size"
+    return (
+        f"bold: geometric mean of the same {plot.models_text(n_common)}\n({every}"
+        f"{rest if n_all > n_common else ''})"
+    )
 
 
 @figure("energy_vs_batch_size", needs=("fits",))

@@ -18,10 +18,11 @@ from joulebench.report.figures.rows import (
     is_estimated,
     matches,
     one_device,
+    one_method,
     placed,
 )
 
-FRONT_LABELS_MAX = 12  # front points named in the figure, where their names fit
+NAMES_MAX = 12  # points named in the figure (the front first), where their names fit
 METHOD_VALUE_MODELS = 20  # models shown in the method-value figure (least best energy first)
 
 
@@ -40,30 +41,6 @@ def _best_group(best: pd.DataFrame, device_label: str | None) -> pd.DataFrame:
         b = b[~sim] if (~sim).any() else b
     est = b["energy_is_estimate"].fillna(False).astype(bool)
     return b[~est] if (~est).any() else b
-
-
-def _name_front(fig, ax, xs, ys, names) -> None:
-    """Name points to their upper right where the name overlaps no name already placed
-    (a name that would overlap is left out; the page and best_configs list every model)."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    boxes = []
-    for x, y, name in zip(xs, ys, names, strict=True):
-        t = ax.annotate(
-            plot.short(name),
-            (x, y),
-            xytext=(4, 3),
-            textcoords="offset points",
-            fontsize=6,
-            clip_on=True,
-            annotation_clip=True,
-        )
-        box = t.get_window_extent(renderer)
-        inside = ax.get_window_extent(renderer).contains(box.x1, box.y1)
-        if not inside or any(box.overlaps(other) for other in boxes):
-            t.remove()
-            continue
-        boxes.append(box)
 
 
 @plot.styled
@@ -88,8 +65,9 @@ def energy_optimal_front(best: pd.DataFrame, stem, *, device_label: str | None =
     xerr = np.vstack([np.clip(e - lo, 0, None), np.clip(hi - e, 0, None)]) * scale
     ok = np.isfinite(xerr).all(axis=0)
     ax.errorbar(
-        (e * scale)[ok], a[ok], xerr=xerr[:, ok], fmt="none", ecolor="#999999", lw=0.6, zorder=1
-    )
+        (e * scale)[ok], a[ok], xerr=xerr[:, ok], fmt="none", ecolor="#555555", lw=0.8,
+        capsize=2.0, capthick=0.8, zorder=1,
+    )  # fmt: skip
     for m in methods:
         sel = (b["method"].astype(str) == m).to_numpy()
         plot.scatter(
@@ -111,16 +89,39 @@ def energy_optimal_front(best: pd.DataFrame, stem, *, device_label: str | None =
     ax.set_xlabel(plot.energy_label(pd.Series(est), energy_base(b), unit))
     ax.set_ylabel("Top-1 accuracy (%)")
     ax.grid(True, which="major")
-    names = b["model"].astype(str).to_numpy()[on][order][:FRONT_LABELS_MAX]
-    _name_front(fig, ax, fx[:FRONT_LABELS_MAX], fy[:FRONT_LABELS_MAX], names)
+    ax.margins(y=plot.NAME_ROOM)  # room for a name above the top point
     handles = [plot.dot(colors[m], plot.short(m, 20)) for m in methods]  # one kind of meter: filled
     handles.append(Line2D([], [], color="black", lw=0.9, label="front"))
     dev = plot.short(b["device_label"].iloc[0], 20)
     if "is_simulated" in b.columns and b["is_simulated"].astype("boolean").fillna(False).all():
         dev += " (simulated)"
-    head = f"{dev} · {plot.models_text(len(b))} at their best configuration · bar: 95% CI"
-    plot.top_legend(fig, handles, head, ncol=3)
+    head = f"{dev} · {plot.models_text(len(b))} at their best configuration"
+    plot.top_legend(
+        fig, handles, f"{head}\n{_ci_said(fig, ax, (e * scale)[ok], xerr[:, ok])}", ncol=3
+    )
+    rank = np.where(on, 0, 1)  # the front first, then by energy
+    first = np.lexsort((e, rank))
+    names = plot.point_names(b["model"].to_numpy()[first])
+    plot.name_points(fig, ax, (e * scale)[first], a[first], names, most=NAMES_MAX)
     return plot.save(fig, stem)
+
+
+def _ci_said(fig, ax, x, xerr: np.ndarray) -> str:
+    """What the bars are, and how many hide behind their marker (a CI narrower than it):
+    'bar: 95% CI; 5 of 5 within their marker (half-width at most 1.5%)'."""
+    if not xerr.shape[1]:
+        return "no 95% CI in the table"
+    fig.canvas.draw()
+    to_px = ax.transData.transform
+    lo = to_px(np.column_stack([np.maximum(x - xerr[0], 1e-300), np.ones(len(x))]))[:, 0]
+    hi = to_px(np.column_stack([x + xerr[1], np.ones(len(x))]))[:, 0]
+    marker_px = fig.canvas.get_renderer().points_to_pixels(np.sqrt(14.0))
+    hidden = (hi - lo) < marker_px
+    if not hidden.any():
+        return "bar: 95% CI"
+    widest = float(np.max(np.maximum(xerr[0], xerr[1])[hidden] / x[hidden]))
+    n = f"{int(hidden.sum())} of {xerr.shape[1]}"
+    return f"bar: 95% CI; {n} within their marker (half-width at most {widest:.1%})"
 
 
 # --- (9) what each method buys, relative to the model's best configuration ----------------------
@@ -159,6 +160,8 @@ def method_value(
         t = t[measured] if measured.any() else t
     multi = t.groupby("model")["method"].nunique() if not t.empty else pd.Series(dtype=int)
     t = t[t["model"].isin(multi[multi >= 2].index)] if len(multi) else t
+    if t.empty and one_method(summary, device_label):
+        return plot.no_data(stem, title, f"{one_method(summary, device_label)}: nothing to compare")
     if t.empty:
         what = "no model has comparable energies for two methods"
         return plot.no_data(stem, title, empty_because(what, why))
@@ -169,7 +172,9 @@ def method_value(
     methods = sorted(t["method"].astype(str).unique())
     colors = plot.series_colors(methods)
     markers = {m: plot.MARKERS[i % len(plot.MARKERS)] for i, m in enumerate(methods)}
-    fig, ax = plot.new_figure(1.1 + 0.16 * len(models))
+    labels = [plot.two_lines(k) for k in reversed(models)]
+    row_in = 0.27 if any("\n" in k for k in labels) else 0.16
+    fig, ax = plot.new_figure(1.1 + row_in * len(models))
     y = {m: i for i, m in enumerate(reversed(models))}
     est = bool(t["estimate"].astype(bool).all())
     for m in methods:
@@ -190,7 +195,7 @@ def method_value(
     if t["ratio"].max() > 4:  # a wide spread reads better on a log scale
         ax.set_xscale("log")
         plot.plain_log(ax.xaxis)
-    ax.set_yticks(range(len(models)), [plot.short(k, 24) for k in reversed(models)])
+    ax.set_yticks(range(len(models)), labels)
     ax.tick_params(axis="y", labelsize=6)
     ax.set_ylim(-0.7, len(models) - 0.3)
     unit = "ratio, estimated" if est else "ratio"

@@ -76,7 +76,7 @@ def energy_vs_factors(
     est = is_estimated(g)
     fam = g["family"].astype("string").fillna("unknown")
     top = list(fam.value_counts().index[:max_families])
-    height_in = 1.75 * len(factors) + 0.7
+    height_in = 1.85 * len(factors) + 0.7
     fig, axes = plot.new_figure(height_in, nrows=len(factors), ncols=1, squeeze=False)
     axes = axes[:, 0]
     unit, e_scale = plot.energy_unit(g[ENERGY_COLUMNS[kind]])
@@ -93,24 +93,35 @@ def energy_vs_factors(
         ax.set_xscale("log")
         ax.set_yscale("log")
         plot.plain_log(ax.xaxis, ax.yaxis)
-        ax.set_xlabel(xlabel)
+        # the fit under its axis, not in a legend over points and their names
+        ax.set_xlabel(xlabel if fit is None else f"{xlabel}\n{fit.get_label()}")
         ax.grid(True, which="major")
-        if fit is not None:
-            ax.legend(handles=[fit], loc="lower right", handlelength=1.8)
     base = energy_base(g.assign(energy_kind=kind))
     fig.supylabel(plot.energy_label(est, base, unit), fontsize=plot.STYLE["axes.labelsize"])
     handles, labels = axes[0].get_legend_handles_labels()
     keep = [
         h
         for h, lab in zip(handles, labels, strict=True)
-        if not lab.startswith(("fit", "host-bound"))  # the ring: once, last
+        if not lab.startswith(("dashed: fit", "host-bound"))  # the ring: once, last
     ]
     keep += [ring] if ring is not None else []
     head = f"{plot.group_title(row)} · {plot.models_text(len(g))}, by family"
     if simulated:
         head += "\nSIMULATED GPU: the sensor simulator's energy, not a measurement"
     plot.top_legend(fig, keep, head, ncol=3)
+    _name_panels(fig, axes, g, factors, e)
     return plot.save(fig, stem)
+
+
+def _name_panels(fig, axes, g: pd.DataFrame, factors: Sequence[str], e: np.ndarray) -> None:
+    """Each panel's points named where the names fit, least energy first."""
+    order = np.argsort(e, kind="stable")
+    names = np.array(plot.point_names(g["model"]), dtype=object)[order]
+    for ax, factor in zip(axes, factors, strict=True):
+        x_scale = FACTOR_AXES[factor][0]
+        x = pd.to_numeric(g[factor], errors="coerce").to_numpy(float)[order] * x_scale
+        ok = np.isfinite(x) & (x > 0)
+        plot.name_points(fig, ax, x[ok], e[order][ok], names[ok])
 
 
 def _by_family(ax, x, e, fam: pd.Series, top: list, est, ok: np.ndarray) -> None:
@@ -156,7 +167,7 @@ def _fit_line(ax, fits, row, factor: str, x_raw: np.ndarray, x_scale: float, e_s
     f = hit.iloc[0]
     xs = np.geomspace(x_raw.min(), x_raw.max(), 50)
     ys = 10 ** (f["intercept_log10"] + f["slope"] * np.log10(xs))
-    label = f"fit: slope {f['slope']:.2f}, R² = {f['r2']:.2f} (n = {f['n']})"
+    label = f"dashed: fit, slope {f['slope']:.2f}, R² = {f['r2']:.2f} (n = {f['n']})"
     (line,) = ax.plot(
         xs * x_scale, ys * e_scale, color="black", lw=0.9, ls="--", zorder=3, label=label
     )

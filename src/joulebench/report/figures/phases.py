@@ -33,9 +33,13 @@ def train_vs_inference(
     title = "Training vs inference energy per sample"
     both = _both_phases(summary, device_label, max_energy_cv)
     if both.empty:
-        what = "no model measured in both phases (phases: [inference, train])"
-        phases = set(summary["phase"].dropna())
-        why = not_comparable(summary, max_energy_cv=max_energy_cv) if len(phases) > 1 else ""
+        phases = sorted(set(summary["phase"].dropna()))
+        if len(phases) < 2:
+            only = phases[0] if phases else "no phase"
+            what = f"the study measured {only} only (phases: [inference, train] adds training)"
+            return plot.no_data(stem, title, what)
+        what = "no model measured in both phases"
+        why = not_comparable(summary, max_energy_cv=max_energy_cv)
         return plot.no_data(stem, title, empty_because(what, why))
     est = is_estimated(both)
     methods = sorted(both["method"].unique())

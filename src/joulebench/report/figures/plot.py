@@ -14,6 +14,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib import patheffects
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -50,6 +51,7 @@ STYLE = {
 ENERGY_UNITS = (("J", 1.0), ("mJ", 1e3), ("µJ", 1e6))
 LABEL_CHARS = 28  # user strings (models, methods, devices, families) longer than this are cut
 NO_DATA_CHARS = 66  # a no-data reason's line: inside a column-wide figure at 7 pt
+EDGE = "#333333"  # a thin edge around filled points: a pale colour (grade D) shows on white
 
 
 def styled(func):
@@ -82,15 +84,25 @@ def save(fig: Figure, stem) -> list[Path]:
     return paths
 
 
+class NotMade(list):
+    """The files of a figure that was not made (they say why instead), and why: render_all
+    lists it so in the figures' manifest (report.figure_manifest)."""
+
+    def __init__(self, paths, why: str):
+        super().__init__(paths)
+        self.why = why
+
+
 @styled
-def no_data(stem, title: str, reason: str) -> list[Path]:
-    """A figure that says there is nothing to draw and why."""
+def no_data(stem, title: str, reason: str, lead: str = "No data") -> NotMade:
+    """A figure that says there is nothing to draw and why; `lead` "Not drawn" where there is
+    data but drawing it would show an assumption as a finding."""
     fig, ax = new_figure(1.6)
     ax.set_axis_off()
     ax.text(0.5, 0.62, title, ha="center", va="center", fontsize=8, weight="bold")
-    said = textwrap.fill(f"No data: {reason}", NO_DATA_CHARS)  # inside the figure's edges
+    said = textwrap.fill(f"{lead}: {reason}", NO_DATA_CHARS)  # inside the figure's edges
     ax.text(0.5, 0.38, said, ha="center", va="center", fontsize=7)
-    return save(fig, stem)
+    return NotMade(save(fig, stem), f"{lead}: {reason}")
 
 
 def short(text, n: int = LABEL_CHARS) -> str:
@@ -98,6 +110,16 @@ def short(text, n: int = LABEL_CHARS) -> str:
     must not push the legend off the figure (the full name is in the data and on the page)."""
     text = str(text)
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def two_lines(name, n: int = 30) -> str:
+    """A model name for a list: whole up to `n` characters, else its architecture and its
+    pretrained tag on two lines (each cut to `n`), so a long name is read, not cut off."""
+    name = str(name)
+    head, dot, tail = name.partition(".")
+    if len(name) <= n or not dot:
+        return short(name, n)
+    return f"{short(head, n)}\n{short(dot + tail, n)}"
 
 
 def energy_unit(values) -> tuple[str, float]:
@@ -155,9 +177,11 @@ def plain_log(*axes) -> None:
 
 
 def group_title(row) -> str:
-    """A comparison group for a figure: device · method · batch, user strings cut short."""
+    """A comparison group for a figure: device · method · batch, user strings cut short; a
+    simulated GPU's device says so."""
     est = " (estimated)" if is_true(row.get("energy_is_estimate")) else ""
     dev, method = short(row["device_label"], 20), short(row["method"], 20)
+    dev += " (simulated)" if is_true(row.get("is_simulated")) else ""
     return f"{dev} · {method} · batch {row['batch_size_requested']}{est}"
 
 
@@ -245,7 +269,102 @@ def scatter(ax, x, y, est, **kw):
         ax.scatter(x[est], y[est], facecolors=face, edgecolors=color, **kw)
 
 
-def dot(color, label: str, marker: str = "o", hollow: bool = False) -> Line2D:
-    """A legend entry: one marker."""
+def dot(color, label: str, marker: str = "o", hollow: bool = False, edge=None) -> Line2D:
+    """A legend entry: one marker (`edge`: its outline, where the points have one)."""
     face = "none" if hollow else color
-    return Line2D([], [], ls="", marker=marker, ms=4, mfc=face, mec=color, label=label)
+    mew = 0.5 if edge else None
+    return Line2D(
+        [], [], ls="", marker=marker, ms=4, mfc=face, mec=edge or color, mew=mew, label=label
+    )
+
+
+# --- names beside points, where they fit ------------------------------------------------------
+
+NAME_FONT_PT = 5.5
+NAME_ROOM = 0.1  # y margin of an axes whose points are named: a name fits above the top one
+HALO = [patheffects.withStroke(linewidth=2.4, foreground="white")]  # lines pass behind a name
+# Where a name may sit, tried in order: offset from its point (points), alignment.
+NAME_SPOTS = (
+    ((4, 2), "left", "bottom"),
+    ((-4, 2), "right", "bottom"),
+    ((4, -2), "left", "top"),
+    ((-4, -2), "right", "top"),
+    ((0, 5), "center", "bottom"),
+    ((0, -5), "center", "top"),
+)
+
+
+def point_names(models) -> list[str]:
+    """What to write beside each point: the architecture (the name before its pretrained tag)
+    where that alone tells the models shown apart, else the whole name, cut to LABEL_CHARS."""
+    names = [str(m) for m in models]
+    arch = [n.split(".", 1)[0] for n in names]
+    unique = len(set(arch)) == len(set(names))
+    return [short(a if unique else n) for a, n in zip(arch, names, strict=True)]
+
+
+def _obstacles(fig: Figure, renderer, axes) -> tuple[list, list]:
+    """Boxes a name must not cover: every text and legend already drawn; and every marker of
+    `axes` (its size around its centre), kept apart so a name may touch its own."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.legend import Legend
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
+
+    boxes = [t.get_window_extent(renderer) for t in fig.findobj(Text) if _shown(t)]
+    boxes += [lg.get_window_extent(renderer) for lg in fig.findobj(Legend)]
+    markers = []
+    for coll in axes.collections:
+        if not isinstance(coll, PathCollection) or not len(coll.get_offsets()):
+            continue
+        sizes = coll.get_sizes() if len(coll.get_sizes()) else [20.0]
+        r = renderer.points_to_pixels(np.sqrt(max(sizes)) / 2 + 0.5)
+        for x, y in coll.get_offset_transform().transform(coll.get_offsets()):
+            markers.append(Bbox([[x - r, y - r], [x + r, y + r]]))
+    return boxes, markers
+
+
+def _gap(box, x: float, y: float) -> float:
+    """Distance from a point to a box (0 inside it)."""
+    return float(np.hypot(max(box.x0 - x, 0, x - box.x1), max(box.y0 - y, 0, y - box.y1)))
+
+
+def _nearer_another(box, x: float, y: float, markers) -> bool:
+    """Whether a name's box sits about as near another marker as its own point: a reader
+    would not know whose it is."""
+    own = _gap(box, x, y)
+    return any(_gap(box, *m.get_points().mean(axis=0)) < 1.5 * own + 1 for m in markers)
+
+
+def _shown(text) -> bool:
+    return text.get_visible() and bool(text.get_text().strip())
+
+
+def name_points(fig: Figure, ax, xs, ys, names, *, most: int = 12) -> int:
+    """Write `names` beside their points (data coordinates, first ones first), each where it
+    covers no text, legend, marker or other name and stays inside the axes; a name that fits
+    nowhere is left out (the page and the tables list every model). Call it last: it reads
+    the figure's layout as drawn. Returns how many were written."""
+    fig.canvas.draw()
+    fig.set_layout_engine("none")  # names must not move the axes they were placed in
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    taken, markers = _obstacles(fig, renderer, ax)
+    written = 0
+    for x, y, name in list(zip(xs, ys, names, strict=True))[:most]:
+        px, py = ax.transData.transform((x, y))
+        others = [m for m in markers if not m.contains(px, py)]  # its own marker may be touched
+        for offset, ha, va in NAME_SPOTS:
+            t = ax.annotate(
+                name, (x, y), xytext=offset, textcoords="offset points", ha=ha, va=va,
+                fontsize=NAME_FONT_PT, color="#333333", annotation_clip=True, path_effects=HALO,
+            )  # fmt: skip
+            box = t.get_window_extent(renderer).expanded(1.04, 1.1)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0
+            inside = inside and box.y1 <= frame.y1 and not _nearer_another(box, px, py, others)
+            if inside and not any(box.overlaps(b) for b in [*taken, *others]):
+                taken.append(box)
+                written += 1
+                break
+            t.remove()
+    return written

@@ -79,9 +79,11 @@ def power_limit_sweep(
     s = one_device(sweep_rows(summary, max_energy_cv), device_label)
     lines = _lines(s) if not s.empty else []
     if not lines:
-        what = "no power-limit sweep with comparable energies at two or more limits (a method "
-        what += "with power_limit: [1.0, 0.8, 0.6], or power_limit_w)"
-        why = not_comparable(summary, max_energy_cv=max_energy_cv) if _asked(summary) else ""
+        if not _asked(summary):
+            what = "the study sweeps no power limit (a method with power_limit: [1.0, 0.8, 0.6]"
+            return plot.no_data(stem, TITLE, what + ", or power_limit_w, does)")
+        what = "no power-limit sweep with comparable energies at two or more limits"
+        why = not_comparable(summary, max_energy_cv=max_energy_cv)
         return plot.no_data(stem, TITLE, empty_because(what, why))
     colors = plot.series_colors(lines)
     est = bool(is_estimated(s).any())

@@ -34,6 +34,7 @@ class Inputs:
     trace_config: dict  # the configuration of figure (5)
     idle_power_w: float | None  # of the configuration traced
     trace_estimated: bool  # whether that configuration's meter estimates
+    trace_simulated: bool  # whether it ran on a simulated GPU
     max_energy_cv: float | None  # the spread check still to apply (None: the scores' flags)
     why: str  # why rows have no comparable energy, counted: the reason a figure is empty
     secondary_unit: str | None

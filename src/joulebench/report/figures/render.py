@@ -10,6 +10,7 @@ import pandas as pd
 
 from joulebench.analysis.score import DEFAULT_MAX_ENERGY_CV
 from joulebench.analysis.summary import SUMMARY_KEY
+from joulebench.report.figure_manifest import write_manifest
 from joulebench.report.figure_names import FIGURE_NAMES
 from joulebench.report.figures.registry import REGISTRY, Inputs
 from joulebench.report.figures.rows import not_comparable
@@ -29,7 +30,8 @@ def render_all(
     best: pd.DataFrame | None = None,
     secondary_unit: str | None = None,
 ) -> dict[str, list[Path]]:
-    """Every figure into `outdir/<name>.{pdf,png}`.
+    """Every figure into `outdir/<name>.{pdf,png}`, and which were not made (nothing to draw:
+    their files say why) into `outdir/figures.tsv` (report.figure_manifest).
 
     With scores of energy_scope node, every energy axis shows the whole node's energy
     (the summary's energy_node_per_image_j) and says so.
@@ -45,7 +47,7 @@ def render_all(
         raise RuntimeError(f"figures declared but not registered: {missing}")
     out = Path(outdir)
     tc = choose_trace_config(trace, trace_config or {})
-    idle, est = trace_context(summary, tc)
+    idle, est, sim = trace_context(summary, tc)
     if "energy_scope" in scores.columns and set(scores["energy_scope"].dropna()) == {"node"}:
         from joulebench.analysis.score import node_headline
 
@@ -61,6 +63,7 @@ def render_all(
         trace_config=tc,
         idle_power_w=idle,
         trace_estimated=est,
+        trace_simulated=sim,
         max_energy_cv=cv,
         why=not_comparable(summary, max_energy_cv=cv),  # why a fits figure may be empty
         secondary_unit=secondary_unit,
@@ -69,6 +72,7 @@ def render_all(
     for name in FIGURE_NAMES:
         spec = REGISTRY[name]
         drawn[name] = spec.draw(inputs.only(spec.needs), out / name)
+    write_manifest(out, {name: getattr(paths, "why", "") for name, paths in drawn.items()})
     return drawn
 
 
@@ -119,5 +123,6 @@ def run_figures(
         best=read_table(best_configs_path) if best_configs_path else None,
         secondary_unit=secondary_unit,
     )
-    print(f"figures: {len(paths)} -> {outdir}", file=sys.stderr)
+    made = [name for name, p in paths.items() if not getattr(p, "why", "")]
+    print(f"figures: {len(made)} of {len(paths)} made -> {outdir}", file=sys.stderr)
     return paths

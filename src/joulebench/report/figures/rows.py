@@ -133,6 +133,15 @@ def not_comparable(
     return counted(pd.Series(reasons, dtype=object))
 
 
+def one_method(summary: pd.DataFrame | None, device_label: str | None) -> str:
+    """'the study measured one method (fp32)' where the device's rows hold a single method
+    (a comparison of methods has nothing to compare: no row is to blame), else ''."""
+    if summary is None:
+        return ""
+    methods = one_device(placed(summary), device_label)["method"].dropna().astype(str).unique()
+    return f"the study measured one method ({methods[0]})" if len(methods) == 1 else ""
+
+
 def empty_because(what: str, why: str) -> str:
     """'what: why', or just `what` when there is no why."""
     return f"{what}: {why}" if why else what

@@ -1,5 +1,11 @@
 """(6) throughput_vs_energy: throughput against energy per image, with lines of constant
-mean power (energy per image = power / throughput)."""
+mean power (energy per image = power / throughput).
+
+Measured energies only. An estimating meter's energy is its modelled power times the step
+time (estimate:tdp-linear), so each point would sit on its power model's constant-power line
+by construction: the figure would draw the model's assumption as a finding. Such rows are left
+out, and a study with nothing else does not make the figure (it says why).
+"""
 
 from __future__ import annotations
 
@@ -39,11 +45,16 @@ def throughput_vs_energy(
         why = not_comparable(summary, max_energy_cv=max_energy_cv)
         what = "no configuration with both a comparable energy and a throughput"
         return plot.no_data(stem, title, empty_because(what, why))
+    modelled = is_estimated(s)
+    if modelled.all():
+        return plot.no_data(stem, title, estimate_is_the_model(s), lead="Not drawn")
+    left_out = int(modelled.sum())
+    s = s[~modelled.to_numpy()]
     methods = sorted(s["method"].unique())
     batches = sorted(s["batch_size_requested"].dropna().unique())
     colors = plot.series_colors(methods)
     markers = {b: plot.MARKERS[i % len(plot.MARKERS)] for i, b in enumerate(batches)}
-    est = is_estimated(s)
+    est = is_estimated(s)  # all False: measured only
     unit, scale = plot.energy_unit(s["energy_per_image_j"])
     fig, ax = plot.new_figure(3.0)
     x = s["energy_per_image_j"].to_numpy(float) * scale
@@ -74,8 +85,20 @@ def throughput_vs_energy(
     handles += [plot.dot("#555555", f"batch {b}", markers[b]) for b in batches]
     device = plot.short(s["device_label"].iloc[0], 20)
     head = f"{device} · {plot.models_text(s['model'].nunique())} · dotted: constant power"
+    if left_out:
+        head += f"\n{left_out} estimated configurations left out (modelled power × time)"
     plot.top_legend(fig, handles, head, ncol=5)
     return plot.save(fig, stem)
+
+
+def estimate_is_the_model(rows: pd.DataFrame) -> str:
+    """Why throughput against an estimated energy is not drawn, naming the meters."""
+    meters = ", ".join(sorted(set(rows["meter"].dropna().astype(str)))) or "an estimate"
+    return (
+        f"every energy here is estimated ({meters}): modelled power × step time, so each point "
+        "lies on its power model's constant-power line by construction, and the figure "
+        "would show the model, not a finding"
+    )
 
 
 def _iso_power(ax, energy_j: np.ndarray, throughput: np.ndarray, scale: float = 1.0) -> None:

@@ -33,9 +33,11 @@ def power_trace(
     batch_size: int | None = None,
     idle_power_w: float | None = None,
     estimated: bool = False,
+    simulated: bool = False,
 ) -> list[Path]:
     """Power over each measurement window of one configuration, repeats overlaid, with the
-    idle baseline; the first configuration in the table unless one is named."""
+    idle baseline; the first configuration in the table unless one is named. A simulated
+    GPU's trace (the sensor simulator's readings) says so in its header and axis."""
     title = "Power during measurement"
     t = placed(trace)
     want = selectors(device_label=device_label, model=model, method=method)
@@ -49,9 +51,8 @@ def power_trace(
     if t.empty or not np.isfinite(t[power_col].astype(float)).any():
         unplaced = counted(missing_key(trace).map(lambda k: f"samples without {k}" if k else ""))
         why = f"no power samples to plot: {unplaced}" if unplaced else ""
-        return plot.no_data(
-            stem, title, why or "no power samples (an estimating meter records none)"
-        )
+        estimated = "the meter estimates energy (modelled power × time) and records no power"
+        return plot.no_data(stem, title, why or f"{estimated} samples")
     first = t[TRACE_KEY].drop_duplicates().sort_values(TRACE_KEY).iloc[0]
     t = t[(t[TRACE_KEY] == first).all(axis=1)]
     fig, ax = plot.new_figure(2.6)
@@ -65,10 +66,11 @@ def power_trace(
     ax.set_ylim(bottom=0)
     ax.set_xlabel("Time in measurement window (s)")
     what = "Power" if power_col == "power_w" else "Power, device-averaged"
-    ax.set_ylabel(f"{what} (W{', estimated' if estimated else ''})")
+    kind = ", estimated" if estimated else ", simulated" if simulated else ""
+    ax.set_ylabel(f"{what} (W{kind})")
     ax.grid(True)
     bs = first["batch_size_requested"]
-    dev = plot.short(first["device_label"], 20)
+    dev = plot.short(first["device_label"], 20) + (" (simulated)" if simulated else "")
     setting = f"{plot.short(first['method'], 20)} · batch {bs} · {dev}"
     head = f"{plot.short(first['model'], 48)}\n{setting}"
     plot.top_legend(fig, ax.get_legend_handles_labels()[0], head, ncol=min(len(repeats), 4))
@@ -104,16 +106,19 @@ def choose_trace_config(trace: pd.DataFrame | None, want: dict) -> dict:
     return {k: first["batch_size_requested" if k == "batch_size" else k] for k in chosen}
 
 
-def trace_context(summary: pd.DataFrame, tc: dict) -> tuple[float | None, bool]:
-    """The idle power and whether the meter estimates, for the configuration traced."""
+def trace_context(summary: pd.DataFrame, tc: dict) -> tuple[float | None, bool, bool]:
+    """The idle power, whether the meter estimates, and whether the device is simulated, for
+    the configuration traced."""
     rows = summary
     for k, v in tc.items():
         if v is not None:
             rows = rows[matches(rows["batch_size_requested" if k == "batch_size" else k], v)]
     if rows.empty:
-        return None, False
+        return None, False, False
     idle = pd.to_numeric(rows["idle_power_w"], errors="coerce").iloc[0]
-    return (float(idle) if pd.notna(idle) else None), bool(is_estimated(rows).iloc[0])
+    sim = rows["is_simulated"].iloc[0] if "is_simulated" in rows else False
+    estimated = bool(is_estimated(rows).iloc[0])
+    return (float(idle) if pd.notna(idle) else None), estimated, bool(pd.notna(sim) and sim)
 
 
 @figure("power_trace", needs=("trace",))
@@ -123,5 +128,6 @@ def _draw(inputs: Inputs, stem) -> list[Path]:
         stem,
         idle_power_w=inputs.idle_power_w,
         estimated=inputs.trace_estimated,
+        simulated=inputs.trace_simulated,
         **inputs.trace_config,
     )

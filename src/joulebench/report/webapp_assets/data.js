@@ -318,6 +318,93 @@ const jbData = (function () {
     return have.size - new Set(best.map((r) => r.bestKey)).size;
   }
 
+  // ---------------------------------------------------------------- fronts on show
+  // Each front on show (a comparison group with a point on show; in best mode, each group of
+  // best configurations), told apart: in the order of their labels, each in its own colour of
+  // the palette's fronts (grey past its end, said by the legend), dashed where its energies
+  // are estimates. A label is a list of text and {label} parts (data, shown isolated).
+  function frontsOnShow(study, view) {
+    const fronts = view.best ? view.bestFronts : study.fronts;
+    const keys = new Set(view.points.map((r) => (view.best ? r.bestGroup : r.group)));
+    const phases = new Set(study.rows.map((r) => keyOf(r.phase))).size > 1;
+    // what the group is made of: the score's group, or (best mode) phase, device and meter
+    const by = view.best ? ["phase", "device_label", "energy_is_estimate"] : study.meta.score_group;
+    const out = [];
+    for (const key of keys) {
+      const rows = fronts.get(key);
+      if (rows) out.push({ key, rows, est: rows[0].est, label: frontLabel(rows[0], by, view.best, phases) });
+    }
+    const text = (f) => f.label.map((p) => (typeof p === "string" ? p : String(p.label))).join("");
+    const batch = (f) => (view.best ? 0 : num(f.rows[0].batch_size_requested));
+    out.sort((a, b) => {
+      const [ra, rb] = [a.rows[0], b.rows[0]];
+      const by = (k) => COLLATOR.compare(keyOf(ra[k]), keyOf(rb[k]));
+      return by("phase") || by("device_label") || (view.best ? 0 : by("method")) || batch(a) - batch(b) || Number(a.est) - Number(b.est) || COLLATOR.compare(text(a), text(b));
+    });
+    const colors = study.palette.fronts;
+    out.forEach((f, i) => (f.color = i < colors.length ? colors[i] : study.palette.other));
+    return out;
+  }
+
+  // A front's name: the values of the columns its group is made of (`by`), the phase only
+  // where the study has two.
+  function frontLabel(r, by, best, phases) {
+    const parts = [];
+    const add = (part) => parts.push(...(parts.length ? [" · ", part] : [part]));
+    if (by.includes("phase") && phases) add({ label: r.phase });
+    if (by.includes("device_label")) add({ label: r.device_label });
+    if (by.includes("method")) add({ label: r.method });
+    if (by.includes("batch_size_requested")) add(`batch ${r.batch_size_requested}`);
+    if (best) add("best configurations");
+    if (by.includes("energy_is_estimate") && r.est) parts.push(" (estimated)");
+    return parts;
+  }
+
+  // ---------------------------------------------------------------- what the rows say
+  // How many energies are estimates, of the rows that have one: { est, of }.
+  function estimateShare(rows) {
+    let est = 0, of = 0;
+    for (const r of rows) {
+      if (!(r.energy > 0)) continue;
+      of++;
+      if (r.est) est++;
+    }
+    return { est, of };
+  }
+
+  // The banner's first words: "All 30 energies here are estimates" or "12 of 30 ...".
+  function estimateWords({ est, of }) {
+    if (!est) return "";
+    const all = est === of;
+    const what = all ? (of === 1 ? "The one energy" : `All ${fmtInt(of)} energies`) : `${fmtInt(est)} of ${fmtInt(of)} energies`;
+    const verb = est === 1 ? "is an estimate" : "are estimates";
+    return `${what} here ${verb} from a power model, not readings of an energy counter.`;
+  }
+
+  // Why a row has no grade, from the note the score stage gave it (analysis.score
+  // score_notes): its status, the flag that kept it off the front, or no energy or top-1.
+  function ungradedReason(r) {
+    const note = String(r.score_note || "");
+    const m = /^(?:status (\S+?):|flagged ([^\s:(;]+)|(no energy)|(no top1))/.exec(note);
+    if (!m) return "not graded";
+    if (m[1]) return m[1];
+    if (m[2]) return `flagged ${m[2]}`;
+    return m[3] ? "without energy" : "without top-1";
+  }
+
+  // The rows graded, and the others counted by why, most first: { graded, of, reasons:
+  // [[reason, n], ...] }.
+  function gradedCount(rows) {
+    const counts = new Map();
+    let graded = 0;
+    for (const r of rows) {
+      if (r.grade) graded++;
+      else counts.set(ungradedReason(r), (counts.get(ungradedReason(r)) || 0) + 1);
+    }
+    const reasons = [...counts].sort((a, b) => b[1] - a[1] || COLLATOR.compare(a[0], b[0]));
+    return { graded, of: rows.length, reasons };
+  }
+
   // ---------------------------------------------------------------- order
   function sortValue(r, key) {
     const v = r[key];
@@ -519,7 +606,7 @@ const jbData = (function () {
     meta.grades.forEach((g, i) => {
       const y = 74 + i * 17, mine = g === r.grade;
       items.push({ kind: "rect", x: 14, y, w: 34 + 10 * i, h: 14, fill: palette.grade[g], stroke: mine ? INK : "none" });
-      items.push(labelText(18, y + 11, g, 10, i >= 3 ? "#ffffff" : INK, "bold"));
+      items.push(labelText(18, y + 11, g, 10, palette.grade_ink[g], "bold"));
       if (mine) items.push(labelText(54 + 10 * i, y + 11, "◀", 11, INK, "bold"));
     });
     if (!r.grade) items.push(labelText(14, 206, "no grade", 9, MUTED));
@@ -556,6 +643,11 @@ const jbData = (function () {
     frontsOf,
     bestTableOrder,
     modelsWithout,
+    frontsOnShow,
+    estimateShare,
+    estimateWords,
+    ungradedReason,
+    gradedCount,
     textRanks,
     orderRows,
     flagInfo,

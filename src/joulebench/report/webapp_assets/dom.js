@@ -73,6 +73,16 @@ const jbDom = (function () {
 
   const badge = (kind, text) => el("span", "badge " + kind, text);
 
+  // A name that may wrap (CSS .wrap2: at most two lines; its cell's title has the rest): a
+  // line may break after each ".", "_", "-" or "/" (a <wbr>, so the text is unchanged).
+  function wrapName(text) {
+    const e = el("div", "wrap2 u");
+    str(text)
+      .split(/(?<=[._\-/])/)
+      .forEach((part, k) => e.append(...(k ? [el("wbr"), part] : [part])));
+    return e;
+  }
+
   // A grade letter on its colour (`colors`: the palette's grade colours).
   function gradeChip(g, colors) {
     const s = el("span", "grade", g || "–");
@@ -116,5 +126,5 @@ const jbDom = (function () {
     setTimeout(() => URL.revokeObjectURL(url), 30000);
   }
 
-  return { $, LABEL_MAX, balanced, str, clip, U, el, words, runText, label, inkOn, badge, gradeChip, debounce, oncePerFrame, download };
+  return { $, LABEL_MAX, balanced, str, clip, U, el, words, runText, label, inkOn, badge, wrapName, gradeChip, debounce, oncePerFrame, download };
 })();

@@ -329,13 +329,39 @@ const jbPanels = (function (D, url, dom) {
         `). Energy per image is ${meta.energy_kind === "dynamic" ? "the energy above idle" : "the total energy, idle included"}.`
       )
     );
-    $("estimate-banner").hidden = !rows.some((r) => r.est);
+    const share = D.estimateShare(rows);
+    $("estimate-banner").hidden = !share.est;
+    $("estimate-share").textContent = D.estimateWords(share);
+    $("graded").replaceChildren(gradedWords(D.gradedCount(rows)));
+    describeMeasurement(meta.how || []);
     const t = meta.grade_thresholds;
     const letters = Object.keys(t);
     $("grade-bands").textContent =
       letters.map((g) => `${g} ≥ ${t[g]}`).join(", ") + `, ${meta.grades[meta.grades.length - 1]} below ${t[letters[letters.length - 1]]}`;
     $("reference-model").textContent = meta.reference_model ? str(meta.reference_model) : "none set";
     $("reference-model").classList.add("u");
+  }
+
+  // "Graded: 24 of 30 rows. Not graded: 4 flagged other-load, 2 skipped (each row's note says
+  // why)." A reason holds a flag's name from the data: isolated, as every label.
+  function gradedWords({ graded, of, reasons }) {
+    const head = `Graded: ${D.fmtInt(graded)} of ${D.fmtInt(of)} rows.`;
+    if (!reasons.length) return words(head);
+    const why = reasons.flatMap(([reason, n], k) => [k ? ", " : "", `${D.fmtInt(n)} `, U(reason)]);
+    return words(head, " Not graded: ", ...why, " (each row's note says why; flagged rows stay on the plot and in the table).");
+  }
+
+  // "How it was measured": paragraphs the page was built with (report/how_measured.py, from
+  // the protocol preset and the rows), each a title and its text, set as text.
+  function describeMeasurement(paragraphs) {
+    const box = $("how-measured");
+    box.replaceChildren(
+      ...paragraphs.map(({ title, text }) => {
+        const p = el("p");
+        p.append(el("strong", null, title + "."), " " + text);
+        return p;
+      })
+    );
   }
 
   return { FACETS, readSettings, viewState, applyView, syncSliders, wireControls, renderCompare, downloadLabel, describe };

@@ -202,6 +202,7 @@ const jbPlot = (function (D, dom) {
     #els;
     #box = { w: 0, h: 0 }; // CSS px
     #view = { best: false, points: [], bestFronts: new Map() };
+    #fronts = []; // the fronts on show (data.frontsOnShow), each with its colour
     #look = { colorBy: "grade", unit: "j" };
     #stale = true; // what is on show changed: the base layer is drawn again
     #layer = { canvas: null, frame: null }; // the base layer and the frame it was drawn in
@@ -259,9 +260,10 @@ const jbPlot = (function (D, dom) {
       this.#view = view;
       this.#look = { colorBy: look.colorBy, unit: look.unit };
       view.points.forEach((r, i) => (this.#pointAt[r.id] = i));
+      this.#fronts = D.frontsOnShow(this.#study, view);
       this.#stale = true;
       this.draw();
-      renderLegend(this.#els.legend, this.#study, view, look.colorBy);
+      renderLegend(this.#els.legend, this.#study, view, look.colorBy, this.#fronts);
     }
 
     // The hovered row (from the plot or from the table); null: none.
@@ -317,7 +319,7 @@ const jbPlot = (function (D, dom) {
       ctx.beginPath();
       ctx.rect(M.l, M.t, f.pw, f.ph);
       ctx.clip();
-      drawFronts(ctx, f, this.#study, this.#view);
+      drawFronts(ctx, f, this.#fronts);
       ctx.restore();
       this.#drawPoints(ctx, f, dpr);
       if (!this.#view.points.length) {
@@ -468,16 +470,14 @@ const jbPlot = (function (D, dom) {
 
   const createPlot = (study, els, on) => new Plot(study, els, on);
 
-  // The Pareto front of every comparison group that has a point on show, as a staircase;
-  // dashed where the group's energies are estimates.
-  function drawFronts(ctx, { sx, sy }, study, view) {
-    const groups = new Set(view.points.map((r) => (view.best ? r.bestGroup : r.group)));
-    ctx.strokeStyle = "#2b2f36";
-    ctx.lineWidth = 1.5;
-    for (const g of groups) {
-      const f = (view.best ? view.bestFronts : study.fronts).get(g);
-      if (!f) continue;
-      ctx.setLineDash(f[0].est ? [5, 4] : []);
+  // The Pareto front of every comparison group that has a point on show (data.frontsOnShow),
+  // as a staircase in the front's colour; dashed where the group's energies are estimates.
+  // Grey ones (past the palette) first, so the coloured ones lie on top.
+  function drawFronts(ctx, { sx, sy }, fronts) {
+    ctx.lineWidth = 2;
+    for (const { rows: f, color, est } of [...fronts].reverse()) {
+      ctx.strokeStyle = color;
+      ctx.setLineDash(est ? [6, 4] : []);
       ctx.beginPath();
       ctx.moveTo(sx(f[0].energy), sy(f[0].acc));
       for (let i = 1; i < f.length; i++) {
@@ -509,7 +509,7 @@ const jbPlot = (function (D, dom) {
   }
 
   // ---------------------------------------------------------------- legend and card
-  function renderLegend(box, study, view, colorBy) {
+  function renderLegend(box, study, view, colorBy, fronts) {
     const { meta, palette, familyColor } = study;
     const points = view.points;
     box.replaceChildren();
@@ -533,15 +533,38 @@ const jbPlot = (function (D, dom) {
       for (const [f, c] of familyColor) if (counts.has(f)) key(c, `(${counts.get(f)})`, null, f);
       const rest = [...counts].filter(([f]) => !familyColor.has(f));
       const n = rest.reduce((s, [, c]) => s + c, 0);
-      if (n) key(palette.other, `${rest.length} other families (${n})`);
-    }
-    if (view.best) {
-      if (view.bestFronts.size) key(null, "energy-optimal front (best configurations)", "line");
-    } else {
-      const groups = new Set(points.filter((r) => study.fronts.has(r.group)).map((r) => r.group));
-      if (groups.size) key(null, groups.size === 1 ? "Pareto front" : `Pareto fronts (${groups.size} groups)`, "line");
+      if (n) key(palette.other, `${rest.length} other famil${rest.length === 1 ? "y" : "ies"} (${n})`);
     }
     if (points.some((r) => r.est)) key(null, "hollow: estimated energy", "hollow");
+    legendFronts(box, study, view, fronts);
+  }
+
+  // One entry per front on show, its line in its colour and its group named; past the
+  // palette, one entry for the grey rest.
+  function legendFronts(box, study, view, fronts) {
+    if (!fronts.length) return;
+    const what = view.best ? "Energy-optimal front" : "Pareto front";
+    const line = el("div", "fronts");
+    line.setAttribute("data-fronts", String(fronts.length));
+    line.append(el("span", "fronts-title", fronts.length === 1 ? `${what}:` : `${what}s (${fronts.length}):`));
+    const colored = fronts.filter((f) => f.color !== study.palette.other);
+    for (const f of colored) {
+      const s = el("span", "key front");
+      const i = el("i", "line");
+      i.style.borderTopColor = f.color;
+      i.style.borderTopStyle = f.est ? "dashed" : "solid";
+      s.append(i, dom.words(...f.label));
+      line.append(s);
+    }
+    const rest = fronts.length - colored.length;
+    if (rest) {
+      const s = el("span", "key front");
+      const i = el("i", "line");
+      i.style.borderTopColor = study.palette.other;
+      s.append(i, `${rest} more in grey: pick a device, method or batch size to tell them apart`);
+      line.append(s);
+    }
+    box.append(line);
   }
 
   // The hover card: a row's numbers, their uncertainty and provenance.

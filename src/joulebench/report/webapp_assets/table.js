@@ -7,22 +7,24 @@ const jbTable = (function (D, dom) {
   const ROW_H = 30; // px, fixed: the table renders only the rows scrolled into view
   const OVERSCAN = 12; // rows rendered above and below the view
   const BEST_SHOWN = 200; // rows of the best-configurations table; "All rows" holds every one
+  const MODEL_MIN_W = 200; // px: the model column takes what the others leave, never less
 
+  // Names (wrap: true) take up to two lines, breaking after . _ - /, the rest on hover.
   const TABLE_COLS = [
     { key: "pick", label: "", sort: false, w: 34 },
-    { key: "model", label: "Model", text: true },
-    { key: "family", label: "Family", text: true, w: 120 },
-    { key: "device_label", label: "Device", text: true, w: 84 },
-    { key: "method", label: "Method", text: true, w: 96 },
-    { key: "batch_size_requested", label: "Batch", w: 58 },
-    { key: "acc", label: "Top-1 %", w: 72, fmt: (r) => (isNaN(r.acc) ? "–" : r.acc.toFixed(2)) },
-    { key: "energy", label: "Energy / image", w: 190 },
-    { key: "throughput_img_s", label: "img/s", w: 76, fmt: (r) => D.fmtNum(r.throughput_img_s) },
-    { key: "params", label: "Params", w: 72, fmt: (r) => D.fmtCount(r.params) },
-    { key: "flops_per_image", label: "GFLOPs", w: 70, fmt: (r) => D.fmtGflops(r.flops_per_image) },
-    { key: "grade", label: "Grade", text: true, w: 58 },
-    { key: "efficiency_index", label: "Eff. index", w: 92, fmt: (r) => D.fmtNum(r.efficiency_index) },
-    { key: "status", label: "Status", text: true, w: 150 },
+    { key: "model", label: "Model", text: true, wrap: true },
+    { key: "family", label: "Family", text: true, wrap: true, w: 96 },
+    { key: "device_label", label: "Device", text: true, wrap: true, w: 76 },
+    { key: "method", label: "Method", text: true, wrap: true, w: 100 },
+    { key: "batch_size_requested", label: "Batch", w: 56 },
+    { key: "acc", label: "Top-1 %", w: 76, fmt: (r) => (isNaN(r.acc) ? "–" : r.acc.toFixed(2)) },
+    { key: "energy", label: "Energy / image", w: 180 },
+    { key: "throughput_img_s", label: "img/s", w: 64, fmt: (r) => D.fmtNum(r.throughput_img_s) },
+    { key: "params", label: "Params", w: 70, fmt: (r) => D.fmtCount(r.params) },
+    { key: "flops_per_image", label: "GFLOPs", w: 72, fmt: (r) => D.fmtGflops(r.flops_per_image) },
+    { key: "grade", label: "Grade", text: true, w: 60 },
+    { key: "efficiency_index", label: "Eff. index", w: 98, fmt: (r) => D.fmtNum(r.efficiency_index) },
+    { key: "status", label: "Status", text: true, w: 132 },
   ];
 
   // study: data.loadStudy; els: { table, wrap, count }; on: { pick(id) -> false if refused,
@@ -100,7 +102,11 @@ const jbTable = (function (D, dom) {
     }
 
     #buildHead() {
-      const cols = el("colgroup"); // fixed widths: the layout never waits for the rows
+      // fixed widths: the layout never waits for the rows; the table scrolls sideways
+      // before the model column would narrow below MODEL_MIN_W
+      const fixed = TABLE_COLS.reduce((sum, c) => sum + (c.w || 0), 0);
+      this.#els.table.style.minWidth = fixed + MODEL_MIN_W + "px";
+      const cols = el("colgroup");
       for (const c of TABLE_COLS) {
         const col = el("col");
         if (c.w) col.style.width = c.w + "px";
@@ -171,10 +177,10 @@ const jbTable = (function (D, dom) {
       box.checked = picked;
       box.setAttribute("aria-label", "compare " + (r.model || ""));
       td.append(box);
-    } else if (c.key === "model") {
-      td.classList.add("model", "u");
-      td.textContent = str(r.model);
-      td.setAttribute("title", str(r.model));
+    } else if (c.wrap) {
+      td.classList.add(c.key === "model" ? "model" : "name");
+      td.append(dom.wrapName(r[c.key]));
+      td.setAttribute("title", str(r[c.key]));
     } else if (c.key === "energy") {
       td.append(fmtEnergy(r.energy));
       if (!isNaN(D.ciOf(r).lo) && D.ciHalfPct(r)) {
