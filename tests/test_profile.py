@@ -166,7 +166,7 @@ def test_cpu_shared_with_a_busy_process_is_flagged_and_the_table_warns():
     import subprocess
     import sys
 
-    from joulebench.measure.profile import format_rows
+    from joulebench.measure.adhoc import format_rows
 
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
@@ -193,7 +193,7 @@ def test_the_profile_table_gives_each_energy_its_ci_in_mj_its_flags_and_a_warnin
     """A CI wider than the value (2 windows on a busy host: 596 ± 750 mJ) is said, never a
     bare half-width without its unit; a flagged row names its flag beside it and under the
     table, once, with what to do."""
-    from joulebench.measure.profile import WIDE_CI, format_rows
+    from joulebench.measure.adhoc import WIDE_CI, format_rows
 
     text = format_rows(
         _table_rows(

@@ -257,11 +257,7 @@ def plan_study(
     pools = as_pools(devices)
     raw = config.get("protocol")
     configs = _phase_configs(config)
-    idle_pre_s = float((config.get("profile") or {}).get("idle_pre_s", IDLE_PRE_S))
-    idle_s = float((config.get("idle") or {}).get("duration_s", IDLE_DURATION_S))
-    split = (config.get("profile") or {}).get("split", DEFAULT_SPLIT)
-    check_first = (config.get("profile") or {}).get("check_first", CHECK_FIRST_DEFAULT)
-    wait_s = float((config.get("profile") or {}).get("quiet_wait_s", WAIT_S))
+    idle_pre_s, idle_s, split, check_first, wait_s = _job_keys(config)
     load = replace(load or HostLoad(), wait_s=wait_s)
     n_models = len(models)
     device_plans = [
@@ -289,13 +285,10 @@ def plan_study(
     )  # fmt: skip
     per_job = int((config.get("catalog") or {}).get("models_per_job", MODELS_PER_JOB))
     catalog_jobs = math.ceil(n_models / per_job)
-    batch_sizes: dict[str, int] = {}
-    for phase, _, _, batch in configs:
-        batch_sizes.setdefault(phase, set()).add(batch)
     plan = Plan(
         models=n_models,
         methods=len(_methods(config)),
-        batch_sizes={phase: len(sizes) for phase, sizes in batch_sizes.items()},
+        batch_sizes=_batch_counts(configs),
         configurations=sum(d.configurations for d in device_plans),
         config_min_s=config_min_s(device_plans[0].settings if device_plans else host_settings),
         config_estimate_s=_per_config_s(device_plans or [host], len(configs), idle_pre_s),
@@ -309,17 +302,41 @@ def plan_study(
         plan.at_cap_s = capped.total_s
     plan.notes += _notes(plan, configs, device_plans)
     if load.busy and any(_is_host(d.torch_device) for d in device_plans):
-        plan.notes.append(
-            f"host: other processes used {load.share:.0%} of the CPUs as this plan was made: "
-            f"counted for the CPU (a wait of up to {load.wait_s:g} s per job for them to stop, "
-            f"windows to the cap, {load.slowdown:.2g}x slower outside them)"
-        )
+        plan.notes.append(_load_note(load))
     if steps:
         calibrated = [d for d in device_plans if d.calibrated]
         plan.calibrated_config_s = _per_config_s(calibrated, len(configs), idle_pre_s)
     if slurm_profile is not None:
         plan.slurm = _slurm_plan(config, slurm_profile, devices, n_models, catalog_jobs, plan)
     return plan
+
+
+def _job_keys(config: dict) -> tuple[float, float, str, str, float]:
+    """The profile and idle keys the plan reads, with the workflow's defaults."""
+    profile = config.get("profile") or {}
+    return (
+        float(profile.get("idle_pre_s", IDLE_PRE_S)),
+        float((config.get("idle") or {}).get("duration_s", IDLE_DURATION_S)),
+        profile.get("split", DEFAULT_SPLIT),
+        profile.get("check_first", CHECK_FIRST_DEFAULT),
+        float(profile.get("quiet_wait_s", WAIT_S)),
+    )
+
+
+def _batch_counts(configs) -> dict[str, int]:
+    """How many batch sizes each phase measures."""
+    sizes: dict[str, set] = {}
+    for phase, _, _, batch in configs:
+        sizes.setdefault(phase, set()).add(batch)
+    return {phase: len(batches) for phase, batches in sizes.items()}
+
+
+def _load_note(load: HostLoad) -> str:
+    return (
+        f"host: other processes used {load.share:.0%} of the CPUs as this plan was made: "
+        f"counted for the CPU (a wait of up to {load.wait_s:g} s per job for them to stop, "
+        f"windows to the cap, {load.slowdown:.2g}x slower outside them)"
+    )
 
 
 def _model_job_s(jobs_s, left_models: int, parts: int, guess, ratio, idle_pre_s) -> float:

@@ -57,7 +57,7 @@ def add_concat(sub) -> None:
 
 def _cmd_profile(args) -> int:
     """Ad hoc: measure one model now and print a short table (no Snakemake)."""
-    from joulebench.measure.profile import format_rows, profile_now
+    from joulebench.measure.adhoc import format_rows, profile_now
 
     rows = profile_now(
         args.model,
@@ -167,7 +167,7 @@ def _cmd_profile_job(args) -> int:
                 log=say, outputs=outputs,
             )  # fmt: skip
         except Orphaned as err:
-            print(f"joulebench: {err}", file=sys.stderr)
+            say(f"joulebench: {err}", file=sys.stderr)
             return 1
     return 0
 

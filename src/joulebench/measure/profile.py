@@ -28,7 +28,6 @@ import pandas as pd
 from joulebench.flags import (
     FLAG_SIMULATED,
     FLAG_TRAIN_LOSS_NOT_FINITE,
-    flag_warnings,
     join_flags,
 )
 from joulebench.measure.arithmetic import applied as arithmetic_applied
@@ -48,7 +47,7 @@ from joulebench.measure.heat import HeatCalibration
 from joulebench.measure.heat import from_report as heat_from_report
 from joulebench.measure.host_bound import host_bound_fields
 from joulebench.measure.knobs import applied, restore_leftover
-from joulebench.measure.methods import PRESETS, Method, parse_methods
+from joulebench.measure.methods import Method, parse_methods
 from joulebench.measure.protocol import (
     DEFAULT_PRESET,
     ProtocolSettings,
@@ -904,112 +903,3 @@ def run_job(
         model, device_label, spec, idle_power_w=idle_power_w, threads=threads
     )
     return run_profile(job, start_at=start_at, parts=parts)
-
-
-def profile_now(
-    entry: str,
-    *,
-    device: str = "cpu",
-    methods: list[str] = ("fp32",),
-    batch_sizes: list[int] = (1,),
-    repeats: int = ProtocolSettings.repeats,
-    min_repeat_s: float = ProtocolSettings.min_repeat_s,
-    meter: str | None = None,
-    tdp_w: float | None = None,
-    threads: int | None = None,
-    phases: list[str] = ("inference",),
-    optimizer: str = TrainSpec.optimizer,
-    onnx_cache: str = DEFAULT_ONNX_CACHE,
-    input_kind: str = INPUT_KINDS[0],
-    allow_emulated: bool = False,
-    timeout_s: float | None = None,
-    output=None,
-) -> pd.DataFrame:
-    """`joulebench profile`: measure one model (a timm name or a workload entry) now, with the
-    method presets (methods.PRESETS; `allow_emulated` measures those the device only
-    emulates) and a protocol of `repeats` windows of `min_repeat_s`, each configuration
-    stopped after `timeout_s` without progress (None: the default, measure.supervise); the
-    rows are also written to `output` when given."""
-    from joulebench.catalog.models import resolve_models
-    from joulebench.catalog.workloads import is_workload
-    from joulebench.measure.devices import require_measurable
-
-    require_measurable(device, device)
-    model = resolve_models([entry])[0]
-    spec = {
-        "torch_device": device,
-        "methods": {m: {**PRESETS[m], "allow_emulated": allow_emulated} for m in methods},
-        "batch_sizes": list(batch_sizes),
-        "protocol": {  # exactly `repeats` windows (no CI target); max_repeats caps repeats
-            "repeats": repeats,
-            "min_repeat_s": min_repeat_s,
-            "ci_target": None,
-            "max_repeats": max(repeats, ProtocolSettings.max_repeats),
-        },
-        "meter": meter,
-        "estimate": {"tdp_w": tdp_w},
-        "phases": list(phases),
-        "train": {"optimizer": optimizer},
-        "workload": entry if is_workload(entry) else None,
-        "onnx_cache": onnx_cache,
-        "input_kind": input_kind,
-        "check_first": "off",  # a first look: a kept check report of the GPU still counts
-        "timeout_s": timeout_s,
-    }
-    from joulebench.measure.job_runner import supervised_job
-
-    label = device.replace(":", "")
-    ProfileJob.from_spec(model, label, spec, threads=threads)  # its errors, here and now
-    rows, _, _ = supervised_job(model, label, spec, idle=None, threads=threads, log=_warn)
-    if output:
-        write_table(rows, output, PROFILE_COLUMNS)
-    return rows
-
-
-WIDE_CI = "(!)"  # beside an energy whose 95% CI is wider than the value itself
-
-
-def format_rows(rows: pd.DataFrame) -> str:
-    """The short table `joulebench profile` prints: each energy with its 95% CI (± in mJ,
-    marked where the CI is wider than the value: too few windows, or a load that changed),
-    each row's flags; under it what a careful reader must know: a wide CI, a line per flag
-    that makes a number untrustworthy (flags.flag_warnings), an estimated energy."""
-    table = rows[["model", "phase", "method", "batch_size", "status"]].copy()
-    energy = rows["energy_per_image_j"].astype("float64") * 1e3
-    half = (rows["energy_per_image_ci95_high_j"].astype("float64") - energy / 1e3) * 1e3
-    wide = (half > energy).fillna(False)
-    table["mJ/image ± 95% CI"] = [
-        _energy_cell(e, h, w) for e, h, w in zip(energy, half, wide, strict=True)
-    ]
-    table["CV %"] = rows["energy_per_image_cv"] * 100
-    table["img/s"] = rows["throughput_img_s"]
-    table["W"] = rows["power_mean_w"]
-    table["meter"] = rows["meter"]
-    table["flags"] = rows["flags"].astype("string").fillna("").replace("", "-")
-    lines = [table.to_string(index=False, float_format=_figure)]
-    if wide.any():
-        lines.append(
-            f"{WIDE_CI} the 95% CI is wider than the value ({quantity(int(wide.sum()), 'row')}): "
-            "too few windows to pin it down, or the load changed between them; more --repeats "
-            "(and a quiet host) narrow it"
-        )
-    lines += flag_warnings(rows["flags"])
-    if rows["is_estimate"].fillna(False).any():
-        lines.append("energy is ESTIMATED (no hardware counter readable); see meter_reasons.")
-    return "\n".join(lines)
-
-
-def _figure(value: float) -> str:
-    """Three significant digits, never in exponent form (1,350 img/s, not 1.35e+03)."""
-    if not math.isfinite(value):
-        return "-"
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
-def _energy_cell(energy_mj: float, half_mj: float, wide: bool) -> str:
-    """An energy in mJ with its CI's half-width: '144 ± 3.1', '596 ± 750 (!)', '-'."""
-    if not math.isfinite(energy_mj):
-        return "-"
-    if not math.isfinite(half_mj):
-        return _figure(energy_mj)
-    return f"{_figure(energy_mj)} ± {_figure(half_mj)}" + (f" {WIDE_CI}" if wide else "")
