@@ -135,7 +135,7 @@ def test_a_pool_with_few_models_shares_their_methods():
     part_s = d.job_s  # fp32 and bf16 cost the same here: 10 equal jobs, 5 on each GPU
     assert d.estimate_s == pytest.approx(idle_s + 5 * part_s)
     # each part restarts the job: not 0.5 (each GPU's first check aside: once, in parallel)
-    assert d.estimate_s - d.check_s < (single.estimate_s - single.check_s) * 0.55
+    assert d.estimate_s - d.check_s < (single.estimate_s - single.check_s) * 0.6
     assert d.model_job_s == pytest.approx(2 * part_s)
     text = format_plan(pool)
     assert "share the 5 models' 10 jobs (one per model and method: profile split)" in text
@@ -352,13 +352,15 @@ def test_a_slow_step_makes_min_repeat_batches_the_windows_bound():
 
 
 def test_a_ci_target_counts_the_repeats_the_expected_spread_needs():
-    settings = config_time.ProtocolSettings(ci_target=0.03, max_repeats=20)
-    assert config_time.repeats_needed(settings, None, 5.0) == 3  # 1 % CV: 3 are enough
-    settings = config_time.ProtocolSettings(ci_target=0.02, max_repeats=20)
-    assert config_time.repeats_needed(settings, None, 5.0) == 4  # t(3) x 1 % / 2 < 2 %
+    assert config_time.TYPICAL_CV == 0.022  # RAPL's and the estimate's, as measured
+    settings = config_time.ProtocolSettings(ci_target=0.06, max_repeats=20)
+    assert config_time.repeats_needed(settings, None, 5.0) == 3  # t(2) x 2.2 % / 1.73 < 6 %
+    settings = config_time.ProtocolSettings(ci_target=0.05, max_repeats=20)
+    assert config_time.repeats_needed(settings, None, 5.0) == 4  # t(3) x 2.2 % / 2 < 5 %
     tight = config_time.ProtocolSettings(ci_target=0.004, max_repeats=20)
     assert config_time.repeats_needed(tight, None, 5.0) == 20  # the cap
-    assert config_time.repeats_needed(config_time.ProtocolSettings(repeats=6), None, 5.0) == 6
+    fixed = config_time.ProtocolSettings(repeats=6, ci_target=None)
+    assert config_time.repeats_needed(fixed, None, 5.0) == 6
 
 
 def test_calibrated_step_times_follow_the_window_rules_per_model():
@@ -571,3 +573,24 @@ def test_a_gpu_plan_without_step_times_says_it_counts_every_batch_as_short():
     assert calibrated.total_s > plan_study(config, MODELS[:1], gpus, None).total_s
     on_cpu = format_plan(plan_study(config, MODELS[:1], {"cpu": "cpu"}, None))
     assert "step times: unknown" not in on_cpu
+
+
+def test_a_busy_host_plans_the_wait_the_cap_and_slow_warm_ups():
+    """issue 34: beside one busy neighbour the default study's jobs waited for it, ran their
+    windows to the cap and warmed up for ~BUSY_WARMUP_S; builds and the analysis did not
+    slow (docs/benchmarks.md "The first hour of a new user")."""
+    config = load_study(REPO / "config.yaml")
+    idle = plan_study(config, MODELS, {"cpu": "cpu"}, None, load=planning.HostLoad(0.02))
+    busy = plan_study(config, MODELS, {"cpu": "cpu"}, None, load=planning.HostLoad(0.5))
+    quiet_gpu = plan_study(config, MODELS, {"h200": "cuda:0"}, None)
+    loud_gpu = plan_study(config, MODELS, {"h200": "cuda:0"}, None, load=planning.HostLoad(0.5))
+    assert loud_gpu.total_s == quiet_gpu.total_s  # a GPU's windows need no host
+    assert (busy.analysis_s, busy.catalog_s) == (idle.analysis_s, idle.catalog_s)
+    (cpu_idle,), (cpu_busy,) = idle.devices, busy.devices
+    per_config = cpu_busy.settings.max_repeats * cpu_busy.settings.min_repeat_s
+    assert cpu_busy.settings.repeats == cpu_busy.settings.max_repeats
+    assert cpu_busy.model_job_s > cpu_idle.model_job_s + 6 * (planning.BUSY_WARMUP_S - 3)
+    assert cpu_busy.model_job_s > 6 * (per_config + planning.BUSY_WARMUP_S) + 10.0  # the wait
+    text = format_plan(busy)
+    assert "other processes used 50% of the CPUs" in text and "warm-ups of ~8.6 s" in text
+    assert "other processes" not in format_plan(idle)

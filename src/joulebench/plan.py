@@ -79,9 +79,11 @@ ANALYSIS_S = 20.0
 SKIPPED_CONFIG_S = 0.0  # a configuration skipped before anything is built: one row
 # How far the measured / estimated time of the models done may scale the models left.
 LEARNED_RATIO_RANGE = (0.25, 4.0)
-# How much slower a CPU job computes per share of the CPUs other processes use (the default
-# study's jobs beside one busy neighbour on the 2-core VM: docs/benchmarks.md).
-LOAD_SLOWDOWN = 1.0
+# A warm-up beside a busy neighbour: throughput steadies within steady_tolerance only after
+# seconds (the default study's 30 warm-ups beside one busy process on the 2-core VM, median,
+# full and short alike; docs/benchmarks.md "The first hour of a new user"). Builds, start-ups
+# and the analysis took as long as on the idle host; windows last their time.
+BUSY_WARMUP_S = 8.6
 PAGE_PATH = "results/webapp/index.html"  # the analysis's last output (rule webapp)
 # A GPU meter's refresh period where no check has measured it: NVIDIA's A100/H100/H200 sensors
 # (docs/protocol.md); it sets the windows' refreshes, phase shifts and lead-ins.
@@ -92,8 +94,7 @@ DEFAULT_REFRESH_S = 0.1
 class HostLoad:
     """Other processes' share of the host's CPUs when the plan is made (quiet.cpu_others_
     share). A CPU device's job then waits for them once (quiet.WAIT_S), runs its windows to
-    the cap (a noisy host's CI target is not met sooner), and computes LOAD_SLOWDOWN x share
-    slower outside its windows (windows last their time whatever the load)."""
+    the cap (a noisy host's CI target is not met sooner) and warms up for BUSY_WARMUP_S."""
 
     share: float = 0.0
     wait_s: float = WAIT_S  # profile.quiet_wait_s
@@ -103,8 +104,9 @@ class HostLoad:
         return self.share > CONTENTION_THRESHOLD
 
     @property
-    def slowdown(self) -> float:
-        return 1.0 + LOAD_SLOWDOWN * self.share if self.busy else 1.0
+    def warmup_s(self) -> float:
+        """The least a warm-up takes on this host."""
+        return BUSY_WARMUP_S if self.busy else 0.0
 
 
 @dataclass
@@ -294,8 +296,8 @@ def plan_study(
         config_estimate_s=_per_config_s(device_plans or [host], len(configs), idle_pre_s),
         model_job_s=max((d.model_job_s for d in device_plans), default=host.model_job_s),
         devices=device_plans,
-        catalog_s=load.slowdown * (catalog_jobs * CATALOG_JOB_S + n_models * CATALOG_MODEL_S),
-        analysis_s=load.slowdown * ANALYSIS_S,
+        catalog_s=catalog_jobs * CATALOG_JOB_S + n_models * CATALOG_MODEL_S,
+        analysis_s=ANALYSIS_S,
     )
     if not at_cap and any(d.settings.ci_target is not None for d in device_plans):
         capped = plan_study(config, models, devices, None, native, steps, done, True, load)
@@ -335,7 +337,8 @@ def _load_note(load: HostLoad) -> str:
     return (
         f"host: other processes used {load.share:.0%} of the CPUs as this plan was made: "
         f"counted for the CPU (a wait of up to {load.wait_s:g} s per job for them to stop, "
-        f"windows to the cap, {load.slowdown:.2g}x slower outside them)"
+        f"windows to the cap, warm-ups of ~{load.warmup_s:g} s: throughput steadies slowly "
+        "beside them)"
     )
 
 
@@ -376,7 +379,7 @@ def _device_plan(
     if load.busy and settings.ci_target is not None:  # a noisy host runs to the cap
         settings = replace(settings, ci_target=None, repeats=settings.max_repeats)
     parts = _parts(configs, split, len(models), gpus)
-    guess = _config_costs(settings, configs, skip, refresh_s, None, load.slowdown)
+    guess = _config_costs(settings, configs, skip, refresh_s, None, load.warmup_s)
     done = done or {}
     done_n, done_s, guess_done_s, pending = 0, 0.0, 0.0, []
     for model in models:
@@ -392,13 +395,13 @@ def _device_plan(
     costs = {
         m: guess
         if t is None
-        else _config_costs(settings, configs, skip, refresh_s, t, load.slowdown)
+        else _config_costs(settings, configs, skip, refresh_s, t, load.warmup_s)
         for m, t in timed.items()
     }
     jobs_s = []
     for model, indices in pending:
         scale = ratio if ratio is not None and timed[model] is None else 1.0
-        start_s = JOB_START_S * load.slowdown + idle_pre_s + (load.wait_s if load.busy else 0.0)
+        start_s = JOB_START_S + idle_pre_s + (load.wait_s if load.busy else 0.0)
         jobs_s.append(start_s + scale * sum(costs[model][i] for i in indices))
     left_models, calibrated = len(timed), sum(t is not None for t in timed.values())
     started = any(key[0] == label for key in done)
@@ -445,12 +448,12 @@ def _learned_ratio(done_s: float, estimated_s: float) -> float | None:
 
 
 def _config_costs(
-    settings: ProtocolSettings, configs, skip, refresh_s, steps: dict | None, slow=1.0
+    settings: ProtocolSettings, configs, skip, refresh_s, steps: dict | None, warmup_s=0.0
 ) -> list[float]:
     """Each configuration's estimate (config_time.config_cost): a method's first batch size
     with the full warm-up, the ones after it the short one; its step time and build time
-    where calibrated; a skipped one SKIPPED_CONFIG_S; its build and warm-up `slow` times
-    as long (a busy host: HostLoad)."""
+    where calibrated; a skipped one SKIPPED_CONFIG_S; each warm-up at least `warmup_s` (a
+    busy host: HostLoad)."""
     kinds = warmup_kinds([(phase, name) for phase, name, _, _ in configs])
     out = []
     for (phase, name, spec, batch), skipped, kind in zip(configs, skip, kinds, strict=True):
@@ -466,7 +469,7 @@ def _config_costs(
             warmup=kind,
             compile_=bool(spec.get("compile")),
         )
-        out.append(cost.total_s + (slow - 1.0) * (cost.build_s + cost.warmup_s))
+        out.append(cost.total_s + max(warmup_s - cost.warmup_s, 0.0))
     return out
 
 

@@ -26,10 +26,11 @@ from joulebench.measure.protocol import (
 )
 from joulebench.stats import t_quantile
 
-# Overheads measured by bench/bench_plan.py on the development machine (2-core VM, CPU, no GPU,
-# busy with other work: load average 5), docs/benchmarks.md "Plan", 2026-12-03. Medians.
+# Overheads measured by bench/bench_plan.py on the development machine (2-core VM, CPU, no GPU),
+# docs/benchmarks.md "Plan" (2026-12-03) and "The first hour of a new user" (2026-12-06, idle
+# host: a busy one is the plan's HostLoad). Medians.
 BUILD_S = 0.2  # building a model and its batch, per configuration (default models)
-WARMUP_EXTRA_S = 11.3  # warm-up beyond warmup_min_s until throughput is steady (busy CPU)
+WARMUP_EXTRA_S = 1.4  # warm-up beyond warmup_min_s until throughput is steady (idle CPU)
 CONFIG_EXTRA_S = 0.3  # a fresh meter and the row's bookkeeping, per configuration
 # Not measured here (no GPU): torch.compile's first call, per configuration, an assumption.
 COMPILE_S = 40.0
@@ -39,8 +40,8 @@ MIN_REPEATS_FOR_CI = 3
 # two chunks to compare, and on a busy CPU a few more (bench/bench_profile.py --overhead).
 SHORT_WARMUP_CHUNKS = 3
 # Where a meter's spread is not known (RAPL, the estimate): the repeats' CV assumed for a CI
-# target (the default study's rows on this VM: 0.3-2 %).
-TYPICAL_CV = 0.01
+# target (the default study's 30 rows on this VM, idle: median 2.2 %, quartiles 1.2-4.3 %).
+TYPICAL_CV = 0.022
 WARMUP_FULL, WARMUP_SHORT = "full", "short"
 
 

@@ -91,33 +91,59 @@ def _meters(rows: pd.DataFrame) -> str:
 
 
 def _protocol(protocol: Mapping | None, rows: pd.DataFrame) -> str:
-    """The protocol's settings in words; the preset named."""
+    """The protocol's settings in words, as each kind of meter among the rows sized them
+    (protocol.METER_SIZED: an estimate's windows are not a sensor's); the preset named."""
     if protocol is None:
         return (
             "This page was built from a summary measured elsewhere, so the protocol's settings "
             "are not known here; what the rows say of it follows."
         )
-    from joulebench.measure.protocol import DEFAULT_PRESET, ProtocolSettings
+    from joulebench.measure.protocol import DEFAULT_PRESET
 
-    p = ProtocolSettings.from_dict(protocol)
     preset = protocol.get("preset") or DEFAULT_PRESET
     changed = sorted(k for k in protocol if k != "preset")
     name = f"preset {preset}" + (f" with {', '.join(changed)} set" if changed else "")
+    kinds = _meter_kinds(rows)
+    said = [f"Measured with the protocol's {name}, its windows sized to the meter."]
+    for kind in kinds:
+        lead = f"{KIND_WORDS[kind]}: " if len(kinds) > 1 else ""
+        said.append(lead + _settings_said(protocol, kind))
+    return " ".join(said)
+
+
+KIND_WORDS = {
+    "sensor": "On a GPU's power sensor (NVML)",
+    "counter": "On an energy counter (RAPL, AMD SMI)",
+    "estimate": "For an estimated energy (timing only)",
+}
+
+
+def _meter_kinds(rows: pd.DataFrame) -> list[str]:
+    """The kinds of meter (protocol.METER_KINDS) the measured rows were read with."""
+    meter = rows["meter"].astype("string").fillna("")
+    estimate = energy_is_estimate(rows).fillna(False).astype(bool)
+    kind = pd.Series("counter", index=rows.index).mask(meter.str.startswith("nvml"), "sensor")
+    kind = kind.mask(estimate.to_numpy(bool), "estimate")
+    return [k for k in KIND_WORDS if k in set(kind)] or ["sensor"]
+
+
+def _settings_said(protocol: Mapping, kind: str) -> str:
+    from joulebench.measure.protocol import ProtocolSettings
+
+    p = ProtocolSettings.from_dict(protocol, kind)
     cap = (
         ""
         if p.min_batches_max_s is None
         else f", the batches stretching it to at most {_s(p.min_batches_max_s)}"
     )
-    said = [
-        f"Measured with the protocol's {name}. Each configuration warms up until its "
-        f"throughput is steady (at least {p.warmup_min_iters} steps and {_s(p.warmup_min_s)}, "
-        f"at most {_s(p.warmup_max_s)}), then runs in measurement windows of at least "
-        f"{_s(p.min_repeat_s)} and {p.min_repeat_batches} batches{cap}, {_repeats(p)}, with "
-        f"random pauses of {_s(p.pause_s[0])} to {_s(p.pause_s[1])} between them."
-    ]
-    if rows["meter"].astype("string").fillna("").str.startswith("nvml").any():
-        said.append(_nvml(p))
-    return " ".join(said)
+    said = (
+        f"Each configuration warms up until its throughput is steady (at least "
+        f"{p.warmup_min_iters} steps and {_s(p.warmup_min_s)}, at most {_s(p.warmup_max_s)}), "
+        f"then runs in measurement windows of at least {_s(p.min_repeat_s)} and "
+        f"{p.min_repeat_batches} batches{cap}, {_repeats(p)}, with random pauses of "
+        f"{_s(p.pause_s[0])} to {_s(p.pause_s[1])} between them."
+    )
+    return said + (" " + _nvml(p) if kind == "sensor" else "")
 
 
 def _repeats(p) -> str:
