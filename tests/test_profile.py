@@ -204,7 +204,14 @@ def test_the_profile_table_gives_each_energy_its_ci_in_mj_its_flags_and_a_warnin
                 "energy_per_image_ci95_high_j": 1.346,
                 "flags": "other-load;ci-target-not-met",
             },
-            {"method": "fp16", "status": "skipped", "energy_per_image_j": float("nan")},
+            {
+                "method": "fp16",
+                "status": "skipped",
+                "energy_per_image_j": float("nan"),
+                "energy_per_image_cv": float("nan"),
+                "throughput_img_s": float("nan"),
+                "power_mean_w": float("nan"),
+            },
         )
     )
     header, fp32, bf16, fp16, *notes = text.splitlines()
@@ -212,7 +219,7 @@ def test_the_profile_table_gives_each_energy_its_ci_in_mj_its_flags_and_a_warnin
     assert "144 ± 3.1 " in fp32 and fp32.rstrip().endswith(" -") and WIDE_CI not in fp32
     assert f"596 ± 750 {WIDE_CI}" in bf16 and "other-load;ci-target-not-met" in bf16
     assert "1,346" in fp32 and "e+" not in text  # throughput in plain figures
-    assert " skipped " in fp16
+    assert " skipped " in fp16 and "NaN" not in text  # a row without numbers: dashes
     assert notes[0].startswith(f"{WIDE_CI} the 95% CI is wider than the value (1 row)")
     assert notes[1].startswith("WARNING: 1 row flagged other-load (")  # ci-target-not-met: no
     assert len(notes) == 2  # measured by RAPL: no estimate line

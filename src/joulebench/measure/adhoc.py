@@ -102,7 +102,7 @@ def format_rows(rows: pd.DataFrame) -> str:
     table["W"] = rows["power_mean_w"]
     table["meter"] = rows["meter"]
     table["flags"] = rows["flags"].astype("string").fillna("").replace("", "-")
-    lines = [table.to_string(index=False, float_format=_figure)]
+    lines = [table.to_string(index=False, float_format=_figure, na_rep="-")]
     if wide.any():
         lines.append(
             f"{WIDE_CI} the 95% CI is wider than the value ({quantity(int(wide.sum()), 'row')}): "
