@@ -1068,9 +1068,9 @@ def test_the_default_study_page_says_what_its_rows_say(browser, as_run_site):
         "flagged rows stay on the plot and in the table)."
     )
     how = page.locator("#how-measured")
-    fast = ProtocolSettings.from_dict({"preset": "fast"})
+    fast = ProtocolSettings.from_dict({"preset": "fast"}, "estimate")  # as its meter sized it
     expect(how).to_contain_text("All 30 energies came from estimate:tdp-linear")
-    expect(how).to_contain_text("preset fast. Each configuration warms up")
+    expect(how).to_contain_text("preset fast, its windows sized to the meter. Each configuration")
     expect(how).to_contain_text(f"within {fast.ci_target:.1%} of the mean")
     expect(page.locator("#how")).not_to_contain_text("4 by default")
     fronts = page.locator("#legend .fronts .key.front")

@@ -67,10 +67,13 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
         for suffix in (".pdf", ".png"):
             assert (results / "figures" / f"{name}{suffix}").stat().st_size > 1000, name
     # A CPU estimate, inference only, no power limit: four figures only say why they are not
-    not_made = {n for n, why in read_manifest(results / "figures" / "figures.tsv").items() if why}
-    assert not_made == {"power_trace", "throughput_vs_energy", "train_vs_inference"} | {
-        "power_limit_sweep"
+    why_not = {
+        n: why for n, why in read_manifest(results / "figures" / "figures.tsv").items() if why
     }
+    no_data = {"power_trace", "throughput_vs_energy", "train_vs_inference", "power_limit_sweep"}
+    assert no_data <= set(why_not)
+    # a busy host (other tests beside this one) flags rows other-load: nothing comparable left
+    assert all("other-load" in why_not[n] for n in set(why_not) - no_data), why_not
     page = (results / "webapp" / "index.html").read_text()
     assert "resnet18.a1_in1k" in page and "estimated" in page
 
@@ -84,7 +87,7 @@ def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     assert out.index("12 configurations") < out.index("rule profile")
     assert f"web page: {results.resolve()}/webapp/index.html" in out
     assert "Most accurate model per energy band" in out
-    assert f"Figures not made (4 of {len(FIGURES)}; each file says why" in out
+    assert f"Figures not made ({len(why_not)} of {len(FIGURES)}; each file says why" in out
     assert "  throughput_vs_energy: Not drawn: every energy here is estimated" in out
 
     again = run_workflow(config)

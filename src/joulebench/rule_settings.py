@@ -83,9 +83,13 @@ def _figures(config: Mapping) -> dict:
 
 def _webapp(config: Mapping) -> dict:
     """The page prints the grade thresholds (the rest of the score it reads from the scores)
-    and says how the numbers were measured: with the study's protocol section, not known for
-    a summary from elsewhere (from_summary: None, as the fits' baseline)."""
-    protocol = None if config.get("from_summary") else dict(config["protocol"])
+    and says how the numbers were measured: with the study's protocol section, also in a
+    replot of the run's own summary (the same page, nothing reruns); not known for a summary
+    from elsewhere (None)."""
+    from joulebench.prerun import RUN_SUMMARY, replot_inputs
+
+    elsewhere = config.get("from_summary") and replot_inputs(config)[0] != RUN_SUMMARY
+    protocol = None if elsewhere else dict(config["protocol"])
     return {"grade_thresholds": config["score"]["grade_thresholds"], "protocol": protocol}
 
 
