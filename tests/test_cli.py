@@ -130,3 +130,23 @@ def test_profile_that_measured_nothing_exits_non_zero_with_the_reason(tmp_path, 
         "joulebench: error: nothing was measured: build-error: "
         "RuntimeError: cannot build this model"
     )
+
+
+@pytest.mark.parametrize("command", ["plan", "devices", "status"])
+def test_a_study_file_the_bounded_reader_refuses_is_one_line_in_every_command(
+    tmp_path, capsys, command
+):
+    """An alias bomb once grew to a MemoryError, 5,000 levels to a RecursionError, and a
+    file of `name:...:` lines was echoed line by line as unknown keys."""
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("a: &a [x, x]\nb: &b [*a, *a]\nmodels: *b\n")
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("models: " + "[" * 5000 + "]" * 5000 + "\n")
+    shadow = tmp_path / "shadow"
+    shadow.write_text("root:$6$secret:19000:0:99999:7:::\n")
+    for study, words in [(bomb, "YAML aliases"), (deep, "nested deeper"), (shadow, "not a study")]:
+        argv = [command, "--configfile", str(study)]
+        assert main([*argv, *(["-d", str(tmp_path)] if command == "status" else [])]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"joulebench: error: {study}") and err.count("\n") == 1
+        assert words in err and "secret" not in err
