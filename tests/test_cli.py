@@ -132,6 +132,43 @@ def test_profile_that_measured_nothing_exits_non_zero_with_the_reason(tmp_path, 
     )
 
 
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            '{"grade_thresholds": [0.1, 0.5]}',
+            "--settings: grade_thresholds: grade thresholds need 6 numbers (A..F): [0.1, 0.5]",
+        ),
+        ('{"max_energy_cv": -1}', "--settings: max_energy_cv: max_energy_cv must be a positive"),
+        ('{"energy_scope": "rack"}', "--settings: energy_scope: energy_scope must be one of"),
+    ],
+)
+def test_a_setting_its_stage_refuses_is_one_line_with_rc_2(
+    summary, tmp_path, capsys, settings, message
+):
+    out = tmp_path / "scores.parquet"
+    assert main(["score", str(summary), "--settings", settings, "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"joulebench: error: {message}") and err.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("source", "input_config", "message"),
+    [
+        ("{}", "{}", "an input config needs img_size, input_size, or input_height and input_width"),
+        ('{"kind": "tape"}', '{"img_size": 224}', "dataset kind 'tape' is not one of"),
+    ],
+)
+def test_prepare_with_a_bad_source_or_input_config_is_one_line(
+    tmp_path, capsys, source, input_config, message
+):
+    argv = ["prepare", "--source", source, "--input-config", input_config]
+    assert main([*argv, "--out-root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"joulebench: error: {message}") and err.count("\n") == 1
+
+
 @pytest.mark.parametrize("command", ["plan", "devices", "status"])
 def test_a_study_file_the_bounded_reader_refuses_is_one_line_in_every_command(
     tmp_path, capsys, command
