@@ -82,7 +82,7 @@ except ConfigError as exc:
 validate(config, schema="../schemas/config.schema.yaml")
 try:
     check_settings(config, CONFIG_SOURCES)
-    for note in check_published(config):
+    for note in check_published(config, CONFIG_SOURCES):
         print(printable(note), file=sys.stderr)
 except ConfigError as exc:
     raise WorkflowError(printable(str(exc), newlines=True))
