@@ -59,6 +59,11 @@ def test_every_command_keeps_its_options():
         (["recommend", "--min-top1", "150"], "argument --min-top1: must be <= 100, got 150"),
         (["check", "--idle-s", "-5"], "argument --idle-s: must be > 0, got -5"),
         (["plan", "--gpus", "0"], "argument --gpus: must be >= 1, got 0"),
+        (
+            ["profile", "m", "--batch-size", "100000000000"],
+            "argument --batch-size: must be <= 65536, got 100000000000",
+        ),
+        (["label", "m", "--batch-size", "65537"], "argument --batch-size: must be <= 65536"),
     ],
 )
 def test_out_of_range_options_are_usage_errors(argv, message, capsys):

@@ -198,3 +198,15 @@ def test_a_file_that_is_no_study_is_refused_without_showing_its_lines(tmp_path):
     assert message.startswith(f"{shadow} is not a study file: 2 of its top-level entries")
     said = message.removeprefix(str(shadow))
     assert "root" not in said and "secret" not in said and "\n" not in said
+
+
+def test_a_batch_size_is_at_most_the_documented_maximum():
+    from joulebench.tables import MAX_BATCH_SIZE
+
+    schema = load_schema(REPO)
+    assert schema["properties"]["batch_sizes"]["items"]["maximum"] == MAX_BATCH_SIZE
+    train = schema["properties"]["train"]["properties"]["batch_sizes"]["items"]
+    assert train["maximum"] == MAX_BATCH_SIZE
+    check_config({"models": ["x"], "batch_sizes": [MAX_BATCH_SIZE]}, schema)
+    message = errors({"models": ["x"], "batch_sizes": [10**11]})
+    assert message == "config: batch_sizes.0: 100000000000 is greater than the maximum of 65536"

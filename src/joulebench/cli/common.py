@@ -51,7 +51,16 @@ def number(kind: type = float, *, minimum=None, above=None, maximum=None) -> Cal
     return parse
 
 
-COUNT = number(int, minimum=1)  # threads, batch sizes, repeats, workers, GPUs, rows
+COUNT = number(int, minimum=1)  # threads, repeats, workers, GPUs, rows
+
+
+def batch_size_type() -> Callable[[str], float]:
+    """A batch size: a whole number in [1, tables.MAX_BATCH_SIZE]."""
+    from joulebench.tables import MAX_BATCH_SIZE
+
+    return number(int, minimum=1, maximum=MAX_BATCH_SIZE)
+
+
 POSITIVE = number(above=0)  # watts, seconds, ms, images per second
 
 
