@@ -55,7 +55,8 @@ def test_most_accurate_per_band_at_its_least_energy():
     text = format_best(best)
     header, first, second = text.splitlines()
     assert header.split() == [
-        "energy", "band", "model", "top-1", "%", "mJ/image", "device", "method", "batch", "grade",
+        "energy", "band", "model", "top-1", "%", "mJ/image", "device", "method", "batch",
+        "energy", "is", "grade",
     ]  # fmt: skip
     assert first.split()[:5] == ["1", "mJ-10", "mJ", "mid", "75.0"]
     assert second.split()[-1] == "C"
@@ -77,8 +78,8 @@ def test_flagged_rows_are_shown_only_when_nothing_is_clean_and_say_so():
     )
     best, note = best_per_energy_band(scores)
     assert best["model"].tolist() == ["a"]
-    assert "flagged other-load" in note and "ESTIMATED" in note
-    assert format_best(best).splitlines()[1].split()[-1] == "-"
+    assert "flagged other-load" in note and "ESTIMATED" not in note  # said on its row
+    assert format_best(best).splitlines()[1].split()[-2:] == ["ESTIMATED", "-"]
 
 
 def test_no_accuracy_no_table():
@@ -101,7 +102,7 @@ def test_end_of_run_names_the_page_figures_and_best_models(tmp_path):
     assert f"web page: {results.resolve()}/webapp/index.html" in text
     assert f"figures:  {results.resolve()}/figures/ (1 figure, PNG" in text
     assert "Most accurate model per energy band" in text
-    assert "ESTIMATED" in text  # the synthetic study's CPU energies are estimates
+    assert "energy ESTIMATED (no hardware counter)" not in text  # each row says which
 
 
 def test_end_of_run_before_scores_exist(tmp_path):
@@ -125,3 +126,39 @@ def test_end_of_run_prints_names_from_the_scores_as_escapes(tmp_path, seq):
     assert f"a{shown}" in text
     header, first, second = text.splitlines()[-3:]
     assert first.index("70.0") == second.index("75.0")  # still one cell per name
+
+
+def test_measured_energies_are_ranked_apart_from_estimates_and_each_row_says_which():
+    """An estimated CPU row never beats a measured GPU row in its band, and the table says
+    per row which energy is an estimate, not one note over measured rows."""
+    scores = scores_frame(
+        [
+            {"model": "gpu-a", "energy_per_image_j": 0.002, "top1": 75.0},
+            {"model": "gpu-a", "energy_per_image_j": 0.0001, "top1": 75.0, "device_label": "cpu",
+             "energy_is_estimate": True},
+            {"model": "cpu-b", "energy_per_image_j": 0.003, "top1": 80.0, "device_label": "cpu",
+             "energy_is_estimate": True},
+            {"model": "cpu-c", "energy_per_image_j": 0.03, "top1": 70.0, "device_label": "cpu",
+             "energy_is_estimate": True},
+        ]
+    )  # fmt: skip
+    best, note = best_per_energy_band(scores)
+    assert best["model"].tolist() == ["gpu-a", "cpu-c"]  # gpu-a at its measured energy
+    assert best["device_label"].tolist() == ["h200", "cpu"]
+    assert note == ""
+    rows = format_best(best).splitlines()[1:]
+    assert [row.split()[-2] for row in rows] == ["measured", "ESTIMATED"]
+
+
+def test_a_summary_without_the_batch_run_shows_the_batch_asked_for():
+    scores = scores_frame(
+        [
+            {"model": "a", "energy_per_image_j": 0.002, "top1": 70.0, "batch_size": float("nan"),
+             "batch_size_requested": 16},
+            {"model": "b", "energy_per_image_j": 0.02, "top1": 75.0, "batch_size": float("nan")},
+        ]
+    )  # fmt: skip
+    text = format_best(best_per_energy_band(scores)[0])
+    assert "nan" not in text
+    first, second = (row.split() for row in text.splitlines()[1:])
+    assert first[first.index("fp32") + 1] == "16" and second[second.index("fp32") + 1] == "-"

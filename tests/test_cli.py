@@ -59,6 +59,11 @@ def test_every_command_keeps_its_options():
         (["recommend", "--min-top1", "150"], "argument --min-top1: must be <= 100, got 150"),
         (["check", "--idle-s", "-5"], "argument --idle-s: must be > 0, got -5"),
         (["plan", "--gpus", "0"], "argument --gpus: must be >= 1, got 0"),
+        (
+            ["profile", "m", "--batch-size", "100000000000"],
+            "argument --batch-size: must be <= 65536, got 100000000000",
+        ),
+        (["label", "m", "--batch-size", "65537"], "argument --batch-size: must be <= 65536"),
     ],
 )
 def test_out_of_range_options_are_usage_errors(argv, message, capsys):
@@ -130,3 +135,60 @@ def test_profile_that_measured_nothing_exits_non_zero_with_the_reason(tmp_path, 
         "joulebench: error: nothing was measured: build-error: "
         "RuntimeError: cannot build this model"
     )
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            '{"grade_thresholds": [0.1, 0.5]}',
+            "--settings: grade_thresholds: grade thresholds need 6 numbers (A..F): [0.1, 0.5]",
+        ),
+        ('{"max_energy_cv": -1}', "--settings: max_energy_cv: max_energy_cv must be a positive"),
+        ('{"energy_scope": "rack"}', "--settings: energy_scope: energy_scope must be one of"),
+    ],
+)
+def test_a_setting_its_stage_refuses_is_one_line_with_rc_2(
+    summary, tmp_path, capsys, settings, message
+):
+    out = tmp_path / "scores.parquet"
+    assert main(["score", str(summary), "--settings", settings, "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"joulebench: error: {message}") and err.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("source", "input_config", "message"),
+    [
+        ("{}", "{}", "an input config needs img_size, input_size, or input_height and input_width"),
+        ('{"kind": "tape"}', '{"img_size": 224}', "dataset kind 'tape' is not one of"),
+    ],
+)
+def test_prepare_with_a_bad_source_or_input_config_is_one_line(
+    tmp_path, capsys, source, input_config, message
+):
+    argv = ["prepare", "--source", source, "--input-config", input_config]
+    assert main([*argv, "--out-root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"joulebench: error: {message}") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["plan", "devices", "status"])
+def test_a_study_file_the_bounded_reader_refuses_is_one_line_in_every_command(
+    tmp_path, capsys, command
+):
+    """An alias bomb once grew to a MemoryError, 5,000 levels to a RecursionError, and a
+    file of `name:...:` lines was echoed line by line as unknown keys."""
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("a: &a [x, x]\nb: &b [*a, *a]\nmodels: *b\n")
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("models: " + "[" * 5000 + "]" * 5000 + "\n")
+    shadow = tmp_path / "shadow"
+    shadow.write_text("root:$6$secret:19000:0:99999:7:::\n")
+    for study, words in [(bomb, "YAML aliases"), (deep, "nested deeper"), (shadow, "not a study")]:
+        argv = [command, "--configfile", str(study)]
+        assert main([*argv, *(["-d", str(tmp_path)] if command == "status" else [])]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"joulebench: error: {study}") and err.count("\n") == 1
+        assert words in err and "secret" not in err

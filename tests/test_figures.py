@@ -172,6 +172,33 @@ def drawn_big(tmp_path_factory):
     return _draw_all(tables, tmp_path_factory.mktemp("big"), texts=True)
 
 
+def many_devices_study():
+    """Issue 35's 300,000-row probe in miniature: an estimated CPU listed first, then seven
+    measured GPUs with as many rows each, 60 models (more than are drawn thin), failures, rows
+    flagged four ways and models without a top-1. Returns (summary, scores, fits, trace)."""
+    profile, catalog, accuracy, trace = synthetic_study(
+        n_models=60, methods=("fp32", "bf16"), batch_sizes=(1, 8, 32), failures=3
+    )
+    for start, step, flag in [(0, 7, "other-load"), (3, 11, "other-process"), (5, 13, "mig")]:
+        profile.loc[start::step, "flags"] = flag  # the same rows of every device
+    profile.loc[2::17, "energy_per_image_cv"] = 0.9  # high-spread
+    measured = profile["is_estimate"].where(profile["is_estimate"].isna(), False)
+    gpus = [
+        profile.assign(device_label=f"h200-{k}", meter="nvml", is_estimate=measured)
+        for k in range(7)
+    ]
+    profile = pd.concat([profile, *gpus], ignore_index=True)
+    accuracy.loc[::9, "top1"] = np.nan
+    summary = build_summary(profile, catalog, accuracy)
+    scores = score_summary(summary, reference_model="resnet_0.in1k")
+    return summary, scores, all_fits(summary, baseline_method="fp32"), trace
+
+
+@pytest.fixture(scope="module")
+def drawn_many_devices(tmp_path_factory):
+    return _draw_all(many_devices_study(), tmp_path_factory.mktemp("many"), texts=True)
+
+
 @pytest.fixture(scope="module")
 def drawn_as_run(tmp_path_factory):
     """The default study as a first run makes it: its models by name, three methods, a few
@@ -429,7 +456,9 @@ def _readability(drawn: Drawn) -> dict:
     return found
 
 
-@pytest.mark.parametrize("drawn", ["drawn_default", "drawn_flagged", "drawn_big", "drawn_as_run"])
+@pytest.mark.parametrize(
+    "drawn", ["drawn_default", "drawn_flagged", "drawn_big", "drawn_as_run", "drawn_many_devices"]
+)
 def test_figure_text_is_plain_and_never_overlaps(drawn, request):
     found = _readability(request.getfixturevalue(drawn))
     assert set(found) == set(figures.FIGURE_NAMES)
@@ -500,7 +529,7 @@ def test_all_rows_flagged_are_drawn_hollow_and_named(drawn_flagged):
     dots = [c for ax in drawn_flagged.figs["accuracy_vs_energy"].axes for c in ax.collections]
     assert "No data" not in joined and "failed or no top-1" not in joined
     assert "none graded: 5 flagged other-load" in joined
-    assert "flagged other-load (5, not graded)" in joined
+    assert "flagged other-load (5)" in joined
     assert sum(len(c.get_offsets()) for c in dots) == 5
     assert all(len(c.get_facecolors()) == 0 for c in dots)  # hollow: no face colour
 
@@ -518,8 +547,8 @@ def test_some_rows_flagged_beside_graded_ones(tmp_path, monkeypatch):
     )
     joined = "\n".join(texts)
     assert "3 models graded" in joined
-    assert "flagged other-load (1, not graded)" in joined
-    assert "flagged high-spread (1, not graded)" in joined
+    assert "flagged other-load (1)" in joined and "hollow: flagged, not graded" in joined
+    assert "flagged high-spread (1)" in joined
     assert "not shown: 1 without top-1" in joined
     assert sum(len(c.get_offsets()) for c in dots) == 5
 
@@ -1161,3 +1190,53 @@ def test_a_simulated_gpus_power_trace_says_simulated(measured, tmp_path, monkeyp
     fig = shown["power_trace"]
     assert "(simulated)" in _legend_title(fig)
     assert fig.axes[0].get_ylabel() == "Power (W, simulated)"
+
+
+def _axes_share(fig) -> float:
+    """The height of the figure's data area (its axes together) as a share of the figure."""
+    fig.canvas.draw()
+    boxes = [ax.get_position() for ax in fig.axes]
+    return (max(b.y1 for b in boxes) - min(b.y0 for b in boxes)) if boxes else 0.0
+
+
+def test_a_busy_studys_accuracy_legend_is_compact_and_its_header_whole(drawn_many_devices):
+    """12 legend entries under a long header filled ~80 % of the figure and cut the header
+    ("4 without e..."); the legend now shares lines and the figure grows to hold it."""
+    fig = drawn_many_devices.figs["accuracy_vs_energy"]
+    legend = fig.legends[0]
+    assert len(legend.get_texts()) >= 10 and legend._ncols >= 2
+    assert _axes_share(fig) >= 0.4
+    assert not _text_problems(
+        fig, "accuracy_vs_energy", drawn_many_devices.texts["accuracy_vs_energy"]
+    )
+
+
+def test_energy_vs_batch_size_prefers_a_measured_device_and_caps_its_thin_lines(
+    drawn_many_devices,
+):
+    """The estimated CPU ties with seven measured GPUs on rows: a measured GPU is drawn, with at
+    most MAX_THIN_MODELS thin lines per method under its bold means."""
+    from joulebench.report.figures.batch import MAX_THIN_MODELS
+
+    fig = drawn_many_devices.figs["energy_vs_batch_size"]
+    title = _legend_title(fig)
+    assert title.startswith("h200-0 · 60 models · thin: 40 of them, spread")
+    lines = fig.axes[0].get_lines()
+    thin = [ln for ln in lines if ln.get_linewidth() < 1]
+    bold = [ln for ln in lines if ln.get_linewidth() >= 1]
+    assert len(bold) == 2 and len(thin) <= 2 * MAX_THIN_MODELS
+    assert min(ln.get_zorder() for ln in bold) > max(ln.get_zorder() for ln in thin)
+
+
+def test_a_sweeps_legend_keeps_long_line_labels_whole(tmp_path, monkeypatch):
+    from helpers.decision_rows import sweep_summary
+
+    summary = sweep_summary()
+    names = {"small": "efficientnet_b3_pruned.in1k", "big": "convnext_xxlarge.clip_laion2b"}
+    summary["model"] = summary["model"].map(names)
+    texts, _ = _figure_texts(
+        monkeypatch, lambda: figures.power_limit_sweep(summary, tmp_path / "p")
+    )
+    for name in names.values():
+        assert f"{name} · fp16 · b64" in texts
+    assert not [t for t in texts if t.endswith("…")]

@@ -4,6 +4,7 @@ string is text (escaped in the SVG, not parsed in the PNG), and the command's fi
 from __future__ import annotations
 
 import dataclasses
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -147,6 +148,23 @@ def test_an_unwritable_output_is_one_clear_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("joulebench: error: cannot write the label ") and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and str(blocker) in err
+
+
+def test_an_output_that_is_a_special_file_is_refused_not_suffixed(tmp_path, capsys):
+    """`-o /dev/null` once wrote /dev/null.svg and /dev/null.png."""
+    from joulebench.cli import main
+
+    summary = _summary_with(tmp_path, "small.a1")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for special in ("/dev/null", str(fifo)):
+        assert main(["label", "small.a1", "--summary", str(summary), "-o", special]) == 2
+        err = capsys.readouterr().err
+        assert err == (
+            f"joulebench: error: --output {special}: not a file path (it is a device or other "
+            "special file); give a path stem or a folder\n"
+        )
+    assert not (tmp_path / "pipe.svg").exists() and not (tmp_path / "pipe.png").exists()
 
 
 def _card(**fields) -> Card:

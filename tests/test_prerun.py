@@ -3,6 +3,7 @@ would refuse, named by key and file, and a published summary read once."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from conftest import REPO
 
@@ -201,4 +202,57 @@ def test_a_replot_of_a_runs_own_summary_draws_from_what_the_run_drew(tmp_path):
     assert replot_inputs({"from_summary": "p/summary.parquet"}, tmp_path) == (
         "p/summary.parquet",
         None,
+    )
+
+
+@pytest.mark.parametrize("column", ["phase", "device_label", "model", "batch_size_requested"])
+def test_a_measured_row_without_part_of_its_key_is_refused_naming_it(tmp_path, column):
+    path = _published(tmp_path, **{column: None})
+    with pytest.raises(ConfigError) as err:
+        check_published({"from_summary": str(path)})
+    message = str(err.value)
+    assert "rows lack part of their key" in message and f"row 0 (ok: no {column})" in message
+
+
+def test_a_not_profiled_row_may_lack_a_device_method_and_batch_and_is_never_graded(tmp_path):
+    from helpers.decision_rows import decision_summary
+
+    from joulebench.analysis.score import score_summary
+    from joulebench.analysis.summary import read_summary
+
+    df = decision_summary()
+    extra = df.iloc[[0]].assign(model="never-profiled", status="not-profiled")
+    keys = ("device_label", "method", "batch_size_requested", "batch_size")
+    for column in keys:
+        extra[column] = None
+    both = pd.concat([df, extra], ignore_index=True).astype({c: df[c].dtype for c in keys})
+    path = tmp_path / "with-unprofiled.parquet"
+    both.to_parquet(path)
+    assert check_published({"from_summary": str(path)}) == []
+    scores = score_summary(read_summary(path))
+    assert scores.loc[scores["model"] == "never-profiled", "grade"].isna().all()
+
+
+def test_a_header_only_summary_is_refused(tmp_path):
+    from helpers.decision_rows import decision_summary
+
+    path = tmp_path / "header.csv"
+    decision_summary().iloc[:0].to_csv(path, index=False)
+    with pytest.raises(ConfigError) as err:
+        check_published({"from_summary": str(path)})
+    assert str(err.value) == f"from_summary: {path} has no rows (a header only): nothing to score"
+
+
+@pytest.mark.parametrize(
+    ("config", "sources"),
+    [
+        ({"from_summary": None}, [("--config", {"from_summary": None})]),  # from_summary=
+        ({"from_summary": " "}, []),
+    ],
+)
+def test_an_empty_from_summary_is_refused_not_the_measuring_study(config, sources):
+    with pytest.raises(ConfigError) as err:
+        check_published(config, sources)
+    assert str(err.value) == (
+        "from_summary: empty; give a summary's path, or leave the key out to measure"
     )

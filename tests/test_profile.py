@@ -128,6 +128,22 @@ def test_build_and_run_errors_are_rows():
     assert len(out.repeats) == 0  # no half-measured repeats left behind
 
 
+@pytest.mark.parametrize(
+    ("model", "problem"),
+    [
+        ("jbtest_tiny_returns_nan", "values are NaN"),
+        ("jbtest_tiny_returns_inf", "values are inf"),
+        ("jbtest_tiny_returns_one_row", "not one row per image of the batch of 4"),
+    ],
+)
+def test_a_forward_returning_nan_inf_or_the_wrong_shape_is_a_row_with_a_reason(model, problem):
+    out = run_profile(job(model, batch_sizes=(4,)), log=lambda s: None)
+    assert out.rows.status.tolist() == ["error"]
+    reason = out.rows.reason.iloc[0]
+    assert reason.startswith("the model's output is no answer: ") and problem in reason
+    assert math.isnan(out.rows.energy_per_image_j.iloc[0]) and len(out.repeats) == 0
+
+
 def test_method_prepare_channels_last_and_cast():
     model, x = nn.Conv2d(3, 4, 1), torch.randn(2, 3, 8, 8)
     m, y = Method("cl", channels_last=True).prepare(model, x)

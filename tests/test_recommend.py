@@ -257,3 +257,18 @@ def test_a_host_bound_configuration_is_starred_and_explained():
     assert "fp16" in line and HOST_BOUND_NOTE in text
     clean = format_recommendation(recommend(decision_summary(), max_latency_ms=10))
     assert HOST_BOUND_NOTE not in clean and " *" not in clean
+
+
+def test_a_very_long_name_is_cut_and_never_pads_every_line():
+    """`recommend --top 100000` with one 5,000-character model name: each line stays short."""
+    long_name = "n" * 5000
+    rows = [
+        profile_row(long_name, "fp32", 1, 0.01, 0.001, 5.0, 200.0),
+        *(profile_row(f"m{i}", "fp32", 1, 0.02 + i / 1e4, 0.001, 5.0, 200.0) for i in range(20)),
+    ]
+    top1 = {long_name: 70.0, **{f"m{i}": 71.0 for i in range(20)}}
+    rec = recommend(decision_summary(rows, configs=[], top1=top1))
+    text = format_recommendation(rec, top=100000)
+    table = [line for line in text.splitlines() if line.startswith("  ")]
+    assert len(table) == 22 and max(map(len, table)) < 200
+    assert "n" * 59 + "…" in text and "n" * 61 not in text

@@ -79,11 +79,19 @@ def _log(run, model, lines, age_s=0.0, device="cpu"):
     return path
 
 
+def _snakemake_runs(run):
+    """The lock a running Snakemake holds in the run's folder."""
+    (run / ".snakemake" / "locks").mkdir(parents=True, exist_ok=True)
+    (run / ".snakemake" / "locks" / "0.input.lock").write_text("results/x\n")
+
+
 @pytest.fixture
 def run(tmp_path):
-    """A run mid-way: m1 done, m2 done with an oom, m3 measuring (growing log), m4's job
-    crashed two hours ago, and a half-written temp file beside the rows."""
+    """A run mid-way, its Snakemake running: m1 done, m2 done with an oom, m3 measuring
+    (growing log), m4's job crashed two hours ago, and a half-written temp file beside the
+    rows."""
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
+    _snakemake_runs(tmp_path)
     _write_rows(tmp_path, "m1.a", ["ok"] * 4)
     _write_rows(tmp_path, "m2.b", ["ok", "ok", "ok", "oom"], start=100)
     rows_dir = tmp_path / "results" / "profile" / "cpu" / "rows"
@@ -193,6 +201,7 @@ def test_a_running_jobs_elapsed_and_eta_are_as_of_now_and_it_counts_as_running(t
     """A job writes its line as a configuration starts: 16 s later it has run 16 s more, and
     the device line says a job runs though it has finished no configuration yet."""
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
+    _snakemake_runs(tmp_path)
     _log(tmp_path, "m1.a", ["config 1/4 m1.a fp32 bs1, elapsed 0 s, ETA 2 min 40 s"], age_s=16)
     status = _status(tmp_path)
     (job,) = status["running"]
@@ -353,6 +362,7 @@ def test_a_split_models_methods_are_jobs_of_their_own(tmp_path):
     method done is not shown as a stopped job, the one running is, and the model counts as
     started once."""
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
+    _snakemake_runs(tmp_path)
     model = MODELS[0]
     path = tmp_path / "results" / "profile" / "cpu" / "rows" / f"{model}+fp32.parquet"
     write_table(_rows(model, ["ok", "ok"]), path, PROFILE_COLUMNS)
@@ -405,7 +415,6 @@ def test_slurm_jobs_from_squeue_and_snakemake_marks(run):
     (incomplete / _b64("results/profile/cpu/rows/m4.d.parquet")).write_text(
         json.dumps({"external_jobid": "42"})
     )
-    (run / ".snakemake" / "locks").mkdir()
     (run / ".snakemake" / "locks" / "0.output.lock").write_text("results/x\n")
     here = os.path.realpath(run)
     squeue = f"42|RUNNING|{here}\n43|PENDING|{here}\n44|PENDING|{here}\n45|RUNNING|/elsewhere\n"
@@ -514,3 +523,25 @@ def test_a_cpus_rows_with_empty_gpu_columns_list_no_gpu(tmp_path):
     (cpu,) = _status(tmp_path)["devices"]
     assert cpu["gpus"] == []
     assert " gpu " not in format_status(_status(tmp_path))
+
+
+def test_without_snakemake_a_recent_log_is_a_stopped_job_not_measuring_now(run):
+    """A job that crashed a minute ago (its log fresh, its process and Snakemake gone) is
+    stopped, never "measuring now ... ETA 6 s" beside "no Snakemake lock here"."""
+    (run / ".snakemake" / "locks" / "0.input.lock").unlink()
+    status = _status(run)
+    assert status["running"] == []
+    assert [j["model"] for j in status["stopped"]] == ["m3.c", "m4.d"]
+    text = format_status(status)
+    assert "measuring now: nothing" in text and "no Snakemake lock here" in text
+
+
+def test_a_cpu_measures_one_job_at_a_time(run):
+    """Two CPU logs running at once (a killed run's and a new one's) do not make the CPU
+    measure two jobs at once: its ETA is for one."""
+    _log(run, "m4.d", ["config 1/4 m4.d fp32 bs1, elapsed 0 s, ETA 2 min 40 s"])
+    status = _status(run)
+    assert len(status["running"]) == 2
+    (cpu,) = status["devices"]
+    assert cpu["jobs_at_once"] == 1
+    assert "jobs at once" not in format_status(status)

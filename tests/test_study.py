@@ -149,3 +149,64 @@ def test_every_rule_passes_values_glued_to_options_or_after_a_double_dash():
     assert spaced == []
     glued = sum(len(re.findall(r"--[a-z][a-z-]*=\{", p.read_text())) for p in rules)
     assert glued > 20  # the pattern does find options
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    """A study file whose `models` is 9**levels names once its aliases are expanded."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join([*lines, f"models: *a{levels - 1}"]) + "\n"
+
+
+def test_a_yaml_alias_bomb_is_refused_before_it_is_expanded(tmp_path):
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(_alias_bomb())
+    with pytest.raises(ConfigError) as err:
+        read_study(bomb, REPO)
+    assert str(err.value) == (
+        f"{bomb} is refused: line 2: YAML aliases (*a0) are not allowed in a config"
+    )
+
+
+def test_deep_nesting_is_one_line_not_a_recursion_error(tmp_path):
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("".join("  " * i + f"k{i}:\n" for i in range(5000)) + "  " * 5000 + "v\n")
+    with pytest.raises(ConfigError) as err:
+        read_yaml(deep)
+    assert str(err.value) == f"{deep} is refused: line 32: nested deeper than 32 levels"
+    deep.write_text("models: " + "[" * 5000 + "]" * 5000 + "\n")  # flow style: the same
+    with pytest.raises(ConfigError, match="nested deeper than 32 levels"):
+        read_yaml(deep)
+
+
+def test_a_key_given_twice_is_refused_not_last_wins(tmp_path):
+    study = tmp_path / "twice.yaml"
+    study.write_text("batch_sizes: [1]\nmodels: [resnet18]\nbatch_sizes: [64]\n")
+    with pytest.raises(ConfigError) as err:
+        read_study(study, REPO)
+    assert str(err.value) == f"{study} is refused: line 3: key 'batch_sizes' is given twice"
+
+
+def test_a_file_that_is_no_study_is_refused_without_showing_its_lines(tmp_path):
+    """`--configfile /etc/shadow`: YAML reads `name:*:19000:0:99999:7:::` lines as keys."""
+    shadow = tmp_path / "shadow"
+    shadow.write_text("root:$6$secret:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n")
+    with pytest.raises(ConfigError) as err:
+        read_study(shadow, REPO)
+    message = str(err.value)
+    assert message.startswith(f"{shadow} is not a study file: 2 of its top-level entries")
+    said = message.removeprefix(str(shadow))
+    assert "root" not in said and "secret" not in said and "\n" not in said
+
+
+def test_a_batch_size_is_at_most_the_documented_maximum():
+    from joulebench.tables import MAX_BATCH_SIZE
+
+    schema = load_schema(REPO)
+    assert schema["properties"]["batch_sizes"]["items"]["maximum"] == MAX_BATCH_SIZE
+    train = schema["properties"]["train"]["properties"]["batch_sizes"]["items"]
+    assert train["maximum"] == MAX_BATCH_SIZE
+    check_config({"models": ["x"], "batch_sizes": [MAX_BATCH_SIZE]}, schema)
+    message = errors({"models": ["x"], "batch_sizes": [10**11]})
+    assert message == "config: batch_sizes.0: 100000000000 is greater than the maximum of 65536"

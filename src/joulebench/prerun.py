@@ -113,13 +113,17 @@ def _at(config: Mapping, key: str, default=None):
     return default if node is None else node
 
 
-def check_published(config: Mapping) -> list[str]:
+def check_published(config: Mapping, sources: Sequence[tuple[str, Mapping]] = ()) -> list[str]:
     """With `from_summary`: the published summary (and `figures.trace_table`) read and
     checked once, before any job, as the jobs would read them (analysis.summary.read_summary):
     a ConfigError saying every problem, so the console says why, not three jobs' logs.
     Returns what reading noted (columns an older summary lacks, extra ones ignored)."""
     summary = config.get("from_summary")
-    if not summary:
+    if _given_empty(summary, sources):  # a replot without a summary: never a measuring run
+        raise ConfigError(
+            "from_summary: empty; give a summary's path, or leave the key out to measure"
+        )
+    if summary is None:
         return []
     from joulebench.analysis.summary import SummaryError, read_summary
     from joulebench.table_io import TableError
@@ -132,7 +136,10 @@ def check_published(config: Mapping) -> list[str]:
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always")
         try:
-            said = _baseline_said(config, read_summary(summary))
+            published = read_summary(summary)
+            if published.empty:
+                raise SummaryError(f"{summary} has no rows (a header only): nothing to score")
+            said = _baseline_said(config, published)
         except (SummaryError, TableError) as exc:
             problems.append(f"from_summary: {exc}")
         except ConfigError as exc:
@@ -142,6 +149,15 @@ def check_published(config: Mapping) -> list[str]:
     if problems:
         raise ConfigError("\n".join(problems))
     return [f"from_summary: note: {w.message}" for w in notes] + said
+
+
+def _given_empty(summary, sources: Sequence[tuple[str, Mapping]]) -> bool:
+    """Whether `from_summary` was given empty: a blank path, or `--config from_summary=`
+    (Snakemake reads an empty value as null, the same as the key left out)."""
+    if summary is not None:
+        return not str(summary).strip()
+    given = dict(sources).get("--config", {})
+    return "from_summary" in given and given["from_summary"] is None
 
 
 def replot_inputs(config: Mapping, folder: Path | None = None) -> tuple[str, str | None]:

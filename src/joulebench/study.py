@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -32,6 +33,13 @@ IDLE_DURATION_S = 10.0  # idle.duration_s
 IDLE_PRE_S = 2.0  # profile.idle_pre_s
 MODELS_PER_JOB = 100  # catalog.models_per_job
 MAX_MESSAGE_CHARS = 300
+# A config file is read bounded (`read_yaml`): no YAML aliases (an alias bomb of 9 levels of 9
+# is 9**9 nodes once expanded), at most this many levels of nesting (5,000 levels overflow
+# Python's stack), and no key given twice in one mapping (YAML would keep the last silently).
+MAX_YAML_DEPTH = 32
+# A study file's top-level keys are words (models, batch_sizes, ...); a file whose top level
+# holds other things (`root:*:19000:...`) is no config, and its lines are never shown.
+CONFIG_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 
 
 class ConfigError(ValueError):
@@ -66,18 +74,82 @@ def load_schema(root: Path | None = None) -> dict:
     return yaml.safe_load(((root or workflow_root()) / SCHEMA).read_text())
 
 
+class _Refused(yaml.YAMLError):
+    """A YAML document the bounded loader will not build (alias, depth, duplicate key)."""
+
+    def __init__(self, what: str, mark):
+        super().__init__(f"line {mark.line + 1}: {what}")
+
+
+class BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses, before anything is built, what a config never needs
+    and what would exhaust memory or the stack: aliases (`*name`), nesting deeper than
+    MAX_YAML_DEPTH, and a key given twice in one mapping."""
+
+    depth = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise _Refused(
+                f"YAML aliases (*{event.anchor}) are not allowed in a config", event.start_mark
+            )
+        self.depth += 1
+        if self.depth > MAX_YAML_DEPTH:
+            raise _Refused(
+                f"nested deeper than {MAX_YAML_DEPTH} levels", self.peek_event().start_mark
+            )
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, str) and key in seen:
+                raise _Refused(f"key {key[:60]!r} is given twice", key_node.start_mark)
+            seen.add(key if isinstance(key, str) else id(key_node))
+        return super().construct_mapping(node, deep)
+
+
+def load_bounded(text: str):
+    """One YAML document read with BoundedLoader (yaml.YAMLError for what it refuses)."""
+    return yaml.load(text, Loader=BoundedLoader)  # noqa: S506 (a SafeLoader)
+
+
 def read_yaml(path: str | Path) -> dict:
-    """A config file as a mapping; a clear error for a missing or malformed one."""
+    """A config file as a mapping, read bounded (BoundedLoader: no aliases, no deep nesting,
+    no key twice); a one-line ConfigError for a missing, malformed or refused one."""
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = load_bounded(Path(path).read_text())
     except OSError as err:
         raise ConfigError(f"cannot read config file {path}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid YAML: {err}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not a text file (not UTF-8)") from None
+    except _Refused as err:
+        raise ConfigError(f"{path} is refused: {err}") from None
+    except yaml.YAMLError as err:  # PyYAML's message spans lines: one line here
+        raise ConfigError(f"{path} is not valid YAML: {' '.join(str(err).split())}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config is a mapping of keys, not {type(data).__name__}")
+    return data
+
+
+def read_config(path: str | Path) -> dict:
+    """A study file (read_yaml) whose top-level keys are words, as every config key is: any
+    other file (`--configfile /etc/passwd` reads as a mapping of its lines) is refused without
+    showing its contents."""
+    data = read_yaml(path)
+    odd = [k for k in data if not (isinstance(k, str) and CONFIG_KEY.fullmatch(k))]
+    if odd:
+        raise ConfigError(
+            f"{path} is not a study file: {len(odd)} of its top-level entries are no config "
+            "key (keys are words such as models, devices, batch_sizes); its contents are not shown"
+        )
     return data
 
 
@@ -207,11 +279,11 @@ def read_study(
     stages would refuse is checked above them: `prerun.load_study` reads a study whole."""
     root = root or workflow_root()
     base_path = root / "config.yaml"
-    base = read_yaml(base_path)
+    base = read_config(base_path)
     sources = [(str(base_path), base)]
     config = dict(base)
     if configfile:
-        study = read_yaml(configfile)
+        study = read_config(configfile)
         sources.append((str(configfile), study))
         config.update(study)  # a key the study sets replaces the default's whole
     check_config(config, load_schema(root), sources)

@@ -46,6 +46,9 @@ POWER_LIMIT_FRACTION_MAX = 1.5
 POWER_LIMIT_W_MAX = 3000.0
 SM_CLOCK_MHZ_MAX = 5000
 SM_CLOCK_PRESETS = ("max", "base")
+# The largest batch a study or command may ask for: 64 Ki images is past any GPU's memory
+# for an ImageNet model, and each out-of-memory retry halves it (16 halvings to 1 at most).
+MAX_BATCH_SIZE = 65536
 REASON_MAX_CHARS = 500  # `reason` and `note` columns: one readable line, never a traceback
 ESTIMATE_METER_PREFIX = "estimate:"  # meters that model energy rather than read a counter
 

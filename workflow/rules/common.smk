@@ -50,7 +50,7 @@ from joulebench.study import (
     check_input_path,
     job_shell_prefix,
     load_schema,
-    read_yaml,
+    read_config,
     shell_option,
 )
 from joulebench.safe_text import printable  # every message printed (Snakefile)
@@ -64,7 +64,7 @@ def get_config_sources():
         Path(workflow.basedir) / "config.yaml",
         *workflow.config_settings.configfiles,
     ]
-    sources = [(str(f), read_yaml(f)) for f in files]
+    sources = [(str(f), read_config(f)) for f in files]
     sources.append(("--config", dict(workflow.config_settings.config)))
     return sources
 
@@ -72,15 +72,17 @@ def get_config_sources():
 # One short message per problem (key, where, which file, closest valid key), then defaults;
 # then what each stage would refuse later (prerun.check_settings) and, with from_summary, the
 # published summary read once: all before any job, a dry run too.
-CONFIG_SOURCES = get_config_sources()
+# Each config file is read bounded first (study.read_config: no alias, deep nesting or key
+# given twice), before the schema walks what Snakemake loaded.
 try:
+    CONFIG_SOURCES = get_config_sources()
     check_config(config, load_schema(Path(workflow.basedir)), CONFIG_SOURCES)
 except ConfigError as exc:
     raise WorkflowError(printable(str(exc), newlines=True))
 validate(config, schema="../schemas/config.schema.yaml")
 try:
     check_settings(config, CONFIG_SOURCES)
-    for note in check_published(config):
+    for note in check_published(config, CONFIG_SOURCES):
         print(printable(note), file=sys.stderr)
 except ConfigError as exc:
     raise WorkflowError(printable(str(exc), newlines=True))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from joulebench.accuracy.datasets import Listing, list_source, normalize_source
+from joulebench.accuracy.datasets import DatasetError, Listing, list_source, normalize_source
 from joulebench.table_io import atomic_write
 
 SHARD_FORMAT = 1  # bump when the stored bytes change meaning: it is part of every key
@@ -54,8 +54,12 @@ def input_config(cfg) -> dict:
         height, width = (size, size) if np.ndim(size) == 0 else size
     elif _get(cfg, "input_size") is not None:
         height, width = cfg["input_size"][-2:]
-    else:
+    elif _get(cfg, "input_height") is not None and _get(cfg, "input_width") is not None:
         height, width = cfg["input_height"], cfg["input_width"]
+    else:
+        raise DatasetError(
+            "an input config needs img_size, input_size, or input_height and input_width"
+        )
     crop_mode = str(_get(cfg, "crop_mode") or "center")
     out = {
         "img_size": [int(height), int(width)],

@@ -4,7 +4,10 @@
 1 mJ, 1-10 mJ, ...), at the configuration where it spends the least: the question a reader
 of the study asks first ("what accuracy can I buy for this much energy?"). Rows the score
 stage kept off the front (flagged, e.g. other-load) are used only when no row is clean, and
-the table then says so. Reads the published tables only; never imports torch.
+the table then says so. A measured energy is ranked apart from an estimated one: a model's
+least-energy configuration is its least measured one where it has any, a band shows an
+estimate only where no measured model falls in it, and each row says which it is. Reads the
+published tables only; never imports torch.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from joulebench.analysis.score import left_out_of_grades
 from joulebench.safe_text import printable, quantity
 
 MAX_ROWS = 8
+ESTIMATED = "ESTIMATED"  # a row's energy is modelled (no hardware counter), never measured
 
 
 def energy_band(energy_j: float) -> str:
@@ -57,18 +61,33 @@ def best_per_energy_band(scores: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         usable = clean
     usable["energy_per_image_j"] = pd.to_numeric(usable["energy_per_image_j"])
     usable["top1"] = pd.to_numeric(usable["top1"])
-    # Each model once: its least-energy configuration.
-    usable = usable.sort_values("energy_per_image_j").drop_duplicates("model")
+    usable["estimated"] = usable["energy_is_estimate"].fillna(False).astype(bool)
+    # Each model once: its least-energy configuration, a measured one where it has any.
+    usable = usable.sort_values(["estimated", "energy_per_image_j"]).drop_duplicates("model")
     usable["band_low_j"] = [10.0 ** math.floor(math.log10(e)) for e in usable["energy_per_image_j"]]
     best = (
-        usable.sort_values(["top1", "energy_per_image_j"], ascending=[False, True])
+        usable.sort_values(
+            ["estimated", "top1", "energy_per_image_j"], ascending=[True, False, True]
+        )
         .drop_duplicates("band_low_j")
         .sort_values("band_low_j")
         .head(MAX_ROWS)
     )
-    if usable["energy_is_estimate"].fillna(False).astype(bool).any():
-        note = "; ".join(n for n in (note, "energy ESTIMATED (no hardware counter)") if n)
     return best, note
+
+
+def batch_text(row) -> str:
+    """The batch a row ran (`batch_size`, smaller after an out-of-memory retry), else the one
+    asked for: a summary with only the essential columns has no `batch_size`."""
+    for column in ("batch_size", "batch_size_requested"):
+        value = row.get(column)
+        if value is not None and pd.notna(value):
+            return str(int(value))
+    return "-"
+
+
+def _estimated(best: pd.DataFrame) -> list[bool]:
+    return best["energy_is_estimate"].fillna(False).astype(bool).tolist()
 
 
 def format_best(best: pd.DataFrame) -> str:
@@ -80,7 +99,8 @@ def format_best(best: pd.DataFrame) -> str:
         "mJ/image": [f"{v * 1e3:.3g}" for v in best["energy_per_image_j"]],
         "device": best["device_label"].astype(str).tolist(),
         "method": best["method"].astype(str).tolist(),
-        "batch": best["batch_size"].astype(str).tolist(),
+        "batch": [batch_text(row) for _, row in best.iterrows()],
+        "energy is": [ESTIMATED if e else "measured" for e in _estimated(best)],
         "grade": best["grade"].fillna("-").astype(str).tolist(),
     }
     columns = {name: [printable(v) for v in values] for name, values in columns.items()}

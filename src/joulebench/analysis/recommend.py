@@ -37,6 +37,7 @@ from joulebench.measure.host_bound import HOST_BOUND_BELOW
 from joulebench.safe_text import printable
 
 CLOSEST_SHOWN = 5
+CELL_MAX_CHARS = 60  # a table's widest cell; a longer name ends in "…"
 SIMULATED_HINT = (
     "; a simulated GPU's energy is the sensor simulator's, ranked only when asked "
     "(--include-simulated) and only beside other simulated rows"
@@ -324,9 +325,17 @@ def _mj(j: float) -> str:
     return "–" if not np.isfinite(j) else f"{j * 1e3:.3g}"
 
 
+def _cell_text(text) -> str:
+    """A cell as printed: printable, and cut to CELL_MAX_CHARS with an ellipsis (one
+    5,000-character name must not pad every line of the table to its width)."""
+    text = printable(text)
+    return text if len(text) <= CELL_MAX_CHARS else text[: CELL_MAX_CHARS - 1] + "…"
+
+
 def _table(columns: dict[str, list[str]], numeric: set[str]) -> list[str]:
-    """Aligned rows; every cell made printable first (a name may hold escape sequences)."""
-    columns = {printable(k): [printable(t) for t in v] for k, v in columns.items()}
+    """Aligned rows; every cell made printable and cut to CELL_MAX_CHARS first (`_cell_text`:
+    a name may hold escape sequences, or be thousands of characters long)."""
+    columns = {printable(k): [_cell_text(t) for t in v] for k, v in columns.items()}
     numeric = {printable(k) for k in numeric}
     widths = {k: max(len(k), *map(len, v)) for k, v in columns.items()}
 

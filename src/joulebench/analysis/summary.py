@@ -355,8 +355,29 @@ def _dtype_ok(s: pd.Series, declared: str) -> bool:
     return True  # "object": anything
 
 
+def _key_problems(df: pd.DataFrame, examples: int = 3) -> list[str]:
+    """Rows no grade or figure can place: any row without its phase or model, and a measured
+    (ok) row without any part of its key (SUMMARY_KEY). A not-profiled row has no device,
+    method or batch size (nothing was run), and is never graded."""
+    missing = pd.DataFrame({c: df[c].isna() for c in SUMMARY_KEY})  # a CSV's empty cell too
+    ok = (df["status"] == "ok").fillna(False).astype(bool)
+    bad = missing[["phase", "model"]].any(axis=1) | (ok & missing.any(axis=1))
+    if not bad.any():
+        return []
+    shown = []
+    for i in df.index[bad][:examples]:
+        lacks = ", ".join(missing.columns[missing.loc[i].to_numpy()])
+        shown.append(f"row {i} ({'ok' if ok[i] else 'not ok'}: no {lacks})")
+    more = int(bad.sum()) - len(shown)
+    tail = f" (and {more} more rows)" if more > 0 else ""
+    return [
+        "rows lack part of their key (a measured row needs every one of "
+        f"{', '.join(SUMMARY_KEY)}; every row its phase and model): " + "; ".join(shown) + tail
+    ]
+
+
 def _value_problems(df: pd.DataFrame) -> list[str]:
-    problems = []
+    problems = _key_problems(df)
     bad_phase = set(df["phase"].dropna()) - set(PHASES)
     if bad_phase:
         problems.append(f"phase has unknown values {sorted(bad_phase)} (allowed: {PHASES})")

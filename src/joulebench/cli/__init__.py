@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from joulebench.accuracy.datasets import DatasetError
     from joulebench.analysis.best_configs import DecisionError
     from joulebench.analysis.summary import SummaryError
     from joulebench.catalog.models import ModelSelectionError
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             return args.func(args)
     except (
         ConfigError,
+        DatasetError,
         DecisionError,
         DeviceError,
         ModelSelectionError,

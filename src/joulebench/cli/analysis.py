@@ -9,6 +9,7 @@ from joulebench.cli.common import (
     POSITIVE,
     add_settings,
     add_summary_input,
+    batch_size_type,
     command_settings,
     number,
     say,
@@ -164,7 +165,7 @@ def add_label(sub) -> None:
     add_summary_input(p)
     p.add_argument("--device", help="device label (default: where its energy is least)")
     p.add_argument("--method", help="method (default: its least-energy configuration)")
-    p.add_argument("--batch-size", type=COUNT, help="requested batch size")
+    p.add_argument("--batch-size", type=batch_size_type(), help="requested batch size")
     p.add_argument("--output", "-o", help="path stem (default results/labels/<device>/<model>)")
     p.set_defaults(func=_cmd_label)
 

@@ -51,7 +51,16 @@ def number(kind: type = float, *, minimum=None, above=None, maximum=None) -> Cal
     return parse
 
 
-COUNT = number(int, minimum=1)  # threads, batch sizes, repeats, workers, GPUs, rows
+COUNT = number(int, minimum=1)  # threads, repeats, workers, GPUs, rows
+
+
+def batch_size_type() -> Callable[[str], float]:
+    """A batch size: a whole number in [1, tables.MAX_BATCH_SIZE]."""
+    from joulebench.tables import MAX_BATCH_SIZE
+
+    return number(int, minimum=1, maximum=MAX_BATCH_SIZE)
+
+
 POSITIVE = number(above=0)  # watts, seconds, ms, images per second
 
 
@@ -70,11 +79,32 @@ def json_object(option: str, text: str) -> dict:
 
 def command_settings(command: str, text: str) -> dict:
     """`--settings` JSON as the keyword arguments of the function `command` calls, as the
-    workflow builds them (rule_settings); a key it does not take is an error."""
+    workflow builds them (rule_settings); a key it does not take is an error, and a value the
+    stage's own validator refuses (`setting_checks`) one line, before the stage runs."""
     from joulebench.rule_settings import keywords
-    from joulebench.study import settings_for
+    from joulebench.study import ConfigError, settings_for
 
-    return settings_for(command, json_object("--settings", text), keywords(command))
+    settings = settings_for(command, json_object("--settings", text), keywords(command))
+    for key, check in setting_checks().items():
+        if key in settings:
+            try:
+                check(settings[key])
+            except (ValueError, TypeError) as exc:
+                raise ConfigError(f"--settings: {key}: {exc}") from None
+    return settings
+
+
+def setting_checks() -> dict[str, Callable]:
+    """setting -> the validator its stage applies (as prerun applies it to the config)."""
+    from joulebench.analysis.carbon import check_carbon
+    from joulebench.analysis.score import check_max_cv, check_scope, parse_grade_thresholds
+
+    return {
+        "grade_thresholds": parse_grade_thresholds,
+        "max_energy_cv": check_max_cv,
+        "energy_scope": check_scope,
+        "carbon": check_carbon,
+    }
 
 
 def default(func, name: str):

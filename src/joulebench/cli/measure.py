@@ -14,6 +14,7 @@ from joulebench.cli.common import (
     add_meter,
     add_protocol,
     add_settings,
+    batch_size_type,
     command_settings,
     default,
     json_object,
@@ -106,7 +107,9 @@ def add_profile(sub) -> None:
     p.add_argument(
         "--method", action="append", choices=sorted(PRESETS), help="repeatable (default fp32)"
     )
-    p.add_argument("--batch-size", type=COUNT, action="append", help="repeatable (default 1)")
+    p.add_argument(
+        "--batch-size", type=batch_size_type(), action="append", help="repeatable (default 1)"
+    )
     add_protocol(p)
     add_meter(p, meter_help="force a meter", tdp_help=TDP_HELP)
     p.add_argument("--threads", type=COUNT, help="torch CPU threads")
@@ -342,7 +345,9 @@ def add_accuracy(sub) -> None:
     p.add_argument("models", nargs="+")
     p.add_argument("--shard-dir", required=True)
     p.add_argument("--checkpoints", help="a folder of <model>.safetensors / .pth files")
-    p.add_argument("--batch-size", type=COUNT, default=default(measure_models, "batch_size"))
+    p.add_argument(
+        "--batch-size", type=batch_size_type(), default=default(measure_models, "batch_size")
+    )
     p.add_argument("--device", default=default(measure_models, "device"))
     p.add_argument("--allow-download", action="store_true")
     p.add_argument("--output", required=True)

@@ -13,6 +13,7 @@ a timm model, or a custom workload (joulebench.catalog.workloads) when the job n
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -58,7 +59,13 @@ from joulebench.measure.protocol import (
 from joulebench.measure.provenance import device_name, software, utc_now
 from joulebench.measure.quiet import WAIT_S as QUIET_WAIT_S
 from joulebench.measure.quiet import QuietGate, cpu_busy, meter_busy
-from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured, is_oom
+from joulebench.measure.runtimes import (
+    STATUS_ERROR,
+    STATUS_SKIPPED,
+    NotMeasured,
+    check_forward,
+    is_oom,
+)
 from joulebench.measure.supervise import TIMEOUT_FLOOR_S, deadline_s, emit
 from joulebench.measure.tail import TailCalibration
 from joulebench.measure.tail import from_report as tail_from_report
@@ -394,6 +401,8 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
         train=train,
         input_kind=job.input_kind,
     )
+    if not train:
+        _check_built(built, method, batch_size, job.compute_device)
     if train:
         from joulebench.measure.train import make_train_step
 
@@ -428,6 +437,24 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
             model(x)
 
     return Runner(step, grad=False, fields=fields_)
+
+
+def _check_built(built: Built, method: Method, batch_size: int, torch_device: str) -> None:
+    """One forward of the built model on the measured batch (in the method's context; an
+    exported method's fp32 model as it is exported), checked before warm-up (check_forward)."""
+    import torch
+
+    context = (
+        contextlib.nullcontext()
+        if method.exported
+        else method.context(torch.device(torch_device).type)
+    )
+
+    def forward():
+        with torch.inference_mode(), context:
+            return built.model(built.x)
+
+    check_forward(forward, batch_size)
 
 
 def _runtime_backend(method: Method):
@@ -547,7 +574,7 @@ def _build_and_measure(
         fields_ = {**runner.fields, **runner.finish(), **emulated.fields, **host, "flags": flags}
         return Outcome("ok", "", result, meter_info, fields_)
     except Exception as exc:
-        return Outcome("oom" if is_oom(exc) else "error", short_reason(exc))
+        return Outcome("oom" if is_oom(exc) else STATUS_ERROR, short_reason(exc))
     finally:
         meter.close()
         runner = None  # free before the next configuration

@@ -34,6 +34,7 @@ from joulebench.tables import REASON_MAX_CHARS, short_reason
 
 STATUS_SKIPPED = "skipped"
 STATUS_MISMATCH = "mismatch"
+STATUS_ERROR = "error"  # failed while running, or its output is no answer (check_forward)
 # Largest |runtime - PyTorch| / max |PyTorch| accepted on the same batch. On CUDA both sides
 # may use TF32 for fp32 matrix products; TensorRT fp16 is compared with PyTorch's fp32.
 DEFAULT_TOLERANCE = {("fp32", "cpu"): 1e-3, ("fp32", "cuda"): 1e-2, ("fp16", "cuda"): 5e-2}
@@ -346,6 +347,43 @@ def tolerance_for(method, torch_device: str) -> float:
         return float(method.tolerance)
     place = (_onnx_device(torch_device) or ("cpu", 0))[0]  # keyed by ONNX Runtime's device
     return DEFAULT_TOLERANCE.get((method.precision, place), 5e-2)
+
+
+def check_forward(forward: Callable[[], object], batch_size: int) -> None:
+    """The model's output on the measured batch, once before warm-up: a tensor with one row
+    per image and every value finite; else NotMeasured("error") saying what is wrong (a
+    workload returning NaN, inf or the wrong shape is a row with a reason, never `ok`).
+    Running out of memory is raised as it is (the job retries at half the batch); any other
+    failure of the forward is an "error" row too."""
+    try:
+        output = forward()
+    except Exception as exc:
+        if is_oom(exc):
+            raise
+        raise NotMeasured(STATUS_ERROR, short_reason(exc)) from exc
+    problem = output_problem(output, batch_size)
+    if problem:
+        raise NotMeasured(STATUS_ERROR, f"the model's output is no answer: {problem}")
+
+
+def output_problem(output, batch_size: int) -> str:
+    """What is wrong with a forward's output ("" where nothing is): the first tensor of a
+    tuple, list or dict is checked; an output that holds no tensor is not."""
+    import torch
+
+    if isinstance(output, dict):
+        output = list(output.values())
+    if isinstance(output, tuple | list):
+        output = next((o for o in output if isinstance(o, torch.Tensor)), None)
+    if not isinstance(output, torch.Tensor):
+        return ""
+    if output.ndim == 0 or output.shape[0] != batch_size:
+        return f"shape {tuple(output.shape)}, not one row per image of the batch of {batch_size}"
+    bad = ~torch.isfinite(output.detach())
+    if bool(bad.any()):
+        kinds = [k for k, hit in (("NaN", output.isnan()), ("inf", output.isinf())) if hit.any()]
+        return f"{int(bad.sum())} of {output.numel()} values are {' and '.join(kinds)}"
+    return ""
 
 
 def check_output(

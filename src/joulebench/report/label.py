@@ -308,8 +308,9 @@ LABEL_DIR = Path("results/labels")
 
 def label_stem(card: Card, output=None) -> Path:
     """Where a label goes, without its .svg/.png: `output` (a path stem, or a folder when it
-    ends in a separator or is one: the label is written inside it), else
-    results/labels/<device>/<model>, both names through safe_text.file_name."""
+    ends in a separator or is one: the label is written inside it; LabelError for a special
+    file such as /dev/null), else results/labels/<device>/<model>, both names through
+    safe_text.file_name."""
     default = file_name(card.model)
     if not output:
         return LABEL_DIR / file_name(card.device_label) / default
@@ -317,6 +318,11 @@ def label_stem(card: Card, output=None) -> Path:
     if text.endswith(("/", os.sep)) or Path(text).is_dir():
         return Path(text) / default
     stem = Path(text)
+    if stem.exists() and not stem.is_file():  # /dev/null, a FIFO: never /dev/null.svg
+        raise LabelError(
+            f"--output {printable(text)}: not a file path (it is a device or other special "
+            "file); give a path stem or a folder"
+        )
     return stem.with_suffix("") if stem.suffix in (".svg", ".png") else stem
 
 
@@ -332,6 +338,9 @@ def run_label(
     )
     stem = label_stem(card, output)
     svg, png = stem.parent / f"{stem.name}.svg", stem.parent / f"{stem.name}.png"
+    for path in (svg, png):
+        if path.exists() and not path.is_file():
+            raise LabelError(f"cannot write the label {printable(os.fspath(path))}: not a file")
     try:
         atomic_write(svg, lambda tmp: Path(tmp).write_text(label_svg(card), encoding="utf-8"))
         label_png(card, png)

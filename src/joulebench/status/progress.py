@@ -53,7 +53,9 @@ def rows_path(device: str, model: str) -> str:
 def _evidence(log: observe.JobLog, process, unread: int, marks, slurm, active_s) -> str:
     """Why `log`'s job is thought running ("" when it is not): `process` is the measuring
     process writing its rows, if one is; `unread` how many of its device's live markers
-    have a process status cannot read (it counts them for its newest logs)."""
+    have a process status cannot read (it counts them for its newest logs). A recent log
+    alone counts only while a Snakemake runs here (its lock): a job whose log stopped, whose
+    process is gone and whose Snakemake is gone is stopped, not measuring."""
     if process is not None:
         return f"process {process.pid} is measuring it"
     if unread > 0:
@@ -61,7 +63,7 @@ def _evidence(log: observe.JobLog, process, unread: int, marks, slurm, active_s)
     jobid = marks.incomplete.get(rows_path(log.device, log.model))
     if jobid and slurm and slurm.get("states", {}).get(jobid) == SQUEUE_RUNNING:
         return f"SLURM job {jobid} is running"
-    if log.crashed:
+    if log.crashed or not marks.locked:  # no Snakemake here: a recent log is a dead job's
         return ""
     if log.age_s < active_s:
         return f"its log was written {format_duration(max(log.age_s, 0.0))} ago"
@@ -125,7 +127,7 @@ def device_status(label: str, rows: pd.DataFrame, jobs: list, plan: StudyPlan) -
     device = plan.devices.get(label) or _torch_device(rows, label)
     expected = ours.loc[timed, "method"].map(plan.method_estimates(device))
     planned_s = float(expected.astype("float64").fillna(plan.config_estimate_s).sum())
-    parallel = max(1, len(jobs), len(_gpu_breakdown(rows)))
+    parallel = _jobs_at_once(device, jobs, rows)
     out = {
         "label": label,
         "torch_device": device,
@@ -151,6 +153,14 @@ def device_status(label: str, rows: pd.DataFrame, jobs: list, plan: StudyPlan) -
         unstarted = max(len(plan.models) - started, 0)
         out["eta_s"] = (left * rate_s + unstarted * plan.job_overhead_s) / parallel
     return out
+
+
+def _jobs_at_once(torch_device: str, jobs: list, rows: pd.DataFrame) -> int:
+    """How many jobs the device measures at once: the host's CPU one (it takes every slot),
+    a pool as many as its GPUs or the jobs seen running."""
+    if _is_host(torch_device):
+        return 1
+    return max(1, len(jobs), len(_gpu_breakdown(rows)))
 
 
 def _torch_device(rows: pd.DataFrame, label: str) -> str:

@@ -109,9 +109,11 @@ def accuracy_vs_energy(
     lines.append(plot.secondary_axis(ax, shown, scale, secondary_unit))
     if graded.empty:
         lines.append(f"none graded: {counted(by_flag)} (score.invalid_flags)")
+    elif len(by_flag):
+        lines.append("hollow: flagged, not graded (score.invalid_flags)")
     hidden = counted(reasons[_same_setting(scores, row) & ~drawn])
     lines += [f"not shown: {hidden}" if hidden else "", law_note]
-    plot.top_legend(fig, handles, "\n".join(x for x in lines if x), ncol=5)
+    plot.top_legend(fig, handles, "\n".join(x for x in lines if x), ncol=8)
     named = _naming_order(shown)
     plot.name_points(
         fig,
@@ -196,7 +198,7 @@ def _draw_flagged(ax, shown: pd.DataFrame, by_flag: pd.Series, scale: float) -> 
             lw=0.7,
             zorder=2,
         )
-        label = f"{plot.short(why)} ({len(sel)}, not graded)"
+        label = f"{plot.short(why)} ({len(sel):,})"  # the header says: not graded
         handles.append(plot.dot(OFF_FRONT_GREY, label, marker, True))
     return handles
 

@@ -52,6 +52,9 @@ ENERGY_UNITS = (("J", 1.0), ("mJ", 1e3), ("µJ", 1e6))
 LABEL_CHARS = 28  # user strings (models, methods, devices, families) longer than this are cut
 NO_DATA_CHARS = 66  # a no-data reason's line: inside a column-wide figure at 7 pt
 EDGE = "#333333"  # a thin edge around filled points: a pale colour (grade D) shows on white
+TITLE_PT = 7  # a legend's title (what the figure shows)
+LINE_SPACING = 1.45  # a legend line's height, in font sizes (text, padding, marker)
+LEGEND_ALLOWANCE_IN = 0.75  # a legend up to this tall fits the figure's own height
 
 
 def styled(func):
@@ -222,29 +225,51 @@ def energy_label(estimated: pd.Series, base: str = "Energy per image", unit: str
 
 
 def legend_columns(fig: Figure, handles, ncol: int) -> int:
-    """At most `ncol` columns, as many as fit the figure's width: a column takes about
-    0.55 em per character of its longest label, plus the marker and the spacing."""
+    """At most `ncol` columns, as many as fit the figure's width. Entries fill the columns
+    as matplotlib fills them (in order, split into `n` near-equal runs); a column takes
+    about 0.55 em per character of its longest label, plus the marker and the spacing, so
+    short labels (grades A-G) share a line and one long label does not make every column
+    as wide as itself."""
     if not handles:
         return 1
     em_pt = float(matplotlib.rcParams["legend.fontsize"])
-    longest = max(len(h.get_label()) for h in handles)
-    column_pt = em_pt * (0.55 * longest + 3.5)
+    lengths = [len(h.get_label()) for h in handles]
     width_pt = fig.get_figwidth() * 72 - 12
-    return max(1, min(ncol, len(handles), int(width_pt // column_pt)))
+    for n in range(min(ncol, len(handles)), 1, -1):
+        columns = np.array_split(np.array(lengths), n)
+        if sum(em_pt * (0.55 * c.max() + 3.5) for c in columns) <= width_pt:
+            return n
+    return 1
+
+
+def wrapped_title(fig: Figure, title: str) -> str:
+    """A legend title's lines wrapped to the figure's width (at TITLE_PT), never cut by its
+    edge."""
+    chars = max(20, int((fig.get_figwidth() * 72 - 12) / (0.55 * TITLE_PT)))
+    return "\n".join(textwrap.fill(line, chars) for line in title.splitlines())
 
 
 def top_legend(fig: Figure, handles, title: str, ncol: int = 3) -> None:
-    """The legend above the axes, titled with what the figure shows: never over the data."""
+    """The legend above the axes, titled with what the figure shows: never over the data.
+    Its title is wrapped to the figure's width; a legend taller than LEGEND_ALLOWANCE_IN
+    makes the figure taller by the difference, so the axes keep their height however many
+    entries and header lines a study gives it."""
+    title = wrapped_title(fig, title)
+    columns = legend_columns(fig, handles, ncol)
     fig.legend(
         handles=handles,
         loc="outside upper left",
-        ncol=legend_columns(fig, handles, ncol),
+        ncol=columns,
         title=title,
-        title_fontsize=7,
+        title_fontsize=TITLE_PT,
         alignment="left",
         handletextpad=0.3,
         columnspacing=1.0,
     )
+    rows = math.ceil(len(handles) / columns) if handles else 0
+    em_pt = float(matplotlib.rcParams["legend.fontsize"])
+    legend_in = (len(title.splitlines()) * TITLE_PT + rows * em_pt) * LINE_SPACING / 72
+    fig.set_figheight(fig.get_figheight() + max(0.0, legend_in - LEGEND_ALLOWANCE_IN))
 
 
 def models_text(n: int) -> str:

@@ -28,6 +28,9 @@ from joulebench.report.figures.rows import (
 )
 
 MAX_LINES = 6  # lines drawn: the models with the most limits swept, then by name
+# A line's legend label (model · method · batch): whole up to a column's width (one column
+# where they are long: plot.legend_columns), cut with "…" only past it.
+SERIES_CHARS = 60
 TITLE = "Energy and throughput against the power limit"
 
 
@@ -104,7 +107,7 @@ def power_limit_sweep(
     for ax in (ax_e, ax_t):
         ax.grid(True, which="major")
     device = plot.short(s["device_label"].iloc[0], 20) + (" (simulated)" if _simulated(s) else "")
-    handles = [plot.dot(colors[k], plot.short(k, 34)) for k in lines]
+    handles = [plot.dot(colors[k], plot.short(k, SERIES_CHARS)) for k in lines]
     title = f"{device} · ringed: least energy per line" + _left_out(summary, s, max_energy_cv)
     plot.top_legend(fig, handles, title, ncol=2)
     return plot.save(fig, stem)

@@ -50,10 +50,22 @@ def placed(df: pd.DataFrame, keys: Sequence[str] = PLACE_KEYS) -> pd.DataFrame:
 
 
 def one_device(df: pd.DataFrame, device_label: str | None) -> pd.DataFrame:
-    """The rows of `device_label`, else of the device with the most rows."""
+    """The rows of `device_label`, else of the device `busiest_device` picks."""
     if device_label is None and not df.empty:
-        device_label = df["device_label"].value_counts().index[0]
+        device_label = busiest_device(df)
     return df if device_label is None else df[matches(df["device_label"], device_label)]
+
+
+def busiest_device(df: pd.DataFrame):
+    """The device with the most rows, a measured one before any whose energies are all
+    estimated (a CPU's estimate never stands for a study whose GPUs were measured), ties by
+    label; None where no row names a device."""
+    per = pd.DataFrame({"device": df["device_label"], "estimated": is_estimated(df)}).dropna()
+    if per.empty:
+        return None
+    counts = per.groupby("device", sort=True)["estimated"].agg(["size", "all"])
+    ranked = counts.sort_values(["all", "size"], ascending=[True, False], kind="stable")
+    return ranked.index[0]
 
 
 def is_true(value) -> bool:
