@@ -27,6 +27,7 @@ from joulebench.cli.common import say, show_warning
 COMMANDS = (
     tools.add_resolve,
     measure.add_catalog,
+    measure.add_catalog_worker,
     measure.add_concat,
     measure.add_profile,
     measure.add_profile_job,
