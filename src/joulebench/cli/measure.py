@@ -190,20 +190,26 @@ def pinned(args, spec: dict, holder: str):
 
 
 def _cmd_profile_job(args) -> int:
-    """One workflow job: all methods x batch sizes of one model on one device (or on a free
-    GPU of its pool, held until the job ends), measured by workers it watches."""
-    from joulebench.measure.devices import require_measurable
+    """One workflow job: all methods x batch sizes of one model on one device (or on a good,
+    free GPU of its pool, held until the job ends, moved once if it fails), measured by
+    workers it watches."""
+    from joulebench.measure.devices import pin_to_gpu, require_measurable
+    from joulebench.measure.gpu_failover import failover_for
     from joulebench.measure.job_runner import Orphaned, supervised_job
 
     spec = json_object("--spec", args.spec)
-    lease, spec = pinned(args, spec, f"{args.device_label} {args.model}")
-    require_measurable(args.device_label, spec["torch_device"])
+    pool = (json_object("--pool", args.pool).get("gpus") or []) if args.pool else []
+    spec = spec if pool else pin_to_gpu(spec, args.gpu_uuid)
+    holder = f"{args.device_label} {args.model}"
+    failover = failover_for(spec, pool, holder, args.device_label, log=say)
+    if not failover.start_reason():
+        require_measurable(args.device_label, failover.spec["torch_device"])
     outputs = (args.output, args.repeats_output, args.trace_output)
-    with lease:
+    with failover:
         try:
             supervised_job(
-                args.model, args.device_label, spec, idle=args.idle, threads=args.threads,
-                log=say, outputs=outputs,
+                args.model, args.device_label, failover.spec, idle=args.idle,
+                threads=args.threads, log=say, outputs=outputs, failover=failover,
             )  # fmt: skip
         except Orphaned as err:
             say(f"joulebench: {err}", file=sys.stderr)
