@@ -545,3 +545,17 @@ def test_a_cpu_measures_one_job_at_a_time(run):
     (cpu,) = status["devices"]
     assert cpu["jobs_at_once"] == 1
     assert "jobs at once" not in format_status(status)
+
+
+def test_gpus_that_failed_are_listed_with_their_evidence(run):
+    """A GPU marked bad in this run (measure.bad_gpus, issue 35 item 4) is shown with why."""
+    from joulebench.measure.bad_gpus import mark_bad
+
+    mark_bad({"uuid": "GPU-dead", "index": 3}, "xid", "GPU has fallen off the bus",
+             directory=run, device_label="h200", job="h200 m1.a")  # fmt: skip
+    status = _status(run)
+    assert [g["uuid"] for g in status["bad_gpus"]] == ["GPU-dead"]
+    text = format_status(status)
+    assert "GPUs that failed (no model is given to them again in this run):" in text
+    assert "h200  GPU-dead (index 3)  xid at " in text
+    assert "(h200 m1.a): GPU has fallen off the bus" in text

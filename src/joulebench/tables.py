@@ -325,6 +325,10 @@ PROFILE = Table(
             NVML's index of that GPU (not torch's); empty where not known
         gpu_serial            string   -      measure.profile.gpu_fields
             that GPU's serial number, where NVML gives it (a pool's GPUs); else empty
+        gpu_failed            string   -      measure.gpu_failover.Failover.noted
+            the GPU that failed under this row's job before the row was measured (on another
+            GPU of the pool) or given up: its UUID, index, fault and evidence
+            (docs/profiling.md); empty where none did
         precision             string   -      {_ROW}
             fp32 (IEEE), tf32 (fp32 tensors, TF32 math), fp16 or bf16
         autocast              boolean  -      {_ROW}
@@ -369,7 +373,9 @@ PROFILE = Table(
         threads               Int64    count  {_JOB}
             torch CPU threads
         status                string   -      {_ROW}
-            ok, oom, build-error, error, skipped or mismatch
+            ok, oom, build-error, error, skipped or mismatch; timeout, crashed or
+            not-measured where the job's worker hung, died or could not go on (a GPU that
+            failed: docs/profiling.md)
         reason                string   -      {_ROW}
             why a configuration was not measured; empty when ok
         meter                 string   -      {_SUMMARY}

@@ -4,6 +4,8 @@ supervisor (measure.supervise) must end each with a row and go on.
 `good` runs; `sleeps` never returns from its forward; `exits` ends its process; `killed` is
 killed as the kernel's out-of-memory killer would (SIGKILL); `segfault` dies of SIGSEGV;
 `big_batch_exits` dies only at batch sizes above 2 (its other configurations measure).
+`exits_in_build` ends its process while the model is built (the catalog counts it in a
+part with other models: D2), `sleeps_in_build` never returns from its build.
 """
 
 import os
@@ -58,3 +60,11 @@ def segfault():
 
 def big_batch_exits():
     return Net("big_batch_exits"), SPEC
+
+
+def exits_in_build():
+    os._exit(3)
+
+
+def sleeps_in_build():
+    time.sleep(10**9)

@@ -13,8 +13,10 @@ rule catalog_part:
         mem_mb=8000,
     params:
         models=get_catalog_part_models,
+        timeout=get_catalog_timeout_option,
     shell:
-        "joulebench catalog --threads={threads} --output={output:q} -- {params.models} "
+        "joulebench catalog --threads={threads} {params.timeout} --output={output:q} "
+        "-- {params.models} "
         "> {log:q} 2>&1"
 
 

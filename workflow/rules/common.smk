@@ -277,6 +277,12 @@ def get_catalog_part_models(wildcards):
     return " ".join(shlex.quote(e) for e in entries)
 
 
+def get_catalog_timeout_option(wildcards):
+    """--timeout-s for a catalog part's models (catalog.timeout_s), or nothing: 300 s."""
+    timeout_s = config["catalog"]["timeout_s"]
+    return f"--timeout-s={timeout_s}" if timeout_s else ""
+
+
 def get_catalog_parts(wildcards):
     return expand("results/catalog/part-{part}.parquet", part=PART_IDS)
 

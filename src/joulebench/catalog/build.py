@@ -18,7 +18,6 @@ import pandas as pd
 from joulebench.catalog.models import split_name
 from joulebench.catalog.workloads import FAMILY, is_workload, load_workload, workload_name
 from joulebench.safe_text import quantity
-from joulebench.table_io import write_table
 from joulebench.tables import CATALOG_COLUMNS, UNFUSED, short_reason
 
 
@@ -156,57 +155,74 @@ def workload_row(name: str, entry: str) -> dict:
     return row
 
 
+def failed_row(entry: str, reason: str) -> dict:
+    """A catalog row with status `failed` and `reason`, nothing counted (no torch needed:
+    a supervisor writes it for a model whose worker hung or died, measure.catalog_job)."""
+    name = workload_name(entry) if is_workload(entry) else entry
+    arch, tag = split_name(name)
+    row = {c: None for c in CATALOG_COLUMNS}
+    row.update(model=name, architecture=arch, pretrained_tag=tag, status="failed")
+    row.update(reason=short_reason(reason), family=FAMILY if is_workload(entry) else "")
+    return row
+
+
+def entry_row(entry: str) -> dict:
+    """The catalog row of one entry (a timm name, or a custom workload as
+    `name=path.py:function`); a failure is a row with status `failed`, never an error."""
+    import warnings
+
+    name = workload_name(entry) if is_workload(entry) else entry
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            row = workload_row(name, entry) if is_workload(entry) else catalog_row(name)
+        except Exception as exc:  # never let one model take the job down
+            row = failed_row(entry, short_reason(exc))
+            row["family"] = None
+            traceback.print_exc()
+    for column, unfused in UNFUSED.items():  # custom workloads: as given
+        if row.get(unfused) is None:
+            row[unfused] = row.get(column)
+    return row
+
+
+def row_line(i: int, total: int, row: dict) -> str:
+    """A model's progress line: `[i/total] name: status detail`."""
+    if row["status"] == "ok":
+        detail = f"{row['macs_per_image'] / 1e9:.3f} GMACs on {row['count_device']}"
+        if row["reparameterized"]:
+            detail += f" (deploy form; {row['macs_per_image_unfused'] / 1e9:.3f} as built)"
+    else:
+        detail = row["reason"]
+    return f"[{i}/{total}] {row['model']}: {row['status']} {detail}"
+
+
 def build_catalog(
     models: Iterable[str], log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)
 ) -> pd.DataFrame:
-    """Catalog rows for `models`, printing one progress line per model.
+    """Catalog rows for `models`, printing one progress line per model, in this process
+    (measure.catalog_job runs them under a supervisor instead).
 
     A custom workload comes as its entry (`name=path.py:function`, docs/workloads.md).
     """
-    import warnings
-
     models = list(models)
     rows = []
     for i, entry in enumerate(models, 1):
-        name = workload_name(entry) if is_workload(entry) else entry
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                row = workload_row(name, entry) if is_workload(entry) else catalog_row(name)
-            except Exception as exc:  # never let one model take the job down
-                row = {c: None for c in CATALOG_COLUMNS}
-                arch, tag = split_name(name)
-                row.update(model=name, architecture=arch, pretrained_tag=tag, status="failed")
-                row["reason"] = short_reason(exc)
-                traceback.print_exc()
-        for column, unfused in UNFUSED.items():  # custom workloads: as given
-            if row.get(unfused) is None:
-                row[unfused] = row.get(column)
-        rows.append(row)
-        if row["status"] == "ok":
-            detail = f"{row['macs_per_image'] / 1e9:.3f} GMACs on {row['count_device']}"
-            if row["reparameterized"]:
-                detail += f" (deploy form; {row['macs_per_image_unfused'] / 1e9:.3f} as built)"
-        else:
-            detail = row["reason"]
-        log(f"[{i}/{len(models)}] {name}: {row['status']} {detail}")
+        rows.append(entry_row(entry))
+        log(row_line(i, len(models), rows[-1]))
     return pd.DataFrame(rows, columns=list(CATALOG_COLUMNS))
 
 
-def run_catalog(
-    models: Iterable[str], output, *, models_file: str | None = None, threads: int = 1
-) -> pd.DataFrame:
-    """`joulebench catalog`: the rows of `models` (and of a file with one name per line),
-    counted with `threads` torch CPU threads, written to `output`."""
-    import torch
-
-    torch.set_num_threads(threads)
+def catalog_entries(models: Iterable[str], models_file: str | None = None) -> list[str]:
+    """`models` and the names of a file with one a line (`joulebench catalog`'s)."""
     models = list(models)
     if models_file:
         with open(models_file) as fh:
             models += [line.strip() for line in fh if line.strip()]
-    df = build_catalog(models)
-    write_table(df, output, CATALOG_COLUMNS)
+    return models
+
+
+def catalog_line(df: pd.DataFrame, output) -> str:
+    """The catalog command's last line: models, how many failed, where they went."""
     failed = int((df["status"] != "ok").sum())
-    print(f"catalog: {quantity(len(df), 'model')}, {failed} failed -> {output}", file=sys.stderr)
-    return df
+    return f"catalog: {quantity(len(df), 'model')}, {failed} failed -> {output}"

@@ -27,6 +27,7 @@ from joulebench.cli.common import say, show_warning
 COMMANDS = (
     tools.add_resolve,
     measure.add_catalog,
+    measure.add_catalog_worker,
     measure.add_concat,
     measure.add_profile,
     measure.add_profile_job,
@@ -72,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     from joulebench.catalog.models import ModelSelectionError
     from joulebench.catalog.workloads import WorkloadError
     from joulebench.measure.backends import DeviceError
+    from joulebench.measure.bad_gpus import NoGoodGpu
     from joulebench.measure.protocol import SettingsError
     from joulebench.study import ConfigError
     from joulebench.table_io import TableError, WriteError
@@ -86,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         DecisionError,
         DeviceError,
         ModelSelectionError,
+        NoGoodGpu,
         SettingsError,
         SummaryError,
         TableError,

@@ -26,9 +26,20 @@ TDP_HELP = "CPU power for the estimate meter"
 
 
 def _cmd_catalog(args) -> int:
-    from joulebench.catalog.build import run_catalog
+    """A catalog part: its models counted by workers it watches (measure.catalog_job)."""
+    from joulebench.catalog.build import catalog_entries, catalog_line
+    from joulebench.measure.catalog_job import supervised_catalog
+    from joulebench.measure.job_runner import Orphaned
 
-    run_catalog(args.models, args.output, models_file=args.models_file, threads=args.threads)
+    models = catalog_entries(args.models, args.models_file)
+    try:
+        df = supervised_catalog(
+            models, args.output, threads=args.threads, timeout_s=args.timeout_s, log=say
+        )
+    except Orphaned as err:
+        say(f"joulebench: {err}", file=sys.stderr)
+        return 1
+    say(catalog_line(df, args.output), file=sys.stderr)
     return 0
 
 
@@ -38,7 +49,35 @@ def add_catalog(sub) -> None:
     p.add_argument("--models-file", help="a file with one exact timm name per line")
     p.add_argument("--output", "-o", required=True, help="parquet to write")
     p.add_argument("--threads", type=COUNT, default=1, help="torch CPU threads (default 1)")
+    p.add_argument(
+        "--timeout-s",
+        type=POSITIVE,
+        help="stop a model whose build or count makes no progress for this long (a failed "
+        "row; default 300 s)",
+    )
     p.set_defaults(func=_cmd_catalog)
+
+
+def _cmd_catalog_worker(args) -> int:
+    """(internal) One worker of a catalog part: models from a position on, each row written
+    to the part's parts folder (measure.catalog_job)."""
+    from joulebench.measure.catalog_job import catalog_worker
+
+    catalog_worker(
+        args.models, args.parts, start_at=args.start_at, threads=args.threads,
+        timeout_s=args.timeout_s, log=lambda line: say(line, flush=True),
+    )  # fmt: skip
+    return 0
+
+
+def add_catalog_worker(sub) -> None:
+    p = sub.add_parser("catalog-worker", help="(internal) one worker of a catalog part")
+    p.add_argument("models", nargs="*")
+    p.add_argument("--parts", required=True)
+    p.add_argument("--start-at", type=number(int, minimum=0), default=0)
+    p.add_argument("--threads", type=COUNT, default=1)
+    p.add_argument("--timeout-s", type=POSITIVE)
+    p.set_defaults(func=_cmd_catalog_worker)
 
 
 def _cmd_concat(args) -> int:
@@ -154,20 +193,26 @@ def pinned(args, spec: dict, holder: str):
 
 
 def _cmd_profile_job(args) -> int:
-    """One workflow job: all methods x batch sizes of one model on one device (or on a free
-    GPU of its pool, held until the job ends), measured by workers it watches."""
-    from joulebench.measure.devices import require_measurable
+    """One workflow job: all methods x batch sizes of one model on one device (or on a good,
+    free GPU of its pool, held until the job ends, moved once if it fails), measured by
+    workers it watches."""
+    from joulebench.measure.devices import pin_to_gpu, require_measurable
+    from joulebench.measure.gpu_failover import failover_for
     from joulebench.measure.job_runner import Orphaned, supervised_job
 
     spec = json_object("--spec", args.spec)
-    lease, spec = pinned(args, spec, f"{args.device_label} {args.model}")
-    require_measurable(args.device_label, spec["torch_device"])
+    pool = (json_object("--pool", args.pool).get("gpus") or []) if args.pool else []
+    spec = spec if pool else pin_to_gpu(spec, args.gpu_uuid)
+    holder = f"{args.device_label} {args.model}"
+    failover = failover_for(spec, pool, holder, args.device_label, log=say)
+    if not failover.start_reason():
+        require_measurable(args.device_label, failover.spec["torch_device"])
     outputs = (args.output, args.repeats_output, args.trace_output)
-    with lease:
+    with failover:
         try:
             supervised_job(
-                args.model, args.device_label, spec, idle=args.idle, threads=args.threads,
-                log=say, outputs=outputs,
+                args.model, args.device_label, failover.spec, idle=args.idle,
+                threads=args.threads, log=say, outputs=outputs, failover=failover,
             )  # fmt: skip
         except Orphaned as err:
             say(f"joulebench: {err}", file=sys.stderr)

@@ -24,7 +24,12 @@ import pandas as pd
 
 from joulebench.measure import supervise
 from joulebench.table_io import conform, read_table, write_table
-from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, TRACE_TABLE_COLUMNS
+from joulebench.tables import (
+    PROFILE_COLUMNS,
+    REPEAT_TABLE_COLUMNS,
+    TRACE_TABLE_COLUMNS,
+    short_reason,
+)
 
 STATUS_NOT_MEASURED = supervise.STATUS_NOT_MEASURED
 EMPTY_STARTS = 2  # workers in a row that die before their first configuration: the job ends
@@ -50,14 +55,15 @@ def worker_argv(model, device_label, spec, *, idle, threads, parts, start_at) ->
     return [*argv, "--", model]
 
 
-def supervised_job(model, device_label, spec, *, idle, threads, log, outputs=None):
+def supervised_job(model, device_label, spec, *, idle, threads, log, outputs=None, failover=None):
     """Every configuration of one model measured by workers; the job's three tables
     (rows, repeats, trace), also written to `outputs` (rows, repeats, trace paths) when
-    given. Raises Orphaned where its Snakemake died."""
+    given. `failover` (measure.gpu_failover): the job's GPU and where it moves when that
+    fails; None (the ad-hoc path) ends a failed GPU's configuration as a crash. Raises
+    Orphaned where its Snakemake died."""
     from joulebench.measure.profile import ProfileJob
 
     job = ProfileJob.from_spec(model, device_label, spec)
-    positions = len(job.configs())
     parts = parts_folder(outputs[0]) if outputs else _temp_parts()
     parts.mkdir(parents=True, exist_ok=True)
     _clear(parts)
@@ -65,16 +71,10 @@ def supervised_job(model, device_label, spec, *, idle, threads, log, outputs=Non
     if os.environ.get(IN_PROCESS_ENV):
         _in_process(model, device_label, spec, idle, threads, parts)
     else:
-
-        def argv_for(start: int) -> list[str]:
-            return worker_argv(model, device_label, spec, idle=idle, threads=threads,
-                               parts=parts, start_at=start)  # fmt: skip
-
-        def failed(positions_, status: str, reason: str) -> None:
-            _failed(job, positions_, status, reason, parts)
-
-        supervise_positions(positions, argv_for, failed, log, model)
+        _workers(job, spec, idle=idle, threads=threads, parts=parts, log=log, failover=failover)
     tables = _joined(parts, job)
+    if failover is not None:
+        tables = (failover.noted(tables[0]), *tables[1:])
     if outputs:
         for table, path, columns in zip(tables, outputs, _COLUMNS, strict=True):
             write_table(table, path, columns)
@@ -82,12 +82,39 @@ def supervised_job(model, device_label, spec, *, idle, threads, log, outputs=Non
     return tables
 
 
+def _workers(job, spec, *, idle, threads, parts, log, failover) -> None:
+    """The job's configurations measured by supervised workers, on the failover's GPU."""
+    positions = len(job.configs())
+
+    def argv_for(start: int) -> list[str]:
+        current = failover.spec if failover is not None else spec
+        return worker_argv(job.model, job.device_label, current, idle=idle, threads=threads,
+                           parts=parts, start_at=start)  # fmt: skip
+
+    def failed(positions_, status: str, reason: str) -> None:
+        _failed(job, positions_, status, reason, parts)
+
+    why = failover.start_reason() if failover is not None else ""
+    if why:
+        log(f"{job.model}: not measured: {why}")
+        failed(range(positions), STATUS_NOT_MEASURED, why)
+        return
+    on_fault = None
+    if failover is not None:
+
+        def on_fault(run, start: int) -> int:
+            return failover.on_fault(run, start, positions, failed, log)
+
+    supervise_positions(positions, argv_for, failed, log, job.model, on_fault=on_fault)
+
+
 _COLUMNS = (PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, TRACE_TABLE_COLUMNS)
 
 
-def supervise_positions(positions: int, argv_for, failed, log, name: str) -> None:
+def supervise_positions(positions: int, argv_for, failed, log, name: str, on_fault=None) -> None:
     """Workers over positions 0..positions-1 (`argv_for(start)` runs one from `start`), each
-    that does not finish leaving `failed(positions, status, reason)` rows (module doc).
+    that does not finish leaving `failed(positions, status, reason)` rows (module doc); a
+    worker whose GPU failed is `on_fault(run, start)`'s, which says where the next starts.
     Raises Orphaned where its Snakemake died."""
     watched = supervise.snakemake_ancestor()
     start, empty = 0, 0
@@ -95,6 +122,9 @@ def supervise_positions(positions: int, argv_for, failed, log, name: str) -> Non
         run = supervise.run_worker(argv_for(start), log, watched=watched)
         if run.end == "orphaned":
             raise Orphaned(f"{name}: stopped: {run.reason}")
+        if run.fault is not None and on_fault is not None:
+            start, empty = on_fault(run, start), 0
+            continue
         if run.end == "finished":
             return
         start, empty = _after(run, start, empty, positions, failed, log, name)
@@ -154,6 +184,8 @@ def _in_process(model, device_label, spec, idle, threads, parts) -> None:
 
 
 def _why(run: supervise.WorkerRun) -> str:
+    if run.fault is not None:  # no failover (the ad-hoc path): said, as a crash
+        return f"the GPU failed ({run.fault.get('kind')}): {run.fault.get('evidence', '')}"
     if run.end == "timeout":
         return f"no progress for {run.deadline_s:.0f} s: stopped"
     return run.reason or run.end
@@ -214,17 +246,36 @@ def _temp_parts() -> Path:
 
 
 def main_worker(args) -> int:
-    """`joulebench profile-worker`: one worker of a supervised job (its parts, no outputs)."""
-    from joulebench.measure.profile import run_job
+    """`joulebench profile-worker`: one worker of a supervised job (its parts, no outputs);
+    GPU_FAULT_EXIT where its GPU failed (measure.gpu_faults), said in an event."""
+    from joulebench.measure.profile import GpuFault, run_job
 
-    run_job(
-        args.model,
-        args.device_label,
-        json.loads(args.spec),
-        idle=args.idle,
-        threads=args.threads,
-        parts=args.parts,
-        start_at=args.start_at,
-    )
-    sys.stdout.flush()
+    spec = json.loads(args.spec)
+    try:
+        run_job(args.model, args.device_label, spec, idle=args.idle, threads=args.threads,
+                parts=args.parts, start_at=args.start_at)  # fmt: skip
+    except GpuFault:
+        return supervise.GPU_FAULT_EXIT
+    except Exception as exc:  # before any configuration: NVML lost the GPU, CUDA's init...
+        kind = _gpu_fault_kind(spec, exc)
+        if kind is None:
+            raise
+        supervise.emit(supervise.GPU_FAULT, kind=kind, evidence=short_reason(exc),
+                       uuid=(spec.get("gpu") or {}).get("uuid"))  # fmt: skip
+        return supervise.GPU_FAULT_EXIT
+    finally:
+        sys.stdout.flush()
     return 0
+
+
+def _gpu_fault_kind(spec: dict, exc: Exception) -> str | None:
+    """The GPU fault `exc` reports where the job's device is a GPU, else None."""
+    from joulebench.measure.backends import backend_for
+    from joulebench.measure.gpu_faults import fault_kind
+
+    try:
+        if backend_for(spec["torch_device"]).is_host:
+            return None
+    except Exception:  # a device string no backend serves: no fault of a GPU
+        return None
+    return fault_kind(short_reason(exc))

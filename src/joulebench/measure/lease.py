@@ -9,7 +9,9 @@ text says who holds it (pid, device label, what it measures), for people and for
 
 Snakemake runs at most as many jobs of a pool as it has GPUs (its measuring resource), so a
 job normally finds a GPU free at once; it waits (polling) only when something outside the
-workflow holds one (another run on this host).
+workflow holds one (another run on this host), or a GPU of the pool failed: a GPU marked bad
+in this run (measure.bad_gpus) is never leased again, and a pool whose GPUs are all bad is
+NoGoodGpu.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from joulebench.measure.bad_gpus import NoGoodGpu, bad_gpus, gpu_name
 from joulebench.safe_text import file_name
 
 LOCK_DIR_ENV = "JOULEBENCH_LOCK_DIR"
@@ -89,14 +92,16 @@ def lease_gpu(
     timeout_s: float | None = None,
     log: Callable[[str], None] = lambda s: None,
     clock: Callable[[], float] = time.monotonic,
+    run_dir=None,
 ) -> Lease:
-    """The first free GPU of the pool, waiting until one is (or TimeoutError after
-    `timeout_s`). `holder` is written in the lock file (e.g. 'h200 resnet50')."""
+    """The first free GPU of the pool that is not marked bad in the run at `run_dir` (the
+    working directory by default), waiting until one is (TimeoutError after `timeout_s`;
+    NoGoodGpu where every one is bad). `holder` is written in the lock file."""
     if not members:
         raise ValueError("a pool needs at least one GPU")
     start = said = clock()
     while True:
-        for member in members:
+        for member in good_members(members, run_dir):
             lease = try_lease(member, folder, holder)
             if lease is not None:
                 return lease
@@ -107,6 +112,16 @@ def lease_gpu(
             log(f"waiting for a free GPU of the pool ({now - start:.0f} s so far)")
             said = now
         time.sleep(POLL_S)
+
+
+def good_members(members: Sequence[dict], run_dir=None) -> list[dict]:
+    """The pool's GPUs not marked bad (measure.bad_gpus); NoGoodGpu where none is left."""
+    bad = bad_gpus(run_dir)
+    good = [m for m in members if member_key(m) not in bad]
+    if not good:
+        names = "; ".join(gpu_name(bad[member_key(m)]) for m in members)
+        raise NoGoodGpu(f"every GPU of the pool failed in this run and is marked bad: {names}")
+    return good
 
 
 def held_by(member: dict, folder=None) -> str | None:

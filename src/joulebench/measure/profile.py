@@ -44,6 +44,7 @@ from joulebench.measure.config_time import (
 from joulebench.measure.emulation import method_verdict
 from joulebench.measure.first_check import CHECK_FIRST, report_for
 from joulebench.measure.first_check import DEFAULT as CHECK_FIRST_DEFAULT
+from joulebench.measure.gpu_faults import fault_kind
 from joulebench.measure.heat import HeatCalibration
 from joulebench.measure.heat import from_report as heat_from_report
 from joulebench.measure.host_bound import host_bound_fields
@@ -66,7 +67,7 @@ from joulebench.measure.runtimes import (
     check_forward,
     is_oom,
 )
-from joulebench.measure.supervise import TIMEOUT_FLOOR_S, deadline_s, emit
+from joulebench.measure.supervise import GPU_FAULT, TIMEOUT_FLOOR_S, deadline_s, emit, in_worker
 from joulebench.measure.tail import TailCalibration
 from joulebench.measure.tail import from_report as tail_from_report
 from joulebench.measure.train import TrainSpec
@@ -681,6 +682,7 @@ def measure_configs(
         outcome, batch_size = measure_with_retry(
             job, phase, method, requested, meter_factory, log, settings
         )
+        raise_gpu_fault(job, outcome, base, i - 1, log)
         warm = (phase, method.name) if outcome.result is not None else None
         key = {"method": method.name, "batch_size_requested": requested, "batch_size": batch_size}
         timing = {"idle_power_pre_w": idle.power_w, "start_time_utc": started, "config_order": i}
@@ -707,6 +709,30 @@ def measure_configs(
         repeats=_concat(repeats, REPEAT_TABLE_COLUMNS),
         trace=_concat(traces, TRACE_TABLE_COLUMNS),
     )
+
+
+class GpuFault(RuntimeError):
+    """The worker's GPU failed: it ends, and its supervisor moves the job (gpu_failover)."""
+
+
+FAULT_STATUSES = ("error", "build-error")  # outcomes whose reason may be the GPU's fault
+
+
+def raise_gpu_fault(job: ProfileJob, outcome, base: dict, position: int, log) -> None:
+    """In a worker of a GPU job, a configuration whose error is a fault of the GPU
+    (measure.gpu_faults: NVML, Xid, ECC, a poisoned CUDA context) is no row: the worker
+    tells its supervisor (event `gpu-fault`) and ends (GpuFault), and the configuration is
+    measured again on a good GPU of the pool (measure.gpu_failover)."""
+    if job.backend.is_host or not in_worker() or outcome.status not in FAULT_STATUSES:
+        return
+    kind = fault_kind(outcome.reason)
+    if kind is None:
+        return
+    uuid, index = base.get("gpu_uuid") or job.gpu.get("uuid"), base.get("gpu_index")
+    emit(GPU_FAULT, position=position, kind=kind, evidence=outcome.reason, uuid=uuid,
+         index=None if index is None else int(index))  # fmt: skip
+    log(f"{job.model}: the GPU failed ({kind}): {outcome.reason}")
+    raise GpuFault(outcome.reason)
 
 
 def quiet_gate(job: ProfileJob, meter_factory, log) -> QuietGate:

@@ -18,6 +18,9 @@ finished configuration's rows the worker writes to a parts folder at once (atomi
   `not-measured` for each configuration left, saying why.
 - A job whose Snakemake dies (kill -9; its shell stays) stops its worker and ends: it never
   measures on unattended (the worker also dies with its supervisor: PR_SET_PDEATHSIG).
+- A worker whose GPU fails (measure.gpu_faults) says so (event `gpu-fault`: kind, evidence,
+  the configuration) and ends (GPU_FAULT_EXIT): the supervisor marks the GPU bad and moves
+  the job to another GPU of its pool (measure.gpu_failover).
 So a study always finishes, each configuration with exactly one row and a status.
 """
 
@@ -42,6 +45,13 @@ TIMEOUT_FLOOR_S = 300.0  # ...and at least this long
 KILL_GRACE_S = 10.0  # after SIGTERM, before SIGKILL; after SIGKILL, before giving up
 POLL_S = 1.0
 STATUS_TIMEOUT, STATUS_CRASHED, STATUS_NOT_MEASURED = "timeout", "crashed", "not-measured"
+GPU_FAULT = "gpu-fault"  # the event of a worker whose GPU failed
+GPU_FAULT_EXIT = 75  # ...and its exit status after it
+
+
+def in_worker() -> bool:
+    """Is this process a worker of a supervised job?"""
+    return bool(os.environ.get(WORKER_ENV))
 
 
 def deadline_s(estimate_s: float, factor: float = TIMEOUT_FACTOR) -> float:
@@ -52,7 +62,7 @@ def deadline_s(estimate_s: float, factor: float = TIMEOUT_FACTOR) -> float:
 
 def emit(event: str, **fields) -> None:
     """A worker's event on its log (nothing outside a worker: the ad-hoc paths' logs)."""
-    if os.environ.get(WORKER_ENV):
+    if in_worker():
         print(EVENT + json.dumps({"event": event, **fields}), flush=True)
 
 
@@ -130,6 +140,7 @@ class WorkerRun:
     done: list[int] = field(default_factory=list)  # positions it finished
     deadline_s: float = TIMEOUT_FLOOR_S  # the current stage's (its last event's)
     label: str = ""  # the configuration it is in (method, batch size)
+    fault: dict | None = None  # its GPU_FAULT event: kind, evidence, position, uuid, index
 
 
 def _signal_name(code: int) -> str:
@@ -238,6 +249,8 @@ def _follow(run: WorkerRun, event: dict) -> None:
     elif kind == "done":
         run.done.append(int(event["position"]))
         run.doing = "between configurations"
+    elif kind == GPU_FAULT:
+        run.fault = run.fault or event  # the first: what followed may be its aftermath
 
 
 def worker_python() -> list[str]:

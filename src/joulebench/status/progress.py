@@ -5,7 +5,8 @@ plan; the measured time of the configurations done beside what the plan expected
 them; an ETA for what is left, from the measured time per configuration where there are
 rows, else from the plan (`eta_source` says which), divided among the jobs a device runs at
 once (a pool's GPUs, SLURM allocations). Which models are measured now and why status
-thinks so (`evidence`), jobs that stopped without rows, and the last failures.
+thinks so (`evidence`), jobs that stopped without rows, the last failures, and the GPUs
+that failed in this run (measure.bad_gpus: never given a model again).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pandas as pd
 
 from joulebench.analysis.score import left_out_of_grades
 from joulebench.measure.backends import DeviceError, host_backend, kind_of
+from joulebench.measure.bad_gpus import bad_gpus
 from joulebench.measure.concurrency import live_markers
 from joulebench.measure.job_parts import parse_job_key
 from joulebench.measure.runtimes import STATUS_SKIPPED
@@ -303,6 +305,7 @@ def status_of(
         "running": [_job_dict(log, evidence) for log, evidence in running],
         "stopped": [_job_dict(log, "") for log, _ in stopped],
         "failures": last_failures(rows, failures),
+        "bad_gpus": list(bad_gpus(directory).values()),  # marked bad in this run, with why
         "left_out": left_out_of_grades(rows) if len(rows) else {},
         "snakemake": {"locked": marks.locked, "incomplete": len(marks.incomplete)},
         "slurm": None if slurm is None else {k: v for k, v in slurm.items() if k != "states"},

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from joulebench.measure.bad_gpus import gpu_name
 from joulebench.safe_text import printable, quantity
 from joulebench.status.plan_view import StudyPlan, format_duration, study_plan
 from joulebench.status.progress import FAILURES_SHOWN, status_of
@@ -150,6 +151,21 @@ def _failures(status: dict) -> list[str]:
     return lines
 
 
+def _bad_gpus(status: dict) -> list[str]:
+    """GPUs that failed in this run: left out of their pool, with the evidence."""
+    bad = status.get("bad_gpus") or []
+    if not bad:
+        return []
+    lines = ["", "GPUs that failed (no model is given to them again in this run):"]
+    for record in bad:
+        evidence = printable(str(record.get("evidence", "")))[:REASON_CHARS]
+        lines.append(
+            f"  {record.get('device_label') or '?'}  {gpu_name(record)}  {record.get('kind')} "
+            f"at {record.get('time_utc') or '?'} ({record.get('job') or '?'}): {evidence}"
+        )
+    return lines
+
+
 def _left_out(status: dict) -> list[str]:
     """Measured rows the score will leave out of grades, by flag (docs/scoring.md)."""
     left = status.get("left_out") or {}
@@ -183,7 +199,8 @@ def format_status(status: dict) -> str:
     if not status["measuring"]:
         return f"{status['study']}: from_summary: this study measures nothing"
     lines = _header(status) + [""] + device_table(status)
-    lines += _jobs(status) + _failures(status) + _left_out(status) + _footer(status)
+    lines += _jobs(status) + _failures(status) + _bad_gpus(status) + _left_out(status)
+    lines += _footer(status)
     return "\n".join(printable(line) for line in lines)
 
 

@@ -28,6 +28,7 @@ from joulebench.measure.backends.base import (
 from joulebench.measure.backends.cuda import NvmlKnobs, cuda_native, nvml_state
 from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
+from joulebench.measure.sim.faults import sim_fault
 from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
 from joulebench.measure.sim.tail import DEVICE_TAIL
 from joulebench.measure.sim.thermal import THERMAL
@@ -74,9 +75,12 @@ def board_key(device: str, label: str) -> str:
 
 
 def wall_sim_gpu(device: str, label: str) -> WallSimGpu:
-    """The process's board for a `sim:` device (one per label, as a GPU is one per job)."""
+    """The process's board for a `sim:` device (one per label, as a GPU is one per job),
+    failing as the chaos hook says (sim.faults, JOULEBENCH_SIM_FAULT)."""
     if label not in _BOARDS:
-        _BOARDS[label] = WallSimGpu(sim_generation(device), board_key(device, label))
+        board = WallSimGpu(sim_generation(device), board_key(device, label))
+        board.fault = sim_fault(board_index(device), board.board.uuid)
+        _BOARDS[label] = board
     return _BOARDS[label]
 
 

@@ -33,6 +33,7 @@ NVML_ERROR_NO_PERMISSION = 4
 NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_DRIVER_NOT_LOADED = 9
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_GPU_IS_LOST = 15
 
 NVML_TEMPERATURE_GPU = 0
 NVML_CLOCK_GRAPHICS = 0
@@ -69,6 +70,7 @@ class NVMLError(Exception):
         NVML_ERROR_NOT_FOUND: "Not Found",
         NVML_ERROR_DRIVER_NOT_LOADED: "Driver Not Loaded",
         NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
+        NVML_ERROR_GPU_IS_LOST: "GPU is lost",
     }
 
     def __new__(cls, value=None):
@@ -98,6 +100,7 @@ NVMLError_NoPermission = _error_class("NVMLError_NoPermission", NVML_ERROR_NO_PE
 NVMLError_NotFound = _error_class("NVMLError_NotFound", NVML_ERROR_NOT_FOUND)
 NVMLError_DriverNotLoaded = _error_class("NVMLError_DriverNotLoaded", NVML_ERROR_DRIVER_NOT_LOADED)
 NVMLError_LibraryNotFound = _error_class("NVMLError_LibraryNotFound", NVML_ERROR_LIBRARY_NOT_FOUND)
+NVMLError_GpuIsLost = _error_class("NVMLError_GpuIsLost", NVML_ERROR_GPU_IS_LOST)
 
 
 class Handle:
@@ -177,7 +180,10 @@ class NvmlModule:
         self._check(fn)
         if not isinstance(handle, Handle) or not 0 <= handle.index < len(self.devices):
             raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
-        return self.devices[handle.index]
+        device = self.devices[handle.index]
+        if getattr(device, "lost", False):  # a board that fell off the bus (sim.faults)
+            raise NVMLError(NVML_ERROR_GPU_IS_LOST)
+        return device
 
     # --- init / system ---
 
@@ -288,6 +294,7 @@ class SimBoard:
     locked_sm_clock_mhz: int | None = None  # nvmlDeviceSetGpuLockedClocks (min = max here)
     settable: bool = field(default_factory=lambda: os.geteuid() == 0)  # NVML: root only
     on_change: Callable[[SimBoard], None] | None = None  # the wall board keeps its settings
+    lost: bool = False  # fallen off the bus: every NVML call on it fails (sim.faults)
 
     def __post_init__(self):
         self.gpu.power_limit_w = self.power_limit_mw / 1000.0

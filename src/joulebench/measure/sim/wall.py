@@ -26,6 +26,7 @@ from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.meters.nvml import NvmlMeter
 from joulebench.measure.sim.fake_pynvml import SimBoard, SimNvml
+from joulebench.measure.sim.faults import SimFault, step_error
 from joulebench.measure.sim.host import count_step
 from joulebench.measure.sim.sensor import SimSensor
 from joulebench.measure.sim.tail import DEVICE_TAIL
@@ -158,6 +159,8 @@ class WallSimGpu:
         load_settings(self.board)  # a board keeps its settings from one process to the next
         self.board.on_change = save_settings
         self.nvml = SimNvml([self.board], clock=self.clock)
+        self.fault: SimFault | None = None  # how it fails, and when (sim.faults)
+        self.configs_run = 0  # the configurations `run` was given in this process
 
     @property
     def name(self) -> str:
@@ -189,9 +192,14 @@ class WallSimGpu:
         `gpu_busy_fraction` afterwards), waiting on the host's launches at raised clocks
         for the rest. At a clock factor f < 1 (a power limit or a locked clock) its kernels
         take 1/f as long: the step's own time on the CPU is the full-clock time, and the
-        board stays busy for the rest at the lower power."""
+        board stays busy for the rest at the lower power. A board given a fault fails from
+        its configuration `fault.after` + 1 on (sim.faults)."""
+        self.configs_run += 1
+        failing = self.fault is not None and self.configs_run > self.fault.after
 
         def busy_step():
+            if failing:
+                self.fail()
             power_w, f = self.busy_level()
             self._set(self.step_level_w(power_w, busy_step.gpu_busy_fraction), f)
             started = time.perf_counter()
@@ -209,6 +217,13 @@ class WallSimGpu:
 
         busy_step.gpu_busy_fraction = None
         return busy_step
+
+    def fail(self) -> None:
+        """The board's fault strikes: NVML loses it, or the step raises CUDA's error."""
+        if self.fault.kind == "nvml":
+            self.board.lost = True
+        else:
+            raise step_error(self.fault.kind)
 
     def step_level_w(self, busy_w: float, busy_fraction: float | None) -> float:
         """The board's mean power over a step whose GPU is busy `busy_fraction` of it (all
