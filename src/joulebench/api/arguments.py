@@ -17,9 +17,9 @@ def device_backend(device: str) -> tuple[Backend, str]:
 
     if not isinstance(device, str):
         raise ValueError(f"device must be a string such as 'cpu', got {device!r}")
-    label = adhoc_label(device)
-    require_measurable(label, device)
-    return backend_for(device), label
+    backend = backend_for(device)  # an unknown string, named as such
+    require_measurable(device, device)
+    return backend, adhoc_label(device)
 
 
 def positive_int(name: str, value: Any) -> int:
