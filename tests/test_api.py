@@ -160,6 +160,7 @@ def test_a_window_too_short_for_the_sensor_says_so():
     "call, message",
     [
         (lambda: measure(42, images_per_step=1), "step must be a callable"),
+        (lambda: measure(_busy, images_per_step=1, sync=1), "sync must be None or a callable"),
         (lambda: measure(_busy, images_per_step=0), "images_per_step must be a positive int"),
         (lambda: measure(_busy, images_per_step=-3), "images_per_step"),
         (lambda: measure(_busy, images_per_step=2.5), "images_per_step"),
@@ -177,6 +178,7 @@ def test_a_window_too_short_for_the_sensor_says_so():
         (lambda: profile("jbtest_tiny", (3, 8, 8)), "example_input is for a module object"),
         (lambda: profile(3.14), "model must be a timm name"),
         (lambda: profile("no_such_model_xyz"), "is no timm model"),
+        (lambda: profile("jbtest_tiny*"), r"names \d+ models; give one"),
         (lambda: profile("jbtest_tiny", device="tpu"), "not a device"),
         (lambda: profile("jbtest_tiny", preset="quick"), "unknown protocol preset"),
         (lambda: Monitor("tpu"), "not a device"),

@@ -34,9 +34,11 @@ def positive_s(name: str, value: Any) -> float:
     return float(value)
 
 
-def step_callable(step: Any) -> None:
+def step_callable(step: Any, sync: Any = None) -> None:
     if not callable(step):
         raise ValueError(f"step must be a callable that runs one batch, got {type(step).__name__}")
+    if sync is not None and not callable(sync):
+        raise ValueError(f"sync must be None or a callable, got {type(sync).__name__}")
 
 
 def protocol_config(preset: str, overrides: Mapping[str, Any]) -> dict:

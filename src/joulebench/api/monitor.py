@@ -71,7 +71,9 @@ class Monitor:
     queued work is waited for at both ends. As a context manager it closes what is left
     open. On a simulated GPU only work run through `wrap` draws the board's busy power."""
 
-    def __init__(self, device: str = "cpu", *, meter: str | None = None, preset=DEFAULT_PRESET):
+    def __init__(
+        self, device: str = "cpu", *, meter: str | None = None, preset: str = DEFAULT_PRESET
+    ):
         self.device = device
         self._backend, self.label = device_backend(device)
         preset_values(preset)  # an unknown preset: ValueError naming the known ones

@@ -57,7 +57,7 @@ def measure(
     the protocol: an idle read, warm-up until steady, windows sized to the device's meter
     (`preset` and any ProtocolSettings over it) until the 95 % CI is met. `sync()` waits
     for the device's queued work (default: the device's own); `meter` forces one."""
-    step_callable(step)
+    step_callable(step, sync)
     positive_int("images_per_step", images_per_step)
     positive_s("idle_s", idle_s)
     config = protocol_config(preset, protocol)
@@ -234,10 +234,11 @@ def _as_workload(model, example_input, name: str | None) -> Iterator[tuple[str, 
 def _one_model(entry: str) -> str:
     """The exact name of a timm model or workload entry (a glob must name one)."""
     from joulebench.catalog.models import resolve_models
+    from joulebench.safe_text import quantity
 
     names = resolve_models([entry])
     if len(names) != 1:
-        raise ValueError(f"model {entry!r} names {len(names)} models; give one")
+        raise ValueError(f"model {entry!r} names {quantity(len(names), 'model')}; give one")
     return names[0]
 
 
