@@ -298,7 +298,7 @@ def test_an_ad_hoc_profile_on_a_gpu_takes_its_idle_read_as_the_baseline(tmp_path
     """`joulebench profile` has no idle job: its 2 s read before the model is the baseline,
     so the phase shifts' idle time (about 10 % of an NVML window) adds no idle energy to
     the images' (docs/protocol.md) and dynamic energy is given."""
-    from joulebench.measure.profile import profile_now
+    from joulebench.measure.adhoc import profile_now
 
     monkeypatch.chdir(tmp_path)
     rows = profile_now("mobilenetv3_small_100", device="sim:a100", repeats=1, min_repeat_s=0.05)
