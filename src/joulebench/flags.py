@@ -43,6 +43,8 @@ FLAG_SIMULATED = "simulated"
 FLAG_THERMAL_DRIFT = "thermal-drift"
 FLAG_SPREAD_ABOVE_SENSOR = "spread-above-sensor"
 FLAG_HOST_BOUND = "host-bound"
+# The Python API (joulebench.api): a Monitor's window, never a row
+FLAG_SHORT_WINDOW = "short-window"
 # The summary and the score (analysis)
 FLAG_CI_CLIPPED = "ci-clipped"
 FLAG_HIGH_SPREAD = "high-spread"
@@ -173,8 +175,19 @@ FLAGS: dict[str, Flag] = {
             FLAG_SIMULATED,
             "a simulated GPU: the energy is the sensor simulator's, never scored",
             True,
-            ("joulebench.measure.profile.config_row", "joulebench.analysis.score.row_flags"),
+            (
+                "joulebench.measure.profile.config_row",
+                "joulebench.analysis.score.row_flags",
+                "joulebench.api.run.callable_row",
+            ),
             advice="for tests and benches only: measure on a real device",
+        ),
+        Flag(
+            FLAG_SHORT_WINDOW,
+            "a Monitor window shorter than its meter reads faithfully (a GPU sensor's "
+            "min_window_refreshes refreshes, 100 updates of a counter): its energy is a guess",
+            False,
+            ("joulebench.api.monitor.window_flags",),
         ),
         Flag(
             FLAG_CI_CLIPPED,

@@ -13,4 +13,23 @@ sensors to prove the protocol (only the simulated backend imports it), and `chec
 the user's own machine before a study. Outputs: results/idle/, results/profile/,
 results/check/ (docs/profiling.md, docs/protocol.md, docs/measurement.md, docs/devices.md).
 The map of the package: docs/design.md.
+
+The package is callable: `joulebench.measure(step, images_per_step=8)` is the Python API's
+(joulebench.api.measure, docs/api.md), the name the API gives it at the top of the package.
 """
+
+import importlib
+import sys
+import types
+
+
+class _CallableStage(types.ModuleType):
+    """This package, callable as joulebench.api.measure: found by name on the first call, as
+    the API is a layer above the stage (its typed signature: `from joulebench.api import
+    measure`)."""
+
+    def __call__(self, *args, **kwargs):
+        return importlib.import_module("joulebench.api").measure(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableStage

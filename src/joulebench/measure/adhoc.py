@@ -53,33 +53,51 @@ def profile_now(
 
     require_measurable(device, device)
     model = resolve_models([entry])[0]
-    spec = {
-        "torch_device": device,
-        "methods": {m: {**PRESETS[m], "allow_emulated": allow_emulated} for m in methods},
-        "batch_sizes": list(batch_sizes),
-        "protocol": {  # exactly `repeats` windows (no CI target); max_repeats caps repeats
+    spec = adhoc_spec(
+        device,
+        {m: {**PRESETS[m], "allow_emulated": allow_emulated} for m in methods},
+        batch_sizes,
+        {  # exactly `repeats` windows (no CI target); max_repeats caps repeats
             "repeats": repeats,
             "min_repeat_s": min_repeat_s,
             "ci_target": None,
             "max_repeats": max(repeats, ProtocolSettings.max_repeats),
         },
-        "meter": meter,
-        "estimate": {"tdp_w": tdp_w},
-        "phases": list(phases),
-        "train": {"optimizer": optimizer},
-        "workload": entry if is_workload(entry) else None,
-        "onnx_cache": onnx_cache,
-        "input_kind": input_kind,
-        "check_first": "off",  # a first look: a kept check report of the GPU still counts
-        "timeout_s": timeout_s,
-    }
+        meter=meter,
+        estimate={"tdp_w": tdp_w},
+        phases=list(phases),
+        train={"optimizer": optimizer},
+        workload=entry if is_workload(entry) else None,
+        onnx_cache=onnx_cache,
+        input_kind=input_kind,
+        timeout_s=timeout_s,
+    )
 
-    label = device.replace(":", "")
+    label = adhoc_label(device)
     ProfileJob.from_spec(model, label, spec, threads=threads)  # its errors, here and now
     rows, _, _ = supervised_job(model, label, spec, idle=None, threads=threads, log=_warn)
     if output:
         write_table(rows, output, PROFILE_COLUMNS)
     return rows
+
+
+def adhoc_spec(device: str, methods: dict, batch_sizes, protocol: dict, **keys) -> dict:
+    """The profile spec of a model measured now, by `joulebench profile` or the Python API's
+    `joulebench.profile`: the workflow's keys (common.smk's get_profile_spec; `keys` sets
+    any other of them), the GPU never checked first (a kept check report of it counts)."""
+    return {
+        "torch_device": device,
+        "methods": methods,
+        "batch_sizes": list(batch_sizes),
+        "protocol": protocol,
+        "check_first": "off",
+        **keys,
+    }
+
+
+def adhoc_label(device: str) -> str:
+    """The label rows of a model measured now carry: the device without colons (simh100)."""
+    return device.replace(":", "")
 
 
 WIDE_CI = "(!)"  # beside an energy whose 95% CI is wider than the value itself

@@ -738,9 +738,14 @@ def raise_gpu_fault(job: ProfileJob, outcome, base: dict, position: int, log) ->
 def quiet_gate(job: ProfileJob, meter_factory, log) -> QuietGate:
     """What waits for the device to be left alone before each configuration (measure.quiet):
     a CPU's other processes, or those on a GPU."""
-    if job.backend.is_host:
-        return QuietGate(cpu_busy, log, wait_s=job.quiet_wait_s)
-    return QuietGate(functools.partial(meter_busy, meter_factory), log, wait_s=job.quiet_wait_s)
+    return device_gate(job.backend, meter_factory, log, job.quiet_wait_s)
+
+
+def device_gate(backend: Backend, meter_factory, log, wait_s: float) -> QuietGate:
+    """`quiet_gate` of a device's backend: also the Python API's (joulebench.api)."""
+    if backend.is_host:
+        return QuietGate(cpu_busy, log, wait_s=wait_s)
+    return QuietGate(functools.partial(meter_busy, meter_factory), log, wait_s=wait_s)
 
 
 def write_part(parts, position: int, row: dict, repeats: list, traces: list) -> None:

@@ -1,0 +1,265 @@
+"""joulebench.measure and joulebench.profile: the protocol over any callable, and a model
+measured the way a profile job measures it (docs/api.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from joulebench.api.arguments import (
+    device_backend,
+    positive_int,
+    positive_s,
+    protocol_config,
+    step_callable,
+)
+from joulebench.api.measurement import Measurement
+from joulebench.flags import FLAG_SIMULATED, join_flags
+from joulebench.measure.protocol import DEFAULT_PRESET, ProtocolSettings, meter_kind
+from joulebench.measure.quiet import WAIT_S as QUIET_WAIT_S
+from joulebench.study import IDLE_PRE_S
+
+if TYPE_CHECKING:
+    import torch
+
+    from joulebench.catalog.workloads import WorkloadSpec
+
+LOG = logging.getLogger("joulebench")
+CALLABLE = "callable"  # the `workload` of a row joulebench.measure made
+
+
+class MeasurementError(RuntimeError):
+    """A configuration that was not measured (out of memory, a build error, a precision the
+    device only emulates...): `row` is its profile row, with status and reason."""
+
+    def __init__(self, message: str, row: dict):
+        super().__init__(message)
+        self.row = row
+
+
+def measure(
+    step: Callable[[], object],
+    *,
+    images_per_step: int,
+    device: str = "cpu",
+    preset: str = DEFAULT_PRESET,
+    name: str = "step",
+    meter: str | None = None,
+    sync: Callable[[], object] | None = None,
+    idle_s: float = IDLE_PRE_S,
+    quiet_wait_s: float = QUIET_WAIT_S,
+    **protocol: Any,
+) -> Measurement:
+    """Energy per image of `step()`, one batch of `images_per_step` images on `device`, under
+    the protocol: an idle read, warm-up until steady, windows sized to the device's meter
+    (`preset` and any ProtocolSettings over it) until the 95 % CI is met. `sync()` waits
+    for the device's queued work (default: the device's own); `meter` forces one."""
+    step_callable(step, sync)
+    positive_int("images_per_step", images_per_step)
+    positive_s("idle_s", idle_s)
+    config = protocol_config(preset, protocol)
+    backend, label = device_backend(device)
+    sync = sync or functools.partial(backend.sync, device)
+    from joulebench.measure.concurrency import NodeMeasurements
+
+    with NodeMeasurements(label) as node:
+        meters = _meter_factory(device, label, meter, node.count)
+        idle = _idle(meters, idle_s)
+        _gate(backend, meters, quiet_wait_s).wait(name)
+        step = backend.wrap_step(device, label, step)
+        row = _run(step, sync, meters, config, images_per_step, idle.power_w)
+    known = {"device": device, "label": label, "name": name, "images": images_per_step}
+    return Measurement.from_row(callable_row(known, backend.simulated, idle, *row))
+
+
+def _meter_factory(device: str, label: str, prefer: str | None, concurrent) -> Callable:
+    """A fresh meter of the device with the host's beside it, as a profile job makes it."""
+    from joulebench.measure.backends import select_node_meter
+
+    return functools.partial(
+        select_node_meter, device, prefer=prefer, label=label, concurrent=concurrent
+    )
+
+
+def _idle(meters: Callable, idle_s: float):
+    """The short idle read before measuring: the baseline dynamic energy is above."""
+    from joulebench.measure.protocol import measure_idle
+
+    meter, _ = meters()
+    with meter:
+        return measure_idle(meter, idle_s)
+
+
+def _gate(backend, meters: Callable, wait_s: float):
+    from joulebench.measure.profile import device_gate
+
+    return device_gate(backend, meters, LOG.info, wait_s)
+
+
+def _run(step, sync, meters: Callable, config: dict, images_per_step: int, idle_w: float):
+    """(protocol result, meter description, start time): windows sized to this meter."""
+    from joulebench.measure.protocol import measure as run_protocol
+    from joulebench.measure.provenance import utc_now
+
+    meter, reasons = meters()
+    with meter:
+        settings = ProtocolSettings.from_dict(config, meter_kind(meter))
+        started = utc_now(precise=True)
+        result = run_protocol(
+            step, sync, meter, images_per_step=images_per_step, settings=settings,
+            idle_power_w=idle_w,
+        )  # fmt: skip
+        return result, {**meter.describe(), "meter_reasons": reasons}, started
+
+
+def callable_row(known: dict, simulated: bool, idle, result, info: dict, started: str) -> dict:
+    """The profile row of a measured callable: the protocol's columns, the device's and the
+    software's; a simulated GPU's flagged so (FLAG_SIMULATED), as a profile row is."""
+    import torch
+
+    from joulebench.measure.profile import gpu_fields, result_fields
+    from joulebench.measure.provenance import device_name, software, utc_now
+
+    row = {
+        "device_label": known["label"],
+        "device_pool": known["label"],
+        "torch_device": known["device"],
+        "device_name": device_name(known["device"]),
+        "is_simulated": simulated,
+        "model": known["name"],
+        "workload": CALLABLE,
+        "batch_size_requested": known["images"],
+        "batch_size": known["images"],
+        "threads": torch.get_num_threads(),
+        "status": "ok",
+        "reason": "",
+        "idle_power_pre_w": idle.power_w,
+        "start_time_utc": started,
+        "end_time_utc": utc_now(precise=True),
+        **software(),
+        **gpu_fields({}, info),
+        **result_fields(result, info),
+    }
+    row["flags"] = join_flags(row["flags"], [FLAG_SIMULATED] if simulated else [])
+    return row
+
+
+def profile(
+    model: str | torch.nn.Module,
+    example_input: torch.Tensor | WorkloadSpec | Mapping | tuple[int, ...] | None = None,
+    *,
+    device: str = "cpu",
+    method: str = "fp32",
+    batch_size: int = 1,
+    preset: str = DEFAULT_PRESET,
+    name: str | None = None,
+    meter: str | None = None,
+    input_kind: str = "random",
+    allow_emulated: bool = False,
+    threads: int | None = None,
+    idle_s: float = IDLE_PRE_S,
+    quiet_wait_s: float = QUIET_WAIT_S,
+    **protocol: Any,
+) -> Measurement:
+    """Energy per image of a model's inference, measured as a profile job measures it (a
+    fresh copy on the device, prepared for `method`, a synthetic batch of `batch_size`, the
+    idle read, the protocol): `model` is a timm name, a workload entry (`file.py:function`)
+    or a torch.nn.Module, whose input an example batch (N, C, H, W), image (C, H, W) or
+    shape, or a WorkloadSpec, gives. Raises MeasurementError where it was not measured."""
+    from joulebench.measure.methods import PRESETS as METHODS
+
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; one of {sorted(METHODS)}")
+    positive_int("batch_size", batch_size)
+    positive_s("idle_s", idle_s)
+    config = protocol_config(preset, protocol)
+    _, label = device_backend(device)
+    methods = {method: {**METHODS[method], "allow_emulated": allow_emulated}}
+    keys = {"meter": meter, "input_kind": input_kind, "idle_pre_s": idle_s}
+    keys["quiet_wait_s"] = quiet_wait_s
+    with _as_workload(model, example_input, name) as (model_name, workload):
+        keys["workload"] = workload
+        rows = _profile_rows(model_name, label, device, methods, batch_size, config, threads, keys)
+    row = rows.iloc[0].to_dict()
+    if row["status"] != "ok":
+        where = f"{row['model']} {method} bs{batch_size} on {device}"
+        raise MeasurementError(f"{where}: {row['status']}: {row['reason']}", row)
+    return Measurement.from_row(row)
+
+
+def _profile_rows(model_name, label, device, methods, batch_size, config, threads, keys):
+    """The rows of a profile job of one configuration, run in this process."""
+    from joulebench.measure.adhoc import adhoc_spec
+    from joulebench.measure.profile import ProfileJob, run_profile
+
+    spec = adhoc_spec(device, methods, [batch_size], config, **keys)
+    job = ProfileJob.from_spec(model_name, label, spec, threads=threads)
+    return run_profile(job, log=LOG.info).rows
+
+
+@contextlib.contextmanager
+def _as_workload(model, example_input, name: str | None) -> Iterator[tuple[str, str | None]]:
+    """(the name rows use, the workload entry or None for timm): a module object is held as
+    a custom workload (api.held) while it is measured."""
+    import torch
+
+    from joulebench.catalog.workloads import is_workload, parse_entry
+
+    if isinstance(model, str):
+        if example_input is not None:
+            raise ValueError(
+                "example_input is for a module object: a timm model or a workload entry "
+                "says its own input"
+            )
+        yield _one_model(model), (model if is_workload(model) else None)
+        return
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(
+            f"model must be a timm name, a workload entry or a torch.nn.Module, "
+            f"got {type(model).__name__}"
+        )
+    import joulebench.api.held as held
+
+    key = held.hold(model, input_spec(model, example_input))
+    try:
+        entry = parse_entry(f"{name or type(model).__name__}={held.__name__}:{key}")
+        yield entry.name, f"{entry.name}={entry.target}:{entry.function}"
+    finally:
+        held.release(key)
+
+
+def _one_model(entry: str) -> str:
+    """The exact name of a timm model or workload entry (a glob must name one)."""
+    from joulebench.catalog.models import resolve_models
+    from joulebench.safe_text import quantity
+
+    names = resolve_models([entry])
+    if len(names) != 1:
+        raise ValueError(f"model {entry!r} names {quantity(len(names), 'model')}; give one")
+    return names[0]
+
+
+def input_spec(model, example) -> WorkloadSpec:
+    """A module's input: a WorkloadSpec (or its dict) as given, else one image's shape from
+    an example batch (N, C, H, W), an image (C, H, W) or a shape; the classes from the
+    module's `num_classes` (1 where it has none: inference never uses them)."""
+    from joulebench.catalog.workloads import WorkloadSpec
+
+    if example is None:
+        raise ValueError(
+            "a module needs example_input: a batch (N, C, H, W), an image (C, H, W), its "
+            "shape, or a spec {'input_size': (C, H, W), 'num_classes': N}"
+        )
+    if isinstance(example, WorkloadSpec | Mapping):
+        return WorkloadSpec.from_value(dict(example) if isinstance(example, Mapping) else example)
+    shape = tuple(getattr(example, "shape", example))
+    if len(shape) == 4:
+        shape = shape[1:]
+    classes = getattr(model, "num_classes", None)
+    classes = classes if isinstance(classes, int) and classes > 0 else 1
+    if len(shape) != 3:
+        raise ValueError(f"example_input must be (N, C, H, W) or (C, H, W), got shape {shape}")
+    return WorkloadSpec(tuple(int(v) for v in shape), classes)
