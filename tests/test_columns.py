@@ -220,3 +220,34 @@ def test_the_check_report_has_the_registry_fields():
     report = CheckReport("cpu", [Row("idle", "power", "pass", 1.0, "W")], {"meter": "rapl"})
     assert list(report.as_dict()) == tables.CHECK.names
     assert [f.name for f in dataclasses.fields(Row)] == tables.CHECK_RESULTS.names
+
+
+def test_every_status_a_row_can_say_is_declared_once():
+    """tables.PROFILE_STATUSES names every status the measuring code gives a row (its
+    constants and the literals it hands Outcome); the status column lists them all."""
+    import re
+
+    from joulebench.measure import runtimes, supervise
+    from joulebench.tables import PROFILE, PROFILE_STATUSES
+
+    constants = {
+        value
+        for module in (runtimes, supervise)
+        for name, value in vars(module).items()
+        if name.startswith("STATUS_")
+    }
+    measure = REPO / "src" / "joulebench" / "measure"
+    literals = {
+        status
+        for path in measure.rglob("*.py")
+        for call in re.findall(r"Outcome\(([^,]+),", path.read_text())
+        for status in re.findall(r'"([a-z-]+)"', call)
+    }
+    assert {"ok", "oom", "build-error", "timeout"} <= constants | literals
+    assert constants | literals <= set(PROFILE_STATUSES), (constants | literals) - set(
+        PROFILE_STATUSES
+    )
+    (described,) = [c.meaning for c in PROFILE.columns if c.name == "status"]
+    assert all(status in described for status in PROFILE_STATUSES)
+    columns_md = (REPO / "docs" / "columns.md").read_text()
+    assert all(f"| `{s}` | {m} |" in columns_md for s, m in PROFILE_STATUSES.items())

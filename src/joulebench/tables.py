@@ -287,6 +287,22 @@ IDLE = Table(
     key=("device_label",),
 )
 
+# What a configuration's row may say it came to (the profile's `status`), declared once: the
+# code's status names are these keys (measure.runtimes, measure.supervise, measure.profile).
+PROFILE_STATUSES: dict[str, str] = {
+    "ok": "measured",
+    "oom": "out of memory, also at the halved batches down to 1",
+    "build-error": "the model could not be built or prepared for its method",
+    "error": "failed while running, or its output is no answer (NaN, inf, the wrong shape)",
+    "skipped": "not run here, with the reason: an emulated precision, a runtime not "
+    "installed, a knob the device refused, ...",
+    "mismatch": "a runtime's outputs disagree with PyTorch's beyond the method's tolerance",
+    "timeout": "no progress past its deadline: stopped, with what it was doing",
+    "crashed": "its process died: an exit, a signal, an out-of-memory kill",
+    "not-measured": "never run: its job could not go on (a worker that would not die, a GPU "
+    "that failed with no good one left)",
+}
+_STATUSES = ", ".join(PROFILE_STATUSES)
 _ROW = "measure.profile.config_row"
 _JOB = "measure.profile.job_start"
 _LOOP = "measure.profile.measure_configs"
@@ -373,9 +389,7 @@ PROFILE = Table(
         threads               Int64    count  {_JOB}
             torch CPU threads
         status                string   -      {_ROW}
-            ok, oom, build-error, error, skipped or mismatch; timeout, crashed or
-            not-measured where the job's worker hung, died or could not go on (a GPU that
-            failed: docs/profiling.md)
+            one of {_STATUSES} (what each means: docs/columns.md#statuses)
         reason                string   -      {_ROW}
             why a configuration was not measured; empty when ok
         meter                 string   -      {_SUMMARY}
@@ -1391,7 +1405,8 @@ def columns_markdown() -> str:
         "",
         "Tables: "
         + ", ".join(f"[{t.name}](#{t.name})" for t in TABLES.values())  # GitHub keeps _
-        + "; and the [flags](#flags) of the `flags` columns.",
+        + "; the [statuses](#statuses) of a profile row; and the [flags](#flags) of the "
+        "`flags` columns.",
         "",
     ]
     for table in TABLES.values():
@@ -1408,7 +1423,21 @@ def columns_markdown() -> str:
             meaning = c.meaning.replace("|", "\\|")
             lines.append(f"| `{c.name}` | {c.dtype} | {c.unit} | {meaning} | {producer} |")
         lines.append("")
-    return "\n".join(lines + flags_markdown())
+    return "\n".join(lines + _statuses_markdown() + flags_markdown())
+
+
+def _statuses_markdown() -> list[str]:
+    """What each profile `status` means (PROFILE_STATUSES)."""
+    lines = [
+        "## Statuses",
+        "",
+        "A profile row's `status`:",
+        "",
+        "| status | meaning |",
+        "|---|---|",
+    ]
+    lines += [f"| `{name}` | {meaning} |" for name, meaning in PROFILE_STATUSES.items()]
+    return [*lines, ""]
 
 
 def columns_text(table: str | None = None) -> str:

@@ -5,13 +5,16 @@ supervisor (measure.supervise) must end each with a row and go on.
 killed as the kernel's out-of-memory killer would (SIGKILL); `segfault` dies of SIGSEGV;
 `big_batch_exits` dies only at batch sizes above 2 (its other configurations measure).
 `exits_in_build` ends its process while the model is built (the catalog counts it in a
-part with other models: D2), `sleeps_in_build` never returns from its build.
+part with other models: D2), `sleeps_in_build` never returns from its build. `nan` answers
+NaN, `wrong_shape` two rows an image; `oom` runs out of memory above batch 1 (as CUDA
+says it), so its larger batches are measured halved.
 """
 
 import os
 import signal
 import time
 
+import torch
 from torch import nn
 
 INPUT_SIZE = (3, 8, 8)
@@ -35,7 +38,12 @@ class Net(nn.Module):
             os.kill(os.getpid(), signal.SIGSEGV)
         elif self.mode == "big_batch_exits" and x.shape[0] > 2:
             os._exit(4)
-        return self.fc(x.flatten(1))
+        elif self.mode == "oom" and x.shape[0] > 1:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 GiB")
+        out = self.fc(x.flatten(1))
+        if self.mode == "nan":
+            return torch.full_like(out, float("nan"))
+        return torch.cat([out, out]) if self.mode == "wrong_shape" else out
 
 
 def good():
@@ -68,3 +76,15 @@ def exits_in_build():
 
 def sleeps_in_build():
     time.sleep(10**9)
+
+
+def nan():
+    return Net("nan"), SPEC
+
+
+def wrong_shape():
+    return Net("wrong_shape"), SPEC
+
+
+def oom():
+    return Net("oom"), SPEC

@@ -193,7 +193,7 @@ def _why(run: supervise.WorkerRun) -> str:
 
 def _failed(job, positions, status: str, reason: str, parts: Path) -> None:
     """A row for each of `positions` (in the measuring order) saying why it has no numbers."""
-    from joulebench.measure.profile import Outcome, config_row, write_part
+    from joulebench.measure.profile import Outcome, config_row, gpu_fields, write_part
 
     configs, order = job.configs(), job.measurement_order()
     for position in positions:
@@ -209,6 +209,7 @@ def _failed(job, positions, status: str, reason: str, parts: Path) -> None:
             "config_order": position + 1,
             "is_simulated": job.backend.simulated,
             "input_kind": job.input_kind,
+            **(gpu_fields(job.gpu, {}) if job.gpu else {}),  # the pool's GPU it was on
         }
         row = config_row(job, known, phase, method, Outcome(status, reason[:500]))
         write_part(parts, position, row, [], [])
