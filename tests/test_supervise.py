@@ -61,7 +61,8 @@ def test_a_good_model_is_measured_by_its_workers(tmp_path):
 def test_a_worker_that_dies_leaves_a_crashed_row_and_the_job_goes_on(function, reason, tmp_path):
     rows, _, lines = _run(function, tmp_path)
     assert rows["status"].tolist() == ["crashed", "crashed"]  # one each, the second too
-    assert all(r.startswith(reason) and "warm-up" in r for r in rows["reason"])
+    # the model's first forward: its output checked before warm-up (runtimes.check_forward)
+    assert all(r.startswith(reason) and "checking its output" in r for r in rows["reason"])
     assert any("going on with the next" in line for line in lines)
 
 
@@ -77,7 +78,7 @@ def test_a_hang_is_stopped_as_a_timeout_row(tmp_path):
     rows, _, _ = _run("sleeps", tmp_path, batch_sizes=(1,), timeout_s=3)
     (row,) = rows.to_dict("records")
     assert row["status"] == "timeout"
-    assert row["reason"] == "no progress for 3 s: stopped (fp32 bs1: warm-up)"
+    assert row["reason"] == "no progress for 3 s: stopped (fp32 bs1: checking its output)"
     assert time.monotonic() - start < 120
 
 

@@ -455,6 +455,7 @@ def _check_built(built: Built, method: Method, batch_size: int, torch_device: st
         with torch.inference_mode(), context:
             return built.model(built.x)
 
+    emit("stage", doing="checking its output")
     check_forward(forward, batch_size)
 
 
