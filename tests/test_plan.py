@@ -401,6 +401,15 @@ def test_measured_rows_are_done_and_only_what_is_left_is_estimated(tmp_path):
         }
     ).to_parquet(folder / "m0.parquet")
     (folder / "broken.parquet").write_text("not parquet")  # a file being written: ignored
+    pd.DataFrame(  # a job of `timeout` and `crashed` rows: no start, as the supervisor writes
+        {
+            "model": ["m1", "m1"],
+            "start_time_utc": pd.array([None, None], dtype="string"),
+            "end_time_utc": ["2026-12-04T10:00:30.1Z", "2026-12-04T10:02:00.2Z"],
+        }
+    ).to_parquet(folder / "m1.parquet")
+    assert planning.measured_rows(tmp_path, ["cpu"])[("cpu", "m1")] == (2, 0.0)  # not a crash
+    (folder / "m1.parquet").unlink()
     done = planning.measured_rows(tmp_path, ["cpu", "gpu"])
     assert done == {("cpu", "m0"): (2, 90.0)}
     config = study(methods={"fp32": {"precision": "fp32"}})

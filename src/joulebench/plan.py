@@ -801,9 +801,16 @@ def measured_rows(directory: Path, labels) -> dict[tuple[str, str], tuple[int, f
                 continue
             if rows.empty:
                 continue
-            seconds = pd.to_datetime(rows["end_time_utc"]) - pd.to_datetime(rows["start_time_utc"])
+            seconds = _utc(rows["end_time_utc"]) - _utc(rows["start_time_utc"])
             out[(label, path.stem)] = (len(rows), float(seconds.dt.total_seconds().sum()))
     return out
+
+
+def _utc(times):
+    """ISO 8601 UTC times; a row without one (a `timeout` or `crashed` row has no start) NaT."""
+    import pandas as pd
+
+    return pd.to_datetime(times, utc=True, errors="coerce", format="ISO8601")
 
 
 def made_here(directory: Path, models: list[str]) -> frozenset[str]:
