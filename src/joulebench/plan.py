@@ -62,6 +62,7 @@ from joulebench.measure.job_parts import DEFAULT_SPLIT, job_key, job_methods, pa
 from joulebench.measure.meters.contention import DEFAULT_THRESHOLD as CONTENTION_THRESHOLD
 from joulebench.measure.methods import NATIVE_ONLY, config_key, parse_methods
 from joulebench.measure.protocol import EDGE_STEP_SHARE, ProtocolSettings
+from joulebench.measure.provenance import seconds_taken
 from joulebench.measure.quiet import WAIT_S, cpu_others_share
 from joulebench.safe_text import quantity
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
@@ -801,16 +802,8 @@ def measured_rows(directory: Path, labels) -> dict[tuple[str, str], tuple[int, f
                 continue
             if rows.empty:
                 continue
-            seconds = _utc(rows["end_time_utc"]) - _utc(rows["start_time_utc"])
-            out[(label, path.stem)] = (len(rows), float(seconds.dt.total_seconds().sum()))
+            out[(label, path.stem)] = (len(rows), float(seconds_taken(rows).sum()))
     return out
-
-
-def _utc(times):
-    """ISO 8601 UTC times; a row without one (a `timeout` or `crashed` row has no start) NaT."""
-    import pandas as pd
-
-    return pd.to_datetime(times, utc=True, errors="coerce", format="ISO8601")
 
 
 def made_here(directory: Path, models: list[str]) -> frozenset[str]:

@@ -24,8 +24,14 @@ import pandas as pd
 
 from joulebench.catalog.build import entry_row, failed_row, row_line
 from joulebench.measure import supervise
-from joulebench.measure.job_runner import IN_PROCESS_ENV, parts_folder, supervise_positions
-from joulebench.table_io import conform, read_table, write_table
+from joulebench.measure.job_runner import (
+    IN_PROCESS_ENV,
+    fresh_parts,
+    joined_parts,
+    parts_folder,
+    supervise_positions,
+)
+from joulebench.table_io import write_table
 from joulebench.tables import CATALOG_COLUMNS
 
 DOING = "build and count"
@@ -43,10 +49,7 @@ def supervised_catalog(
 ) -> pd.DataFrame:
     """The catalog rows of `models`, counted by supervised workers, written to `output`.
     Raises job_runner.Orphaned where its Snakemake died (nothing written then)."""
-    parts = parts_folder(output)
-    parts.mkdir(parents=True, exist_ok=True)
-    for path in parts.glob("*.parquet"):  # a killed job's: counted again
-        path.unlink()
+    parts = fresh_parts(parts_folder(output))
     if os.environ.get(IN_PROCESS_ENV):
         catalog_worker(models, parts, threads=threads, timeout_s=timeout_s, log=log)
     else:
@@ -61,9 +64,7 @@ def supervised_catalog(
                 log(row_line(position + 1, len(models), row))
 
         supervise_positions(len(models), argv_for, failed, log, "catalog")
-    found = [read_table(p) for p in sorted(parts.glob("*.parquet"))]
-    frame = pd.concat(found, ignore_index=True) if found else pd.DataFrame()
-    frame = conform(frame.reindex(columns=list(CATALOG_COLUMNS)), CATALOG_COLUMNS)
+    frame = joined_parts(parts, "*.parquet", CATALOG_COLUMNS)
     write_table(frame, output, CATALOG_COLUMNS)
     shutil.rmtree(parts, ignore_errors=True)
     return frame

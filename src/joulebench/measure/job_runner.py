@@ -47,6 +47,21 @@ def parts_folder(output: str | Path) -> Path:
     return output.with_name(output.name + ".parts")
 
 
+def fresh_parts(parts: Path) -> Path:
+    """The parts folder, made, without what a killed job left there (measured again)."""
+    parts.mkdir(parents=True, exist_ok=True)
+    for path in parts.glob("*.parquet"):
+        path.unlink()
+    return parts
+
+
+def joined_parts(parts: Path, pattern: str, columns) -> pd.DataFrame:
+    """The parts matching `pattern`, in their positions' order, as one table of `columns`."""
+    found = [read_table(p) for p in sorted(parts.glob(pattern))]
+    frame = pd.concat(found, ignore_index=True) if found else pd.DataFrame()
+    return conform(frame.reindex(columns=list(columns)), columns)
+
+
 def worker_argv(model, device_label, spec, *, idle, threads, parts, start_at) -> list[str]:
     argv = [*supervise.worker_python(), "profile-worker", f"--device-label={device_label}",
             f"--spec={json.dumps(spec)}", f"--parts={parts}", f"--start-at={start_at}"]  # fmt: skip
@@ -64,9 +79,7 @@ def supervised_job(model, device_label, spec, *, idle, threads, log, outputs=Non
     from joulebench.measure.profile import ProfileJob
 
     job = ProfileJob.from_spec(model, device_label, spec)
-    parts = parts_folder(outputs[0]) if outputs else _temp_parts()
-    parts.mkdir(parents=True, exist_ok=True)
-    _clear(parts)
+    parts = fresh_parts(parts_folder(outputs[0]) if outputs else _temp_parts())
     end_orphans(log)
     if os.environ.get(IN_PROCESS_ENV):
         _in_process(model, device_label, spec, idle, threads, parts)
@@ -217,11 +230,11 @@ def _failed(job, positions, status: str, reason: str, parts: Path) -> None:
 
 def _joined(parts: Path, job) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The job's tables from its parts: rows in the configurations' own order."""
-    frames = []
-    for kind, columns in zip(("rows", "repeats", "trace"), _COLUMNS, strict=True):
-        found = [read_table(p) for p in sorted(parts.glob(f"*.{kind}.parquet"))]
-        frame = pd.concat(found, ignore_index=True) if found else pd.DataFrame()
-        frames.append(conform(frame.reindex(columns=list(columns)), columns))
+    kinds = ("rows", "repeats", "trace")
+    frames = [
+        joined_parts(parts, f"*.{kind}.parquet", columns)
+        for kind, columns in zip(kinds, _COLUMNS, strict=True)
+    ]
     rows = frames[0]
     if len(rows):
         order = {k: i for i, k in enumerate(_config_keys(job))}
@@ -232,12 +245,6 @@ def _joined(parts: Path, job) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]
 
 def _config_keys(job) -> list[tuple]:
     return [(phase, method.name, batch) for phase, method, batch in job.configs()]
-
-
-def _clear(parts: Path) -> None:
-    """A parts folder a killed job left: its parts are measured again."""
-    for path in parts.glob("*.parquet"):
-        path.unlink()
 
 
 def _temp_parts() -> Path:

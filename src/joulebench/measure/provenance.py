@@ -15,6 +15,17 @@ def utc_now(precise: bool = False) -> str:
     return dt.datetime.now(dt.UTC).strftime(fmt)
 
 
+def seconds_taken(rows):
+    """Each row's seconds from `start_time_utc` to `end_time_utc` (utc_now's form); NaN where
+    one is missing (a `timeout` or `crashed` row has no start)."""
+    import pandas as pd
+
+    def utc(column: str):
+        return pd.to_datetime(rows[column], utc=True, errors="coerce", format="ISO8601")
+
+    return (utc("end_time_utc") - utc("start_time_utc")).dt.total_seconds()
+
+
 def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     try:
         for line in cpuinfo.read_text().splitlines():

@@ -24,6 +24,7 @@ from joulebench.measure.backends import DeviceError, host_backend, kind_of
 from joulebench.measure.bad_gpus import bad_gpus
 from joulebench.measure.concurrency import live_markers
 from joulebench.measure.job_parts import parse_job_key
+from joulebench.measure.provenance import seconds_taken
 from joulebench.measure.runtimes import STATUS_SKIPPED
 from joulebench.safe_text import file_name, printable
 from joulebench.status import observe
@@ -34,12 +35,6 @@ MIN_ACTIVE_S = 600.0  # a log written this recently is a running job's (a config
 FAILURES_SHOWN = 5
 SQUEUE_RUNNING = "running"
 IDLE_JOB = "(idle baseline)"  # the model of an idle job in `running` (it has no log)
-
-
-def _durations_s(frame: pd.DataFrame) -> pd.Series:
-    start = pd.to_datetime(frame["start_time_utc"], utc=True, errors="coerce", format="ISO8601")
-    end = pd.to_datetime(frame["end_time_utc"], utc=True, errors="coerce", format="ISO8601")
-    return (end - start).dt.total_seconds()
 
 
 def _active_s(plan: StudyPlan, durations: pd.Series) -> float:
@@ -123,7 +118,7 @@ def device_status(label: str, rows: pd.DataFrame, jobs: list, plan: StudyPlan) -
     in_jobs = sum(log.finished for log, _ in jobs)
     model_jobs = [log for log, _ in jobs if log.model != IDLE_JOB]
     left = None if planned is None else max(planned - len(ours) - in_jobs, 0)
-    durations = _durations_s(ours)
+    durations = seconds_taken(ours)
     timed = durations.notna()
     measured_s = float(durations[timed].sum())
     device = plan.devices.get(label) or _torch_device(rows, label)
@@ -282,7 +277,7 @@ def status_of(
     marks = observe.snakemake_marks(directory)
     slurm = observe.slurm_jobs(directory, **({"run": slurm_run} if slurm_run else {}))
     processes = observe.measuring(directory, live_markers() if markers is None else markers)
-    active_s = _active_s(plan, _durations_s(rows))
+    active_s = _active_s(plan, seconds_taken(rows))
     running, stopped = classify_jobs(logs, processes, marks, slurm, active_s)
     device_labels = sorted(set(plan.devices) | set(labels) | set(rows["device_label"].dropna()))
     devices = [
