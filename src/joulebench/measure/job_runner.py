@@ -118,7 +118,20 @@ def _workers(job, spec, *, idle, threads, parts, log, failover) -> None:
         def on_fault(run, start: int) -> int:
             return failover.on_fault(run, start, positions, failed, log)
 
-    supervise_positions(positions, argv_for, failed, log, job.model, on_fault=on_fault)
+    try:
+        supervise_positions(positions, argv_for, failed, log, job.model, on_fault=on_fault)
+    finally:
+        _restore_left(job.model, job.device_label, failover.spec if failover else spec, log)
+
+
+def _restore_left(model, device_label, spec, log) -> None:
+    """What a worker that died left changed on its device (a power limit, a clock), put back
+    by the supervisor: where it died in the job's last configuration no worker comes after."""
+    from joulebench.measure.profile import ProfileJob, restore_left_by
+
+    said = restore_left_by(ProfileJob.from_spec(model, device_label, spec))
+    if said:
+        log(f"{model}: {said}")
 
 
 _COLUMNS = (PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, TRACE_TABLE_COLUMNS)

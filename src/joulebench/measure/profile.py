@@ -809,7 +809,7 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
         "input_kind": job.input_kind,
         **software(),
     }
-    restored = _restore_leftover(job)
+    restored = restore_left_by(job)
     if restored:
         log(f"{job.model}: {restored}")
     meter, _ = meter_factory()
@@ -835,7 +835,7 @@ def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple
     return base, idle
 
 
-def _restore_leftover(job: ProfileJob) -> str | None:
+def restore_left_by(job: ProfileJob) -> str | None:
     """What a killed job left changed on this GPU, restored before anything is measured."""
     try:
         control = job.knob_control()
