@@ -55,7 +55,10 @@ def test_the_chaos_hook_is_read_in_one_way():
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_a_simulated_gpu_fails_in_its_configuration_after_n(kind, monkeypatch):
+    from joulebench.measure.backends.sim import _BOARDS
+
     monkeypatch.setenv(faults.ENV, f"1:{kind}:1")
+    monkeypatch.delitem(_BOARDS, "sim:h100:1", raising=False)  # a fresh board: this fault's
     board = wall_sim_gpu("sim:h100:1", f"test-fault-{kind}")
     board.run(lambda: None)()  # its first configuration runs
     step = board.run(lambda: None)  # the second fails

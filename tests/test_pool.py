@@ -297,3 +297,14 @@ def test_the_idle_row_of_a_pool_names_the_gpu_it_read(tmp_path):
         row = run_idle("h100", spec["torch_device"], tmp_path / "idle.parquet", duration_s=0.3)
     assert row["gpu_uuid"] == records[0]["uuid"]
     assert pd.read_parquet(tmp_path / "idle.parquet")["gpu_uuid"].tolist() == [row["gpu_uuid"]]
+
+
+def test_a_label_that_moved_to_another_board_of_its_pool_reads_that_board():
+    """After a failover the job's label names another GPU of the pool: the process's
+    simulated board follows the device, not the label (the CI caught the idle row of
+    sim:h100:0 naming sim:h100:1's UUID after the failover tests)."""
+    from joulebench.measure.backends.sim import wall_sim_gpu
+
+    moved = wall_sim_gpu("sim:h100:1", "h100").board.uuid
+    assert wall_sim_gpu("sim:h100:0", "h100").board.uuid != moved
+    assert wall_sim_gpu("sim:h100:1", "another label").board.uuid == moved  # one board

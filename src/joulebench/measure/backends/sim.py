@@ -75,13 +75,15 @@ def board_key(device: str, label: str) -> str:
 
 
 def wall_sim_gpu(device: str, label: str) -> WallSimGpu:
-    """The process's board for a `sim:` device (one per label, as a GPU is one per job),
+    """The process's board for a `sim:` device (one per board_key: a pool's board is one
+    whatever label reads it, as a GPU is; after a failover the label names another board),
     failing as the chaos hook says (sim.faults, JOULEBENCH_SIM_FAULT)."""
-    if label not in _BOARDS:
-        board = WallSimGpu(sim_generation(device), board_key(device, label))
+    key = board_key(device, label)
+    if key not in _BOARDS:
+        board = WallSimGpu(sim_generation(device), key)
         board.fault = sim_fault(board_index(device), board.board.uuid)
-        _BOARDS[label] = board
-    return _BOARDS[label]
+        _BOARDS[key] = board
+    return _BOARDS[key]
 
 
 class DeviceCheckTarget(SimCheckTarget):
