@@ -34,7 +34,8 @@ def study(n_models: int, min_repeat_s: float) -> dict:
         "devices": {"g0": "sim:h100", "g1": "sim:h100"},
         "methods": {"fp32": {"precision": "fp32"}},
         "batch_sizes": [1],
-        "protocol": {"repeats": 2, "min_repeat_s": min_repeat_s, "warmup_min_s": 0.5},
+        # the smoke preset's short warm-up and pauses (a study's config sets no warm-up)
+        "protocol": {"preset": "smoke", "repeats": 2, "min_repeat_s": min_repeat_s},
         "profile": {"idle_pre_s": 0.5},
         "idle": {"duration_s": 2.0},
     }

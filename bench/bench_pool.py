@@ -51,6 +51,7 @@ METHODS = {
     "fp32": {"precision": "fp32"},
     "fp32-cl": {"precision": "fp32", "channels_last": True},
 }
+DEFAULT_CI = 0.015  # the default preset's ci_target (ProtocolSettings)
 POOL = {"h100": {"pool": ["sim:h100:0", "sim:h100:1"]}}
 ONE = {"h100": "sim:h100"}
 
@@ -66,7 +67,9 @@ def study(
 ) -> dict:
     # --fixed: 3 windows each, no CI target, so every job is as long as its model makes it
     # and the ratio shows the pool's split rather than which job drew 12 windows
-    fixed_windows = {"repeats": 3, "ci_target": None} if fixed else {}
+    # (else the default preset's CI target; the smoke preset's short warm-up and 2-batch
+    # minimum either way: a study's config sets neither)
+    fixed_windows = {"repeats": 3, "ci_target": None} if fixed else {"ci_target": DEFAULT_CI}
     return {
         "models": (WAITING if waiting else MODELS)[:n_models],
         "catalog": {"models_per_job": n_models},
@@ -76,10 +79,9 @@ def study(
         # windows bounded by time, as on a GPU (32 batches of a model on a shared CPU core
         # take longer than the window: the CPU's speed, not the pool's, would be measured)
         "protocol": {
+            "preset": "smoke",
             "repeats": 2,
             "min_repeat_s": min_repeat_s,
-            "min_repeat_batches": 2,
-            "warmup_min_s": 0.5,
             **fixed_windows,
         },
         "profile": {"idle_pre_s": 0.5, "split": split},

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from joulebench.measure.protocol import PRESETS
+
 REPO = Path(__file__).resolve().parents[1]
 
 # Tests write under tmp_path only. onnxruntime (>= 1.29 on Linux) would keep a telemetry device
@@ -17,18 +19,11 @@ REPO = Path(__file__).resolve().parents[1]
 # or the working directory; this turns that off, here and in the subprocesses tests start.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-# Tiny protocol settings for tests that run the workflow or a profile: seconds per model.
-FAST_PROTOCOL = {
-    "warmup_min_iters": 2,
-    "warmup_min_s": 0.05,
-    "warmup_chunk_s": 0.05,
-    "steady_tolerance": 0.5,
-    "repeats": 2,
-    "ci_target": None,  # exactly `repeats` windows
-    "min_repeat_s": 0.1,
-    "min_repeat_batches": 2,
-    "pause_s": [0.0, 0.01],
-}
+# The smoke preset (seconds per model): SMOKE for a study the workflow runs (a config names
+# the preset; its settings are no config keys), FAST_PROTOCOL its settings for tests that build
+# ProtocolSettings or a job's spec directly.
+SMOKE = {"preset": "smoke"}
+FAST_PROTOCOL = dict(PRESETS["smoke"])
 
 
 def cpu_study(models: list[str]) -> dict:
@@ -39,7 +34,7 @@ def cpu_study(models: list[str]) -> dict:
         "devices": {"cpu": "cpu"},
         "methods": {"fp32": {"precision": "fp32"}},
         "batch_sizes": [1],
-        "protocol": FAST_PROTOCOL,
+        "protocol": SMOKE,
         "profile": {"idle_pre_s": 0.1, "quiet_wait_s": 0},
         "idle": {"duration_s": 0.5},
     }

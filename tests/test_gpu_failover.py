@@ -9,7 +9,7 @@ import time
 
 import pandas as pd
 import pytest
-from conftest import FAST_PROTOCOL, REPO, snakemake
+from conftest import FAST_PROTOCOL, REPO, SMOKE, snakemake
 
 from joulebench.measure.backends.sim import wall_sim_gpu
 from joulebench.measure.bad_gpus import bad_gpus, mark_bad
@@ -198,7 +198,7 @@ def test_a_study_on_a_pool_whose_gpu_fails_finishes_on_the_other(tmp_path):
         "devices": SIM_POOL,
         "methods": {"fp32": {"precision": "fp32"}},
         "batch_sizes": [1, 2],
-        "protocol": FAST_PROTOCOL,
+        "protocol": SMOKE,
         "profile": {"idle_pre_s": 0.05, "quiet_wait_s": 0, "split": "model"},
         "idle": {"duration_s": 0.3},
     }

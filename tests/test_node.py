@@ -9,7 +9,7 @@ import os
 
 import pandas as pd
 import pytest
-from conftest import FAST_PROTOCOL
+from conftest import FAST_PROTOCOL, SMOKE
 from helpers.fake_gpus import A100, H200, fake_torch
 from helpers.fake_nvml import ManualClock
 from helpers.fake_powercap import FakePowercap
@@ -250,7 +250,7 @@ SIM_STUDY = {
     "devices": {"g0": "sim:h100", "g1": "sim:h100"},
     "methods": {"fp32": {"precision": "fp32"}},
     "batch_sizes": [1],
-    "protocol": {**FAST_PROTOCOL, "min_repeat_s": 1.0},
+    "protocol": {**SMOKE, "min_repeat_s": 1.0},
     "profile": {"idle_pre_s": 0.1, "quiet_wait_s": 0},
     "idle": {"duration_s": 0.5},
 }

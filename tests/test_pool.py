@@ -12,7 +12,7 @@ import re
 
 import pandas as pd
 import pytest
-from conftest import FAST_PROTOCOL, snakemake
+from conftest import SMOKE, snakemake
 from helpers.fake_gpus import A100, H200, fake_torch
 from helpers.fake_nvml import FakeNvml
 
@@ -151,7 +151,7 @@ POOL_STUDY = {
     "devices": SIM_POOL,
     "methods": {"fp32": {"precision": "fp32"}},
     "batch_sizes": [1],
-    "protocol": {**FAST_PROTOCOL, "min_repeat_s": 1.0},
+    "protocol": {**SMOKE, "min_repeat_s": 1.0},
     "profile": {"idle_pre_s": 0.1, "quiet_wait_s": 0},
     "idle": {"duration_s": 0.5},
 }

@@ -24,12 +24,6 @@ from joulebench.study import ConfigError
 @pytest.mark.parametrize(
     ("section", "value", "line"),
     [
-        ("protocol", {"pause_s": [1, 0]}, "config: protocol: pause_s must be (min, max)"),
-        (
-            "protocol",
-            {"warmup_min_s": 5, "warmup_max_s": 1},
-            "config: protocol: warmup_max_s must be >= warmup_min_s, got 1 < 5",
-        ),
         (
             "protocol",
             {"repeats": 30},
@@ -80,12 +74,15 @@ def test_node_energy_scope_needs_total_energy_before_any_job():
 def test_each_problem_is_its_own_line_with_the_file_that_set_it(tmp_path):
     """A study is read whole (plan, devices and the workflow alike): every problem at once."""
     study = tmp_path / "study.yaml"
-    study.write_text("protocol: {pause_s: [1, 0], warmup_min_s: 5, warmup_max_s: 1}\n")
+    study.write_text(
+        "protocol: {repeats: 30}\nscore: {grade_thresholds: [0.1, 0.2, 0.3, 0.45, 0.6, 0.8]}\n"
+    )
     with pytest.raises(ConfigError) as err:
         load_study(study, REPO)
     lines = str(err.value).splitlines()
     assert len(lines) == 2
-    assert all(line.startswith(f"config: protocol (set in {study}): ") for line in lines)
+    assert lines[0].startswith(f"config: protocol (set in {study}): repeats must be <=")
+    assert lines[1].startswith(f"config: score.grade_thresholds (set in {study}): ")
 
 
 def test_the_stages_own_validator_decides():
@@ -93,9 +90,9 @@ def test_the_stages_own_validator_decides():
     from joulebench.measure.protocol import ProtocolSettings
 
     with pytest.raises(ValueError) as stage:
-        ProtocolSettings(pause_s=(1.0, 0.0))
+        ProtocolSettings(repeats=30)
     config = load_study(None, REPO)
-    config["protocol"] = {**config["protocol"], "pause_s": [1, 0]}
+    config["protocol"] = {**config["protocol"], "repeats": 30}
     with pytest.raises(ConfigError) as study:
         check_settings(config)
     assert stage.value.problems[0] in str(study.value)

@@ -209,7 +209,9 @@ def test_presets_resolve_to_concrete_settings():
     assert default.ci_target is not None and default.min_repeats >= 3  # adaptive
     fast = ProtocolSettings.from_dict({"preset": "fast"})
     assert fast.min_repeat_s < default.min_repeat_s < strict.min_repeat_s
-    assert sorted(PRESETS) == ["default", "fast", "strict"]
+    smoke = ProtocolSettings.from_dict({"preset": "smoke"})  # whether a study runs: seconds
+    assert smoke.repeats == 2 and smoke.ci_target is None and smoke.min_repeat_s < 1
+    assert sorted(PRESETS) == ["default", "fast", "smoke", "strict"]
 
 
 def test_explicit_settings_override_the_presets_values():
@@ -220,7 +222,7 @@ def test_explicit_settings_override_the_presets_values():
 
 
 def test_an_unknown_preset_is_an_error_listing_the_choices():
-    with pytest.raises(ValueError, match=r"'quick'.*\['default', 'fast', 'strict'\]"):
+    with pytest.raises(ValueError, match=r"'quick'.*\['default', 'fast', 'smoke', 'strict'\]"):
         ProtocolSettings.from_dict({"preset": "quick"})
 
 

@@ -35,6 +35,21 @@ def test_unknown_key_names_the_key_where_it_is_its_file_and_the_closest_key():
     assert len(message) < 500  # not the schema
 
 
+def test_a_key_that_moved_says_where_its_setting_went():
+    """Protocol settings a preset decides, and the fits' own rules of which rows count, were
+    config keys: a study that still sets one is told where the setting is now."""
+    given = {"protocol": {"phase_shifts": 0, "repeats": 3}, "fits": {"invalid_flags": []}}
+    lines = errors({"models": ["x"], **given}, [("old.yaml", given)]).splitlines()
+    assert lines == [
+        "config: fits.invalid_flags (set in old.yaml) is score.invalid_flags now: one section "
+        "(score:) says which rows count, for the score, the fits and the decisions alike",
+        "config: protocol.phase_shifts (set in old.yaml) is a protocol preset's setting now, "
+        "not a config key: pick the preset that fits (protocol.preset: default, strict, fast or "
+        "smoke; docs/protocol.md#presets), or set it from Python "
+        "(joulebench.measure.protocol.ProtocolSettings)",
+    ]
+
+
 def test_each_problem_is_one_short_line():
     config = {"modles": ["x"], "batch_sizes": [0], "devices": {"gpu": "tpu"}}
     lines = errors(config).splitlines()

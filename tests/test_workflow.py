@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import timm
-from conftest import FAST_PROTOCOL, REPO, snakemake
+from conftest import REPO, SMOKE, snakemake
 
 from joulebench.report.figure_manifest import read_manifest
 from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
@@ -26,7 +26,7 @@ TINY_STUDY = {
         "bf16": {"precision": "bf16", "allow_emulated": True},
     },
     "batch_sizes": [1, 2],
-    "protocol": FAST_PROTOCOL,
+    "protocol": SMOKE,
     "profile": {"idle_pre_s": 0.1, "quiet_wait_s": 0},
     "idle": {"duration_s": 0.5},
 }

@@ -205,7 +205,8 @@ FLAGS: dict[str, Flag] = {
     )
 }
 
-# The default of score.invalid_flags (and fits.invalid_flags): the schema's too.
+# The default of score.invalid_flags (which rows count, for the score, fits and decisions
+# alike): the schema's too.
 INVALIDATING: tuple[str, ...] = tuple(f.name for f in FLAGS.values() if f.invalidates)
 # Earlier spellings -> today's names.
 OLD_NAMES: dict[str, str] = {old: f.name for f in FLAGS.values() for old in f.old_names}

@@ -86,7 +86,6 @@ def _stage_checks() -> list[tuple[str, Callable[[Mapping], object]]]:
             lambda c: parse_grade_thresholds(_at(c, "score.grade_thresholds")),
         ),
         ("score.max_energy_cv", lambda c: check_max_cv(_at(c, "score.max_energy_cv"))),
-        ("fits.max_energy_cv", lambda c: check_max_cv(_at(c, "fits.max_energy_cv"))),
         (
             "decisions",
             lambda c: parse_constraints(

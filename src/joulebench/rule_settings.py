@@ -28,7 +28,8 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "webapp": ("joulebench.report.webapp:run_webapp", ()),
 }
 
-# The score's rules of which rows count, shared by the decisions (best configurations).
+# Which rows count: the score section's, read by the score, the fits and the decisions
+# (best configurations) alike, so editing one never leaves another behind.
 SCORE_RULES = ("energy", "invalid_flags", "max_energy_cv")
 
 
@@ -60,20 +61,28 @@ def _score(config: Mapping) -> dict:
     return {**config["score"], "energy_scope": config["energy_scope"], "carbon": config["carbon"]}
 
 
+def rows_that_count(config: Mapping) -> dict:
+    """The score section's rules of which rows count (SCORE_RULES)."""
+    return {key: config["score"][key] for key in SCORE_RULES}
+
+
 def _fits(config: Mapping) -> dict:
     """The baseline of method savings defaults to the study's first method, with from_summary
     too (prerun.study_baseline): a replot in a run's folder draws the run's savings, and
-    hands the same settings, so Snakemake reruns nothing."""
+    hands the same settings, so Snakemake reruns nothing. Which rows count: the score's."""
     from joulebench.prerun import study_baseline
 
-    return {**config["fits"], "baseline_method": study_baseline(config)}
+    return {**config["fits"], **rows_that_count(config), "baseline_method": study_baseline(config)}
 
 
 def _best_configs(config: Mapping) -> dict:
     """The constraints (decisions:) with the score's rules of which rows count, and its
     headline energy."""
-    rules = {key: config["score"][key] for key in SCORE_RULES}
-    return {**config["decisions"], **rules, "energy_scope": config["energy_scope"]}
+    return {
+        **config["decisions"],
+        **rows_that_count(config),
+        "energy_scope": config["energy_scope"],
+    }
 
 
 def _figures(config: Mapping) -> dict:

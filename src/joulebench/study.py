@@ -33,6 +33,43 @@ IDLE_DURATION_S = 10.0  # idle.duration_s
 IDLE_PRE_S = 2.0  # profile.idle_pre_s
 MODELS_PER_JOB = 100  # catalog.models_per_job
 MAX_MESSAGE_CHARS = 300
+# Config keys that were and are no more, each with where its setting went: a study that still
+# sets one is told so (check_config), not sent to the closest valid key. A history, so a list.
+_PRESETS_NOW = (
+    "a protocol preset's setting now, not a config key: pick the preset that fits "
+    "(protocol.preset: default, strict, fast or smoke; docs/protocol.md#presets), or set it "
+    "from Python (joulebench.measure.protocol.ProtocolSettings)"
+)
+_ROWS_NOW = (
+    "score.{key} now: one section (score:) says which rows count, for the score, the fits "
+    "and the decisions alike"
+)
+MOVED_KEYS: dict[str, str] = {
+    **{
+        f"protocol.{key}": _PRESETS_NOW
+        for key in (
+            "warmup_min_iters",
+            "warmup_min_s",
+            "warmup_max_s",
+            "warmup_chunk_s",
+            "steady_tolerance",
+            "min_repeat_batches",
+            "pause_s",
+            "phase_shifts",
+            "lead_in",
+            "count_edges",
+            "min_batches_max_s",
+            "min_window_refreshes",
+            "spread_repeats",
+            "sweep_periods",
+            "spread_sweep_periods",
+        )
+    },  # fmt: skip
+    **{
+        f"fits.{key}": _ROWS_NOW.format(key=key)
+        for key in ("energy", "invalid_flags", "max_energy_cv")
+    },
+}
 # A config file is read bounded (`read_yaml`): no YAML aliases (an alias bomb of 9 levels of 9
 # is 9**9 nodes once expanded), at most this many levels of nesting (5,000 levels overflow
 # Python's stack), and no key given twice in one mapping (YAML would keep the last silently).
@@ -178,20 +215,7 @@ def _messages(error, sources) -> list[str]:
     """Short messages for one jsonschema error."""
     path = list(error.absolute_path)
     if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
-        allowed = list(error.schema.get("properties", {}))
-        out = []
-        for key in error.instance:
-            if key in allowed:
-                continue
-            close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.5)
-            hint = f"; closest valid key: '{close[0]}'" if close else ""
-            origin = source_of([*path, key], sources)
-            origin = f" (set in {origin})" if origin else ""
-            out.append(
-                f"config: unknown key '{key}' at {_where(path)}{origin}{hint}. "
-                f"Valid keys there: {', '.join(allowed)}. ('{key}' was unexpected)"
-            )
-        return out
+        return _unknown_keys(error, path, sources)
     origin = source_of(path, sources)
     hint = _config_option_hint(error, origin)
     origin = f" (set in {origin})" if origin else ""
@@ -208,6 +232,29 @@ def _messages(error, sources) -> list[str]:
     if len(message) > MAX_MESSAGE_CHARS:
         message = message[:MAX_MESSAGE_CHARS] + "..."
     return [f"config: {_where(path)}{origin}: {message}{hint}"]
+
+
+def _unknown_keys(error, path: list, sources) -> list[str]:
+    """One line per key the schema does not know at `path`: where its setting went
+    (MOVED_KEYS), else the closest valid key and every valid one."""
+    allowed = list(error.schema.get("properties", {}))
+    out = []
+    for key in error.instance:
+        if key in allowed:
+            continue
+        origin = source_of([*path, key], sources)
+        origin = f" (set in {origin})" if origin else ""
+        moved = MOVED_KEYS.get(_where([*path, key]))
+        if moved:
+            out.append(f"config: {_where([*path, key])}{origin} is {moved}")
+            continue
+        close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.5)
+        hint = f"; closest valid key: '{close[0]}'" if close else ""
+        out.append(
+            f"config: unknown key '{key}' at {_where(path)}{origin}{hint}. "
+            f"Valid keys there: {', '.join(allowed)}. ('{key}' was unexpected)"
+        )
+    return out
 
 
 def _config_option_hint(error, origin: str) -> str:

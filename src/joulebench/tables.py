@@ -940,7 +940,7 @@ FACTOR_FITS = Table(
                 models in the fit
             n_host_bound          Int64    count  {_FACTOR}
                 of them, rows flagged host-bound (the GPU waited on the host: their energy
-                follows launches more than size); fits.invalid_flags: [host-bound] leaves them
+                follows launches more than size); score.invalid_flags: [host-bound] leaves them
                 out
             slope                 float64  ratio  analysis.fits.linear_fit
                 d log10(E) / d log10(factor)

@@ -216,7 +216,8 @@ def get_score_settings():
 
 
 def get_fits_settings():
-    """The fits section; the baseline of method savings defaults to the first method."""
+    """The fits section with the score's rules of which rows count; the baseline of method
+    savings defaults to the first method."""
     return settings_json("fits", config)
 
 

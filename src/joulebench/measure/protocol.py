@@ -31,7 +31,10 @@ The protocol then
 6. reports per-repeat rows, a summary (mean, std, CV, Student-t 95% CI) and the power trace.
 
 Its settings come in named presets (PRESETS: `default` adaptive, `strict` the fixed windows of
-published numbers, `fast` for first looks), any setting over them (ProtocolSettings.from_dict).
+published numbers, `fast` for first looks, `smoke` whether a study runs), any setting over them
+(ProtocolSettings.from_dict). A study's config picks the preset and turns the few settings a
+user turns (the schema's protocol section: repeats, min_repeat_s, ci_target, max_repeats,
+per_step_timing); the rest are the presets' business, set here and from Python.
 """
 
 from __future__ import annotations
@@ -93,8 +96,8 @@ class SettingsError(ValueError):
 
 @dataclass
 class ProtocolSettings:
-    """How long to warm up and how to repeat windows. Defaults equal the schema's protocol
-    section (docs/protocol.md; tests/test_config.py checks it)."""
+    """How long to warm up and how to repeat windows. These defaults are the `default`
+    preset's, decided here only: the schema's protocol section gives none (docs/protocol.md)."""
 
     warmup_min_iters: int = 10
     warmup_min_s: float = 2.0
@@ -231,6 +234,19 @@ PRESETS: dict[str, dict] = {
         "max_repeats": 6,
         "min_window_refreshes": 10,
         "pause_s": (0.1, 0.5),
+    },
+    # seconds per configuration: whether a study runs end to end (its DAG, its jobs, the
+    # tests' and a CI's runs), its numbers not for citing; two short windows, no CI target
+    "smoke": {
+        "warmup_min_iters": 2,
+        "warmup_min_s": 0.05,
+        "warmup_chunk_s": 0.05,
+        "steady_tolerance": 0.5,
+        "repeats": 2,
+        "ci_target": None,
+        "min_repeat_s": 0.1,
+        "min_repeat_batches": 2,
+        "pause_s": (0.0, 0.01),
     },
 }
 
