@@ -53,9 +53,20 @@ def _choices(command: str, option: str) -> list:
     return list(next(a for a in sub._actions if option in a.option_strings).choices)
 
 
-@pytest.mark.parametrize("command", ["profile", "idle", "check"])
+@pytest.mark.parametrize("command", ["profile", "check"])
 def test_every_meter_option_offers_the_registrys_meters(command):
     assert _choices(command, "--meter") == list(meter_names())
+
+
+def test_a_meter_in_settings_is_one_of_the_registrys():
+    """The idle rule hands its meter in --settings: checked by the same registry."""
+    from joulebench.cli.common import setting_checks
+
+    check = setting_checks()["meter"]
+    for name in (*meter_names(), None):
+        check(name)
+    with pytest.raises(ValueError, match="must be one of rapl, estimate, nvml, amdsmi or null"):
+        check("joules")
 
 
 def test_the_profile_command_offers_the_codes_values():

@@ -23,7 +23,7 @@ def test_a_catalog_part_keeps_every_model_whatever_one_does(tmp_path):
         f"tiny={TINY}:build",
     ]
     done = subprocess.run(
-        [sys.executable, "-m", "joulebench", "catalog", "--timeout-s=5",
+        [sys.executable, "-m", "joulebench", "catalog", '--settings={"timeout_s": 5}',
          f"--output={output}", "--", *entries],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip

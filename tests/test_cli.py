@@ -55,7 +55,6 @@ def test_every_command_keeps_its_options():
         (["profile", "m", "--repeats", "0"], "argument --repeats: must be >= 1, got 0"),
         (["profile", "m", "--batch-size", "2.5"], "argument --batch-size: must be a whole number"),
         (["profile", "m", "--tdp-w", "0"], "argument --tdp-w: must be > 0, got 0"),
-        (["idle", "--device-label", "c", "--output", "o", "--duration-s", "inf"], "finite"),
         (["recommend", "--min-top1", "150"], "argument --min-top1: must be <= 100, got 150"),
         (["check", "--idle-s", "-5"], "argument --idle-s: must be > 0, got -5"),
         (["plan", "--gpus", "0"], "argument --gpus: must be >= 1, got 0"),
@@ -156,6 +155,30 @@ def test_a_setting_its_stage_refuses_is_one_line_with_rc_2(
     err = capsys.readouterr().err
     assert err.startswith(f"joulebench: error: {message}") and err.count("\n") == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["idle", "--device-label=c", "--output=o", '--settings={"duration_s": 1e999}'], "finite"),
+        (["idle", "--device-label=c", "--output=o", '--settings={"duration_s": "10"}'], "number"),
+        (["idle", "--device-label=c", "--output=o", '--settings={"tdp_w": 0}'], "must be > 0"),
+        (["catalog", "m", "--output=o", '--settings={"timeout_s": -1}'], "must be > 0, got -1"),
+        (
+            ["accuracy", "m", "--shard-dir=d", "--output=o", '--settings={"batch_size": 2.5}'],
+            "whole",
+        ),
+        (["accuracy", "m", "--shard-dir=d", "--output=o", '--settings={"device": "tpu"}'], "tpu"),
+        (["prepare", "--source={}", "--input-config={}", '--settings={"workers": 0}'], ">= 1"),
+        (["idle", "--device-label=c", "--output=o", '--settings={"seconds": 1}'], "unknown"),
+    ],
+)
+def test_a_rules_settings_are_checked_as_its_options_were(argv, message, capsys):
+    """Idle, catalog and accuracy rules hand their numbers in --settings: range-checked as an
+    option's, one line, before the stage runs."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("joulebench: error: ") and message in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,14 @@ import json
 from collections.abc import Callable, Mapping
 
 # command -> ("module:function" its --settings are the keyword arguments of, the keywords the
-# command's own options fill). run_score and run_reference pass theirs on to these functions.
+# command itself fills: from the job, not the config, as Snakemake's {threads} and a log).
+# run_score, run_reference and run_accuracy pass theirs on to these functions. Every rule that
+# hands its command a config setting hands it here; the profile job alone takes a --spec.
 COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "catalog": ("joulebench.measure.catalog_job:supervised_catalog", ("threads", "log")),
+    "idle": ("joulebench.measure.idle:run_idle", ()),
+    "prepare": ("joulebench.accuracy.shards:prepare", ("progress", "shard_size")),
+    "accuracy": ("joulebench.accuracy.measured:measure_models", ("allow_download", "log")),
     "reference": ("joulebench.accuracy.reference:load_tables", ()),
     "score": ("joulebench.analysis.score:score_summary", ()),
     "fits": ("joulebench.analysis.fits:run_fits", ()),
@@ -50,6 +56,33 @@ def keywords(command: str) -> list[str]:
 def build(command: str, config: Mapping) -> dict:
     """The settings a rule hands `command`, from the config (with the schema's defaults)."""
     return _BUILDERS[command](config)
+
+
+def _catalog(config: Mapping) -> dict:
+    """How long a model's build or count may make no progress (models_per_job sizes the parts:
+    the workflow's business, not the command's)."""
+    return {"timeout_s": config["catalog"]["timeout_s"]}
+
+
+def _idle(config: Mapping) -> dict:
+    """The baseline's length, on the meter the profile reads (profile.meter and the estimate's
+    tdp_w): dynamic energy subtracts an idle read like the windows were."""
+    profile = config["profile"]
+    return {
+        "duration_s": config["idle"]["duration_s"],
+        "meter": profile["meter"],
+        "tdp_w": profile["estimate"]["tdp_w"],
+    }
+
+
+def _prepare(config: Mapping) -> dict:
+    """The processes that decode a dataset (the rest of the section is its --source)."""
+    return {"workers": config["dataset"]["workers"]}
+
+
+def _accuracy(config: Mapping) -> dict:
+    """The accuracy section: local weights, batch size and device of measured accuracy."""
+    return dict(config["accuracy"])
 
 
 def _reference(config: Mapping) -> dict:
@@ -103,6 +136,10 @@ def _webapp(config: Mapping) -> dict:
 
 
 _BUILDERS: dict[str, Callable[[Mapping], dict]] = {
+    "catalog": _catalog,
+    "idle": _idle,
+    "prepare": _prepare,
+    "accuracy": _accuracy,
     "reference": _reference,
     "score": _score,
     "fits": _fits,

@@ -29,14 +29,14 @@ rule prepare:
         ENV
     threads: config["dataset"]["workers"]
     params:
+        settings=get_prepare_settings(),
         source=get_prepare_source(),
         input_config=get_shard_input_config,
-        workers=config["dataset"]["workers"],
         out_root=get_prepared_root,
     shell:
         "joulebench prepare --source={params.source:q} "
         "--input-config={params.input_config:q} --out-root={params.out_root:q} "
-        "--workers={params.workers:q} > {log:q} 2>&1"
+        "--settings={params.settings:q} > {log:q} 2>&1"
 
 
 rule measured_accuracy:
@@ -51,15 +51,12 @@ rule measured_accuracy:
     resources:
         **MEASURING,
     params:
+        settings=get_measured_accuracy_settings(),
         models=get_shard_models,
         shard_dir=get_shard_dir,
-        checkpoints=get_checkpoints_option,
-        batch_size=config["accuracy"]["batch_size"],
-        device=config["accuracy"]["device"],
     shell:
-        "joulebench accuracy --shard-dir={params.shard_dir:q} {params.checkpoints} "
-        "--batch-size={params.batch_size:q} --device={params.device:q} "
-        "--output={output:q} -- {params.models} > {log:q} 2>&1"
+        "joulebench accuracy --shard-dir={params.shard_dir:q} "
+        "--settings={params.settings:q} --output={output:q} -- {params.models} > {log:q} 2>&1"
 
 
 rule accuracy:

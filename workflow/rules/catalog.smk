@@ -12,12 +12,11 @@ rule catalog_part:
     resources:
         mem_mb=8000,
     params:
+        settings=get_catalog_part_settings(),
         models=get_catalog_part_models,
-        timeout=get_catalog_timeout_option,
     shell:
-        "joulebench catalog --threads={threads} {params.timeout} --output={output:q} "
-        "-- {params.models} "
-        "> {log:q} 2>&1"
+        "joulebench catalog --threads={threads} --settings={params.settings:q} "
+        "--output={output:q} -- {params.models} > {log:q} 2>&1"
 
 
 rule catalog:

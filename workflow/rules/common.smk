@@ -204,7 +204,28 @@ def get_final_outputs():
 
 
 # Each rule's `--settings`: exactly the keyword arguments of the function its command calls
-# (joulebench.rule_settings builds them; tests/test_config.py checks every rule's keys).
+# (joulebench.rule_settings builds them; tests/test_config.py checks every rule's keys). Every
+# rule hands its command the config's settings this way; the profile job alone takes a --spec.
+def get_catalog_part_settings():
+    """How long a model's build or count may make no progress (catalog.timeout_s)."""
+    return settings_json("catalog", config)
+
+
+def get_idle_settings():
+    """The baseline's length, on the profile's meter (profile.meter, estimate.tdp_w)."""
+    return settings_json("idle", config)
+
+
+def get_prepare_settings():
+    """The processes that decode a dataset (dataset.workers)."""
+    return settings_json("prepare", config)
+
+
+def get_measured_accuracy_settings():
+    """The accuracy section: local weights, batch size and device."""
+    return settings_json("accuracy", config)
+
+
 def get_reference_accuracy_settings():
     """The reference section: where timm's published accuracy comes from."""
     return settings_json("reference", config)
@@ -278,12 +299,6 @@ def get_catalog_part_models(wildcards):
     return " ".join(shlex.quote(e) for e in entries)
 
 
-def get_catalog_timeout_option(wildcards):
-    """--timeout-s for a catalog part's models (catalog.timeout_s), or nothing: 300 s."""
-    timeout_s = config["catalog"]["timeout_s"]
-    return f"--timeout-s={timeout_s}" if timeout_s else ""
-
-
 def get_catalog_parts(wildcards):
     return expand("results/catalog/part-{part}.parquet", part=PART_IDS)
 
@@ -306,14 +321,6 @@ def get_pin_option(wildcards):
         return shell_option("pool", json.dumps({"gpus": LEASES[wildcards.device]}))
     uuid = PINNED.get(wildcards.device)
     return shell_option("gpu-uuid", uuid) if uuid else ""
-
-
-def get_meter_options(wildcards):
-    meter = config["profile"]["meter"]
-    tdp_w = config["profile"]["estimate"]["tdp_w"]
-    options = [shell_option("meter", meter)] if meter else []
-    options += [shell_option("tdp-w", tdp_w)] if tdp_w else []
-    return " ".join(options)
 
 
 def get_job_model(wildcards):
@@ -411,7 +418,7 @@ def get_shard_models(wildcards):
 
 
 def get_prepare_source():
-    """The dataset section as the source to prepare (its workers are --workers)."""
+    """The dataset section as the source to prepare (its workers are --settings)."""
     source = {k: v for k, v in config["dataset"].items() if k != "workers"}
     return json.dumps(source, sort_keys=True)
 
@@ -423,11 +430,6 @@ def get_prepared_root(wildcards, output):
 
 def get_shard_dir(wildcards, input):
     return os.path.dirname(input[0])
-
-
-def get_checkpoints_option(wildcards):
-    folder = config["accuracy"]["checkpoints"]
-    return shell_option("checkpoints", folder) if folder else ""
 
 
 def get_measured_accuracy(wildcards):

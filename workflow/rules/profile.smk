@@ -16,13 +16,12 @@ rule idle:
     resources:
         **MEASURING,
     params:
+        settings=get_idle_settings(),
         torch_device=get_torch_device,
-        options=get_meter_options,
         pin=get_pin_option,
-        duration_s=config["idle"]["duration_s"],
     shell:
         "joulebench idle --device-label={wildcards.device:q} "
-        "--device={params.torch_device:q} --duration-s={params.duration_s:q} {params.options} "
+        "--device={params.torch_device:q} --settings={params.settings:q} "
         "{params.pin} --output={output:q} > {log:q} 2>&1"
 
 

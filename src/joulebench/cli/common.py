@@ -95,16 +95,61 @@ def command_settings(command: str, text: str) -> dict:
 
 
 def setting_checks() -> dict[str, Callable]:
-    """setting -> the validator its stage applies (as prerun applies it to the config)."""
+    """setting -> the validator its stage applies (as prerun applies it to the config); a
+    number's range as its option's would be (`number`), a meter or device by the registry."""
     from joulebench.analysis.carbon import check_carbon
     from joulebench.analysis.score import check_max_cv, check_scope, parse_grade_thresholds
+    from joulebench.tables import MAX_BATCH_SIZE
 
     return {
         "grade_thresholds": parse_grade_thresholds,
         "max_energy_cv": check_max_cv,
         "energy_scope": check_scope,
         "carbon": check_carbon,
+        "duration_s": value_check(above=0),
+        "timeout_s": value_check(above=0, optional=True),
+        "tdp_w": value_check(above=0, optional=True),
+        "workers": value_check(int, minimum=1),
+        "batch_size": value_check(int, minimum=1, maximum=MAX_BATCH_SIZE),
+        "meter": _check_meter,
+        "device": _check_torch_device,
     }
+
+
+def value_check(kind: type = float, *, optional: bool = False, **bounds) -> Callable:
+    """A `--settings` number's check: a JSON number of `kind` in the range `number` would give
+    its option (None too where `optional`), never a string or a bool read as one."""
+    parse = number(kind, **bounds)
+
+    def check(value) -> None:
+        if value is None and optional:
+            return
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"must be a number, got {value!r}")
+        try:
+            parse(repr(value))
+        except argparse.ArgumentTypeError as err:
+            raise ValueError(str(err)) from None
+
+    return check
+
+
+def _check_meter(value) -> None:
+    """A meter of the registry, or None (the best readable)."""
+    from joulebench.measure.backends import meter_names
+
+    if value is not None and value not in meter_names():
+        raise ValueError(f"must be one of {', '.join(meter_names())} or null, got {value!r}")
+
+
+def _check_torch_device(value) -> None:
+    """A torch device this machine's registry serves (no simulated GPU: a real model runs)."""
+    import re
+
+    from joulebench.measure.backends import device_pattern, spellings
+
+    if not isinstance(value, str) or not re.fullmatch(device_pattern(simulated=False), value):
+        raise ValueError(f"must be {spellings(simulated=False)}, got {value!r}")
 
 
 def default(func, name: str):

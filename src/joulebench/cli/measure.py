@@ -32,10 +32,9 @@ def _cmd_catalog(args) -> int:
     from joulebench.measure.job_runner import Orphaned
 
     models = catalog_entries(args.models, args.models_file)
+    settings = command_settings("catalog", args.settings)
     try:
-        df = supervised_catalog(
-            models, args.output, threads=args.threads, timeout_s=args.timeout_s, log=say
-        )
+        df = supervised_catalog(models, args.output, threads=args.threads, log=say, **settings)
     except Orphaned as err:
         say(f"joulebench: {err}", file=sys.stderr)
         return 1
@@ -49,11 +48,10 @@ def add_catalog(sub) -> None:
     p.add_argument("--models-file", help="a file with one exact timm name per line")
     p.add_argument("--output", "-o", required=True, help="parquet to write")
     p.add_argument("--threads", type=COUNT, default=1, help="torch CPU threads (default 1)")
-    p.add_argument(
-        "--timeout-s",
-        type=POSITIVE,
-        help="stop a model whose build or count makes no progress for this long (a failed "
-        "row; default 300 s)",
+    add_settings(
+        p,
+        "timeout_s (the config's catalog.timeout_s): stop a model whose build or count makes "
+        "no progress for this long (a failed row; null: 300 s)",
     )
     p.set_defaults(func=_cmd_catalog)
 
@@ -258,28 +256,23 @@ def _cmd_idle(args) -> int:
     """The idle power baseline of a device."""
     from joulebench.measure.idle import idle_line, run_idle
 
+    settings = command_settings("idle", args.settings)
     lease, spec = pinned(args, {"torch_device": args.device}, f"{args.device_label} idle")
     with lease:
-        row = run_idle(
-            args.device_label,
-            spec["torch_device"],
-            args.output,
-            duration_s=args.duration_s,
-            meter=args.meter,
-            tdp_w=args.tdp_w,
-        )
+        row = run_idle(args.device_label, spec["torch_device"], args.output, **settings)
     say(idle_line(row))
     return 0
 
 
 def add_idle(sub) -> None:
-    from joulebench.study import IDLE_DURATION_S
-
     p = sub.add_parser("idle", help="measure the idle power baseline of a device")
     p.add_argument("--device-label", required=True)
     add_device(p, default_in_help=False)
-    p.add_argument("--duration-s", type=POSITIVE, default=IDLE_DURATION_S)
-    add_meter(p)
+    add_settings(
+        p,
+        "duration_s, meter, tdp_w (the config's idle.duration_s, profile.meter and "
+        "profile.estimate.tdp_w: the profile's meter)",
+    )
     p.add_argument("--output", required=True)
     add_gpu_uuid(p)
     p.set_defaults(func=_cmd_idle)
@@ -344,12 +337,13 @@ def _cmd_prepare(args) -> int:
     """Preprocess a dataset once for one input configuration into cached shards."""
     from joulebench.accuracy.shards import prepare
 
+    settings = command_settings("prepare", args.settings)
     shard = prepare(
         json_object("--source", args.source),
         json_object("--input-config", args.input_config),
         args.out_root,
-        workers=args.workers,
         shard_size=args.shard_size,
+        **settings,
     )
     say(f"prepared -> {shard}", file=sys.stderr)
     return 0
@@ -362,7 +356,7 @@ def add_prepare(sub) -> None:
     p.add_argument("--source", required=True, help="JSON: the config's dataset section")
     p.add_argument("--input-config", required=True, help="JSON: a model's data config")
     p.add_argument("--out-root", default="data/prepared")
-    p.add_argument("--workers", type=COUNT, default=default(prepare, "workers"))
+    add_settings(p, "workers (the config's dataset.workers)")
     p.add_argument("--shard-size", type=COUNT, default=default(prepare, "shard_size"))
     p.set_defaults(func=_cmd_prepare)
 
@@ -371,29 +365,22 @@ def _cmd_accuracy(args) -> int:
     """Measured top-1/top-5 of models sharing one shard folder, where weights exist locally."""
     from joulebench.accuracy.measured import run_accuracy
 
+    settings = command_settings("accuracy", args.settings)
     run_accuracy(
-        args.models,
-        args.shard_dir,
-        args.output,
-        checkpoints=args.checkpoints,
-        batch_size=args.batch_size,
-        device=args.device,
-        allow_download=args.allow_download,
+        args.models, args.shard_dir, args.output, allow_download=args.allow_download, **settings
     )
     return 0
 
 
 def add_accuracy(sub) -> None:
-    from joulebench.accuracy.measured import measure_models
-
     p = sub.add_parser("accuracy", help="measured top-1/top-5 on prepared shards")
     p.add_argument("models", nargs="+")
     p.add_argument("--shard-dir", required=True)
-    p.add_argument("--checkpoints", help="a folder of <model>.safetensors / .pth files")
-    p.add_argument(
-        "--batch-size", type=batch_size_type(), default=default(measure_models, "batch_size")
+    add_settings(
+        p,
+        "checkpoints, batch_size, device (the config's accuracy section: a folder of "
+        "<model>.safetensors / .pth files, the batch, the torch device)",
     )
-    p.add_argument("--device", default=default(measure_models, "device"))
     p.add_argument("--allow-download", action="store_true")
     p.add_argument("--output", required=True)
     p.set_defaults(func=_cmd_accuracy)
