@@ -27,14 +27,9 @@ from joulebench.measure.first_check import SIMULATED_CHECK_S, check_s
 from joulebench.plan import format_plan, one_line, plan_study, slurm_settings
 from joulebench.prerun import load_study
 
-# the fixed protocol (the `strict` preset): the plan counts its 4 windows exactly
-DEFAULT_PROTOCOL = {
-    "preset": "strict",
-    "repeats": 4,
-    "min_repeat_s": 5.0,
-    "warmup_min_s": 2.0,
-    "pause_s": [0.2, 1.0],
-}
+# the fixed protocol (the `strict` preset: 4 windows of >= 5 s, warm-up >= 2 s, 0.2-1 s
+# pauses): the plan counts its windows exactly
+DEFAULT_PROTOCOL = {"preset": "strict"}
 
 
 def study(**overrides) -> dict:
