@@ -180,12 +180,17 @@ def test_package_defaults_match_the_config_schema():
     import yaml
     from conftest import REPO
 
-    from joulebench.analysis.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
+    from joulebench.analysis.score import (
+        DEFAULT_ENERGY,
+        DEFAULT_INVALID_FLAGS,
+        DEFAULT_MAX_ENERGY_CV,
+    )
 
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     props = schema["properties"]["score"]["properties"]  # which rows count: one section
     assert tuple(props["invalid_flags"]["default"]) == DEFAULT_INVALID_FLAGS
     assert props["max_energy_cv"]["default"] == DEFAULT_MAX_ENERGY_CV
+    assert props["energy"]["default"] == DEFAULT_ENERGY
     fits = schema["properties"]["fits"]["properties"]
     assert not {"energy", "invalid_flags", "max_energy_cv"} & set(fits)  # the score's, read
 

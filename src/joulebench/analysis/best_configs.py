@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from joulebench.analysis.score import (
+    DEFAULT_ENERGY,
     DEFAULT_INVALID_FLAGS,
     DEFAULT_MAX_ENERGY_CV,
     ENERGY_COLUMNS,
@@ -390,7 +391,7 @@ def run_best_configs(
     max_latency_ms: Sequence[float] = (10, 100),
     min_throughput_img_s: Sequence[float] = (),
     max_batch_size: Sequence[int] = (1,),
-    energy: str = "total",
+    energy: str = DEFAULT_ENERGY,
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
     energy_scope: str = "device",

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from joulebench.analysis.score import (
+    DEFAULT_ENERGY,
     DEFAULT_INVALID_FLAGS,
     DEFAULT_MAX_ENERGY_CV,
     ENERGY_COLUMNS,
@@ -669,7 +670,7 @@ def run_fits(
     outdir,
     *,
     baseline_method: str | None = None,
-    energy: str = "total",
+    energy: str = DEFAULT_ENERGY,
     min_models: int = 3,
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,

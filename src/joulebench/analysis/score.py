@@ -49,6 +49,9 @@ DEFAULT_GRADE_THRESHOLDS: dict[str, float] = {
     "F": 0.1,
 }
 DEFAULT_REFERENCE_MODEL = "resnet50.a1_in1k"
+# Which rows count, for the score, the fits and the best configurations alike (the config's
+# score section): the energy compared (total, or dynamic: above idle), the CV limit, the flags.
+DEFAULT_ENERGY = "total"
 # A row whose energy varies more than this between repeats (CV = std / mean) is flagged
 # `high-spread`: at CV 0.25 and the default 4 repeats the 95% CI is the mean +-40 %, wider
 # than two grade bands, so its grade would say nothing. See docs/scoring.md.
@@ -276,7 +279,7 @@ def score_summary(
     *,
     grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
     reference_model: str | None = DEFAULT_REFERENCE_MODEL,
-    energy: str = "total",
+    energy: str = DEFAULT_ENERGY,
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
     energy_scope: str = "device",
