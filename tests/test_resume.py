@@ -19,6 +19,8 @@ import pytest
 import yaml
 from conftest import REPO, cpu_study, path_without_venv, snakemake
 
+from joulebench.measure.protocol import ProtocolSettings
+
 pytestmark = pytest.mark.slow
 
 MODELS = [
@@ -111,7 +113,7 @@ def test_killed_study_resumes_to_whole_results(tmp_path):
         assert rows["method"].tolist() == ["fp32"], (model, rows["method"].tolist())
         assert rows["status"].eq("ok").all(), model
         repeats = tables[results / "profile" / "cpu" / "repeats" / f"{model}.parquet"]
-        assert len(repeats) == STUDY["protocol"]["repeats"], model
+        assert len(repeats) == ProtocolSettings.from_dict(STUDY["protocol"]).repeats, model
         # The trace is readable too; it may have no rows (a CPU estimate has no sampler).
         assert results / "profile" / "cpu" / "trace" / f"{model}.parquet" in tables
     catalog = tables[results / "catalog.parquet"]
