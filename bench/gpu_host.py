@@ -33,11 +33,10 @@ def one(job, method, batch: int) -> dict:
     from joulebench.measure.host_bound import HOST_BOUND_BELOW
     from joulebench.measure.profile import prepare
 
-    runner = prepare(job, "inference", method, batch)
-    step = job.backend.wrap_step(job.torch_device, job.device_label, runner.step)
-
-    def sync():
-        job.backend.sync(job.torch_device)
+    device = job.bind_device()
+    runner = prepare(job, device, "inference", method, batch)
+    step = device.wrap_step(runner.step)
+    sync = device.sync
 
     with torch.inference_mode():
         sync()
@@ -47,8 +46,8 @@ def one(job, method, batch: int) -> dict:
             n += 1
         sync()
         step_s = (time.perf_counter() - start) / n
-        busy = job.backend.busy_fraction(job.torch_device, step, sync, step_s)
-    job.backend.free_memory(job.torch_device)
+        busy = device.busy_fraction(step, sync, step_s)
+    device.free_memory()
     return {
         "model": job.model,
         "method": method.name,

@@ -192,9 +192,9 @@ def test_on_a_gpu_tf32_and_autotuning_are_in_force_in_the_forward(monkeypatch, d
     calls = []
     real = profile_module.prepare
 
-    def noting(job, phase, method, batch_size):
+    def noting(job, device, phase, method, batch_size):
         calls.append((method.name, len(SEEN)))
-        return real(job, phase, method, batch_size)
+        return real(job, device, phase, method, batch_size)
 
     monkeypatch.setattr(profile_module, "prepare", noting)
     rows = run_profile(_job(methods), log=lambda s: None).rows.set_index("method")

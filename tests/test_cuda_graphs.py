@@ -17,7 +17,7 @@ from torch import nn
 
 from joulebench.measure import cuda_graphs
 from joulebench.measure.arithmetic import IEEE, Arithmetic, applied
-from joulebench.measure.backends import backend_for
+from joulebench.measure.backends import backend_for, bound_device
 from joulebench.measure.backends.cuda import cuda_native
 from joulebench.measure.cuda_graphs import GraphStep, capture, graph_step
 from joulebench.measure.methods import PRESETS, Method, parse_methods
@@ -73,7 +73,9 @@ def _batch(n=2):
 
 def test_a_replay_runs_the_captured_forward_again_on_the_static_input():
     model, x = _Net().eval(), _batch()
-    step, fields = graph_step(model, x, Method("g", cuda_graphs=True), "cpu", cuda=fake)
+    step, fields = graph_step(
+        model, x, Method("g", cuda_graphs=True), bound_device("cpu"), cuda=fake
+    )
     assert isinstance(step, GraphStep) and step.static_input is x
     assert fields["runtime_provider"] == "cuda-graph"
     assert fields["runtime_check_rel_err"] == 0.0  # the same kernels on the same batch
@@ -91,7 +93,9 @@ def test_the_step_keeps_the_model_a_graph_only_reads_by_address():
     """A CUDA graph holds its weights' addresses, not the tensors: the step must keep the
     model alive once the caller lets go of it (as the profile job's `prepare` does)."""
     x = _batch()
-    step, _ = graph_step(_Net().eval(), x, Method("g", cuda_graphs=True), "cpu", cuda=fake)
+    step, _ = graph_step(
+        _Net().eval(), x, Method("g", cuda_graphs=True), bound_device("cpu"), cuda=fake
+    )
     gc.collect()
     step()
     with torch.inference_mode():
@@ -134,7 +138,9 @@ def test_with_autotuning_the_warm_up_on_a_side_stream_is_what_lets_capture_work(
 
 def test_a_forward_that_syncs_cannot_be_captured_and_is_skipped_saying_why():
     with pytest.raises(NotMeasured) as raised:
-        graph_step(_Syncs().eval(), _batch(), Method("g", cuda_graphs=True), "cpu", cuda=fake)
+        graph_step(
+            _Syncs().eval(), _batch(), Method("g", cuda_graphs=True), bound_device("cpu"), cuda=fake
+        )
     assert raised.value.status == "skipped"
     assert raised.value.reason.startswith(
         "CUDA graph capture failed: RuntimeError: CUDA error: operation not permitted when "
@@ -145,7 +151,7 @@ def test_a_forward_that_syncs_cannot_be_captured_and_is_skipped_saying_why():
 def test_a_graph_that_froze_python_state_is_a_mismatch():
     method = Method("g", cuda_graphs=True, tolerance=1e-3)
     with pytest.raises(NotMeasured) as raised:
-        graph_step(_Counts().eval(), _batch(), method, "cpu", cuda=fake)
+        graph_step(_Counts().eval(), _batch(), method, bound_device("cpu"), cuda=fake)
     assert raised.value.status == "mismatch"
     assert raised.value.reason.startswith("cuda-graph output differs from PyTorch's")
     assert raised.value.fields["runtime_check_rel_err"] > 1e-3

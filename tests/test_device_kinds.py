@@ -21,6 +21,7 @@ from joulebench.measure.backends import (
     DeviceIdentity,
     DeviceInfo,
     backend_for,
+    bound_device,
     device_pattern,
     kind_of,
     register,
@@ -85,6 +86,17 @@ def test_the_registry_serves_the_new_kind(npu):
     assert not npu.is_host and not npu.simulated
     with pytest.raises(DeviceError, match="use cpu, cuda, cuda:N, sim:<gpu>, npu or npu:N"):
         backend_for("npu:x")
+
+
+def test_a_device_is_bound_once_and_asked_without_its_string(npu):
+    device = bound_device("npu:1", "npu-a")
+    assert device.backend is npu and str(device) == "npu:1" and device.label == "npu-a"
+    assert device.name() == NAME and device.knob_control() is None and not device.is_host
+    assert device.compute == bound_device("cpu", "npu-a")  # its model runs on the CPU
+    cpu = bound_device("cpu")
+    assert cpu.compute is cpu and cpu.is_host and cpu.torch_type == "cpu"
+    with pytest.raises(DeviceError, match="'npu:x' is not a device joulebench measures"):
+        bound_device("npu:x")
 
 
 def test_without_it_the_kind_is_unknown():

@@ -16,7 +16,7 @@ from torch import nn
 from joulebench.cli import main
 from joulebench.flags import FLAG_EMULATED, has_flag
 from joulebench.measure import profile as profile_module
-from joulebench.measure.backends import Libraries, NativePrecisions, backend_for
+from joulebench.measure.backends import Libraries, NativePrecisions, backend_for, bound_device
 from joulebench.measure.backends import cpu as cpu_backend
 from joulebench.measure.backends.cpu import cpu_flags, native_from_cpuinfo
 from joulebench.measure.backends.cuda import cuda_native
@@ -269,11 +269,11 @@ def test_tf32_is_skipped_where_it_does_not_run_and_nothing_forces_it(allow_emula
 
 
 def test_the_job_skips_tf32_where_what_runs_natively_is_not_known(fake_cpu, tmp_path):
-    cpu = backend_for("cpu")
+    cpu = bound_device("cpu")
     missing = Libraries(cpuinfo=str(tmp_path / "nope"))
     tf32 = Method("tf32", precision="tf32")
-    assert method_verdict(cpu, "cpu", Method("bf16", precision="bf16"), missing).skip_reason == ""
-    reason = method_verdict(cpu, "cpu", tf32, missing).skip_reason
+    assert method_verdict(cpu, Method("bf16", precision="bf16"), missing).skip_reason == ""
+    reason = method_verdict(cpu, tf32, missing).skip_reason
     assert reason.startswith("tf32 does not run here: what cpu runs natively is not known")
 
 

@@ -11,7 +11,7 @@ import pytest
 import torch  # noqa: F401  (it profiles a model: collected only with torch, test_tests)
 
 from joulebench.measure import first_check
-from joulebench.measure.backends import kind_of
+from joulebench.measure.backends import bound_device, kind_of
 from joulebench.measure.first_check import board_key, board_path, report_for, usable, wanted
 from joulebench.measure.profile import run_profile
 
@@ -46,8 +46,8 @@ def test_a_report_counts_for_the_same_board_driver_and_limit_that_measured_heat_
 
 
 def test_a_simulated_board_is_checked_once_and_the_report_kept(tmp_path, monkeypatch):
-    backend = kind_of("sim:a100")
-    meter = backend.meter("sim:a100", label="test-first")[0]
+    device = bound_device("sim:a100", "test-first")
+    meter = device.meter()[0]
     detail = meter.describe()
     meter.close()
     calls = []
@@ -59,31 +59,29 @@ def test_a_simulated_board_is_checked_once_and_the_report_kept(tmp_path, monkeyp
 
     monkeypatch.setattr(first_check, "measure_board", counted)
     lines = []
-    first = report_for(backend, "sim:a100", "test-first", detail, tmp_path, "on", lines.append)
+    first = report_for(device, detail, tmp_path, "on", lines.append)
     assert len(calls) == 1 and any("measuring its heat and power tail first" in s for s in lines)
     assert first["uuid"] == detail["uuid"] and first["protocol"]["tail"]["excess_w"] > 0
     assert board_path(tmp_path, detail["uuid"]).exists()
-    again = report_for(backend, "sim:a100", "test-first", detail, tmp_path, "on", lines.append)
+    again = report_for(device, detail, tmp_path, "on", lines.append)
     assert len(calls) == 1 and again["check_id"] == first["check_id"]  # kept, not measured
     # off: a kept report still counts, nothing is measured
-    off = report_for(backend, "sim:a100", "test-first", detail, tmp_path, "off", lines.append)
+    off = report_for(device, detail, tmp_path, "off", lines.append)
     assert off["check_id"] == first["check_id"] and len(calls) == 1
     # another driver: measured again
     newer = {**detail, "driver_version": "999.0"}
-    assert (
-        report_for(backend, "sim:a100", "test-first", newer, tmp_path / "x", "off", print) is None
-    )
+    assert report_for(device, newer, tmp_path / "x", "off", print) is None
 
 
 def test_a_check_that_fails_leaves_the_rows_as_run(tmp_path, monkeypatch):
-    backend = kind_of("sim:a100")
+    device = bound_device("sim:a100", "t")
 
     def broken(*args):
         raise RuntimeError("the board fell off the bus")
 
     monkeypatch.setattr(first_check, "measure_board", broken)
     lines = []
-    assert report_for(backend, "sim:a100", "t", DETAIL, tmp_path, "on", lines.append) is None
+    assert report_for(device, DETAIL, tmp_path, "on", lines.append) is None
     assert "check: failed (RuntimeError: the board fell off the bus); rows stay as-run" in lines
 
 

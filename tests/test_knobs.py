@@ -112,6 +112,40 @@ def test_what_a_dead_process_left_is_restored_and_a_live_one_s_refused():
         live.wait()
 
 
+def test_a_supervisor_restores_what_its_dead_worker_left_and_closes_the_control(monkeypatch):
+    """After its workers, a job's supervisor opens the device's control for the restore
+    (profile.restore_after_workers), and closes it again."""
+    from joulebench.measure.backends import BoundDevice
+    from joulebench.measure.profile import restore_after_workers
+
+    board, closed = FakeBoard(), []
+    board.close = lambda: closed.append(True)
+    board.limit_w = 250.0  # what the worker killed in the job's last configuration left
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    Record(board.uuid, 700.0, True, dead.pid).write()
+    monkeypatch.setattr(BoundDevice, "knob_control", lambda self, libs=None: board)
+    said = restore_after_workers(sim_job({"capped": {"power_limit_w": 300}}, "test-supervisor"))
+    assert said.startswith("restored") and f"left by process {dead.pid}" in said
+    assert board.limit_w == 700.0 and closed == [True]
+
+
+def test_a_job_session_opens_the_control_once_and_closes_it_on_exit(monkeypatch):
+    from joulebench.measure.backends import BoundDevice
+    from joulebench.measure.profile import JobSession
+
+    board, opened, closed = FakeBoard(), [], []
+    board.close = lambda: closed.append(True)
+    monkeypatch.setattr(
+        BoundDevice, "knob_control", lambda self, libs=None: opened.append(1) or board
+    )
+    job = sim_job({"capped": {"power_limit_w": 300}}, "test-session")
+    with JobSession(job, job.bind_device()) as session:
+        assert session.knob_control() is board and session.knob_control() is board
+        assert closed == []
+    assert opened == [1] and closed == [True]
+
+
 def test_sigterm_while_capped_restores_before_the_process_ends():
     board = FakeBoard()
     with pytest.raises(SystemExit) as ended, applied(board, Method("m", power_limit_w=300), print):

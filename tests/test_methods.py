@@ -184,7 +184,8 @@ def test_a_sweep_expands_into_the_job_s_methods():
         "resnet18", "cpu", {"torch_device": "cpu", "methods": SWEEP_CONFIG, "batch_sizes": [1]}
     )
     assert [m.name for m in job.methods][1:] == ["fp16@1.0", "fp16@0.8", "fp16@0.6", "fp16@0.5"]
-    assert job.configs_ask_knobs() and job.knob_control() is None  # a CPU has no limit to set
+    # a CPU has no limit to set
+    assert job.configs_ask_knobs() and job.bind_device().knob_control() is None
 
 
 def test_a_sweep_on_a_cpu_gives_rows_that_say_what_was_asked_and_why_not_measured():

@@ -13,7 +13,7 @@ from torch import nn
 
 from joulebench.cli import main as cli_main
 from joulebench.measure.methods import Method, parse_methods
-from joulebench.measure.profile import run_profile
+from joulebench.measure.profile import JobSession, run_profile
 from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS
 
@@ -86,7 +86,7 @@ def test_a_following_batch_size_gets_the_short_warm_up():
     from dataclasses import replace
 
     j = job("jbtest_tiny", methods=("fp32", "bf16"), batch_sizes=(1, 2))
-    j.settings = replace(j.settings, warmup_min_s=0.6, warmup_max_s=3.0)
+    j = replace(j, settings=replace(j.settings, warmup_min_s=0.6, warmup_max_s=3.0))
     out = run_profile(j, log=lambda s: None)
     rows = out.rows.sort_values("config_order")
     assert rows.warmup_kind.tolist() == ["full", "short", "full", "short"]
@@ -99,7 +99,7 @@ def test_a_following_batch_size_gets_the_short_warm_up():
 
 
 def kind_of_settings(j, follows: bool):
-    kind, settings = j.warmup_for(follows)
+    kind, settings = JobSession(j, j.bind_device()).warmup_for(follows)
     return kind, settings.warmup_min_s
 
 
@@ -257,6 +257,6 @@ def test_the_eta_starts_from_the_plans_estimate_of_each_configuration():
     expected = []
     for k, (_, method, _) in enumerate(configs):
         follows = k > 0 and configs[k - 1][1].name == method.name
-        emulated = method_verdict(j.backend, j.torch_device, method).skip_reason
+        emulated = method_verdict(j.bind_device(), method).skip_reason
         expected.append(0.0 if emulated else short if follows else full)
-    assert job_estimates_s(j, None) == pytest.approx(expected)
+    assert job_estimates_s(j, j.bind_device(), j.settings, None) == pytest.approx(expected)

@@ -20,6 +20,7 @@ from helpers.timm_models import register
 from helpers.tiny_models import Tiny
 
 from joulebench.analysis.summary import read_summary, write_summary
+from joulebench.measure.backends import bound_device
 from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.profile import run_profile
 from joulebench.measure.runtimes import relative_error, unavailable_reason
@@ -115,10 +116,10 @@ def test_tensorrt_is_skipped_with_a_reason_where_it_cannot_run(tmp_path):
     assert out.rows.reason.str.contains("TensorRT runs on CUDA devices only").all()
     assert (out.rows.runtime == "ort-tensorrt").all() and len(out.repeats) == 0
     # On a CUDA device, this onnxruntime (CPU build) lacks the providers: named in the reason.
-    assert "TensorrtExecutionProvider" in unavailable_reason("ort-tensorrt", "cuda:0")
-    assert "CUDAExecutionProvider" in unavailable_reason("onnxruntime", "cuda")
-    assert unavailable_reason("onnxruntime", "cpu") is None
-    assert unavailable_reason("pytorch", "cuda") is None
+    assert "TensorrtExecutionProvider" in unavailable_reason("ort-tensorrt", bound_device("cuda:0"))
+    assert "CUDAExecutionProvider" in unavailable_reason("onnxruntime", bound_device("cuda"))
+    assert unavailable_reason("onnxruntime", bound_device("cpu")) is None
+    assert unavailable_reason("pytorch", bound_device("cuda")) is None
 
 
 def test_onnxruntime_not_installed_is_a_skipped_row(tmp_path, monkeypatch):

@@ -3,6 +3,7 @@ for SGD and AdamW), and run_profile reports energy per training sample as phase 
 rows beside the inference rows of the same job."""
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -11,8 +12,9 @@ from helpers.timm_models import register
 from helpers.tiny_models import Tiny
 from torch import nn
 
+from joulebench.measure.backends import bound_device
 from joulebench.measure.methods import Method
-from joulebench.measure.profile import job_fields_from_spec, run_profile
+from joulebench.measure.profile import ProfileJob, run_profile
 from joulebench.measure.train import TrainSpec, make_train_step, synthetic_labels
 from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS
@@ -49,7 +51,9 @@ def test_loss_falls_on_a_fixed_synthetic_task(optimizer):
     torch.manual_seed(0)
     model, x = _Net(), torch.randn(16, 3, 24, 24)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    step = make_train_step(model, x, 5, Method("fp32"), TrainSpec(optimizer=optimizer), "cpu")
+    step = make_train_step(
+        model, x, 5, Method("fp32"), TrainSpec(optimizer=optimizer), bound_device("cpu")
+    )
     for _ in range(150):
         step()
     losses = step.losses()
@@ -96,7 +100,7 @@ def test_one_job_measures_inference_and_training(optimizer):
 
 def test_mixed_precision_training_and_train_batch_sizes():
     job = train_job("jbtrain_tiny", "sgd", methods=("bf16",), batch_sizes=[1])
-    job.train = TrainSpec(batch_sizes=[2])
+    job = replace(job, train=TrainSpec(batch_sizes=[2]))
     out = run_profile(job, log=lambda s: None)
     # Inference at the job's batch sizes, training at the train spec's own.
     assert list(zip(out.rows.phase, out.rows.batch_size, strict=True)) == [
@@ -127,9 +131,9 @@ def test_bad_train_settings_are_errors():
 
 
 def test_spec_keys_become_job_fields():
-    fields = job_fields_from_spec(
-        {"phases": ["inference", "train"], "train": {"optimizer": "adamw", "lr": 0.002}}
-    )
-    assert fields["phases"] == ["inference", "train"]
-    assert fields["train"] == TrainSpec(optimizer="adamw", lr=0.002)
-    assert job_fields_from_spec({}) == {"train": TrainSpec()}
+    minimal = {"torch_device": "cpu", "methods": {"fp32": {}}, "batch_sizes": [1]}
+    spec = {**minimal, "phases": ["inference", "train"]}
+    job = ProfileJob.from_spec("m", "cpu", {**spec, "train": {"optimizer": "adamw", "lr": 0.002}})
+    assert job.phases == ["inference", "train"]
+    assert job.train == TrainSpec(optimizer="adamw", lr=0.002)
+    assert ProfileJob.from_spec("m", "cpu", minimal).train == TrainSpec()

@@ -24,6 +24,7 @@ from helpers.timm_models import register
 from helpers.tiny_models import Tiny
 
 from joulebench.measure import trt_native
+from joulebench.measure.backends import bound_device
 from joulebench.measure.methods import PRESETS, Method, parse_methods
 from joulebench.measure.profile import run_profile
 from joulebench.measure.runtimes import NotMeasured
@@ -112,7 +113,7 @@ def tiny(seed=0):
 def prepare(model, x, method="torchtrt", cache=None, name="jbtrt_tiny"):
     m = parse_methods({method: SPECS[method]})[method]
     return trt_native.prepare_exported(
-        model, x, m, model_name=name, torch_device="cpu", threads=1, cache_dir=cache
+        model, x, m, model_name=name, device=bound_device("cpu"), threads=1, cache_dir=cache
     )
 
 
@@ -275,7 +276,13 @@ def test_a_tolerance_the_engine_misses_is_a_mismatch(fake, tmp_path):
     method = Method("strict", runtime="torch-tensorrt", precision="fp16", tolerance=1e-7)
     with pytest.raises(NotMeasured) as err:
         trt_native.prepare_exported(
-            model, x, method, model_name="m", torch_device="cpu", threads=1, cache_dir=tmp_path
+            model,
+            x,
+            method,
+            model_name="m",
+            device=bound_device("cpu"),
+            threads=1,
+            cache_dir=tmp_path,
         )
     assert err.value.status == "mismatch" and err.value.fields["engine_build_s"] > 0
 
@@ -296,11 +303,11 @@ def test_not_installed_is_a_skipped_row_naming_the_extra(tmp_path, monkeypatch):
 
 def test_a_torch_tensorrt_for_another_torch_is_refused(fake):
     fake.__version__ = "2.13.0"
-    reason = trt_native.unavailable_reason("torch-tensorrt", "cuda:0")
+    reason = trt_native.unavailable_reason("torch-tensorrt", bound_device("cuda:0"))
     assert "torch-tensorrt 2.13.0 is the release for torch 2.13" in reason
     assert "joulebench[torch-tensorrt]" in reason
     fake.__version__ = "2.14.0"
-    assert trt_native.unavailable_reason("torch-tensorrt", "cuda:0") is None
+    assert trt_native.unavailable_reason("torch-tensorrt", bound_device("cuda:0")) is None
 
 
 def test_a_torch_tensorrt_that_does_not_import_is_skipped(tmp_path, monkeypatch):
@@ -313,25 +320,30 @@ def test_a_torch_tensorrt_that_does_not_import_is_skipped(tmp_path, monkeypatch)
     monkeypatch.syspath_prepend(str(broken.parent))
     monkeypatch.delitem(sys.modules, "torch_tensorrt", raising=False)
     monkeypatch.setattr(trt_native, "gpu_target", lambda device: (dict(TARGET), ""))
-    reason = trt_native.unavailable_reason("torch-tensorrt", "cuda:0")
+    reason = trt_native.unavailable_reason("torch-tensorrt", bound_device("cuda:0"))
     assert reason.startswith("torch-tensorrt does not import (") and "libnvinfer" in reason
     assert "pip install 'joulebench[torch-tensorrt]'" in reason
 
 
 def test_no_cuda_gpu_or_an_unsupported_one_is_skipped(monkeypatch):
-    assert "CUDA GPUs only, not cpu" in trt_native.gpu_target("cpu")[1]
-    assert "CUDA GPUs only" in trt_native.unavailable_reason("torch-tensorrt", "sim:h100")
+    assert "CUDA GPUs only, not cpu" in trt_native.gpu_target(bound_device("cpu"))[1]
+    assert "CUDA GPUs only" in trt_native.unavailable_reason(
+        "torch-tensorrt", bound_device("sim:h100")
+    )
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert "no CUDA GPU is visible to torch" in trt_native.gpu_target("cuda:0")[1]
+    assert "no CUDA GPU is visible to torch" in trt_native.gpu_target(bound_device("cuda:0"))[1]
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda d: "Tesla V100-SXM2-32GB")
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d: (7, 0))
-    target, reason = trt_native.gpu_target("cuda:0")
+    target, reason = trt_native.gpu_target(bound_device("cuda:0"))
     assert target == {} and "compute capability 7.0) is not supported" in reason
     assert "needs 7.5 or newer" in reason
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda d: "NVIDIA H200")
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d: (9, 0))
-    assert trt_native.gpu_target("cuda:1") == ({"gpu": "NVIDIA H200", "arch": "sm90"}, "")
+    assert trt_native.gpu_target(bound_device("cuda:1")) == (
+        {"gpu": "NVIDIA H200", "arch": "sm90"},
+        "",
+    )
 
 
 def test_a_cpu_job_gives_skipped_rows_and_builds_nothing(tmp_path):
@@ -358,7 +370,7 @@ def test_torch_tensorrt_method_specs():
     with pytest.raises(ValueError, match="autocast false"):
         Method("x", runtime="ort-tensorrt", precision="fp16", autocast=False)
     with pytest.raises(ValueError, match="trt_native runs runtime torch-tensorrt"):
-        trt_native.unavailable_reason("ort-tensorrt", "cuda")
+        trt_native.unavailable_reason("ort-tensorrt", bound_device("cuda"))
 
 
 def test_the_extra_is_the_torch_tensorrt_release_of_the_pinned_torch():

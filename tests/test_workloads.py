@@ -2,6 +2,7 @@
 loaded with clear errors, catalogued, and profiled end to end like any timm model."""
 
 import importlib.util
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -20,8 +21,7 @@ from joulebench.catalog.workloads import (
     workload_entries,
     workload_name,
 )
-from joulebench.measure.methods import parse_methods
-from joulebench.measure.profile import ProfileJob, job_fields_from_spec, run_profile
+from joulebench.measure.profile import ProfileJob, run_profile
 from joulebench.table_io import conform
 from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS
 
@@ -93,17 +93,12 @@ def test_spec_values_are_checked():
 def test_a_custom_workload_is_profiled_end_to_end(tmp_path):
     methods = {"fp32": {"precision": "fp32"}, "ort": {"runtime": "onnxruntime"}}
     spec = {"phases": ["inference", "train"], "workload": ENTRY, "onnx_cache": str(tmp_path)}
-    job = ProfileJob(
-        model=workload_name(ENTRY),
-        device_label="cpu",
-        torch_device="cpu",
-        methods=list(parse_methods(methods).values()),
-        batch_sizes=[4],
+    spec.update(torch_device="cpu", methods=methods, batch_sizes=[4])
+    job = replace(
+        ProfileJob.from_spec(workload_name(ENTRY), "cpu", spec, idle_power_w=1.0, threads=1),
         settings=FAST,
-        idle_power_w=1.0,
+        protocol=None,  # FAST as given, not sized to the meter
         idle_pre_s=0.05,
-        threads=1,
-        **job_fields_from_spec(spec),
     )
     out = run_profile(job, log=lambda s: None)
     rows = conform(out.rows, PROFILE_COLUMNS)

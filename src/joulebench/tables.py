@@ -258,7 +258,7 @@ IDLE = Table(
             the config's name for the device or pool (cpu, h200)
         torch_device          string   -      measure.idle.idle_row
             cpu, cuda or cuda:N
-        device_name           string   -      measure.provenance.device_name
+        device_name           string   -      measure.idle.idle_row
             the GPU's or CPU's product name
         gpu_uuid              string   -      measure.idle.idle_row
             the UUID of the GPU whose idle power this is (of a pool: the one its idle job
@@ -304,7 +304,7 @@ PROFILE_STATUSES: dict[str, str] = {
 }
 _STATUSES = ", ".join(PROFILE_STATUSES)
 _ROW = "measure.profile.config_row"
-_JOB = "measure.profile.job_start"
+_JOB = "measure.profile.JobSession.row_base"
 _LOOP = "measure.profile.measure_configs"
 _KNOB = "measure.methods.Method.knob_fields"
 _SUMMARY = "measure.protocol.summarize"
@@ -328,7 +328,7 @@ PROFILE = Table(
             the batch size run: smaller than requested after an out-of-memory retry
         torch_device          string   -      {_JOB}
             cpu, cuda or cuda:N
-        device_name           string   -      measure.provenance.device_name
+        device_name           string   -      {_JOB}
             the GPU's or CPU's product name
         device_pool           string   -      {_JOB}
             the study's label of the pool the device belongs to: the device_label itself,

@@ -6,20 +6,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from joulebench.measure.adhoc import adhoc_label
-from joulebench.measure.backends import Backend, backend_for
+from joulebench.measure.backends import BoundDevice, bound_device
 from joulebench.measure.protocol import ProtocolSettings
 
 
-def device_backend(device: str) -> tuple[Backend, str]:
-    """(backend, label) of a device that can be measured here; DeviceError (a ValueError)
-    naming what is missing otherwise (an unknown string, no CUDA, NVML unreadable)."""
+def measurable_device(device: str) -> BoundDevice:
+    """The device bound to its backend, labelled as rows of a model measured now are
+    (adhoc_label), where it can be measured here; DeviceError (a ValueError) naming what is
+    missing otherwise (an unknown string, no CUDA, NVML unreadable)."""
     from joulebench.measure.devices import require_measurable
 
     if not isinstance(device, str):
         raise ValueError(f"device must be a string such as 'cpu', got {device!r}")
-    backend = backend_for(device)  # an unknown string, named as such
+    bound = bound_device(device, adhoc_label(device))  # an unknown string, named as such
     require_measurable(device, device)
-    return backend, adhoc_label(device)
+    return bound
 
 
 def positive_int(name: str, value: Any) -> int:

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from joulebench.api.arguments import device_backend
+from joulebench.api.arguments import measurable_device
 from joulebench.flags import FLAG_SHORT_WINDOW, join_flags, split_flags
 from joulebench.measure.protocol import (
     DEFAULT_PRESET,
@@ -75,7 +75,8 @@ class Monitor:
         self, device: str = "cpu", *, meter: str | None = None, preset: str = DEFAULT_PRESET
     ):
         self.device = device
-        self._backend, self.label = device_backend(device)
+        self._device = measurable_device(device)
+        self.label = self._device.label
         preset_values(preset)  # an unknown preset: ValueError naming the known ones
         self._preset, self._prefer = preset, meter
         self._open: dict[str, tuple[object, float]] = {}
@@ -86,7 +87,7 @@ class Monitor:
         if name in self._open:
             raise ValueError(f"window {name!r} is open already")
         meter, _ = select_node_meter(self.device, prefer=self._prefer, label=self.label)
-        self._backend.sync(self.device)
+        self._device.sync()
         meter.begin()
         self._open[name] = (meter, time.perf_counter())
 
@@ -95,7 +96,7 @@ class Monitor:
         if name not in self._open:
             raise ValueError(f"no window {name!r} is open; open: {sorted(self._open)}")
         meter, started = self._open.pop(name)
-        self._backend.sync(self.device)
+        self._device.sync()
         try:
             reading = meter.end()
         finally:
@@ -108,7 +109,7 @@ class Monitor:
     def wrap(self, fn: Callable) -> Callable:
         """`fn` as the device runs a step: on a simulated GPU the board works while it runs;
         elsewhere `fn` itself."""
-        return self._backend.wrap_step(self.device, self.label, fn)
+        return self._device.wrap_step(fn)
 
     def close(self) -> None:
         for meter, _ in self._open.values():

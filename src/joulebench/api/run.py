@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from joulebench.api.arguments import (
-    device_backend,
+    measurable_device,
     positive_int,
     positive_s,
     protocol_config,
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import torch
 
     from joulebench.catalog.workloads import WorkloadSpec
+    from joulebench.measure.backends import BoundDevice
 
 LOG = logging.getLogger("joulebench")
 CALLABLE = "callable"  # the `workload` of a row joulebench.measure made
@@ -61,26 +62,26 @@ def measure(
     positive_int("images_per_step", images_per_step)
     positive_s("idle_s", idle_s)
     config = protocol_config(preset, protocol)
-    backend, label = device_backend(device)
-    sync = sync or functools.partial(backend.sync, device)
+    bound = measurable_device(device)
+    sync = sync or bound.sync
     from joulebench.measure.concurrency import NodeMeasurements
 
-    with NodeMeasurements(label) as node:
-        meters = _meter_factory(device, label, meter, node.count)
+    with NodeMeasurements(bound.label) as node:
+        meters = _meter_factory(bound, meter, node.count)
         idle = _idle(meters, idle_s)
-        _gate(backend, meters, quiet_wait_s).wait(name)
-        step = backend.wrap_step(device, label, step)
+        _gate(bound, meters, quiet_wait_s).wait(name)
+        step = bound.wrap_step(step)
         row = _run(step, sync, meters, config, images_per_step, idle.power_w)
-    known = {"device": device, "label": label, "name": name, "images": images_per_step}
-    return Measurement.from_row(callable_row(known, backend.simulated, idle, *row))
+    known = {"name": name, "images": images_per_step}
+    return Measurement.from_row(callable_row(bound, known, idle, *row))
 
 
-def _meter_factory(device: str, label: str, prefer: str | None, concurrent) -> Callable:
+def _meter_factory(device: BoundDevice, prefer: str | None, concurrent) -> Callable:
     """A fresh meter of the device with the host's beside it, as a profile job makes it."""
     from joulebench.measure.backends import select_node_meter
 
     return functools.partial(
-        select_node_meter, device, prefer=prefer, label=label, concurrent=concurrent
+        select_node_meter, device.device, prefer=prefer, label=device.label, concurrent=concurrent
     )
 
 
@@ -93,10 +94,10 @@ def _idle(meters: Callable, idle_s: float):
         return measure_idle(meter, idle_s)
 
 
-def _gate(backend, meters: Callable, wait_s: float):
+def _gate(device: BoundDevice, meters: Callable, wait_s: float):
     from joulebench.measure.profile import device_gate
 
-    return device_gate(backend, meters, LOG.info, wait_s)
+    return device_gate(device, meters, LOG.info, wait_s)
 
 
 def _run(step, sync, meters: Callable, config: dict, images_per_step: int, idle_w: float):
@@ -115,20 +116,21 @@ def _run(step, sync, meters: Callable, config: dict, images_per_step: int, idle_
         return result, {**meter.describe(), "meter_reasons": reasons}, started
 
 
-def callable_row(known: dict, simulated: bool, idle, result, info: dict, started: str) -> dict:
-    """The profile row of a measured callable: the protocol's columns, the device's and the
-    software's; a simulated GPU's flagged so (FLAG_SIMULATED), as a profile row is."""
+def callable_row(device: BoundDevice, known: dict, idle, result, info: dict, started: str) -> dict:
+    """The profile row of a measured callable (`known`: its name and images per step): the
+    protocol's columns, the device's and the software's; a simulated GPU's flagged so
+    (FLAG_SIMULATED), as a profile row is."""
     import torch
 
     from joulebench.measure.profile import gpu_fields, result_fields
-    from joulebench.measure.provenance import device_name, software, utc_now
+    from joulebench.measure.provenance import software, utc_now
 
     row = {
-        "device_label": known["label"],
-        "device_pool": known["label"],
-        "torch_device": known["device"],
-        "device_name": device_name(known["device"]),
-        "is_simulated": simulated,
+        "device_label": device.label,
+        "device_pool": device.label,
+        "torch_device": device.device,
+        "device_name": device.name(),
+        "is_simulated": device.simulated,
         "model": known["name"],
         "workload": CALLABLE,
         "batch_size_requested": known["images"],
@@ -143,7 +145,7 @@ def callable_row(known: dict, simulated: bool, idle, result, info: dict, started
         **gpu_fields({}, info),
         **result_fields(result, info),
     }
-    row["flags"] = join_flags(row["flags"], [FLAG_SIMULATED] if simulated else [])
+    row["flags"] = join_flags(row["flags"], [FLAG_SIMULATED] if device.simulated else [])
     return row
 
 
@@ -176,7 +178,7 @@ def profile(
     positive_int("batch_size", batch_size)
     positive_s("idle_s", idle_s)
     config = protocol_config(preset, protocol)
-    _, label = device_backend(device)
+    label = measurable_device(device).label
     methods = {method: {**METHODS[method], "allow_emulated": allow_emulated}}
     keys = {"meter": meter, "input_kind": input_kind, "idle_pre_s": idle_s}
     keys["quiet_wait_s"] = quiet_wait_s

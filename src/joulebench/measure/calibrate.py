@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from joulebench.measure.arithmetic import applied, arithmetic_for
+from joulebench.measure.backends import BoundDevice
 from joulebench.measure.methods import parse_methods
 from joulebench.measure.profile import ProfileJob, prepare
 from joulebench.measure.protocol import ProtocolSettings
@@ -41,7 +42,7 @@ class StepTime:
 def calibrate_model(
     model: str,
     label: str,
-    torch_device: str,
+    device: str,
     methods: dict,
     batch_sizes: dict[str, list[int]],
     *,
@@ -53,18 +54,19 @@ def calibrate_model(
     job = ProfileJob(
         model=model,
         device_label=label,
-        torch_device=torch_device,
+        torch_device=device,
         methods=list(parse_methods(methods).values()),
         batch_sizes=[],
         settings=ProtocolSettings(),
         phases=list(batch_sizes),
         workload=workload,
     )
+    bound = job.bind_device()
     out = {}
     for phase, sizes in batch_sizes.items():
         for method in job.methods:
             for batch in sizes:
-                timed = _one(job, phase, method, batch, clock)
+                timed = _one(job, bound, phase, method, batch, clock)
                 if timed is not None:
                     out[(phase, method.name, batch)] = timed
     return out
@@ -88,26 +90,30 @@ def _fastest_step_s(step, sync, clock) -> float:
     return min(times)
 
 
-def _one(job: ProfileJob, phase: str, method, batch: int, clock) -> StepTime | None:
+def _one(
+    job: ProfileJob, device: BoundDevice, phase: str, method, batch: int, clock
+) -> StepTime | None:
     """Build one configuration and time a few of its steps; None where it does not run
     (skipped, emulated, failed): the profile's own checks decide, as for a measurement,
     and it runs in the method's arithmetic (TF32 or not, cuDNN autotuned or not)."""
     from joulebench.measure.emulation import method_verdict
 
-    if method_verdict(job.backend, job.torch_device, method).skip_reason:
+    if method_verdict(device, method).skip_reason:
         return None
-    with applied(arithmetic_for(method, job.backend.runs_on_gpu)):
-        return _timed(job, phase, method, batch, clock)
+    with applied(arithmetic_for(method, device.runs_on_gpu)):
+        return _timed(job, device, phase, method, batch, clock)
 
 
-def _timed(job: ProfileJob, phase: str, method, batch: int, clock) -> StepTime | None:
+def _timed(
+    job: ProfileJob, device: BoundDevice, phase: str, method, batch: int, clock
+) -> StepTime | None:
     """`_one`'s build and timed steps, in the arithmetic it set."""
     import torch
 
-    sync = lambda: job.backend.sync(job.torch_device)  # noqa: E731
+    sync = device.sync
     start = clock()
     try:
-        runner = prepare(job, phase, method, batch)
+        runner = prepare(job, device, phase, method, batch)
         build_s = clock() - start
         with torch.enable_grad() if runner.grad else torch.inference_mode():
             runner.step()  # first-call work is warm-up's, not a step's
@@ -117,4 +123,4 @@ def _timed(job: ProfileJob, phase: str, method, batch: int, clock) -> StepTime |
         return None
     finally:
         runner = None
-        job.backend.free_memory(job.torch_device)
+        device.free_memory()

@@ -6,7 +6,7 @@ protocol's own rules where the step time is known (`joulebench plan --calibrate`
 batch already measured): windows sized by protocol.plan_window (time, batch count, sensor
 refreshes, phase shifts), the repeats a CI target needs at the sensor's expected CV, lead-ins,
 pauses, and a full or short warm-up (a method's following batch sizes, measured back to back,
-warm up briefly: profile.ProfileJob.warmup_for). Without a step time, windows are bounded by
+warm up briefly: profile.JobSession.warmup_for). Without a step time, windows are bounded by
 time. Around them: building the model and a fresh meter, measured on the development machine
 by bench/bench_plan.py (docs/benchmarks.md). The plan of a study (joulebench.plan) adds the
 per-job and per-study costs; a profile job's ETA lines (`Eta`) sum the same per-configuration

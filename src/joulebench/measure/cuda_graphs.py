@@ -27,9 +27,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from joulebench.measure.runtimes import STATUS_SKIPPED, NotMeasured, check_output, is_oom
 from joulebench.tables import short_reason
+
+if TYPE_CHECKING:
+    from joulebench.measure.backends import BoundDevice
 
 WARMUP_ITERS = 3  # forward passes on a side stream before the capture (torch's example: 3)
 PROVIDER = "cuda-graph"  # runtime_provider of a row measured by replaying a graph
@@ -79,15 +83,15 @@ def _numpy(tensor):
 
 
 def graph_step(
-    model, x, method, torch_device: str, *, cuda=None, clock=time.perf_counter
+    model, x, method, device: BoundDevice, *, cuda=None, clock=time.perf_counter
 ) -> tuple[GraphStep, dict]:
-    """The replaying step of `model` on the batch `x` (on the GPU `torch_device`) and its
+    """The replaying step of `model` on the batch `x` (on the GPU `device`) and its
     row fields: capture seconds and the output check (NotMeasured: a capture that failed,
     `skipped`; outputs that differ, `mismatch`)."""
     import torch
 
     cuda = cuda or torch_cuda()
-    context = method.context(torch.device(torch_device).type, cache_enabled=False)
+    context = method.context(device.torch_type, cache_enabled=False)
 
     def forward():
         with context:
@@ -110,7 +114,7 @@ def graph_step(
             _numpy(static_output),
             _numpy(eager),
             method,
-            torch_device,
+            device,
             PROVIDER,
             {"warmup_iters": WARMUP_ITERS, "checked_against": "eager"},
             known={"cuda_graph_capture_s": capture_s},

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from joulebench.flags import FLAG_EMULATED
 from joulebench.measure.backends import (
-    Backend,
+    BoundDevice,
     DeviceError,
     Libraries,
     NativePrecisions,
@@ -74,12 +74,10 @@ def absent_reason(method: Method, why: str) -> str:
     )
 
 
-def method_verdict(
-    backend: Backend, device: str, method: Method, libs: Libraries | None = None
-) -> Verdict:
+def method_verdict(device: BoundDevice, method: Method, libs: Libraries | None = None) -> Verdict:
     """The verdict for `method` on `device`, asking its backend (the profile job): as
     `verdict`, but a NATIVE_ONLY precision where the answer is not known is skipped."""
-    native = backend.native_precisions(device, libs or Libraries())
+    native = device.native_precisions(libs)
     if native is None and method.precision in NATIVE_ONLY:
         why = f"what {device} runs natively is not known here"
         return Verdict(skip_reason=absent_reason(method, why))

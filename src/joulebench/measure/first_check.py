@@ -18,8 +18,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from joulebench.measure.supervise import deadline_s, emit
+
+if TYPE_CHECKING:
+    from joulebench.measure.backends import BoundDevice
 
 CHECK_FIRST = ("auto", "on", "off")
 DEFAULT = "auto"
@@ -112,23 +116,21 @@ def cached(check_dir: str | Path, key: tuple) -> dict | None:
     return report if usable(report, key) else None
 
 
-def measure_board(backend, device: str, label: str, key: tuple, check_dir, log) -> dict:
+def measure_board(device: BoundDevice, key: tuple, check_dir, log) -> dict:
     """`joulebench check` on the job's board (its heat and tail among the rest), kept for
     the next job. A check that fails leaves nothing kept; the job goes on as-run."""
     from joulebench.measure.check.gpu import check_gpu
     from joulebench.measure.check.report import write_report
 
-    target = backend.check_target(device, label=label)
-    report = check_gpu(target, progress=lambda line: log(f"check: {line}"), state=backend.state)
+    target = device.check_target()
+    report = check_gpu(target, progress=lambda line: log(f"check: {line}"), state=device.state)
     data = report.as_dict()
     if usable(data, key):
         write_report(data, board_path(check_dir, key[0]))
     return data
 
 
-def report_for(
-    backend, device: str, label: str, detail: dict, check_dir, setting: str, log
-) -> dict | None:
+def report_for(device: BoundDevice, detail: dict, check_dir, setting: str, log) -> dict | None:
     """The report a profile job states its rows by: its board's kept one, else (where
     `setting` wants it) one measured now, else the device's latest `joulebench check`
     report of the same GPU (check.report.device_check), else None."""
@@ -138,16 +140,16 @@ def report_for(
     report = cached(check_dir, key)
     if report is not None:
         return report
-    latest = device_check(device, check_dir, detail.get("uuid"))
-    if usable(latest, key) or not wanted(setting, backend):
+    latest = device_check(device.device, check_dir, detail.get("uuid"))
+    if usable(latest, key) or not wanted(setting, device):
         return latest
-    took = SIMULATED_CHECK_S if backend.simulated else check_s()
+    took = SIMULATED_CHECK_S if device.simulated else check_s()
     log(f"no check of this GPU ({key[0]}, driver {key[1]}, {key[2]} W) yet: measuring its heat "
         f"and power tail first, once (about {took / 60:.0f} min; profile.check_first: off "
         "skips it)")  # fmt: skip
     emit("stage", doing="the GPU's check (its heat and power tail)", deadline_s=deadline_s(took))
     try:
-        return measure_board(backend, device, label, key, check_dir, log)
+        return measure_board(device, key, check_dir, log)
     except Exception as exc:  # a check that cannot run leaves the rows as they were
         log(f"check: failed ({type(exc).__name__}: {exc}); rows stay as-run")
         return latest

@@ -7,19 +7,23 @@ One row per device (tables.IDLE), read on the same meter, with the device in the
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from joulebench.flags import join_flags
 from joulebench.measure.protocol import IdleResult, measure_idle
-from joulebench.measure.provenance import device_name, software, utc_now
+from joulebench.measure.provenance import software, utc_now
 from joulebench.study import IDLE_DURATION_S
 from joulebench.table_io import write_table
 from joulebench.tables import IDLE_COLUMNS
 
+if TYPE_CHECKING:
+    from joulebench.measure.backends import BoundDevice
+
 
 def idle_row(
-    device_label: str,
-    torch_device: str,
+    device: BoundDevice,
     idle: IdleResult,
     reasons: list[str],
     started: str,
@@ -28,9 +32,9 @@ def idle_row(
     """The idle table's row (tables.IDLE) for one idle measurement; `gpu_uuid`: the GPU its
     meter read (a pool's idle job reads the GPU it leased)."""
     return {
-        "device_label": device_label,
-        "torch_device": torch_device,
-        "device_name": device_name(torch_device),
+        "device_label": device.label,
+        "torch_device": device.device,
+        "device_name": device.name(),
         "gpu_uuid": str(gpu_uuid or ""),
         "meter": idle.meter,
         "is_estimate": idle.is_estimate,
@@ -46,7 +50,7 @@ def idle_row(
 
 def run_idle(
     device_label: str,
-    torch_device: str,
+    device: str,
     output,
     *,
     duration_s: float = IDLE_DURATION_S,
@@ -54,21 +58,22 @@ def run_idle(
     tdp_w: float | None = None,
 ) -> dict:
     """`joulebench idle`: measure the baseline and write it; returns the row."""
-    from joulebench.measure.backends import backend_for, select_meter
+    from joulebench.measure.backends import bound_device, select_meter
     from joulebench.measure.concurrency import NodeMeasurements
     from joulebench.measure.devices import require_measurable
 
     if not duration_s > 0:
         raise ValueError(f"idle: duration_s must be > 0, got {duration_s}")
-    require_measurable(device_label, torch_device)
-    backend_for(torch_device).open_context(torch_device)  # as during profiling (CUDA context)
+    require_measurable(device_label, device)
+    bound = bound_device(device, device_label)
+    bound.open_context()  # as during profiling (CUDA context)
     started = utc_now()
     options = {"tdp_w": tdp_w} if tdp_w else {}
-    chosen, reasons = select_meter(torch_device, prefer=meter, label=device_label, **options)
+    chosen, reasons = select_meter(device, prefer=meter, label=device_label, **options)
     with NodeMeasurements(device_label), chosen:  # counted by overlapping measurements
         idle = measure_idle(chosen, duration_s)
         uuid = chosen.describe().get("uuid")
-    row = idle_row(device_label, torch_device, idle, reasons, started, uuid)
+    row = idle_row(bound, idle, reasons, started, uuid)
     write_table(pd.DataFrame([row]), output, IDLE_COLUMNS)
     return row
 

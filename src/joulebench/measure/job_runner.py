@@ -127,9 +127,9 @@ def _workers(job, spec, *, idle, threads, parts, log, failover) -> None:
 def _restore_left(model, device_label, spec, log) -> None:
     """What a worker that died left changed on its device (a power limit, a clock), put back
     by the supervisor: where it died in the job's last configuration no worker comes after."""
-    from joulebench.measure.profile import ProfileJob, restore_left_by
+    from joulebench.measure.profile import ProfileJob, restore_after_workers
 
-    said = restore_left_by(ProfileJob.from_spec(model, device_label, spec))
+    said = restore_after_workers(ProfileJob.from_spec(model, device_label, spec))
     if said:
         log(f"{model}: {said}")
 
@@ -222,6 +222,7 @@ def _failed(job, positions, status: str, reason: str, parts: Path) -> None:
     from joulebench.measure.profile import Outcome, config_row, gpu_fields, write_part
 
     configs, order = job.configs(), job.measurement_order()
+    simulated = job.bind_device().simulated
     for position in positions:
         phase, method, requested = configs[order[position]]
         known = {
@@ -233,7 +234,7 @@ def _failed(job, positions, status: str, reason: str, parts: Path) -> None:
             "batch_size_requested": requested,
             "batch_size": requested,
             "config_order": position + 1,
-            "is_simulated": job.backend.simulated,
+            "is_simulated": simulated,
             "input_kind": job.input_kind,
             **(gpu_fields(job.gpu, {}) if job.gpu else {}),  # the pool's GPU it was on
         }

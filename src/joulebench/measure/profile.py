@@ -33,7 +33,7 @@ from joulebench.flags import (
 )
 from joulebench.measure.arithmetic import applied as arithmetic_applied
 from joulebench.measure.arithmetic import arithmetic_for
-from joulebench.measure.backends import Backend, KnobRefused, backend_for
+from joulebench.measure.backends import BoundDevice, KnobControl, KnobRefused, bound_device
 from joulebench.measure.config_time import (
     WARMUP_FULL,
     WARMUP_SHORT,
@@ -57,7 +57,7 @@ from joulebench.measure.protocol import (
     measure_idle,
     meter_kind,
 )
-from joulebench.measure.provenance import device_name, software, utc_now
+from joulebench.measure.provenance import software, utc_now
 from joulebench.measure.quiet import WAIT_S as QUIET_WAIT_S
 from joulebench.measure.quiet import QuietGate, cpu_busy, meter_busy
 from joulebench.measure.runtimes import (
@@ -87,9 +87,10 @@ DEFAULT_ONNX_CACHE = "data/onnx"
 SEED = 0  # random weights and batches: every method and runtime of a model sees the same
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProfileJob:
-    """Everything one profile process needs; `from_spec` builds it from the config.
+    """What one profile job is asked to measure: its input, frozen (`from_spec` builds it
+    from the config; what lives while it runs is its JobSession's).
 
     Defaults equal the schema's (workflow/schemas/config.schema.yaml; tests/test_config.py
     checks it): a spec that leaves a key out gets the same job as the workflow would.
@@ -101,8 +102,8 @@ class ProfileJob:
     methods: list[Method]
     batch_sizes: list[int]
     settings: ProtocolSettings = field(default_factory=ProtocolSettings)
-    # the study's protocol section: with it, `settings` is sized to the job's meter at its
-    # start (protocol.METER_SIZED); None keeps `settings` as given
+    # the study's protocol section: with it, the session sizes `settings` to the job's meter
+    # at its start (protocol.METER_SIZED); None keeps `settings` as given
     protocol: dict | None = None
     idle_power_w: float = math.nan  # the device's idle baseline (results/idle), else idle_pre's
     idle_pre_s: float = IDLE_PRE_S  # a short idle read before the model, recorded beside it
@@ -125,10 +126,6 @@ class ProfileJob:
     timeout_s: float | None = None
     gpu: dict = field(default_factory=dict)  # the pool's GPU leased: uuid, index, serial
     device_pool: str = ""  # the study's pool label of a replica label (each_model_on)
-    heat: HeatCalibration | None = None  # the board's, from its check (set at the job's start)
-    idle_temperature_c: float = math.nan  # the die at idle, from the same check
-    tail: TailCalibration | None = None  # the board's power tail, from the same check
-    refresh_s: float | None = None  # the meter's refresh period (NVML), set at the job's start
 
     def __post_init__(self):
         if self.check_first not in CHECK_FIRST:
@@ -150,19 +147,11 @@ class ProfileJob:
         threads: int | None = None,
     ) -> ProfileJob:
         """A job from a profile spec: the config's keys (common.smk's get_profile_spec, or
-        `joulebench profile`'s options): torch_device, methods, batch_sizes, protocol,
-        idle_pre_s, oom_retry, meter, check_first, quiet_wait_s, timeout_s, estimate,
-        phases, train, workload, onnx_cache, input_kind. A key left out (or null) takes the
-        field's default."""
-        estimate = {k: v for k, v in (spec.get("estimate") or {}).items() if v is not None}
-        keys = ("idle_pre_s", "oom_retry", "meter", "check_first", "quiet_wait_s", "timeout_s")
-        given = {k: spec.get(k) for k in keys}
-        given = {k: v for k, v in given.items() if v is not None}
-        for key in ("idle_pre_s", "quiet_wait_s", "timeout_s"):
-            if key in given:
-                given[key] = float(given[key])
-        if "oom_retry" in given:
-            given["oom_retry"] = bool(given["oom_retry"])
+        `joulebench profile`'s options, or the Python API's): torch_device, methods,
+        batch_sizes, protocol, idle_pre_s, oom_retry, meter, check_first, quiet_wait_s,
+        timeout_s, estimate, phases, train, workload, onnx_cache, input_kind, gpu,
+        device_pool. A key left out (or null) takes the field's default. The one reading
+        of a spec: the workflow's, `joulebench profile`'s and the API's jobs all come here."""
         return cls(
             model=model,
             device_label=device_label,
@@ -173,29 +162,15 @@ class ProfileJob:
             protocol=_protocol_section(spec.get("protocol")),
             idle_power_w=idle_power_w,
             threads=threads,
-            meter_options=estimate,
-            **given,
-            **job_fields_from_spec(spec),  # phases, train, workload, onnx_cache, input_kind
+            meter_options={k: v for k, v in (spec.get("estimate") or {}).items() if v is not None},
+            train=TrainSpec.from_dict(spec.get("train")),
+            **_given_keys(spec),
         )
 
-    @functools.cached_property
-    def backend(self) -> Backend:
-        """The backend of the job's device (DeviceError for a string none serves)."""
-        return backend_for(self.torch_device)
-
-    def knob_control(self):
-        """The device's power limit and clock control, opened once per job; None where its
-        kind has none (a CPU); KnobRefused where it has, but they cannot be reached."""
-        if "_knobs" not in self.__dict__:
-            self.__dict__["_knobs"] = self.backend.knob_control(
-                self.torch_device, self.device_label
-            )
-        return self.__dict__["_knobs"]
-
-    @property
-    def compute_device(self) -> str:
-        """Where torch runs the model: the device itself, or the CPU for a simulated GPU."""
-        return self.backend.compute_device(self.torch_device)
+    def bind_device(self) -> BoundDevice:
+        """The job's device bound to its backend (DeviceError for a string none serves):
+        made once, by whoever runs the job (its JobSession holds it)."""
+        return bound_device(self.torch_device, self.device_label)
 
     def configs_ask_knobs(self) -> bool:
         return any(m.knobs for m in self.methods)
@@ -218,7 +193,7 @@ class ProfileJob:
         the heat the previous configurations left behind a function of the configuration;
         shuffled, what the thermal state leaves is noise across configurations, not a bias.
         Back to back, a method's following batch sizes need only a short warm-up
-        (`warmup_for`). Each row records its place (`config_order`)."""
+        (`JobSession.warmup_for`). Each row records its place (`config_order`)."""
         configs = self.configs()
         rng = random.Random(f"order-{self.model}-{self.device_label}")
         order: list[int] = []
@@ -231,6 +206,90 @@ class ProfileJob:
                 order += same
         return order
 
+
+def _protocol_section(protocol: Mapping | None) -> dict:
+    """The study's protocol section with its preset named (left out: the default one)."""
+    section = dict(protocol or {})
+    section["preset"] = section.get("preset") or DEFAULT_PRESET
+    return section
+
+
+_FLOAT_KEYS = ("idle_pre_s", "quiet_wait_s", "timeout_s")
+_SPEC_FIELDS = {"onnx_cache": "onnx_cache_dir"}  # a spec key -> its ProfileJob field
+
+
+def _given_keys(spec: Mapping) -> dict:
+    """ProfileJob fields of the spec's scalar and list keys that are given (not null, and
+    for phases, workload, onnx_cache, input_kind, gpu and device_pool not empty either)."""
+    keys = ("idle_pre_s", "oom_retry", "meter", "check_first", "quiet_wait_s", "timeout_s")
+    given = {k: spec.get(k) for k in keys if spec.get(k) is not None}
+    for key in _FLOAT_KEYS:
+        if key in given:
+            given[key] = float(given[key])
+    if "oom_retry" in given:
+        given["oom_retry"] = bool(given["oom_retry"])
+    convert = {"phases": list, "gpu": dict, "device_pool": str}
+    for key in ("phases", "workload", "onnx_cache", "input_kind", "gpu", "device_pool"):
+        if spec.get(key):
+            given[_SPEC_FIELDS.get(key, key)] = convert.get(key, lambda v: v)(spec[key])
+    return given
+
+
+class JobSession:
+    """What lives while one job runs, as a context manager around it: the job's device,
+    bound once; its meters (`meter()`, a fresh one per configuration, counted among the
+    host's live measurements while the session is open); its knob control, opened once and
+    closed on exit; and what the job's start reads (`start`): the protocol sized to its
+    meter, the idle baseline, the board's heat and tail calibration and the sensor's refresh
+    period. The job itself (a ProfileJob) is its frozen input."""
+
+    def __init__(self, job: ProfileJob, device: BoundDevice):
+        from joulebench.measure.concurrency import NodeMeasurements
+
+        self.job = job
+        self.device = device
+        self.settings: ProtocolSettings = job.settings  # sized to the meter at the start
+        self.idle_power_w: float = job.idle_power_w  # else the idle read before the model
+        self.meter_options: dict = dict(job.meter_options)  # and the check's (refresh_s)
+        self.heat: HeatCalibration | None = None  # the board's, from its check
+        self.idle_temperature_c: float = math.nan  # the die at idle, from the same check
+        self.tail: TailCalibration | None = None  # the board's power tail, from the check
+        self.refresh_s: float | None = None  # the meter's refresh period (NVML)
+        self._node = NodeMeasurements(job.device_label)
+        self._knobs: KnobControl | None = None
+        self._knobs_opened = False
+
+    def __enter__(self) -> JobSession:
+        self._node.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._node.__exit__(*exc)
+        finally:
+            if self._knobs is not None:
+                self._knobs.close()
+
+    def meter(self):
+        """(meter, reasons): a fresh meter of the device with the host's beside it."""
+        from joulebench.measure.backends import select_node_meter
+
+        return select_node_meter(
+            self.device.device,
+            prefer=self.job.meter,
+            label=self.job.device_label,
+            concurrent=self._node.count,
+            **self.meter_options,
+        )
+
+    def knob_control(self) -> KnobControl | None:
+        """The device's power limit and clock control, opened once per job; None where its
+        kind has none (a CPU); KnobRefused where it has, but they cannot be reached."""
+        if not self._knobs_opened:
+            self._knobs = self.device.knob_control()
+            self._knobs_opened = True
+        return self._knobs
+
     def warmup_for(self, follows: bool) -> tuple[str, ProtocolSettings]:
         """(warm-up kind, settings) of a configuration: `full` (the protocol's), or `short`
         where it follows a batch size of the same phase and method that was measured: the
@@ -241,30 +300,67 @@ class ProfileJob:
             return WARMUP_FULL, self.settings
         return WARMUP_SHORT, replace(self.settings, warmup_min_s=0.0)
 
+    def start(self, log) -> tuple[dict, object]:
+        """The fields every row of the job shares, and the short idle read before the model.
+        The device's latest check is found (by the meter's UUID): its meter options, heat,
+        idle temperature and tail are the session's from here on."""
+        job = self.job
+        base = self.row_base()
+        restored = restore_left_by(job, self.knob_control)
+        if restored:
+            log(f"{job.model}: {restored}")
+        meter, _ = self.meter()
+        with meter:
+            idle = measure_idle(meter, job.idle_pre_s)
+            described = meter.describe()
+            refresh_s = getattr(meter, "refresh_s", None)
+            kind = meter_kind(meter)
+        if job.protocol is not None:  # windows as long as this meter needs (METER_SIZED)
+            self.settings = ProtocolSettings.from_dict(job.protocol, kind)
+        base.update(gpu_fields(job.gpu, described))
+        log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
+        base.update(self._calibrated(described, refresh_s, log))
+        if not math.isfinite(self.idle_power_w) and math.isfinite(idle.power_w):
+            # no idle job's baseline (the ad-hoc `joulebench profile`): the read before the
+            # model stands in, so the phase shifts' idle time (about 10 % of a 2 s NVML
+            # window) does not add its idle energy to the images' (docs/protocol.md)
+            self.idle_power_w = float(idle.power_w)
+        return base, idle
 
-def _protocol_section(protocol: Mapping | None) -> dict:
-    """The study's protocol section with its preset named (left out: the default one)."""
-    section = dict(protocol or {})
-    section["preset"] = section.get("preset") or DEFAULT_PRESET
-    return section
+    def row_base(self) -> dict:
+        """The fields of the job and its device that every row of it shares."""
+        import torch
 
+        job = self.job
+        return {
+            "device_label": job.device_label,
+            "device_pool": job.device_pool or job.device_label,
+            "torch_device": job.torch_device,
+            "device_name": self.device.name(),
+            "is_simulated": self.device.simulated,
+            "model": job.model,
+            "threads": torch.get_num_threads(),
+            "weights": "" if job.workload else "random",  # a workload's spec says, once built
+            "input_kind": job.input_kind,
+            **software(),
+        }
 
-def job_fields_from_spec(spec: dict) -> dict:
-    """ProfileJob fields from the profile spec's `phases`, `train`, `workload`, `onnx_cache`."""
-    fields_ = {"train": TrainSpec.from_dict(spec.get("train"))}
-    if spec.get("phases"):
-        fields_["phases"] = list(spec["phases"])
-    if spec.get("workload"):
-        fields_["workload"] = spec["workload"]
-    if spec.get("onnx_cache"):
-        fields_["onnx_cache_dir"] = spec["onnx_cache"]
-    if spec.get("input_kind"):
-        fields_["input_kind"] = spec["input_kind"]
-    if spec.get("gpu"):
-        fields_["gpu"] = dict(spec["gpu"])
-    if spec.get("device_pool"):
-        fields_["device_pool"] = str(spec["device_pool"])
-    return fields_
+    def _calibrated(self, described: dict, refresh_s: float | None, log) -> dict:
+        """The device's latest check (first_check.report_for) read into the session: the
+        board's heat, as the check measured it (rows stated at the sustained temperature),
+        its tail, its meter options; returns the rows' fields of that check."""
+        from joulebench.measure.check.report import checked_fields
+
+        job = self.job
+        check = report_for(
+            self.device, described, job.check_dir, job.check_first,
+            lambda line: log(f"{job.model}: {line}"),
+        )  # fmt: skip
+        self.heat, self.idle_temperature_c = heat_from_report(check)
+        self.tail = tail_from_report(check)
+        self.meter_options.update(self.device.meter_options_from_check(check))
+        self.refresh_s = self.meter_options.get("refresh_s", refresh_s)
+        return checked_fields(check)
 
 
 @dataclass
@@ -309,14 +405,14 @@ def build(
     model_name: str,
     method: Method,
     batch_size: int,
-    torch_device: str,
+    device: str,
     *,
     workload: str | None = None,
     train: bool = False,
     seed: int = SEED,
     input_kind: str = "random",
 ) -> Built:
-    """A model and a synthetic batch on the device, prepared for `method`.
+    """A model and a synthetic batch on the torch device `device`, prepared for `method`.
 
     Inference runs a timm model in its deploy form (fused branches, as deployed) unless the
     method says `reparameterize: false`; training runs the model as built (the branches are
@@ -338,12 +434,12 @@ def build(
                 f"timm's reparameterize_model failed ({short_reason(exc)}); set reparameterize: "
                 f"false on method {method.name} to measure the model as built"
             ) from exc
-    model = model.to(torch_device)
+    model = model.to(device)
     shape = (batch_size, *input_size)
     if input_kind == "zeros":
-        x = torch.zeros(shape, device=torch_device)
+        x = torch.zeros(shape, device=device)
     else:
-        x = torch.randn(shape, device=torch_device)
+        x = torch.randn(shape, device=device)
     if not method.exported:
         model, x = method.prepare(model, x)
     return Built(model, x, num_classes, weights, reparameterized)
@@ -359,57 +455,57 @@ class Runner:
     finish: Callable[[], dict] = dict  # row fields read after measuring (train losses)
 
 
-def check_runnable(job: ProfileJob, phase: str, method: Method) -> None:
+def check_runnable(device: BoundDevice, phase: str, method: Method) -> None:
     """Raise NotMeasured where the method cannot run here at all (a runtime this device or
     install lacks, CUDA graphs without a GPU or in training): asked before emulation, whose
     reason matters only for a method that could run."""
     if method.cuda_graphs:
-        _check_graphs(job, phase)
+        _check_graphs(device, phase)
     if method.exported:
         if phase == "train":
             raise NotMeasured(
                 STATUS_SKIPPED, f"training runs in PyTorch only, not {method.runtime}"
             )
-        reason = _runtime_backend(method).unavailable_reason(method.runtime, job.compute_device)
+        reason = _runtime_backend(method).unavailable_reason(method.runtime, device.compute)
         if reason:
             raise NotMeasured(STATUS_SKIPPED, reason)
 
 
-def _check_graphs(job: ProfileJob, phase: str) -> None:
+def _check_graphs(device: BoundDevice, phase: str) -> None:
     """CUDA graphs replay a GPU's captured forward: NotMeasured in training and where the
     model runs on a CPU (a CPU device, a simulated GPU)."""
     if phase == "train":
         raise NotMeasured(STATUS_SKIPPED, "cuda_graphs applies to inference")
-    if not job.backend.runs_on_gpu:
-        where = "a simulated GPU's model runs on the CPU" if job.backend.simulated else "no GPU"
-        raise NotMeasured(
-            STATUS_SKIPPED, f"cuda_graphs needs a CUDA device; {job.torch_device}: {where}"
-        )
+    if not device.runs_on_gpu:
+        where = "a simulated GPU's model runs on the CPU" if device.simulated else "no GPU"
+        raise NotMeasured(STATUS_SKIPPED, f"cuda_graphs needs a CUDA device; {device}: {where}")
 
 
-def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Runner:
-    """Build the configuration; raise NotMeasured for one that is reported, not measured."""
+def prepare(
+    job: ProfileJob, device: BoundDevice, phase: str, method: Method, batch_size: int
+) -> Runner:
+    """Build the configuration on `device` (the job's); raise NotMeasured for one that is
+    reported, not measured."""
     import torch
 
-    check_runnable(job, phase, method)
+    check_runnable(device, phase, method)
     train = phase == "train"
+    compute = device.compute  # where torch runs the model (a simulated GPU's: the CPU)
     built = build(
         job.model,
         method,
         batch_size,
-        job.compute_device,
+        compute.device,
         workload=job.workload,
         train=train,
         input_kind=job.input_kind,
     )
     if not train:
-        _check_built(built, method, batch_size, job.compute_device)
+        _check_built(built, method, batch_size, compute)
     if train:
         from joulebench.measure.train import make_train_step
 
-        step = make_train_step(
-            built.model, built.x, built.num_classes, method, job.train, job.compute_device
-        )
+        step = make_train_step(built.model, built.x, built.num_classes, method, job.train, compute)
         fields_ = {"weights": built.weights, "reparameterized": False}
         return Runner(step, grad=True, fields=fields_, finish=step.losses)
     if method.exported:
@@ -418,7 +514,7 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
             built.x,
             method,
             model_name=job.model,
-            torch_device=job.compute_device,
+            device=compute,
             threads=torch.get_num_threads(),
             cache_dir=job.onnx_cache_dir,
         )
@@ -429,9 +525,9 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
     if method.cuda_graphs:
         from joulebench.measure.cuda_graphs import graph_step
 
-        replay, graph_fields = graph_step(model, x, method, job.compute_device)
+        replay, graph_fields = graph_step(model, x, method, compute)
         return Runner(replay, grad=False, fields={**fields_, **graph_fields})
-    context = method.context(torch.device(job.compute_device).type)
+    context = method.context(compute.torch_type)
 
     def step():
         with context:
@@ -440,16 +536,12 @@ def prepare(job: ProfileJob, phase: str, method: Method, batch_size: int) -> Run
     return Runner(step, grad=False, fields=fields_)
 
 
-def _check_built(built: Built, method: Method, batch_size: int, torch_device: str) -> None:
+def _check_built(built: Built, method: Method, batch_size: int, device: BoundDevice) -> None:
     """One forward of the built model on the measured batch (in the method's context; an
     exported method's fp32 model as it is exported), checked before warm-up (check_forward)."""
     import torch
 
-    context = (
-        contextlib.nullcontext()
-        if method.exported
-        else method.context(torch.device(torch_device).type)
-    )
+    context = contextlib.nullcontext() if method.exported else method.context(device.torch_type)
 
     def forward():
         with torch.inference_mode(), context:
@@ -478,10 +570,9 @@ class Outcome:
 
 
 def measure_config(
-    job: ProfileJob,
+    session: JobSession,
     method: Method,
     batch_size: int,
-    meter_factory,
     phase: str = "inference",
     settings: ProtocolSettings | None = None,
 ) -> Outcome:
@@ -489,26 +580,24 @@ def measure_config(
     precision the device only emulates is skipped before anything is built (unless forced);
     a method's knobs are set on the device around it, and restored (measure.knobs).
     `settings`: the protocol's for this configuration (a short warm-up, `warmup_for`);
-    default the job's."""
-    settings = settings or job.settings
+    default the session's."""
+    settings = settings or session.settings
     try:
-        check_runnable(job, phase, method)
+        check_runnable(session.device, phase, method)
     except NotMeasured as exc:
         return Outcome(exc.status, exc.reason, fields=exc.fields)
-    emulated = method_verdict(job.backend, job.torch_device, method)
+    emulated = method_verdict(session.device, method)
     if emulated.skip_reason:
         return Outcome(STATUS_SKIPPED, emulated.skip_reason)
     if not method.knobs:
-        return _measure_built(job, method, batch_size, meter_factory, phase, emulated, settings)
+        return _measure_built(session, method, batch_size, phase, emulated, settings)
     try:
-        control = job.knob_control()
+        control = session.knob_control()
         if control is None:
             asked = ", ".join(method.knobs)
-            return Outcome(STATUS_SKIPPED, f"{job.torch_device} has no {asked} to set")
+            return Outcome(STATUS_SKIPPED, f"{session.device} has no {asked} to set")
         with applied(control, method, _warn) as readback:
-            outcome = _measure_built(
-                job, method, batch_size, meter_factory, phase, emulated, settings
-            )
+            outcome = _measure_built(session, method, batch_size, phase, emulated, settings)
     except KnobRefused as err:  # nothing was changed, or the change was undone
         return Outcome(STATUS_SKIPPED, str(err))
     outcome.fields.update(method.knob_fields(readback))
@@ -520,39 +609,38 @@ def _warn(line: str) -> None:
 
 
 def _measure_built(
-    job: ProfileJob, method: Method, batch_size: int, meter_factory, phase: str, emulated, settings
+    session: JobSession, method: Method, batch_size: int, phase: str, emulated, settings
 ) -> Outcome:
     """Build and measure one configuration (`measure_config` has said it may run) in its
     method's arithmetic: fp32 math and cuDNN autotuning set in torch around the build,
     warm-up and windows, restored after (measure.arithmetic); its row says which."""
-    arithmetic = arithmetic_for(method, job.backend.runs_on_gpu)
+    arithmetic = arithmetic_for(method, session.device.runs_on_gpu)
     with arithmetic_applied(arithmetic):
-        outcome = _build_and_measure(
-            job, method, batch_size, meter_factory, phase, emulated, settings
-        )
+        outcome = _build_and_measure(session, method, batch_size, phase, emulated, settings)
     outcome.fields.update(arithmetic.fields())
     return outcome
 
 
 def _build_and_measure(
-    job: ProfileJob, method: Method, batch_size: int, meter_factory, phase: str, emulated, settings
+    session: JobSession, method: Method, batch_size: int, phase: str, emulated, settings
 ) -> Outcome:
     """The body of `_measure_built`: build, then the protocol; failures as an Outcome."""
     import torch
 
+    device = session.device
     try:
-        runner = prepare(job, phase, method, batch_size)
+        runner = prepare(session.job, device, phase, method, batch_size)
     except NotMeasured as exc:
         return Outcome(exc.status, exc.reason, fields=exc.fields)
     except Exception as exc:
         return Outcome("oom" if is_oom(exc) else "build-error", short_reason(exc))
     finally:
-        job.backend.free_memory(job.torch_device)  # a freed PyTorch model (exported runtimes)
+        device.free_memory()  # a freed PyTorch model (exported runtimes)
 
-    meter, reasons = meter_factory()
+    meter, reasons = session.meter()
     emit("stage", doing="warm-up")
-    step = job.backend.wrap_step(job.torch_device, job.device_label, runner.step)
-    sync = functools.partial(job.backend.sync, job.torch_device)
+    step = device.wrap_step(runner.step)
+    sync = device.sync
     try:
         with torch.enable_grad() if runner.grad else torch.inference_mode():
             result = measure(
@@ -561,15 +649,15 @@ def _build_and_measure(
                 meter,
                 images_per_step=batch_size,
                 settings=settings,
-                idle_power_w=job.idle_power_w,
-                heat=job.heat,
-                idle_temperature_c=job.idle_temperature_c,
-                tail=job.tail,
+                idle_power_w=session.idle_power_w,
+                heat=session.heat,
+                idle_temperature_c=session.idle_temperature_c,
+                tail=session.tail,
                 progress=_stage,
             )
             emit("stage", doing="tracing the GPU's busy share")
             # outside the windows: how much of a step the device spent executing kernels
-            busy = job.backend.busy_fraction(job.torch_device, step, sync, _step_s(result))
+            busy = device.busy_fraction(step, sync, _step_s(result))
         meter_info = {**meter.describe(), "meter_reasons": reasons}
         host = host_bound_fields(busy)
         flags = join_flags(emulated.fields.get("flags", ""), [host.pop("flags", "")])
@@ -580,7 +668,7 @@ def _build_and_measure(
     finally:
         meter.close()
         runner = None  # free before the next configuration
-        job.backend.free_memory(job.torch_device)
+        device.free_memory()
 
 
 def _stage(phase: str, info: dict) -> None:
@@ -619,58 +707,31 @@ def run_profile(
     (a worker of a supervised job, measure.supervise)."""
     import torch
 
-    from joulebench.measure.backends import select_node_meter
-    from joulebench.measure.concurrency import NodeMeasurements
-
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     if job.threads:
         torch.set_num_threads(job.threads)
-
-    meter_options = dict(job.meter_options)
-    node = NodeMeasurements(job.device_label)
-
-    def meter_factory():
-        return select_node_meter(
-            job.torch_device,
-            prefer=job.meter,
-            label=job.device_label,
-            concurrent=node.count,
-            **meter_options,
-        )
-
-    try:
-        with node:
-            return measure_configs(job, meter_factory, meter_options, log, start_at, parts)
-    finally:
-        control = job.__dict__.get("_knobs")
-        if control is not None:
-            control.close()
+    with JobSession(job, job.bind_device()) as session:
+        return measure_configs(session, log, start_at, parts)
 
 
-def measure_configs(
-    job: ProfileJob, meter_factory, meter_options: dict, log, start_at: int = 0, parts=None
-) -> ProfileOutput:
+def measure_configs(session: JobSession, log, start_at: int = 0, parts=None) -> ProfileOutput:
     """The rows of `run_profile`: every configuration in turn, while the job's marker is up.
     A configuration that follows a measured batch size of its method warms up briefly
-    (`ProfileJob.warmup_for`); its row says which warm-up it had (`warmup_kind`)."""
+    (`JobSession.warmup_for`); its row says which warm-up it had (`warmup_kind`)."""
+    job = session.job
     emit("stage", doing="the job's start (its idle read)", deadline_s=TIMEOUT_FLOOR_S)
-    base, idle = job_start(job, meter_factory, meter_options, log)
-    if not math.isfinite(job.idle_power_w) and math.isfinite(idle.power_w):
-        # no idle job's baseline (the ad-hoc `joulebench profile`): the read before the
-        # model stands in, so the phase shifts' idle time (about 10 % of a 2 s NVML window)
-        # does not add its idle energy to the images' (docs/protocol.md)
-        job.idle_power_w = float(idle.power_w)
+    base, idle = session.start(log)
     rows, repeats, traces = [], [], []
     configs, order = job.configs(), job.measurement_order()
-    estimates = job_estimates_s(job, job.refresh_s)
+    estimates = job_estimates_s(job, session.device, session.settings, session.refresh_s)
     eta = Eta(estimates[start_at:], time.monotonic)
     warm = None  # (phase, method) of the last configuration measured
-    gate = quiet_gate(job, meter_factory, log)
+    gate = quiet_gate(session, log)
     for i, index in enumerate(order, 1):
         if i <= start_at:  # measured by an earlier worker of this job (measure.supervise)
             continue
         phase, method, requested = configs[index]
-        kind, settings = job.warmup_for(warm == (phase, method.name))
+        kind, settings = session.warmup_for(warm == (phase, method.name))
         label = method.name if phase == "inference" else f"{method.name} {phase}"
         limit_s = job.timeout_s or deadline_s(estimates[i - 1])
         waiting = "waiting for the device to be alone"
@@ -680,10 +741,8 @@ def measure_configs(
         emit("stage", doing="build", deadline_s=limit_s)
         started = utc_now(precise=True)
         log(f"config {i}/{len(configs)} {job.model} {label} bs{requested}, {eta.line(i - 1)}")
-        outcome, batch_size = measure_with_retry(
-            job, phase, method, requested, meter_factory, log, settings
-        )
-        raise_gpu_fault(job, outcome, base, i - 1, log)
+        outcome, batch_size = measure_with_retry(session, phase, method, requested, log, settings)
+        raise_gpu_fault(session, outcome, base, i - 1, log)
         warm = (phase, method.name) if outcome.result is not None else None
         key = {"method": method.name, "batch_size_requested": requested, "batch_size": batch_size}
         timing = {"idle_power_pre_w": idle.power_w, "start_time_utc": started, "config_order": i}
@@ -719,12 +778,13 @@ class GpuFault(RuntimeError):
 FAULT_STATUSES = ("error", "build-error")  # outcomes whose reason may be the GPU's fault
 
 
-def raise_gpu_fault(job: ProfileJob, outcome, base: dict, position: int, log) -> None:
+def raise_gpu_fault(session: JobSession, outcome, base: dict, position: int, log) -> None:
     """In a worker of a GPU job, a configuration whose error is a fault of the GPU
     (measure.gpu_faults: NVML, Xid, ECC, a poisoned CUDA context) is no row: the worker
     tells its supervisor (event `gpu-fault`) and ends (GpuFault), and the configuration is
     measured again on a good GPU of the pool (measure.gpu_failover)."""
-    if job.backend.is_host or not in_worker() or outcome.status not in FAULT_STATUSES:
+    job = session.job
+    if session.device.is_host or not in_worker() or outcome.status not in FAULT_STATUSES:
         return
     kind = fault_kind(outcome.reason)
     if kind is None:
@@ -736,15 +796,15 @@ def raise_gpu_fault(job: ProfileJob, outcome, base: dict, position: int, log) ->
     raise GpuFault(outcome.reason)
 
 
-def quiet_gate(job: ProfileJob, meter_factory, log) -> QuietGate:
+def quiet_gate(session: JobSession, log) -> QuietGate:
     """What waits for the device to be left alone before each configuration (measure.quiet):
     a CPU's other processes, or those on a GPU."""
-    return device_gate(job.backend, meter_factory, log, job.quiet_wait_s)
+    return device_gate(session.device, session.meter, log, session.job.quiet_wait_s)
 
 
-def device_gate(backend: Backend, meter_factory, log, wait_s: float) -> QuietGate:
-    """`quiet_gate` of a device's backend: also the Python API's (joulebench.api)."""
-    if backend.is_host:
+def device_gate(device: BoundDevice, meter_factory, log, wait_s: float) -> QuietGate:
+    """`quiet_gate` of a device: also the Python API's (joulebench.api)."""
+    if device.is_host:
         return QuietGate(cpu_busy, log, wait_s=wait_s)
     return QuietGate(functools.partial(meter_busy, meter_factory), log, wait_s=wait_s)
 
@@ -774,74 +834,49 @@ def outcome_line(outcome) -> str:
     )
 
 
-def job_estimates_s(job: ProfileJob, refresh_s: float | None) -> list[float]:
+def job_estimates_s(
+    job: ProfileJob, device: BoundDevice, settings: ProtocolSettings, refresh_s: float | None
+) -> list[float]:
     """Each configuration's estimate in measuring order, as the plan counts it
-    (config_time.config_cost: full or short warm-up, compile; an emulated precision that
-    is skipped costs nothing): what the ETA lines start from."""
+    (config_time.config_cost under `settings`: full or short warm-up, compile; an emulated
+    precision that is skipped costs nothing): what the ETA lines start from."""
     configs = [job.configs()[i] for i in job.measurement_order()]
     kinds = warmup_kinds([(phase, method.name) for phase, method, _ in configs])
     out = []
     for (_, method, _), kind in zip(configs, kinds, strict=True):
-        if method_verdict(job.backend, job.torch_device, method).skip_reason:
+        if method_verdict(device, method).skip_reason:
             out.append(0.0)
             continue
-        cost = config_cost(job.settings, refresh_s=refresh_s, warmup=kind, compile_=method.compile)
+        cost = config_cost(settings, refresh_s=refresh_s, warmup=kind, compile_=method.compile)
         out.append(cost.total_s)
     return out
 
 
-def job_start(job: ProfileJob, meter_factory, meter_options: dict, log) -> tuple[dict, object]:
-    """The fields every row of the job shares, and the short idle read before the model.
-    The device's latest check is found (by the meter's UUID) and its meter options taken."""
-    import torch
-
-    from joulebench.measure.check.report import checked_fields
-
-    base = {
-        "device_label": job.device_label,
-        "device_pool": job.device_pool or job.device_label,
-        "torch_device": job.torch_device,
-        "device_name": device_name(job.torch_device),
-        "is_simulated": job.backend.simulated,
-        "model": job.model,
-        "threads": torch.get_num_threads(),
-        "weights": "" if job.workload else "random",  # a workload's spec says, once built
-        "input_kind": job.input_kind,
-        **software(),
-    }
-    restored = restore_left_by(job)
-    if restored:
-        log(f"{job.model}: {restored}")
-    meter, _ = meter_factory()
-    with meter:
-        idle = measure_idle(meter, job.idle_pre_s)
-        described = meter.describe()
-        refresh_s = getattr(meter, "refresh_s", None)
-        kind = meter_kind(meter)
-    if job.protocol is not None:  # windows as long as this meter needs (METER_SIZED)
-        job.settings = ProtocolSettings.from_dict(job.protocol, kind)
-    base.update(gpu_fields(job.gpu, described))
-    log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
-    check = report_for(
-        job.backend, job.torch_device, job.device_label, described, job.check_dir, job.check_first,
-        lambda line: log(f"{job.model}: {line}"),
-    )  # fmt: skip
-    base.update(checked_fields(check))
-    # the board's heat, as the check measured it: rows stated at the sustained temperature
-    job.heat, job.idle_temperature_c = heat_from_report(check)
-    job.tail = tail_from_report(check)
-    meter_options.update(job.backend.meter_options_from_check(check))
-    job.refresh_s = meter_options.get("refresh_s", refresh_s)
-    return base, idle
-
-
-def restore_left_by(job: ProfileJob) -> str | None:
-    """What a killed job left changed on this GPU, restored before anything is measured."""
+def restore_left_by(job: ProfileJob, knob_control: Callable) -> str | None:
+    """What a killed job left changed on this GPU, restored before anything is measured;
+    `knob_control` opens the device's control (JobSession.knob_control)."""
     try:
-        control = job.knob_control()
+        control = knob_control()
         return restore_leftover(control) if control is not None else None
     except KnobRefused as err:  # a kind that sets nothing; a live holder: its rows say so
         return f"device settings not checked: {err}" if job.configs_ask_knobs() else None
+
+
+def restore_after_workers(job: ProfileJob) -> str | None:
+    """`restore_left_by` in a job's supervisor, once its workers are done: the device's
+    control opened for it, and closed after."""
+    opened = []
+
+    def knob_control():
+        opened.append(job.bind_device().knob_control())
+        return opened[-1]
+
+    try:
+        return restore_left_by(job, knob_control)
+    finally:
+        for control in opened:
+            if control is not None:
+                control.close()
 
 
 def gpu_fields(leased: dict, described: dict) -> dict:
@@ -857,15 +892,15 @@ def gpu_fields(leased: dict, described: dict) -> dict:
 
 
 def measure_with_retry(
-    job: ProfileJob, phase: str, method: Method, requested: int, meter_factory, log, settings=None
+    session: JobSession, phase: str, method: Method, requested: int, log, settings=None
 ):
     """(outcome, batch size measured): out of memory retries at half the batch (oom_retry).
-    `settings`: the configuration's protocol (`ProfileJob.warmup_for`), default the job's."""
+    `settings`: the configuration's protocol (`JobSession.warmup_for`), default the session's."""
     batch_size = requested
     label = method.name if phase == "inference" else f"{method.name} {phase}"
     while True:
-        outcome = measure_config(job, method, batch_size, meter_factory, phase, settings)
-        if outcome.status == "oom" and job.oom_retry and batch_size > 1:
+        outcome = measure_config(session, method, batch_size, phase, settings)
+        if outcome.status == "oom" and session.job.oom_retry and batch_size > 1:
             log(f"  {label} bs{batch_size}: out of memory, retrying at half the batch")
             batch_size //= 2
             continue

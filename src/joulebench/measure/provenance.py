@@ -36,13 +36,6 @@ def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return platform.processor() or platform.machine()
 
 
-def device_name(torch_device: str) -> str:
-    """The device's product name, as its backend knows it (`... (simulated)` for a sim GPU)."""
-    from joulebench.measure.backends import backend_for
-
-    return backend_for(torch_device).name(torch_device)
-
-
 def software() -> dict:
     import timm
     import torch

@@ -25,12 +25,16 @@ import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from joulebench.measure.methods import ONNX_RUNTIMES, ORT_TENSORRT, PYTORCH
 from joulebench.safe_text import file_name
 from joulebench.tables import REASON_MAX_CHARS, short_reason
+
+if TYPE_CHECKING:
+    from joulebench.measure.backends import BoundDevice
 
 STATUS_SKIPPED = "skipped"
 STATUS_MISMATCH = "mismatch"
@@ -69,28 +73,19 @@ def _root_cause(exc: BaseException) -> BaseException:
     return exc
 
 
-def _providers(runtime: str, precision: str, torch_device: str, cache_dir) -> list:
+def _providers(runtime: str, precision: str, device: BoundDevice, cache_dir) -> list:
     """ONNX Runtime's providers for `runtime` on the device, best first (its backend's);
     DeviceError when the device has none for it (TensorRT off CUDA)."""
-    from joulebench.measure.backends import backend_for
-
     engines = str(Path(cache_dir) / "tensorrt")
-    return backend_for(torch_device).execution_providers(torch_device, runtime, precision, engines)
-
-
-def _onnx_device(torch_device: str) -> tuple[str, int] | None:
-    """ONNX Runtime's device name and index for binding inputs and outputs; None: host."""
-    from joulebench.measure.backends import backend_for
-
-    return backend_for(torch_device).onnx_device(torch_device)
+    return device.execution_providers(runtime, precision, engines)
 
 
 def _provider_name(provider) -> str:
     return provider if isinstance(provider, str) else provider[0]
 
 
-def unavailable_reason(runtime: str, torch_device: str) -> str | None:
-    """Why `runtime` cannot run on `torch_device` here, or None when it can."""
+def unavailable_reason(runtime: str, device: BoundDevice) -> str | None:
+    """Why `runtime` cannot run on `device` here, or None when it can."""
     if runtime == PYTORCH:
         return None
     if runtime not in ONNX_RUNTIMES:  # torch-tensorrt: joulebench.measure.trt_native
@@ -108,11 +103,11 @@ def unavailable_reason(runtime: str, torch_device: str) -> str | None:
 
     available = ort.get_available_providers()
     try:
-        wanted = _provider_name(_providers(runtime, "fp32", torch_device, cache_dir="")[0])
+        wanted = _provider_name(_providers(runtime, "fp32", device, cache_dir="")[0])
     except DeviceError as err:
         return str(err)
     if wanted not in available:
-        gpu = _onnx_device(torch_device) is not None
+        gpu = device.onnx_device() is not None
         hint = " (install onnxruntime-gpu and its CUDA/TensorRT libraries)" if gpu else ""
         return f"this onnxruntime {ort.__version__} has no {wanted}; it has {available}{hint}"
     return None
@@ -281,7 +276,7 @@ def export_onnx(model, x, model_name: str, opset: int, cache_dir) -> tuple[Path,
     return path, {**detail, "exporter": record.get("exporter", ""), "cached": cached}
 
 
-def make_session(path: Path, method, torch_device: str, threads: int | None, cache_dir):
+def make_session(path: Path, method, device: BoundDevice, threads: int | None, cache_dir):
     """An InferenceSession on the method's provider; a silent fallback to another is refused."""
     import onnxruntime as ort
 
@@ -289,7 +284,7 @@ def make_session(path: Path, method, torch_device: str, threads: int | None, cac
     options.log_severity_level = 3  # errors only: warnings would fill every job's log
     if threads:
         options.intra_op_num_threads = threads  # the same thread count as the PyTorch methods
-    providers = _providers(method.runtime, method.precision, torch_device, cache_dir)
+    providers = _providers(method.runtime, method.precision, device, cache_dir)
     if method.runtime == ORT_TENSORRT:
         (Path(cache_dir) / "tensorrt").mkdir(parents=True, exist_ok=True)  # its engine cache
     session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
@@ -309,12 +304,12 @@ class OrtStep:
     between host and GPU, as a PyTorch step on the same batch does not.
     """
 
-    def __init__(self, session, x, torch_device: str):
+    def __init__(self, session, x, device: BoundDevice):
         self.session, self.x = session, x  # x must outlive the binding (it points into x)
         self.binding = session.io_binding()
         input_name = session.get_inputs()[0].name
         output_name = session.get_outputs()[0].name
-        bound = _onnx_device(torch_device)
+        bound = device.onnx_device()
         if bound is not None:  # on the device: bound where the tensor already is
             place, index = bound
             self.binding.bind_input(
@@ -342,10 +337,10 @@ def relative_error(output: np.ndarray, reference: np.ndarray) -> float:
     return float(np.abs(output - reference).max(initial=0.0)) / scale
 
 
-def tolerance_for(method, torch_device: str) -> float:
+def tolerance_for(method, device: BoundDevice) -> float:
     if method.tolerance is not None:
         return float(method.tolerance)
-    place = (_onnx_device(torch_device) or ("cpu", 0))[0]  # keyed by ONNX Runtime's device
+    place = (device.onnx_device() or ("cpu", 0))[0]  # keyed by ONNX Runtime's device
     return DEFAULT_TOLERANCE.get((method.precision, place), 5e-2)
 
 
@@ -387,12 +382,12 @@ def output_problem(output, batch_size: int) -> str:
 
 
 def check_output(
-    output, reference, method, torch_device: str, provider: str, detail: dict, known=None
+    output, reference, method, device: BoundDevice, provider: str, detail: dict, known=None
 ) -> dict:
     """The row fields of a runtime's output check against PyTorch's on the same batch, with
     the `known` fields (kept on a mismatch too); above the method's tolerance,
     NotMeasured("mismatch") carrying them."""
-    error, tolerance = relative_error(output, reference), tolerance_for(method, torch_device)
+    error, tolerance = relative_error(output, reference), tolerance_for(method, device)
     fields = {
         **(known or {}),
         "runtime_provider": provider,
@@ -410,7 +405,7 @@ def check_output(
 
 
 def prepare_exported(
-    model, x, method, *, model_name: str, torch_device: str, threads, cache_dir
+    model, x, method, *, model_name: str, device: BoundDevice, threads, cache_dir
 ) -> tuple[OrtStep, dict]:
     """Export (or reuse) `model`, open a session, check its output against PyTorch's.
 
@@ -423,9 +418,9 @@ def prepare_exported(
     with torch.inference_mode():
         reference = model(x).float().cpu().numpy()
     path, detail = export_onnx(model, x, model_name, method.opset, cache_dir)
-    session = make_session(path, method, torch_device, threads, cache_dir)
-    step = OrtStep(session, x, torch_device)
+    session = make_session(path, method, device, threads, cache_dir)
+    step = OrtStep(session, x, device)
     step()  # the first run also builds TensorRT engines
     providers = session.get_providers()
     detail.update(ort_version=ort.__version__, providers=providers)
-    return step, check_output(step.output(), reference, method, torch_device, providers[0], detail)
+    return step, check_output(step.output(), reference, method, device, providers[0], detail)

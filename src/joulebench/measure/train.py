@@ -13,6 +13,10 @@ need more than one value per channel: that configuration becomes an error row).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from joulebench.measure.backends import BoundDevice
 
 OPTIMIZERS = ("sgd", "adamw")
 DEFAULT_LR = {"sgd": 0.01, "adamw": 1e-3}
@@ -117,18 +121,16 @@ def _as_float(loss) -> float:
     return float(loss) if loss is not None else float("nan")
 
 
-def make_train_step(model, x, num_classes: int, method, spec: TrainSpec, torch_device: str):
-    """A TrainStep for a prepared model (train mode) and batch, per the method and spec."""
+def make_train_step(model, x, num_classes: int, method, spec: TrainSpec, device: BoundDevice):
+    """A TrainStep for a prepared model (train mode) and batch, per the method and spec, on
+    `device` (where torch runs it)."""
     import torch
 
-    from joulebench.measure.backends import backend_for
-
-    device_type = torch.device(torch_device).type
     model.train()
-    labels = synthetic_labels(x.shape[0], num_classes, torch_device, spec.seed)
+    labels = synthetic_labels(x.shape[0], num_classes, device.device, spec.seed)
     optimizer = make_optimizer(model.parameters(), spec)
     scaler = None
-    scaled = backend_for(torch_device).grad_scaler_device(torch_device)  # None on a CPU
+    scaled = device.grad_scaler_device()  # None on a CPU
     if method.precision == "fp16" and method.autocast and scaled:
         scaler = torch.amp.GradScaler(scaled)
-    return TrainStep(model, x, labels, optimizer, method.context(device_type), scaler)
+    return TrainStep(model, x, labels, optimizer, method.context(device.torch_type), scaler)

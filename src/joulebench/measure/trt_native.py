@@ -21,6 +21,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from joulebench.measure.methods import TORCH_TENSORRT
 from joulebench.measure.runtimes import (
@@ -32,6 +33,9 @@ from joulebench.measure.runtimes import (
 )
 from joulebench.safe_text import file_name
 from joulebench.tables import short_reason
+
+if TYPE_CHECKING:
+    from joulebench.measure.backends import BoundDevice
 
 EXTRA = "torch-tensorrt"  # pyproject's optional extra: pip install 'joulebench[torch-tensorrt]'
 ENGINE_FOLDER = "torch-tensorrt"  # under profile.onnx_cache, beside the ONNX exports
@@ -55,24 +59,22 @@ def install_hint() -> str:
     return f"pip install 'joulebench[{EXTRA}]' (torch-tensorrt {series}.*, for torch {series})"
 
 
-def gpu_target(torch_device: str) -> tuple[dict, str]:
+def gpu_target(device: BoundDevice) -> tuple[dict, str]:
     """({"gpu": name, "arch": "sm90"}, "") for a CUDA GPU TensorRT can build for, else
     ({}, why not and how to fix it)."""
     import torch
 
-    from joulebench.measure.backends import backend_for
-
-    if TORCH_TENSORRT not in backend_for(torch_device).native_runtimes:
-        return {}, f"torch-tensorrt runs on CUDA GPUs only, not {torch_device}: use a cuda device"
+    if TORCH_TENSORRT not in device.native_runtimes:
+        return {}, f"torch-tensorrt runs on CUDA GPUs only, not {device}: use a cuda device"
     if not torch.cuda.is_available():
         build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
         return {}, (
             f"no CUDA GPU is visible to torch {torch.__version__} ({build}); torch-tensorrt "
             "needs one: run on a GPU node with a CUDA build of torch"
         )
-    device = torch.device(torch_device)
-    major, minor = torch.cuda.get_device_capability(device)
-    name = torch.cuda.get_device_name(device)
+    where = torch.device(device.device)
+    major, minor = torch.cuda.get_device_capability(where)
+    name = torch.cuda.get_device_name(where)
     if (major, minor) < MIN_CAPABILITY:
         low = ".".join(map(str, MIN_CAPABILITY))
         return {}, (
@@ -102,11 +104,11 @@ def _import_reason() -> str:
     return ""
 
 
-def unavailable_reason(runtime: str, torch_device: str) -> str | None:
-    """Why torch-tensorrt cannot run on `torch_device` here, or None when it can."""
+def unavailable_reason(runtime: str, device: BoundDevice) -> str | None:
+    """Why torch-tensorrt cannot run on `device` here, or None when it can."""
     if runtime != TORCH_TENSORRT:
         raise ValueError(f"trt_native runs runtime {TORCH_TENSORRT}, not {runtime}")
-    _, reason = gpu_target(torch_device)
+    _, reason = gpu_target(device)
     return reason or _import_reason() or None
 
 
@@ -141,7 +143,7 @@ def _blocks(compiled) -> dict:
     }
 
 
-def build_engine(model, x, method, torch_device: str, folder: Path) -> dict:
+def build_engine(model, x, method, device: BoundDevice, folder: Path) -> dict:
     """Compile `model` for the static shape and dtype of `x` and save it into `folder`;
     returns the build's record (engine_build_s: the compile's seconds, the save excluded)."""
     import torch
@@ -158,7 +160,7 @@ def build_engine(model, x, method, torch_device: str, folder: Path) -> dict:
             model,
             ir="dynamo",
             arg_inputs=[torch_tensorrt.Input(shape=tuple(x.shape), dtype=x.dtype)],
-            device=torch.device(torch_device),
+            device=torch.device(device.device),
             timing_cache_path=str(folder / "timing.cache"),  # a cold cache: comparable builds
             **options,
         )
@@ -208,7 +210,7 @@ def engine_folder(model, x, mode: str, model_name: str, target: dict, cache_dir)
 
 
 def prepare_exported(
-    model, x, method, *, model_name: str, torch_device: str, threads, cache_dir
+    model, x, method, *, model_name: str, device: BoundDevice, threads, cache_dir
 ) -> tuple[TrtStep, dict]:
     """Build (or reuse) the engine of `model`, check its output against PyTorch's.
 
@@ -218,7 +220,7 @@ def prepare_exported(
     """
     import torch
 
-    target, reason = gpu_target(torch_device)
+    target, reason = gpu_target(device)
     if reason:
         raise RuntimeError(reason)
     with torch.inference_mode():
@@ -231,7 +233,7 @@ def prepare_exported(
         folder,
         RECORD,
         lambda tmp: {
-            **build_engine(model, x, method, torch_device, tmp),
+            **build_engine(model, x, method, device, tmp),
             **target,
             **versions(),
             "model": model_name,
@@ -241,6 +243,4 @@ def prepare_exported(
     step = TrtStep(module, x)
     detail = {"engine_path": str(folder / PROGRAM), "cached": cached, **record}
     known = {"engine_build_s": record["engine_build_s"]}
-    return step, check_output(
-        step.output(), reference, method, torch_device, PROVIDER, detail, known
-    )
+    return step, check_output(step.output(), reference, method, device, PROVIDER, detail, known)

@@ -6,8 +6,9 @@ answers with; `registry` says which backend serves a device string (loaded by mo
 as entry points are); `select` builds a device's meter and the whole node's. The kinds:
 `cpu` (RAPL, else the estimate), `cuda` (NVIDIA, NVML), `rocm` (AMD, AMD SMI), and `sim`
 (simulated GPUs over measure/sim, for tests; production code never imports it).
-`torch_gpu` is what cuda and rocm share. Adding a kind: docs/devices.md. The map of the
-package: docs/design.md.
+`torch_gpu` is what cuda and rocm share. `bound` binds one device string to its backend
+once (BoundDevice): what a job holds and code below it asks. Adding a kind:
+docs/devices.md. The map of the package: docs/design.md.
 """
 
 from joulebench.measure.backends.base import (
@@ -21,6 +22,7 @@ from joulebench.measure.backends.base import (
     Libraries,
     NativePrecisions,
 )
+from joulebench.measure.backends.bound import BoundDevice, bound_device
 from joulebench.measure.backends.registry import (
     backend_for,
     backends,
@@ -36,6 +38,7 @@ from joulebench.measure.backends.select import select_meter, select_node_meter
 
 __all__ = [
     "Backend",
+    "BoundDevice",
     "DeviceError",
     "DeviceIdentity",
     "DeviceInfo",
@@ -46,6 +49,7 @@ __all__ = [
     "NativePrecisions",
     "backend_for",
     "backends",
+    "bound_device",
     "device_pattern",
     "host_backend",
     "kind_of",
