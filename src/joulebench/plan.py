@@ -1,41 +1,12 @@
 """The cost of a study before it runs: configurations, minimum measuring time, wall time.
 
 A configuration is one (device, model, phase, method, batch size) measured under the
-protocol. Its minimum measuring time and estimated wall time are
-joulebench.measure.config_time's; here the plan adds what every model job also costs,
-measured on the development machine by bench/bench_plan.py (docs/benchmarks.md): the
-process start-up and the short idle read, the catalog and the analysis. The plan sits above
-`measure` (it reads the protocol's settings and resolves the devices) and below `accuracy`
-(docs/design.md, layers). Assumptions (docs/plan.md):
-
-- each configuration is estimated by the protocol's own rules (config_time.config_cost):
-  windows sized by protocol.plan_window from the step time, measured by `--calibrate`
-  (measure.calibrate); without it, windows are bounded by time (`min_repeat_s`), which
-  holds unless a batch takes longer than min_repeat_s / min_repeat_batches (156 ms at the
-  defaults), as large models at large batches on a CPU do;
-- a method's first batch size warms up fully, its following ones (measured back to back)
-  briefly; with `ci_target`, the repeats the target needs at a typical CV are counted;
-- models already measured (their rows files, `measured_rows`) are done: counted with the
-  time their rows took, not estimated; the models left that `--calibrate` did not time are
-  scaled by how the measured ones compared with their own estimate (measured / estimated,
-  within LEARNED_RATIO_RANGE), as a job's ETA lines are: a GPU whose windows agree sooner
-  (or later) than the sensor model expects shows in a resumed run's plan;
-- a method whose precision a device only emulates (measure.emulation) is a skipped row
-  there, counted as ~0 s, when the caller says what each device runs natively (`native`:
-  `joulebench plan` and the workflow's first line on this host; else all are measured);
-- torch.compile methods add COMPILE_S per configuration, exported runtimes (ONNX Runtime,
-  TensorRT) their export and engine build, which is not counted, nor a CUDA graph's capture
-  (cuda_graphs: seconds);
-- on one host each device measures one job at a time (its measuring slot) and the GPUs
-  measure at once, so GPU devices overlap while a CPU device adds its time (it takes every
-  slot); each GPU device measures every model (its own rows), so N GPU labels measure N
-  times the configurations in one GPU's time; a pool of N identical GPUs (one label)
-  shares the models, each measured once, so its models' jobs divide by N (whole jobs:
-  ceil(models / N) in a row). On a cluster each allocation measures its group of models on
-  its own node.
-
-Nothing here imports torch (but `--calibrate`, lazily, in measure.calibrate): `joulebench
-plan` and the workflow's first line use it.
+protocol; measure.config_time estimates it by the protocol's own rules, and the plan adds
+what every model job also costs (start-up, idle read, catalog, analysis: bench/bench_plan.py
+measures them), counts models already measured at the time their rows took and overlaps
+devices as the workflow schedules them. What is counted and where the estimate is wrong:
+docs/plan.md. The plan sits above `measure`, `accuracy` and `analysis` and below the CLI
+(docs/design.md, layers); it imports torch only for `--calibrate`.
 """
 
 from __future__ import annotations

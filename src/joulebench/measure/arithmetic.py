@@ -1,36 +1,14 @@
 """The arithmetic a configuration runs in, set on purpose around it and restored after.
 
-torch 2.14's defaults on an Ampere or newer GPU run fp32 convolutions in TF32
-(`torch.backends.cudnn.conv.fp32_precision` reads "tf32") and fp32 matrix products in IEEE
-fp32 (`torch.backends.cuda.matmul.fp32_precision` reads "none"), and leave cuDNN's
-autotuning off (`torch.backends.cudnn.benchmark`): left alone, an `fp32` row of a CNN
-would be mostly TF32 and one of a ViT full fp32, and nothing would say so. So every
-configuration states its arithmetic (`Arithmetic`, from its method and where its model
-runs) and `applied` sets it through torch's current API (the `fp32_precision` attributes;
-never the legacy `allow_tf32` flags: reading one after the new API set its value raises)
-around the configuration's build, warm-up and windows, then puts back what was there, also
-when the configuration fails. Rows record it (`fp32_math`, `cudnn_autotune`).
-
-torch's own code still reads the legacy flags in a few corners, and a legacy read raises
-while the new API disagrees with the legacy value (IEEE convolutions, TF32 matmuls):
-torch.export (`torch.backends.cudnn.set_flags`, under ONNX's dynamo exporter and
-torch-tensorrt) and Inductor's max-autotune Triton templates of a convolution's backward.
-So an exported runtime's configuration leaves torch's flags as they are (its engine decides
-its math; its PyTorch reference runs at torch's defaults), and a PyTorch training method
-with compile max-autotune fails with torch's message, never silently.
-
-- `fp32_math` "ieee": fp32 matmuls, convolutions and RNNs in IEEE fp32 (methods fp32, and the
-  fp32 operations fp16 / bf16 autocast leaves); "tf32": in TF32 on the tensor cores
-  (method tf32, where its model runs on a GPU); "": not PyTorch's to decide (an exported
-  runtime's engine picks its own math; nothing is set). On a CPU oneDNN is held at IEEE too
-  (`torch.backends.mkldnn.*.fp32_precision`), so no CPU silently runs fp32 in bf16 or TF32.
-- `cudnn_autotune`: cuDNN (MIOpen on ROCm) times its convolution algorithms on a shape's
-  first call and keeps the fastest; on where the method says (`cudnn_autotune`, default
-  true) and its model runs on a GPU. The search happens on the first step of a new shape:
-  the protocol's first warm-up chunk is that one step (CUDA graphs: their capture's warm-up
-  iterations), so it never falls inside a window.
-
-The backends are passed in (`torch.backends` by default), so the logic is tested on a CPU.
+Left to torch's defaults, an `fp32` row of a CNN on an Ampere or newer GPU would run its
+convolutions in TF32 and a ViT's matmuls in IEEE fp32, with cuDNN autotuning off, and
+nothing would say so. So every configuration states its arithmetic (`Arithmetic`, from its
+method and where its model runs) and `applied` sets it through torch's `fp32_precision` API
+(never the legacy `allow_tf32` flags) around its build, warm-up and windows, putting back
+what was there, also when it fails; rows record it (`fp32_math`, `cudnn_autotune`). An
+exported runtime's configuration leaves torch's flags alone (its engine picks its math).
+What each value means and the corners of torch that still read the legacy flags:
+docs/profiling.md#arithmetic. The backends are passed in, so the logic is tested on a CPU.
 """
 
 from __future__ import annotations

@@ -1,40 +1,16 @@
 """The measurement protocol: when windows open and close, and what a measurement reports.
 
-It knows nothing of torch, NVML or RAPL. The caller hands it:
-- `step()`: run one batch of work (may return before the device finishes, as on a GPU),
-- `sync()`: wait until the device has finished all queued work (a no-op on CPU),
-- a `Meter` (joulebench.measure.meters.base) that reads energy over a begin/end window.
-
-The protocol then
-1. warms up in chunks of steps until throughput is steady (cudnn autotune, compilation,
-   clocks ramping up), or gives up at `warmup_max_s` and flags `warmup-not-steady`;
-2. runs several repeats, each a window of at least `min_repeat_s` and `min_repeat_batches`,
-   because NVML's power updates about every 100 ms and samples only part of that: short
-   windows are wrong. Windows open and close right after a sync, so the energy read covers
-   exactly the work counted, and nothing else (no logging, no allocation) happens inside;
-3. pauses a random short time between repeats so periodic effects do not line up;
-4. where the meter's reading refreshes slowly (`meter.refresh_s`, NVIDIA's sensors: a 25 ms
-   average every 100 ms on A100/H100), makes each window span at least
-   `min_window_refreshes` refreshes and inserts `phase_shifts` short idle delays inside it,
-   evenly spaced, each about refresh_s / (phase_shifts + 1) long: a workload whose batch period
-   locks to the refresh would otherwise be seen at one phase for the whole window (Yang,
-   Adamek, Armour, SC24). The delays' time is left out of throughput and latency, and their
-   energy (idle power x delay) out of the energy per image, where idle power is known.
-   Before each such window, steps run for one refresh period (`lead_in`): the counter moves
-   only at refreshes, so a window opened straight after an idle pause would be credited with
-   idle energy at its start while missing work at its end, a bias of about
-   (busy - idle power) x refresh / 2 per window;
-5. where the meter's counter moves only at those refreshes and a batch is short against
-   them (`count_edges`), takes the window's energy from the refreshes inside it, scaled to
-   the window's own time: read at the two ends, the counter is up to one refresh off at
-   each (meters.counter_edges), 1.8 % of a 2.3 s window at one sigma;
-6. reports per-repeat rows, a summary (mean, std, CV, Student-t 95% CI) and the power trace.
-
-Its settings come in named presets (PRESETS: `default` adaptive, `strict` the fixed windows of
-published numbers, `fast` for first looks, `smoke` whether a study runs), any setting over them
-(ProtocolSettings.from_dict). A study's config picks the preset and turns the few settings a
-user turns (the schema's protocol section: repeats, min_repeat_s, ci_target, max_repeats,
-per_step_timing); the rest are the presets' business, set here and from Python.
+It knows nothing of torch, NVML or RAPL: the caller hands it `step()` (one batch, may return
+before the device finishes), `sync()` (wait for queued work) and a Meter (meters.base). It
+warms up until throughput is steady, then measures repeated windows that open and close
+right after a sync (so the energy read covers exactly the work counted), sized to the
+meter's refresh, with random pauses between them; on a slowly refreshing sensor it shifts
+the work's phase inside each window, leads in before it and counts the counter's edges.
+It reports per-repeat rows, a summary (mean, CV, Student-t 95 % CI) and the power trace.
+Each rule and why: docs/protocol.md. Settings come in named presets (PRESETS: `default`,
+`strict`, `fast`, `smoke`); a study's config picks one and turns the few settings a user
+turns (the schema's protocol section), the rest are the presets' (ProtocolSettings.from_dict
+sets any of them from Python).
 """
 
 from __future__ import annotations

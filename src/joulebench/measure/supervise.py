@@ -1,27 +1,13 @@
-"""A profile job that finishes whatever its model does (issue 35).
+"""A profile job that finishes whatever its model does.
 
-The job's process (the supervisor) measures nothing itself: a child process (the worker,
-`joulebench profile-worker`) does, and tells it what it is doing on its log, one JSON event a
-line (`EVENT` prefix; every other line is the log, passed through): the job's start, each
-configuration's start and end, each stage in between (build, warm-up, a window), each with
-how long it may take before the next event (its deadline: TIMEOUT_FACTOR x the plan's
-estimate, at least TIMEOUT_FLOOR_S; `profile.timeout_factor` changes the factor). Each
-finished configuration's rows the worker writes to a parts folder at once (atomically).
-
-- A worker that misses its deadline is stopped (SIGTERM, then SIGKILL): its configuration
-  gets a row `timeout` saying what it was doing, and a new worker goes on with the next one.
-- A worker that dies (an exit, a signal, the kernel's out-of-memory kill) gets a row
-  `crashed` for the configuration it was in (`crashed: exit 3`, `crashed: SIGKILL (out of
-  memory?)`), and a new worker goes on with the next one.
-- A worker that does not go away when killed (a hung CUDA call holds it in the kernel), or
-  workers that die before measuring anything twice in a row: the job ends with a row
-  `not-measured` for each configuration left, saying why.
-- A job whose Snakemake dies (kill -9; its shell stays) stops its worker and ends: it never
-  measures on unattended (the worker also dies with its supervisor: PR_SET_PDEATHSIG).
-- A worker whose GPU fails (measure.gpu_faults) says so (event `gpu-fault`: kind, evidence,
-  the configuration) and ends (GPU_FAULT_EXIT): the supervisor marks the GPU bad and moves
-  the job to another GPU of its pool (measure.gpu_failover).
-So a study always finishes, each configuration with exactly one row and a status.
+The job's process (the supervisor) measures nothing itself: a worker process (`joulebench
+profile-worker`) does and reports each stage (job start, configuration start and end, build,
+warm-up, a window) as one JSON event a line on its log, each with its deadline; it writes
+each finished configuration's rows to the job's parts folder at once. A worker that misses
+its deadline is stopped (`timeout` row), one that dies gets a `crashed` row, one whose GPU
+fails says so and the job moves to another GPU of its pool (gpu_failover); a new worker
+goes on with the next configuration. So a study always finishes, each configuration with
+exactly one row and a status (docs/profiling.md#when-a-model-or-a-gpu-misbehaves).
 """
 
 from __future__ import annotations

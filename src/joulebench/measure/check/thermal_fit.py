@@ -51,8 +51,7 @@ def on_plateau(t_s: np.ndarray, power_w: np.ndarray, settle_s: float = 1.0) -> n
     """The samples where the load's power is held: from `settle_s` after the power first
     reaches 95 % of its final level. Leakage is power against temperature at a fixed load;
     the seconds in which the load comes on (power rising while the die warms) would read
-    as a slope of tens of % per degree. A real H200 warms within about a second
-    (docs/benchmarks.md: its first second alone gave 22 %/C against 0.43 %/C after it)."""
+    as a slope of tens of % per degree (a real board's first second: docs/benchmarks.md)."""
     final_w = float(np.median(power_w[len(power_w) // 2 :]))
     reached = np.flatnonzero(power_w >= 0.95 * final_w)
     if not reached.size:
