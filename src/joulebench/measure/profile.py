@@ -322,8 +322,8 @@ class JobSession:
         base.update(self._calibrated(described, refresh_s, log))
         if not math.isfinite(self.idle_power_w) and math.isfinite(idle.power_w):
             # no idle job's baseline (the ad-hoc `joulebench profile`): the read before the
-            # model stands in, so the phase shifts' idle time (about 10 % of a 2 s NVML
-            # window) does not add its idle energy to the images' (docs/protocol.md)
+            # model stands in, so the phase shifts' idle time does not add its idle energy
+            # to the images' (docs/protocol.md)
             self.idle_power_w = float(idle.power_w)
         return base, idle
 
