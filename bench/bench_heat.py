@@ -2,9 +2,9 @@
 
 1. Sweep: every generation x batch period (1-500 ms, with 50/100/200 ms) x workload pattern
    (regular, period jitter, host pauses fixed and jittered) x --seeds, every board with heat
-   drawn from the swept ranges (joulebench.measure.sim.thermal), each configuration starting
+   drawn from the swept ranges (joulebench.sim.thermal), each configuration starting
    anywhere from idle to past its own sustained temperature. Against the sustained truth
-   (joulebench.measure.sim.heat_experiment): share within 5 % and 2 %, 95 % CI coverage,
+   (joulebench.sim.heat_experiment): share within 5 % and 2 %, 95 % CI coverage,
    worst case, per generation and period, per pattern and overall.
 2. Order bias: the same light (batch-1-like) configuration measured first in a job vs after
    a hotter one: median and p95 of second minus first.
@@ -38,7 +38,7 @@ def pct(x: float) -> str:
 def sweep(seeds, csv, heat_error, settings, refresh_error=0.0, tail_error=None, **only):
     import pandas as pd
 
-    from joulebench.measure.sim import heat_experiment as he
+    from joulebench.sim import heat_experiment as he
 
     cases = he.cases(seeds, **only)
     rows = pd.DataFrame(
@@ -92,7 +92,7 @@ def sweep(seeds, csv, heat_error, settings, refresh_error=0.0, tail_error=None, 
 def preset_line(name: str, rows) -> None:
     """The preset's row of docs/benchmarks.md's preset table."""
     from joulebench.flags import FLAG_CI_TARGET_NOT_MET
-    from joulebench.measure.sim import heat_experiment as he
+    from joulebench.sim import heat_experiment as he
 
     total = he.overall(rows)
     table = he.summary_table(rows)
@@ -116,7 +116,7 @@ def preset_line(name: str, rows) -> None:
 def order(seeds: int, heat_error: float | None, settings) -> None:
     import pandas as pd
 
-    from joulebench.measure.sim import heat_experiment as he
+    from joulebench.sim import heat_experiment as he
 
     cases = he.cases(seeds, periods=(0.005, 0.010, 0.050, 0.100), patterns=("regular",))
     rows = pd.DataFrame([he.order_bias(c, settings, heat_error=heat_error) for c in cases])
@@ -154,7 +154,7 @@ def main() -> None:
     parser.add_argument(
         "--tail",
         default="none",
-        help="the boards' power tail after work stops (joulebench.measure.sim.tail): none, "
+        help="the boards' power tail after work stops (joulebench.sim.tail): none, "
         "drawn (each case's from the swept ranges, a fifth with none), or one "
         "share/hold_s/tau_s/scales, e.g. 0.3/0.1/0.5/dynamic",
     )

@@ -6,7 +6,7 @@ one simulated GPU, each configuration measured once in both.
 
 With two methods (fp32, fp32 channels-last) and `profile: {split: auto}` the pool's jobs
 are one per model and method (3 models on 2 GPUs: fewer than 4 a GPU), the single GPU's
-one per model (measure.job_parts); `--split model` keeps whole models in the pool too.
+one per model (schedule.job_parts); `--split model` keeps whole models in the pool too.
 `--waiting` measures workloads whose steps wait as a host waits on a GPU
 (bench/pool_workloads.py) instead of timm models computed on the host's cores.
 

@@ -29,7 +29,7 @@ WINDOWS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)  # nominal; each stretched by 1
 
 
 def error_table(seeds: int):
-    from joulebench.measure.sim import experiment
+    from joulebench.sim import experiment
 
     protocol, naive = experiment.run_all(random_seeds=seeds)
     table = experiment.protocol_table(protocol, naive)
@@ -66,8 +66,8 @@ def ablation(seeds: int) -> None:
     import pandas as pd
 
     from joulebench.measure.protocol import ProtocolSettings
-    from joulebench.measure.sim import experiment
-    from joulebench.measure.sim.workload import Workload
+    from joulebench.sim import experiment
+    from joulebench.sim.workload import Workload
 
     print("\n| phase shifts | duty | cases | within 5 % | worst error | silently wrong |"
           " delays per window | protocol time |")  # fmt: skip
@@ -102,7 +102,7 @@ def figure(path: Path, seeds: int, protocol) -> None:
     import numpy as np
 
     from joulebench.measure.meters.nvidia_sensors import GENERATIONS
-    from joulebench.measure.sim import experiment
+    from joulebench.sim import experiment
 
     sweep = experiment.window_sweep(WINDOWS_S, random_seeds=seeds)
     sweep["abs_error"] = sweep["naive_error"].abs() * 100

@@ -1,7 +1,7 @@
 """How well `joulebench check` reads a board's power tail (issue 33), on simulated boards.
 
 For boards of every generation with tails drawn from the simulator's swept ranges
-(joulebench.measure.sim.tail: a fifth with none; share 0-40 %, plateau 0-0.5 s, decay
+(joulebench.sim.tail: a fifth with none; share 0-40 %, plateau 0-0.5 s, decay
 0.05-2 s, dynamic or constant), the check's tail step and sensor fit run as in
 `joulebench check` (check.gpu.sensor_and_tail) in simulated time. Against the board's true
 tail: the excess right after the stop, plateau, decay, and what the protocol takes out of a
@@ -29,11 +29,11 @@ SHIFT_S = (0.003, 0.009)  # a phase shift's length (the protocol's default: abou
 def one(generation: str, seed: int) -> dict:
     import numpy as np
 
-    from joulebench.measure.check.gpu import sensor_and_tail
-    from joulebench.measure.check.rows import CheckSettings
+    from joulebench.check.gpu import sensor_and_tail
+    from joulebench.check.rows import CheckSettings
     from joulebench.measure.meters.nvidia_sensors import GENERATIONS
-    from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
-    from joulebench.measure.sim.tail import drawn
+    from joulebench.sim.rig import SimCheckTarget, simulated_gpu
+    from joulebench.sim.tail import drawn
 
     rng = random.Random(f"tail-check-{generation}-{seed}")
     tail = drawn(rng)

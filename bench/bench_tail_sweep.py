@@ -37,7 +37,7 @@ def main() -> None:
     import pandas as pd
 
     from joulebench.measure.protocol import ProtocolSettings
-    from joulebench.measure.sim import heat_experiment as he
+    from joulebench.sim import heat_experiment as he
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=1)

@@ -2,7 +2,7 @@
 
 The GPU checks of issue 4 (counter vs trace, repeat CV, idle), issue 15 (the sensor's
 refresh period and window, zeros vs random, environment, Zeus), issue 23 (the board's heat)
-and issue 33 (its power tail) are all in `joulebench check` (src/joulebench/measure/check/);
+and issue 33 (its power tail) are all in `joulebench check` (src/joulebench/check/);
 this wrapper runs them with the heat step shortened where the session's time is short
 (--heat-s; an H200's die settled within 6 s of a load step), puts the JSON report and the
 printed table where a device session collects files, and with --keep keeps the report where
@@ -25,10 +25,10 @@ sys.path.insert(0, str(REPO / "src"))
 
 
 def main() -> int:
+    from joulebench.check.gpu import check_gpu
+    from joulebench.check.report import device_file, format_table, write_report
+    from joulebench.check.rows import CheckSettings
     from joulebench.measure.backends import backend_for
-    from joulebench.measure.check.gpu import check_gpu
-    from joulebench.measure.check.report import device_file, format_table, write_report
-    from joulebench.measure.check.rows import CheckSettings
     from joulebench.measure.first_check import board_key, board_path, usable
 
     parser = argparse.ArgumentParser()

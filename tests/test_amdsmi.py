@@ -14,9 +14,9 @@ from types import SimpleNamespace
 import pytest
 from helpers.fake_nvml import ManualClock
 
+from joulebench.check.environment import environment_rows
+from joulebench.check.report import FAIL, PASS, SKIP, WARN
 from joulebench.measure.backends import Libraries, backend_for, select_meter
-from joulebench.measure.check.environment import environment_rows
-from joulebench.measure.check.report import FAIL, PASS, SKIP, WARN
 from joulebench.measure.devices import auto_devices, describe_devices
 from joulebench.measure.meters import MeterUnavailable
 from joulebench.measure.meters.amdsmi import AmdSmiMeter, energy_uj, load_amdsmi

@@ -66,7 +66,7 @@ def test_measure_on_a_simulated_gpu_reads_its_sensor():
     _check_ci(m)
     assert m.is_estimate is False and m.meter == "nvml:sim" and m.ci_covers == "measurement"
     assert m.is_simulated is True and FLAG_SIMULATED in m.flags and FLAG_ESTIMATE not in m.flags
-    # the board draws 300 W while the step runs and 60 W idle (measure.sim.wall)
+    # the board draws 300 W while the step runs and 60 W idle (sim.wall)
     assert 60 < m.power_mean_w < 320 and m.idle_power_w == pytest.approx(60, rel=0.2)
     assert m.dynamic_energy_per_image_j < m.energy_per_image_j
     assert "(simulated)" in m.device_name

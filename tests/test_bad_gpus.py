@@ -1,5 +1,5 @@
 """A GPU that fails is known by its error and leaves the pool (measure.gpu_faults,
-measure.bad_gpus, measure.lease; issue 35 item 4)."""
+schedule.bad_gpus, schedule.lease; issue 35 item 4)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from joulebench.measure.bad_gpus import NoGoodGpu, bad_gpus, fault_text, folder, mark_bad
-from joulebench.measure.devices import pool_leases
 from joulebench.measure.gpu_faults import FAULT_KINDS, fault_kind
-from joulebench.measure.lease import lease_gpu
+from joulebench.schedule.bad_gpus import NoGoodGpu, bad_gpus, fault_text, folder, mark_bad
+from joulebench.schedule.lease import lease_gpu
+from joulebench.schedule.slots import pool_leases
 
 SIM_POOL = {"h100": {"pool": ["sim:h100:0", "sim:h100:1"]}}
 

@@ -13,10 +13,8 @@ import numpy as np
 import pytest
 from helpers.profile_job import job
 
-from joulebench.cli import main as cli_main
-from joulebench.measure.backends import backend_for
-from joulebench.measure.check.cpu import rapl_rows
-from joulebench.measure.check.report import (
+from joulebench.check.cpu import rapl_rows
+from joulebench.check.report import (
     FAIL,
     PASS,
     SKIP,
@@ -32,7 +30,9 @@ from joulebench.measure.check.report import (
     verdict,
     write_report,
 )
-from joulebench.measure.check.sensor_fit import fit_refresh, fit_sensor
+from joulebench.check.sensor_fit import fit_refresh, fit_sensor
+from joulebench.cli import main as cli_main
+from joulebench.measure.backends import backend_for
 from joulebench.measure.meters import RaplMeter
 from joulebench.measure.profile import run_profile
 

@@ -21,7 +21,7 @@ from joulebench.analysis.fits import all_fits
 from joulebench.analysis.score import score_summary
 from joulebench.analysis.summary import build_summary
 from joulebench.catalog.build import build_catalog
-from joulebench.measure.check.report import CheckReport, Row
+from joulebench.check.report import CheckReport, Row
 from joulebench.measure.profile import ProfileJob, run_profile
 from joulebench.report.webapp import page_table
 

@@ -15,7 +15,7 @@ from joulebench.measure.protocol import (
     edges_counted,
     expected_cv,
 )
-from joulebench.measure.sim.rig import simulated_gpu
+from joulebench.sim.rig import simulated_gpu
 
 
 def _samples(power_w, t0, t1, refresh_s=0.1, phase_s=0.0, every_s=0.015):

@@ -105,13 +105,8 @@ def test_without_it_the_kind_is_unknown():
 
 
 def test_devices_and_slots_treat_it_as_a_device_of_its_own(npu):
-    from joulebench.measure.devices import (
-        check_devices,
-        describe_devices,
-        measure_threads,
-        pinned_uuids,
-        slots_taken,
-    )
+    from joulebench.measure.devices import check_devices, describe_devices
+    from joulebench.schedule.slots import measure_threads, pinned_uuids, slots_taken
 
     (info,), _ = describe_devices({"n0": "npu:0"})
     assert (info.name, info.meter, info.problems) == (NAME, "nvml", [])

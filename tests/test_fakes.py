@@ -23,8 +23,8 @@ import pytest
 from conftest import REPO
 from helpers.fake_nvml import FakeNvml
 
-from joulebench.measure.sim import fake_pynvml
-from joulebench.measure.sim.fake_pynvml import NvmlModule, SimNvml
+from joulebench.sim import fake_pynvml
+from joulebench.sim.fake_pynvml import NvmlModule, SimNvml
 
 FAKE_AMDSMI = REPO / "tests" / "fake_amdsmi" / "amdsmi" / "__init__.py"
 NVML_FAKES = (NvmlModule, SimNvml, FakeNvml)

@@ -1,5 +1,5 @@
 """A GPU that fails leaves the pool and its job goes on on another (measure.gpu_failover,
-issue 35 item 4): the simulated GPUs fail in each way (measure.sim.faults), the GPU is
+issue 35 item 4): the simulated GPUs fail in each way (sim.faults), the GPU is
 marked bad with its evidence, the job's configurations from the failed one on are measured
 on the other GPU of a pool of 2, once; where none is left they are `not-measured` rows."""
 
@@ -11,15 +11,15 @@ import pandas as pd
 import pytest
 from conftest import FAST_PROTOCOL, REPO, SMOKE, snakemake
 
-from joulebench.measure.backends.sim import wall_sim_gpu
-from joulebench.measure.bad_gpus import bad_gpus, mark_bad
-from joulebench.measure.devices import pool_leases
 from joulebench.measure.gpu_failover import Failover, failover_for
 from joulebench.measure.gpu_faults import FAULT_KINDS, fault_kind
 from joulebench.measure.job_runner import supervised_job
-from joulebench.measure.lease import lease_gpu
-from joulebench.measure.sim import faults
 from joulebench.measure.supervise import WorkerRun
+from joulebench.schedule.bad_gpus import bad_gpus, mark_bad
+from joulebench.schedule.lease import lease_gpu
+from joulebench.schedule.slots import pool_leases
+from joulebench.sim import faults
+from joulebench.sim.backend import wall_sim_gpu
 
 SIM_POOL = {"h100": {"pool": ["sim:h100:0", "sim:h100:1"]}}
 BAD = REPO / "tests" / "workloads" / "bad.py"
@@ -55,7 +55,7 @@ def test_the_chaos_hook_is_read_in_one_way():
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_a_simulated_gpu_fails_in_its_configuration_after_n(kind, monkeypatch):
-    from joulebench.measure.backends.sim import _BOARDS
+    from joulebench.sim.backend import _BOARDS
 
     monkeypatch.setenv(faults.ENV, f"1:{kind}:1")
     monkeypatch.delitem(_BOARDS, "sim:h100:1", raising=False)  # a fresh board: this fault's

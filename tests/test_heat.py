@@ -105,7 +105,7 @@ def test_the_check_s_fit_reads_a_real_h200_s_heat():
     then a memory-bound load at ~630 W for 50 s; docs/benchmarks.md): the die warms within
     about a second, so leakage is fitted where the load is held, not while it comes on (the
     whole step read 22 %/C)."""
-    from joulebench.measure.check.thermal_fit import fit_heat
+    from joulebench.check.thermal_fit import fit_heat
 
     trace = pd.read_csv(Path(__file__).parent / "data" / "h200_heat_step.csv")
     idle = trace[(trace.phase == "idle") & (trace.t_s > 1)]

@@ -1,5 +1,5 @@
 """Whether a row measures its model or the host (measure.host_bound), on a simulated GPU's
-host model (measure.sim.host) and against torch's profiler events."""
+host model (sim.host) and against torch's profiler events."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ from joulebench.measure.host_bound import (
     trace_steps,
 )
 from joulebench.measure.profile import run_profile
-from joulebench.measure.sim.clock import SimClock
-from joulebench.measure.sim.host import KERNEL_FLOOR_S, LAUNCH_S, StepWork, count_step
-from joulebench.measure.sim.workload import SimGpu, Workload
+from joulebench.sim.clock import SimClock
+from joulebench.sim.host import KERNEL_FLOOR_S, LAUNCH_S, StepWork, count_step
+from joulebench.sim.workload import SimGpu, Workload
 
 
 def test_the_busy_share_is_the_union_of_kernels_over_their_span():

@@ -177,7 +177,7 @@ def sim_job(methods: dict, label: str, **protocol):
 @pytest.fixture
 def board():
     """A fresh simulated board per test (the process keeps one per label)."""
-    from joulebench.measure.backends.sim import _BOARDS, wall_sim_gpu
+    from joulebench.sim.backend import _BOARDS, wall_sim_gpu
 
     label = f"knobs-{os.getpid()}-{time.monotonic_ns()}"
     yield label, wall_sim_gpu("sim:h100", label).board
@@ -223,8 +223,8 @@ run_profile(ProfileJob.from_spec("tiny_net.build", sys.argv[1], spec, idle_power
 
 
 def test_after_a_kill_9_mid_configuration_the_next_job_restores_before_it_measures(board, state):
-    from joulebench.measure.backends.sim import _BOARDS
     from joulebench.measure.profile import run_profile
+    from joulebench.sim.backend import _BOARDS
 
     label, _ = board
     env = {
@@ -241,7 +241,7 @@ def test_after_a_kill_9_mid_configuration_the_next_job_restores_before_it_measur
         job.send_signal(signal.SIGKILL)
         job.wait()
     _BOARDS.pop(label, None)  # the next job's process meets the board as the killed one left it
-    from joulebench.measure.backends.sim import wall_sim_gpu
+    from joulebench.sim.backend import wall_sim_gpu
 
     assert wall_sim_gpu("sim:h100", label).board.power_limit_mw == 250_000  # left capped
     lines = []

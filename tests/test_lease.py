@@ -1,4 +1,4 @@
-"""Leases on a pool's GPUs (measure/lease.py): two leases never hold one GPU, and a job
+"""Leases on a pool's GPUs (schedule/lease.py): two leases never hold one GPU, and a job
 killed with SIGKILL frees its GPU for the next one (the kernel drops its lock)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from joulebench.measure.lease import held_by, lease_gpu, lock_path, try_lease
+from joulebench.schedule.lease import held_by, lease_gpu, lock_path, try_lease
 
 POOL = [
     {"device": "sim:h100:0", "uuid": "GPU-aaaa", "index": 0},
@@ -22,7 +22,7 @@ POOL = [
 # A job in another process: it leases a GPU of the pool, says which, and holds it.
 HOLDER = """
 import json, sys, time
-from joulebench.measure.lease import lease_gpu
+from joulebench.schedule.lease import lease_gpu
 lease = lease_gpu(json.loads(sys.argv[1]), folder=sys.argv[2], holder="h100 resnet18")
 print(lease.member["device"], flush=True)
 time.sleep(600)

@@ -16,20 +16,20 @@ from helpers.fake_powercap import FakePowercap
 
 from joulebench.flags import FLAG_HOST_SHARED
 from joulebench.measure.backends import kind_of, select_meter
-from joulebench.measure.backends.sim import sim_generation, wall_sim_gpu
 from joulebench.measure.concurrency import NodeMeasurements
-from joulebench.measure.devices import (
-    check_devices,
+from joulebench.measure.devices import check_devices
+from joulebench.measure.meters.estimate import EstimateMeter
+from joulebench.measure.meters.node import ESTIMATE_NO_DRAM, NO_GPU, NodeMeter
+from joulebench.measure.protocol import ProtocolSettings, expected_cv, measure
+from joulebench.schedule.slots import (
     measure_threads,
     measuring_resources,
     pin_to_gpu,
     pinned_uuids,
     slots_taken,
 )
-from joulebench.measure.meters.estimate import EstimateMeter
-from joulebench.measure.meters.node import ESTIMATE_NO_DRAM, NO_GPU, NodeMeter
-from joulebench.measure.protocol import ProtocolSettings, expected_cv, measure
-from joulebench.measure.sim import simulated_gpu
+from joulebench.sim import simulated_gpu
+from joulebench.sim.backend import sim_generation, wall_sim_gpu
 
 NODE = {"h200-0": "cuda:0", "h200-1": "cuda:1", "cpu": "cpu"}
 

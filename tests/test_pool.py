@@ -25,13 +25,15 @@ from joulebench.measure.devices import (
     check_devices,
     describe_devices,
     format_devices,
+    pool_of,
+    resolve_devices,
+    resolve_pools,
+)
+from joulebench.schedule.slots import (
     lease_from_pool,
     measure_threads,
     measuring_resources,
     pool_leases,
-    pool_of,
-    resolve_devices,
-    resolve_pools,
     slot_limits,
     slots_taken,
 )
@@ -136,7 +138,7 @@ def test_simulated_gpus_form_a_pool_of_distinct_boards(tmp_path):
     lease, spec = lease_from_pool({"torch_device": "sim:h100:0"}, records, "x", folder=tmp_path)
     with lease:
         assert spec["torch_device"] == "sim:h100:0" and spec["gpu"]["uuid"] == records[0]["uuid"]
-    from joulebench.measure.backends.sim import wall_sim_gpu
+    from joulebench.sim.backend import wall_sim_gpu
 
     board = wall_sim_gpu("sim:h100:1", "test-pool-board")
     assert board.board.uuid == records[1]["uuid"]  # the job's meter reads the leased board
@@ -303,7 +305,7 @@ def test_a_label_that_moved_to_another_board_of_its_pool_reads_that_board():
     """After a failover the job's label names another GPU of the pool: the process's
     simulated board follows the device, not the label (the CI caught the idle row of
     sim:h100:0 naming sim:h100:1's UUID after the failover tests)."""
-    from joulebench.measure.backends.sim import wall_sim_gpu
+    from joulebench.sim.backend import wall_sim_gpu
 
     moved = wall_sim_gpu("sim:h100:1", "h100").board.uuid
     assert wall_sim_gpu("sim:h100:0", "h100").board.uuid != moved

@@ -1,6 +1,6 @@
 """The sensor simulator, the protocol proven against it, and `joulebench check` on it.
 
-Everything runs on simulated time (joulebench.measure.sim): a 30 s protocol run takes milliseconds
+Everything runs on simulated time (joulebench.sim): a 30 s protocol run takes milliseconds
 and every number is reproducible. The simulated sensor refreshes and averages as the SC24
 paper measured per GPU generation, so a protocol that reads it wrong fails here
 (test_simulated_protocol_without_phase_shifts_misses_the_target shows that it can).
@@ -16,18 +16,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from joulebench.check.environment import environment_rows
+from joulebench.check.gpu import check_gpu, square_wave
+from joulebench.check.report import FAIL, PASS, WARN, validate_report
+from joulebench.check.rows import CheckSettings
+from joulebench.check.sensor_fit import fit_sensor
 from joulebench.measure.backends import backend_for
-from joulebench.measure.check.environment import environment_rows
-from joulebench.measure.check.gpu import check_gpu, square_wave
-from joulebench.measure.check.report import FAIL, PASS, WARN, validate_report
-from joulebench.measure.check.rows import CheckSettings
-from joulebench.measure.check.sensor_fit import fit_sensor
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS, expected_sensor
 from joulebench.measure.protocol import ProtocolSettings, measure
-from joulebench.measure.sim import experiment
-from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
-from joulebench.measure.sim.thermal import THERMAL, Thermal
-from joulebench.measure.sim.workload import PowerSignal, Workload
+from joulebench.sim import experiment
+from joulebench.sim.rig import SimCheckTarget, simulated_gpu
+from joulebench.sim.thermal import THERMAL, Thermal
+from joulebench.sim.workload import PowerSignal, Workload
 
 SIM = backend_for("sim:hopper")  # the simulated GPUs' backend: their state is read as NVML's
 
@@ -332,7 +332,7 @@ def test_simulated_check_flags_other_process_mig_and_a_lowered_power_limit():
 
 
 def test_heat_cases_are_reproducible_and_draw_their_ranges():
-    from joulebench.measure.sim import heat_experiment as he
+    from joulebench.sim import heat_experiment as he
 
     case = he.HeatCase("hopper", 0.1, "jittered-pauses", True, 3)
     assert case.workload() == he.HeatCase("hopper", 0.1, "jittered-pauses", True, 3).workload()
@@ -352,7 +352,7 @@ def test_heat_cases_are_reproducible_and_draw_their_ranges():
 def test_heat_cases_can_tell_the_protocol_a_wrong_refresh_period():
     """The bench sweeps the refresh period the protocol is told (a check or a published value
     off the sensor's own): windows span min_window_refreshes of the period told."""
-    from joulebench.measure.sim import heat_experiment as he
+    from joulebench.sim import heat_experiment as he
 
     case = he.HeatCase("hopper", 0.01, "regular", True, 2)
     told = he.run_case(case, heat_error=0.05, refresh_error=0.2)
@@ -369,7 +369,7 @@ def test_heat_cases_can_tell_the_protocol_a_wrong_refresh_period():
 def test_heat_order_bias_is_seen_in_the_simulator():
     """A light configuration after a hot one runs hotter: the simulator makes the state the
     protocol must control."""
-    from joulebench.measure.sim import heat_experiment as he
+    from joulebench.sim import heat_experiment as he
 
     bias = he.order_bias(he.HeatCase("hopper", 0.01, "regular", True, 0))
     assert bias["second_c"] > bias["first_c"] + 2.0  # ~1.5 % more leakage at 0.6 %/C
@@ -379,7 +379,7 @@ def test_heat_order_bias_is_seen_in_the_simulator():
 def test_simulated_check_measures_the_boards_heat(tau_s, leakage):
     from dataclasses import replace
 
-    from joulebench.measure.check.gpu import heat_from, heat_rows
+    from joulebench.check.gpu import heat_from, heat_rows
 
     thermal = replace(THERMAL["hopper"], tau_s=tau_s, leakage_per_c=leakage)
     rig = simulated_gpu("hopper", phase_s=0.0123, seed=2, thermal=thermal)
@@ -395,7 +395,7 @@ def test_simulated_check_measures_the_boards_heat(tau_s, leakage):
 def test_simulated_check_command_reports_the_boards_heat(tmp_path):
     """`joulebench check --device sim:h100`: the heat rows and the report's protocol.heat
     hold the simulated board's time constant, degrees per watt and leakage within 10 %."""
-    from joulebench.measure.check.command import run_check
+    from joulebench.check.command import run_check
 
     report, _ = run_check("sim:h100", output=tmp_path / "check.json")
     validate_report(report)
@@ -412,7 +412,7 @@ def test_heat_protocol_states_the_sustained_energy_and_removes_the_order_bias():
     """With the board's heat (as a check measures it, within 5 %) the protocol is near the
     sustained truth where the as-run protocol is not, and a configuration reads the same
     first or after a hot one: the simulator can fail the protocol here."""
-    from joulebench.measure.sim import heat_experiment as he
+    from joulebench.sim import heat_experiment as he
 
     cases = he.cases(1, ["hopper", "a100"], periods=(0.01, 0.05), patterns=("regular", "jitter"))
     cases = [he.HeatCase(**{**c.__dict__, "seed": 2}) for c in cases]

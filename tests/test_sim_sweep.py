@@ -40,8 +40,8 @@ def study(tmp_path_factory):
     """The sweep measured once on a fresh simulated A100, as a summary (no catalog or
     accuracy: energy is what is ranked)."""
     from joulebench.analysis.summary import run_summary
-    from joulebench.measure.backends.sim import _BOARDS, wall_sim_gpu
     from joulebench.measure.profile import ProfileJob, run_profile
+    from joulebench.sim.backend import _BOARDS, wall_sim_gpu
 
     folder = tmp_path_factory.mktemp("sim-sweep")
     before = os.environ.get(STATE_ENV)

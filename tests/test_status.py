@@ -548,8 +548,8 @@ def test_a_cpu_measures_one_job_at_a_time(run):
 
 
 def test_gpus_that_failed_are_listed_with_their_evidence(run):
-    """A GPU marked bad in this run (measure.bad_gpus, issue 35 item 4) is shown with why."""
-    from joulebench.measure.bad_gpus import mark_bad
+    """A GPU marked bad in this run (schedule.bad_gpus, issue 35 item 4) is shown with why."""
+    from joulebench.schedule.bad_gpus import mark_bad
 
     mark_bad({"uuid": "GPU-dead", "index": 3}, "xid", "GPU has fallen off the bus",
              directory=run, device_label="h200", job="h200 m1.a")  # fmt: skip

@@ -1,4 +1,4 @@
-"""The power tail after work stops: simulated (measure.sim.tail), measured by the check, and
+"""The power tail after work stops: simulated (sim.tail), measured by the check, and
 taken out of the protocol's phase shifts (measure.tail)."""
 
 from __future__ import annotations
@@ -9,15 +9,11 @@ import random
 import numpy as np
 import pytest
 
-from joulebench.measure.check.gpu import sensor_and_tail, square_wave
-from joulebench.measure.check.rows import CheckSettings
-from joulebench.measure.check.sensor_fit import fit_sensor
+from joulebench.check.gpu import sensor_and_tail, square_wave
+from joulebench.check.rows import CheckSettings
+from joulebench.check.sensor_fit import fit_sensor
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.protocol import measure, measure_idle
-from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
-from joulebench.measure.sim.tail import Tail, drawn
-from joulebench.measure.sim.thermal import THERMAL
-from joulebench.measure.sim.workload import PowerSignal, Workload
 from joulebench.measure.tail import (
     ASSUMED,
     ASSUMED_MAX_SHARE,
@@ -28,6 +24,10 @@ from joulebench.measure.tail import (
     shift_tail,
 )
 from joulebench.measure.tail import from_report as tail_from_report
+from joulebench.sim.rig import SimCheckTarget, simulated_gpu
+from joulebench.sim.tail import Tail, drawn
+from joulebench.sim.thermal import THERMAL
+from joulebench.sim.workload import PowerSignal, Workload
 
 # ---------------------------------------------------------------- the simulated tail
 

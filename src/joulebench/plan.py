@@ -29,13 +29,13 @@ from joulebench.measure.config_time import (
 from joulebench.measure.emulation import FORCE_KEY, verdict
 from joulebench.measure.first_check import DEFAULT as CHECK_FIRST_DEFAULT
 from joulebench.measure.first_check import first_check_s
-from joulebench.measure.job_parts import DEFAULT_SPLIT, job_key, job_methods, parse_job_key
 from joulebench.measure.meters.contention import DEFAULT_THRESHOLD as CONTENTION_THRESHOLD
 from joulebench.measure.methods import NATIVE_ONLY, config_key, parse_methods
 from joulebench.measure.protocol import EDGE_STEP_SHARE, ProtocolSettings
 from joulebench.measure.provenance import seconds_taken
 from joulebench.measure.quiet import WAIT_S, cpu_others_share
 from joulebench.safe_text import quantity
+from joulebench.schedule.job_parts import DEFAULT_SPLIT, job_key, job_methods, parse_job_key
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
 from joulebench.tables import CATALOG, ESTIMATE_METER_PREFIX, PHASES
 

@@ -500,9 +500,9 @@ PROFILE = Table(
             random or pretrained
         input_kind            string   -      {_JOB}
             random (default) or zeros: what the measured batches held
-        check_id              string   -      measure.check.report.checked_fields
+        check_id              string   -      check.report.checked_fields
             the latest `joulebench check` of the device; empty when none
-        check_verdict         string   -      measure.check.report.checked_fields
+        check_verdict         string   -      check.report.checked_fields
             that check's verdict: pass, warn or fail; empty when none
         driver_version        string   -      measure.profile.result_fields
             the NVIDIA driver (empty off NVML)
@@ -1293,7 +1293,7 @@ PAGE = Table(
 
 # --- the check report (results/check/<device>.json) -------------------------------------------
 
-_REPORT = "measure.check.report.CheckReport.as_dict"
+_REPORT = "check.report.CheckReport.as_dict"
 
 CHECK = Table(
     "check",
@@ -1341,19 +1341,19 @@ CHECK_RESULTS = Table(
     "check: what, how it came out, and what that means for the numbers",
     _declare(
         """
-        group                 string   -      measure.check.report.Row
+        group                 string   -      check.report.Row
             environment, idle, sensor, counter, repeat, input, cross-check or rapl
-        name                  string   -      measure.check.report.Row
+        name                  string   -      check.report.Row
             what was checked
-        status                string   -      measure.check.report.Row
+        status                string   -      check.report.Row
             pass, warn, fail or skip
-        value                 object   -      measure.check.report.Row
+        value                 object   -      check.report.Row
             the measured value (number, text, yes/no; null when none)
-        unit                  string   -      measure.check.report.Row
+        unit                  string   -      check.report.Row
             the value's unit ("" for ratios)
-        target                string   -      measure.check.report.Row
+        target                string   -      check.report.Row
             what passes
-        detail                string   -      measure.check.report.Row
+        detail                string   -      check.report.Row
             a sentence on what the value means for the numbers
         """
     ),

@@ -40,7 +40,7 @@ FAST = {
     "min_repeat_batches": 2,
     "pause_s": [0.0, 0.01],
 }
-FAILING_GPU = 1  # the pool's second board fails (the sim's fault hook, measure/sim/faults.py)
+FAILING_GPU = 1  # the pool's second board fails (the sim's fault hook, sim/faults.py)
 
 
 def chaos_study(good: int = 2, gpus: int = 2, batch_sizes=(1, 2)) -> dict:
@@ -158,9 +158,9 @@ def outcome(workdir: Path, study: dict) -> dict:
 
 def _limit_changed(board: Path, devices: list[str]) -> bool:
     """A simulated board left with another power limit than its default, or a locked clock
-    (measure/sim/wall.py keeps what any process left it with, as a real board would)."""
-    from joulebench.measure.backends.sim import board_key, sim_generation
-    from joulebench.measure.sim.wall import WallSimGpu
+    (sim/wall.py keeps what any process left it with, as a real board would)."""
+    from joulebench.sim.backend import board_key, sim_generation
+    from joulebench.sim.wall import WallSimGpu
 
     defaults = {}
     for device in devices:

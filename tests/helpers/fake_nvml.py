@@ -2,11 +2,11 @@
 
 The parts every fake driver shares (constants, the NVMLError hierarchy, device identity, PCI
 info as bytes, MIG and process queries, NVMLError_Uninitialized before nvmlInit) come from
-joulebench.measure.sim.fake_pynvml.NvmlModule. Here a FakeGpu's power is any function of time
+joulebench.sim.fake_pynvml.NvmlModule. Here a FakeGpu's power is any function of time
 and its energy counter the exact integral of that power (in whole mJ, from an arbitrary offset,
 as the real one counts since the driver loaded), so counter-vs-trace arithmetic can be checked
 exactly. The per-generation sensor behaviour (refresh period, averaging window) is
-joulebench.measure.sim's job, not this fake's. Pass a clock (e.g. ManualClock) for
+joulebench.sim's job, not this fake's. Pass a clock (e.g. ManualClock) for
 deterministic time.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-from joulebench.measure.sim.fake_pynvml import (  # noqa: F401 (re-exported for the tests)
+from joulebench.sim.fake_pynvml import (  # noqa: F401 (re-exported for the tests)
     NVML_CLOCK_GRAPHICS,
     NVML_CLOCK_MEM,
     NVML_CLOCK_SM,

@@ -15,17 +15,19 @@ from joulebench.measure.devices import (
     RESOLVED_ENV,
     DeviceError,
     check_devices,
+    pool_of,
+    representatives,
+    resolve_pools,
+)
+from joulebench.schedule.slots import (
     measure_threads,
     measuring_resources,
     pinned_uuids,
     pool_leases,
-    pool_of,
-    representatives,
-    resolve_pools,
     slot_limits,
 )
 from joulebench.measure.emulation import native_by_label
-from joulebench.measure.job_parts import job_keys, job_methods, parse_job_key
+from joulebench.schedule.job_parts import job_keys, job_methods, parse_job_key
 from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
 from joulebench.report.figure_manifest import (
     MANIFEST as FIGURE_MANIFEST,
@@ -165,7 +167,7 @@ FIT_TABLES = list(FIT_TABLE_COLUMNS)
 WORKLOADS = {} if FROM_SUMMARY else workload_entries(config["models"])
 
 # label -> its profile jobs' keys: one per model, or one per model and method where a pool
-# shares few models (measure.job_parts; profile: {split: ...}).
+# shares few models (schedule.job_parts; profile: {split: ...}).
 JOBS = {
     label: job_keys(
         MODELS,

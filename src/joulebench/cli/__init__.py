@@ -73,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     from joulebench.catalog.models import ModelSelectionError
     from joulebench.catalog.workloads import WorkloadError
     from joulebench.measure.backends import DeviceError
-    from joulebench.measure.bad_gpus import NoGoodGpu
     from joulebench.measure.protocol import SettingsError
+    from joulebench.schedule.bad_gpus import NoGoodGpu
     from joulebench.study import ConfigError
     from joulebench.table_io import TableError, WriteError
 

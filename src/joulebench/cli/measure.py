@@ -182,7 +182,7 @@ def pinned(args, spec: dict, holder: str):
     `--pool`, else the `--gpu-uuid` one, else the spec as it is."""
     import contextlib
 
-    from joulebench.measure.devices import lease_from_pool, pin_to_gpu
+    from joulebench.schedule.slots import lease_from_pool, pin_to_gpu
 
     if not args.pool:
         return contextlib.nullcontext(), pin_to_gpu(spec, args.gpu_uuid)
@@ -194,9 +194,10 @@ def _cmd_profile_job(args) -> int:
     """One workflow job: all methods x batch sizes of one model on one device (or on a good,
     free GPU of its pool, held until the job ends, moved once if it fails), measured by
     workers it watches."""
-    from joulebench.measure.devices import pin_to_gpu, require_measurable
+    from joulebench.measure.devices import require_measurable
     from joulebench.measure.gpu_failover import failover_for
     from joulebench.measure.job_runner import Orphaned, supervised_job
+    from joulebench.schedule.slots import pin_to_gpu
 
     spec = json_object("--spec", args.spec)
     pool = (json_object("--pool", args.pool).get("gpus") or []) if args.pool else []
@@ -280,8 +281,8 @@ def add_idle(sub) -> None:
 
 def _cmd_check(args) -> int:
     """Can this machine's energy numbers be trusted? A pass/warn/fail table and a JSON report."""
-    from joulebench.measure.check.command import run_check
-    from joulebench.measure.check.report import FAIL, format_table
+    from joulebench.check.command import run_check
+    from joulebench.check.report import FAIL, format_table
     from joulebench.measure.meters import MeterUnavailable
 
     def progress(message: str) -> None:

@@ -35,7 +35,7 @@ def check_s(settings=None) -> float:
     parts' own lengths: idle, the tail's cycles, the square wave, the heat step, the steady
     load, and the protocol runs of the repeat CV and zeros-vs-random rows (their windows as
     the protocol sizes them, warm-up and pauses about a window each). An estimate."""
-    from joulebench.measure.check.rows import CheckSettings
+    from joulebench.check.rows import CheckSettings
 
     s = settings or CheckSettings()
     cycle_s = math.ceil(s.tail_busy_s + s.tail_idle_s + 0.2) if s.tail_cycles else 0.0
@@ -97,14 +97,14 @@ def usable(report: dict | None, key: tuple) -> bool:
 
 
 def board_path(check_dir: str | Path, uuid: str) -> Path:
-    from joulebench.measure.check.report import device_file
+    from joulebench.check.report import device_file
 
     return Path(check_dir) / GPU_DIR / f"{device_file(uuid)}.json"
 
 
 def cached(check_dir: str | Path, key: tuple) -> dict | None:
     """The kept report of the board `key` names, where it is still usable."""
-    from joulebench.measure.check.report import validate_report
+    from joulebench.check.report import validate_report
 
     if not key[0]:
         return None
@@ -119,8 +119,8 @@ def cached(check_dir: str | Path, key: tuple) -> dict | None:
 def measure_board(device: BoundDevice, key: tuple, check_dir, log) -> dict:
     """`joulebench check` on the job's board (its heat and tail among the rest), kept for
     the next job. A check that fails leaves nothing kept; the job goes on as-run."""
-    from joulebench.measure.check.gpu import check_gpu
-    from joulebench.measure.check.report import write_report
+    from joulebench.check.gpu import check_gpu
+    from joulebench.check.report import write_report
 
     target = device.check_target()
     report = check_gpu(target, progress=lambda line: log(f"check: {line}"), state=device.state)
@@ -134,7 +134,7 @@ def report_for(device: BoundDevice, detail: dict, check_dir, setting: str, log) 
     """The report a profile job states its rows by: its board's kept one, else (where
     `setting` wants it) one measured now, else the device's latest `joulebench check`
     report of the same GPU (check.report.device_check), else None."""
-    from joulebench.measure.check.report import device_check
+    from joulebench.check.report import device_check
 
     key = board_key(detail)
     report = cached(check_dir, key)

@@ -3,9 +3,9 @@
 When a worker says its GPU failed (event `gpu-fault`, measure.gpu_faults), the job's
 supervisor (measure.job_runner):
 
-1. marks the GPU bad for the rest of the run, with the evidence (measure.bad_gpus:
+1. marks the GPU bad for the rest of the run, with the evidence (schedule.bad_gpus:
    `results/bad-gpus/<uuid>~<hash>.json`), so no job leases it again;
-2. leases another good GPU of the pool (measure.lease; waiting while the others measure),
+2. leases another good GPU of the pool (schedule.lease; waiting while the others measure),
    pins to it, and a new worker measures there the configuration the GPU failed in and
    those after it: a job moves once (MOVES);
 3. where no good GPU is left (a lone GPU, a pool whose GPUs all failed) or the job has
@@ -26,9 +26,9 @@ import os
 
 import pandas as pd
 
-from joulebench.measure.bad_gpus import FOLDER, NoGoodGpu, bad_gpus, fault_text, mark_bad
 from joulebench.measure.supervise import STATUS_NOT_MEASURED, WorkerRun
 from joulebench.safe_text import quantity
+from joulebench.schedule.bad_gpus import FOLDER, NoGoodGpu, bad_gpus, fault_text, mark_bad
 
 MOVES = 1  # a job whose GPU fails is retried once on another GPU of its pool
 # set in a SLURM allocation: there a label's lone GPU is each allocation's own, so another
@@ -104,7 +104,7 @@ class Failover:
 
     def _move(self, log) -> bool:
         """Lease a good GPU of the pool and pin to it; False where none is left."""
-        from joulebench.measure.devices import lease_from_pool
+        from joulebench.schedule.slots import lease_from_pool
 
         if not self.pool:
             return False
@@ -136,7 +136,7 @@ def fault_position(run: WorkerRun, start: int) -> int:
 def failover_for(spec: dict, pool: list[dict], holder: str, label: str, log) -> Failover:
     """The job's Failover: a good GPU of `pool` leased (pinned; none: `unavailable`), or,
     without a pool, the spec as pinned."""
-    from joulebench.measure.devices import lease_from_pool
+    from joulebench.schedule.slots import lease_from_pool
 
     if not pool:
         return Failover(spec, holder=holder, label=label)

@@ -1,7 +1,7 @@
 """What a failure says about the GPU (issue 35 item 4): a fault of the board, or not.
 
 A configuration's error (or a worker's) whose text names one of these is the GPU's, not the
-model's, and the GPU is not to be trusted for the rest of the run (measure.bad_gpus):
+model's, and the GPU is not to be trusted for the rest of the run (schedule.bad_gpus):
 
 - `xid`: the kernel's Xid, "GPU has fallen off the bus";
 - `ecc`: an uncorrectable ECC error;

@@ -11,7 +11,7 @@ the host and the launch overhead than about the model.
 after the configuration's windows (never inside them) from a short trace of a few steps, by
 the device's backend (CUDA: the kernels torch's profiler records, their union over the span
 from the first kernel's start to the last one's end; a simulated GPU: its host model,
-measure/sim/host.py; a CPU: not applicable, empty). Below HOST_BOUND_BELOW the row is
+sim/host.py; a CPU: not applicable, empty). Below HOST_BOUND_BELOW the row is
 flagged `host-bound`: shown, not invalidating; the fits can leave such rows out
 (`fits.exclude_host_bound`), the figures and the page mark them, `recommend` says so.
 """

@@ -349,7 +349,7 @@ class JobSession:
         """The device's latest check (first_check.report_for) read into the session: the
         board's heat, as the check measured it (rows stated at the sustained temperature),
         its tail, its meter options; returns the rows' fields of that check."""
-        from joulebench.measure.check.report import checked_fields
+        from joulebench.check.report import checked_fields
 
         job = self.job
         check = report_for(

@@ -16,7 +16,7 @@ the CI by half their difference and by the check's own uncertainty. Where no che
 the tail, nothing is taken out and the CI's low end is widened by the largest tail assumed
 (ASSUMED_MAX_SHARE): the row may read high by up to that, and says so (`tail_source`).
 
-This is the protocol's model of the tail; the simulator's physics (measure.sim.tail) is
+This is the protocol's model of the tail; the simulator's physics (sim.tail) is
 written apart, so a wrong model here shows as an error against the simulated truth.
 """
 

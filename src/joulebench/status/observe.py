@@ -53,7 +53,7 @@ class RowsSeen:
     files: int = 0
     unreadable: list[str] = field(default_factory=list)  # cut short, or gone mid-read
     # (device folder, job key) of each rows file read: a job (a model, or model+method,
-    # measure.job_parts) with rows is done, whatever models its rows name
+    # schedule.job_parts) with rows is done, whatever models its rows name
     jobs: set[tuple[str, str]] = field(default_factory=set)
 
 

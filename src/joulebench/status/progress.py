@@ -6,7 +6,7 @@ them; an ETA for what is left, from the measured time per configuration where th
 rows, else from the plan (`eta_source` says which), divided among the jobs a device runs at
 once (a pool's GPUs, SLURM allocations). Which models are measured now and why status
 thinks so (`evidence`), jobs that stopped without rows, the last failures, and the GPUs
-that failed in this run (measure.bad_gpus: never given a model again).
+that failed in this run (schedule.bad_gpus: never given a model again).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import pandas as pd
 
 from joulebench.analysis.score import left_out_of_grades
 from joulebench.measure.backends import DeviceError, host_backend, kind_of
-from joulebench.measure.bad_gpus import bad_gpus
 from joulebench.measure.concurrency import live_markers
-from joulebench.measure.job_parts import parse_job_key
 from joulebench.measure.provenance import seconds_taken
 from joulebench.measure.runtimes import STATUS_SKIPPED
 from joulebench.safe_text import file_name, printable
+from joulebench.schedule.bad_gpus import bad_gpus
+from joulebench.schedule.job_parts import parse_job_key
 from joulebench.status import observe
 from joulebench.status.plan_view import StudyPlan, format_duration, parse_duration, study_plan
 

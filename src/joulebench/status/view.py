@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from joulebench.measure.bad_gpus import gpu_name
 from joulebench.safe_text import printable, quantity
+from joulebench.schedule.bad_gpus import gpu_name
 from joulebench.status.plan_view import StudyPlan, format_duration, study_plan
 from joulebench.status.progress import FAILURES_SHOWN, status_of
 

@@ -5,7 +5,7 @@ sync, free memory, execution providers, check target and state) and the records 
 answers with; `registry` says which backend serves a device string (loaded by module name,
 as entry points are); `select` builds a device's meter and the whole node's. The kinds:
 `cpu` (RAPL, else the estimate), `cuda` (NVIDIA, NVML), `rocm` (AMD, AMD SMI), and `sim`
-(simulated GPUs over measure/sim, for tests; production code never imports it).
+(simulated GPUs: joulebench.sim.backend, loaded by name for tests, never imported).
 `torch_gpu` is what cuda and rocm share. `bound` binds one device string to its backend
 once (BoundDevice): what a job holds and code below it asks. Adding a kind:
 docs/devices.md. The map of the package: docs/design.md.

@@ -4,7 +4,7 @@
 A job is pinned to its GPU by UUID (CUDA_VISIBLE_DEVICES=GPU-<uuid>: it then sees it as
 cuda:0). `nvml_state` reads what `joulebench check` reports (persistence, power limit,
 clocks, ECC, MIG, temperature) through the meter's NVML handle; the simulated GPUs
-(backends.sim) share it, as they are read through a fake NVML. Its native precisions
+(sim.backend) share it, as they are read through a fake NVML. Its native precisions
 follow from its compute capability (`cuda_native`), as do a simulated GPU's.
 """
 

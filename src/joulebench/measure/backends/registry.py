@@ -20,7 +20,7 @@ BACKEND_MODULES = (
     "joulebench.measure.backends.cpu",
     "joulebench.measure.backends.cuda",
     "joulebench.measure.backends.rocm",
-    "joulebench.measure.backends.sim",
+    "joulebench.sim.backend",
 )
 EXTRA_ENV = "JOULEBENCH_BACKENDS"
 

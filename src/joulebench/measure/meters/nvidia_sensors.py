@@ -1,6 +1,6 @@
 """What NVIDIA's on-board power sensors do, per GPU generation: the published numbers.
 
-The protocol, the sensor simulator (joulebench.measure.sim) and `joulebench check` all need the same
+The protocol, the sensor simulator (joulebench.sim) and `joulebench check` all need the same
 table: how often a GPU's power reading refreshes, how much of each refresh period it averages,
 and which NVML calls answer what.
 

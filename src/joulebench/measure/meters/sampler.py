@@ -29,7 +29,7 @@ class Sampler:
     even when the window is shorter than one interval, and tests can drive it by hand.
     `interval_s=None` means no thread: only the rows taken with `sample()`.
     `timer(interval_s, callback) -> stop` replaces the thread where time is not real: the
-    sensor simulator's clock (joulebench.measure.sim) calls `sample` at exact simulated instants.
+    sensor simulator's clock (joulebench.sim) calls `sample` at exact simulated instants.
     """
 
     def __init__(

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES, GENERATIONS, SensorSpec
 from joulebench.measure.meters.nvml import DEFAULT_INTERVAL_S, NvmlMeter
-from joulebench.measure.sim.clock import SimClock
-from joulebench.measure.sim.fake_pynvml import SimBoard, SimNvml
-from joulebench.measure.sim.sensor import SimSensor
-from joulebench.measure.sim.tail import Tail
-from joulebench.measure.sim.thermal import Thermal
-from joulebench.measure.sim.workload import SimGpu, Workload
+from joulebench.sim.clock import SimClock
+from joulebench.sim.fake_pynvml import SimBoard, SimNvml
+from joulebench.sim.sensor import SimSensor
+from joulebench.sim.tail import Tail
+from joulebench.sim.thermal import Thermal
+from joulebench.sim.workload import SimGpu, Workload
 
 
 @dataclass
@@ -67,8 +67,8 @@ def simulated_gpu(
     `phase_s`: when the sensor refreshes, relative to `start_s`, when the simulation starts.
     `board`: SimBoard settings (other_pids, mig_mode, power_limit_mw, ...); `sensor`: SimSensor
     settings (refresh_s, window_s to try sensors not in the table). `thermal`: heat
-    (joulebench.measure.sim.thermal; None: power independent of temperature, as before).
-    `tail`: what the board draws after work stops (joulebench.measure.sim.tail; None: idle
+    (joulebench.sim.thermal; None: power independent of temperature, as before).
+    `tail`: what the board draws after work stops (joulebench.sim.tail; None: idle
     power at once).
     """
     if generation not in GENERATIONS:
@@ -91,7 +91,7 @@ def simulated_gpu(
 
 
 class SimCheckTarget:
-    """What `joulebench check` drives (see joulebench.measure.check_targets), on a simulated GPU.
+    """What `joulebench check` drives (see joulebench.check.targets), on a simulated GPU.
 
     The standard load is back-to-back matmul steps of `step_s` at `busy_w`; zeros as input
     draw less dynamic power (SimGpu.zeros_dynamic).

@@ -20,8 +20,8 @@ import pandas as pd
 
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
-from joulebench.measure.sim.rig import simulated_gpu
-from joulebench.measure.sim.workload import Workload
+from joulebench.sim.rig import simulated_gpu
+from joulebench.sim.workload import Workload
 
 PERIODS_S = (0.010, 0.025, 0.050, 0.100, 0.200)
 TARGET_ERROR = 0.05  # the protocol within 5 % of the truth...

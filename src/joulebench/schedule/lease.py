@@ -10,7 +10,7 @@ text says who holds it (pid, device label, what it measures), for people and for
 Snakemake runs at most as many jobs of a pool as it has GPUs (its measuring resource), so a
 job normally finds a GPU free at once; it waits (polling) only when something outside the
 workflow holds one (another run on this host), or a GPU of the pool failed: a GPU marked bad
-in this run (measure.bad_gpus) is never leased again, and a pool whose GPUs are all bad is
+in this run (schedule.bad_gpus) is never leased again, and a pool whose GPUs are all bad is
 NoGoodGpu.
 """
 
@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from joulebench.measure.bad_gpus import NoGoodGpu, bad_gpus, gpu_name
 from joulebench.safe_text import file_name
+from joulebench.schedule.bad_gpus import NoGoodGpu, bad_gpus, gpu_name
 
 LOCK_DIR_ENV = "JOULEBENCH_LOCK_DIR"
 POLL_S = 0.2  # how often a waiting job tries the pool's GPUs again
@@ -115,7 +115,7 @@ def lease_gpu(
 
 
 def good_members(members: Sequence[dict], run_dir=None) -> list[dict]:
-    """The pool's GPUs not marked bad (measure.bad_gpus); NoGoodGpu where none is left."""
+    """The pool's GPUs not marked bad (schedule.bad_gpus); NoGoodGpu where none is left."""
     bad = bad_gpus(run_dir)
     good = [m for m in members if member_key(m) not in bad]
     if not good:

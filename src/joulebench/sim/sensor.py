@@ -28,8 +28,8 @@ import math
 import numpy as np
 
 from joulebench.measure.meters.nvidia_sensors import SensorSpec
-from joulebench.measure.sim.clock import SimClock
-from joulebench.measure.sim.workload import PowerSignal
+from joulebench.sim.clock import SimClock
+from joulebench.sim.workload import PowerSignal
 
 AVERAGE_S = 1.0  # the averaged field's span
 

@@ -17,7 +17,7 @@ frequency) and kernel time with 1/f, so a lower limit means longer kernels at lo
 Inputs of all zeros draw `zeros_dynamic` of the dynamic power of random inputs (fewer bit
 flips); the default 0.85 is an assumption of this simulator, not a published figure.
 
-Heat (optional, `thermal=`, joulebench.measure.sim.thermal): the die temperature follows the
+Heat (optional, `thermal=`, joulebench.sim.thermal): the die temperature follows the
 board power with a time constant of tens of seconds, every watt grows with it (leakage) and
 clocks drop above a temperature limit. Without it the board's power does not depend on its
 history, as before.
@@ -38,9 +38,9 @@ import math
 import random
 from dataclasses import dataclass
 
-from joulebench.measure.sim.clock import SimClock
-from joulebench.measure.sim.tail import Tail
-from joulebench.measure.sim.thermal import STEP_S, Thermal
+from joulebench.sim.clock import SimClock
+from joulebench.sim.tail import Tail
+from joulebench.sim.thermal import STEP_S, Thermal
 from joulebench.tables import INPUT_KINDS
 
 # a jittered host pause is 0.5-1.5 x its mean (Workload.pause_jitter), uniformly: midpoints

@@ -4,7 +4,7 @@ A profile job whose GPU faults (measure.gpu_faults) marks it bad here: one JSON 
 GPU in the run's folder, `results/bad-gpus/<uuid>~<hash>.json` (the UUID as a file name:
 safe_text.file_name; written atomically), holding `uuid`, `index` (NVML's), `device`,
 `device_label`, `kind` (nvml, xid, ecc or cuda), `evidence` (the error's text), `job` (what
-was measured) and `time_utc`. A pool's lease (measure.lease.lease_gpu) skips every GPU
+was measured) and `time_utc`. A pool's lease (schedule.lease.lease_gpu) skips every GPU
 marked here, so no model is handed to it again in this run or a resumed one; a lone GPU's
 jobs leave `not-measured` rows instead (measure.gpu_failover); `joulebench status` lists
 them. Once the GPU is fixed (a reboot, `nvidia-smi -r`), delete its file to measure on it

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from joulebench.measure.check.rows import CheckSettings
+from joulebench.check.rows import CheckSettings
 
 
 def run_check(
@@ -25,8 +25,8 @@ def run_check(
     """`joulebench check`: check `device` (cpu, cuda, cuda:N, sim:<gpu>), write the report
     (default results/check/<device>.json); returns the report and where it went. A device
     that cannot be measured raises MeterUnavailable; a bad option, ConfigError."""
+    from joulebench.check.report import report_path, write_report
     from joulebench.measure.backends import DeviceError, backend_for, spellings
-    from joulebench.measure.check.report import report_path, write_report
     from joulebench.measure.meters import MeterUnavailable
     from joulebench.study import ConfigError
     from joulebench.table_io import check_writable
@@ -48,13 +48,13 @@ def run_check(
             raise ConfigError("check: --idle-s must be in (0, 3600]")
         settings.idle_s = idle_s
     if backend.is_host:
-        from joulebench.measure.check.cpu import check_cpu
+        from joulebench.check.cpu import check_cpu
 
         options = {"tdp_w": tdp_w} if tdp_w else {}
         report = check_cpu(settings, progress, prefer=meter, **options)
     else:
+        from joulebench.check.gpu import check_gpu
         from joulebench.measure.backends import Libraries
-        from joulebench.measure.check.gpu import check_gpu
 
         libs = Libraries()
         problems = backend.problems(device, device, libs)

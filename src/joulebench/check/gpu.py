@@ -1,4 +1,4 @@
-"""A GPU's checks, in order, on a *target* (measure.check.targets: a torch GPU on real time,
+"""A GPU's checks, in order, on a *target* (check.targets: a torch GPU on real time,
 the simulator's on simulated time; the same code runs on both):
 
 - environment: its settings and state, as its backend reads them (check.environment);
@@ -22,9 +22,9 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from joulebench.measure.check.environment import environment_rows
-from joulebench.measure.check.report import PASS, SKIP, WARN, CheckReport, Row, new_check_id
-from joulebench.measure.check.rows import (
+from joulebench.check.environment import environment_rows
+from joulebench.check.report import PASS, SKIP, WARN, CheckReport, Row, new_check_id
+from joulebench.check.rows import (
     CheckSettings,
     grade,
     idle_rows,
@@ -33,9 +33,9 @@ from joulebench.measure.check.rows import (
     repeat_rows,
     run_guarded,
 )
-from joulebench.measure.check.sensor_fit import SensorFit, fit_sensor
-from joulebench.measure.check.tail_fit import TailFit, fit_tail
-from joulebench.measure.check.thermal_fit import ThermalFit, fit_heat
+from joulebench.check.sensor_fit import SensorFit, fit_sensor
+from joulebench.check.tail_fit import TailFit, fit_tail
+from joulebench.check.thermal_fit import ThermalFit, fit_heat
 from joulebench.measure.heat import from_report as heat_from_report
 from joulebench.measure.meters.nvidia_sensors import DEFAULT_REFRESH_S, SensorSpec
 from joulebench.measure.meters.sampler import Sampler

@@ -8,8 +8,8 @@ import time
 
 import numpy as np
 
-from joulebench.measure.check.report import FAIL, PASS, SKIP, WARN, CheckReport, Row, new_check_id
-from joulebench.measure.check.rows import (
+from joulebench.check.report import FAIL, PASS, SKIP, WARN, CheckReport, Row, new_check_id
+from joulebench.check.rows import (
     CheckSettings,
     grade,
     idle_rows,
@@ -17,7 +17,7 @@ from joulebench.measure.check.rows import (
     repeat_rows,
     run_guarded,
 )
-from joulebench.measure.check.targets import CpuTarget
+from joulebench.check.targets import CpuTarget
 from joulebench.measure.protocol import ProtocolSettings
 from joulebench.measure.provenance import utc_now
 

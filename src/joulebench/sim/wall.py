@@ -10,7 +10,7 @@ NVML meter, idle and profile rows) on a machine without a GPU: for tests and ben
 
 Every row it produces says so (`is_simulated`, meter `nvml:sim`, device name `... (simulated)`),
 and the score never ranks it (analysis.score). The device strings and one board per label
-are the simulated backend's (joulebench.measure.backends.sim).
+are the simulated backend's (joulebench.sim.backend).
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from pathlib import Path
 from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.meters.nvml import NvmlMeter
-from joulebench.measure.sim.fake_pynvml import SimBoard, SimNvml
-from joulebench.measure.sim.faults import SimFault, step_error
-from joulebench.measure.sim.host import count_step
-from joulebench.measure.sim.sensor import SimSensor
-from joulebench.measure.sim.tail import DEVICE_TAIL
-from joulebench.measure.sim.thermal import THERMAL
-from joulebench.measure.sim.workload import SimGpu
+from joulebench.sim.fake_pynvml import SimBoard, SimNvml
+from joulebench.sim.faults import SimFault, step_error
+from joulebench.sim.host import count_step
+from joulebench.sim.sensor import SimSensor
+from joulebench.sim.tail import DEVICE_TAIL
+from joulebench.sim.thermal import THERMAL
+from joulebench.sim.workload import SimGpu
 
 IDLE_W = 60.0  # the simulated board's idle power
 BUSY_W = 300.0  # its power while a step runs
@@ -130,7 +130,7 @@ class WallSimGpu:
         self.busy_w, self.idle_w = float(busy_w), float(idle_w)
         self.lock = threading.RLock()  # the meter's sampler thread reads while we work
         self.clock = _WallClock(clock)
-        # the generation's heat, as the check's board has it (backends.sim.check_target)
+        # the generation's heat, as the check's board has it (sim.backend.check_target)
         self.gpu = _WallGpu(
             self.clock, idle_w=idle_w, thermal=THERMAL[generation], tail=DEVICE_TAIL, seed=seed
         )

@@ -9,7 +9,7 @@ before nvmlInit. Each instance is an independent "driver".
 
 `NvmlModule` is the part every fake shares (devices, identity, processes, MIG, limits); the
 tests' smooth-power fake (tests/helpers/fake_nvml.py) builds on it too. `SimNvml` answers power and
-energy from a `SimSensor` per board (joulebench.measure.sim.sensor): readings that refresh and
+energy from a `SimSensor` per board (joulebench.sim.sensor): readings that refresh and
 average like the generation's real sensor.
 """
 
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from joulebench.measure.meters.nvidia_sensors import SensorSpec
-from joulebench.measure.sim.sensor import SimSensor
-from joulebench.measure.sim.workload import SimGpu
+from joulebench.sim.sensor import SimSensor
+from joulebench.sim.workload import SimGpu
 
 # --- constants, with the values of pynvml ---
 NVML_SUCCESS = 0

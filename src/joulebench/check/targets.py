@@ -3,7 +3,7 @@
 A target has `device`, `cuda_index` (None off CUDA), `clock`, `sleep`, `timer` (None: real
 threads), `meter(**kw)` (GPU: its backend's meter), `busy(seconds, input_kind)` (GPU),
 `step(input_kind)` (one unit of the standard load, for the protocol) and `sync()`. The
-simulator's (joulebench.measure.sim.rig.SimCheckTarget) has the same shape on simulated time;
+simulator's (joulebench.sim.rig.SimCheckTarget) has the same shape on simulated time;
 each device's backend builds its target (Backend.check_target).
 """
 

@@ -33,11 +33,11 @@ import pandas as pd
 from joulebench.measure.heat import HeatCalibration
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
-from joulebench.measure.sim.rig import SimRig, simulated_gpu
-from joulebench.measure.sim.tail import Tail
-from joulebench.measure.sim.tail import drawn as drawn_tail
-from joulebench.measure.sim.thermal import Thermal, drawn
-from joulebench.measure.sim.workload import Workload
+from joulebench.sim.rig import SimRig, simulated_gpu
+from joulebench.sim.tail import Tail
+from joulebench.sim.tail import drawn as drawn_tail
+from joulebench.sim.thermal import Thermal, drawn
+from joulebench.sim.workload import Workload
 
 PERIODS_S = (0.001, 0.005, 0.010, 0.025, 0.050, 0.100, 0.200, 0.500)
 PATTERNS = ("regular", "jitter", "pauses", "jittered-pauses", "host-bound")

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from joulebench.measure.check.sensor_fit import _pattern_search
+from joulebench.check.sensor_fit import _pattern_search
 from joulebench.measure.tail import TailShape
 
 HOLDS_S = np.linspace(0.0, 1.5, 61)

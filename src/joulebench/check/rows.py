@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from joulebench.check.report import FAIL, PASS, SKIP, WARN, Row
 from joulebench.flags import FLAG_OTHER_LOAD, FLAG_OTHER_PROCESS, has_flag
-from joulebench.measure.check.report import FAIL, PASS, SKIP, WARN, Row
 from joulebench.measure.heat import HeatCalibration
 from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.measure.tail import TailCalibration

@@ -1,11 +1,11 @@
 """Simulated NVIDIA GPUs (`sim:<gpu>`: sim:h100, sim:a100, ...), for tests and benches.
 
-The one module outside measure/sim that imports the simulator; production code reaches it
-only through the registry, by name. A job's model runs on the CPU while a board on the wall
-clock (measure.sim.wall, one per device label and process) draws busy power during each step
+The simulator's device kind: production code never imports it; the registry loads it
+by name (BACKEND_MODULES). A job's model runs on the CPU while a board on the wall
+clock (sim.wall, one per device label and process) draws busy power during each step
 and idle power between, read through a fake NVML by the real NvmlMeter (meter `nvml:sim`).
 `joulebench check --device sim:h100` drives the same checks as on a GPU, on a board of that
-generation in simulated time (measure.sim.rig): the simulated proof of the check itself.
+generation in simulated time (sim.rig): the simulated proof of the check itself.
 Rows say `is_simulated`, flag `simulated`, and are never scored; `joulebench devices` lists
 these devices only with --sim. A simulated GPU runs natively what its generation's real GPU
 does (its compute capability), though its model runs on the CPU.
@@ -28,11 +28,11 @@ from joulebench.measure.backends.base import (
 from joulebench.measure.backends.cuda import NvmlKnobs, cuda_native, nvml_state
 from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.measure.meters.nvidia_sensors import GENERATIONS
-from joulebench.measure.sim.faults import sim_fault
-from joulebench.measure.sim.rig import SimCheckTarget, simulated_gpu
-from joulebench.measure.sim.tail import DEVICE_TAIL
-from joulebench.measure.sim.thermal import THERMAL
-from joulebench.measure.sim.wall import WallSimGpu, sim_uuid
+from joulebench.sim.faults import sim_fault
+from joulebench.sim.rig import SimCheckTarget, simulated_gpu
+from joulebench.sim.tail import DEVICE_TAIL
+from joulebench.sim.thermal import THERMAL
+from joulebench.sim.wall import WallSimGpu, sim_uuid
 
 # sim:h100, or sim:h100:1 (board 1 of a pool of simulated H100s: its own UUID)
 SIM_PATTERN = r"sim:[a-z0-9]+(:[0-9]+)?"

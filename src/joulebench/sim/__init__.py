@@ -10,8 +10,8 @@ experiment.py the protocol and a naive reading against the truth (tests, bench, 
 heat_experiment.py  the protocol against heat and irregular work: the sustained truth, order bias
 """
 
-from joulebench.measure.sim.clock import SimClock
-from joulebench.measure.sim.rig import SimRig, simulated_gpu
-from joulebench.measure.sim.workload import PowerSignal, SimGpu, Workload
+from joulebench.sim.clock import SimClock
+from joulebench.sim.rig import SimRig, simulated_gpu
+from joulebench.sim.workload import PowerSignal, SimGpu, Workload
 
 __all__ = ["PowerSignal", "SimClock", "SimGpu", "SimRig", "Workload", "simulated_gpu"]
