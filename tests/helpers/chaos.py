@@ -29,17 +29,7 @@ FAULTS = {
     "wrong_shape": "error",
     "oom": "ok",  # measured at half the batch, and half again
 }
-FAST = {
-    "warmup_min_iters": 2,
-    "warmup_min_s": 0.05,
-    "warmup_chunk_s": 0.05,
-    "steady_tolerance": 0.5,
-    "repeats": 2,
-    "ci_target": None,
-    "min_repeat_s": 0.1,
-    "min_repeat_batches": 2,
-    "pause_s": [0.0, 0.01],
-}
+FAST = {"preset": "smoke"}  # seconds a configuration: the study runs, its numbers no matter
 FAILING_GPU = 1  # the pool's second board fails (the sim's fault hook, sim/faults.py)
 
 
