@@ -260,3 +260,14 @@ def test_the_eta_starts_from_the_plans_estimate_of_each_configuration():
         emulated = method_verdict(j.bind_device(), method).skip_reason
         expected.append(0.0 if emulated else short if follows else full)
     assert job_estimates_s(j, j.bind_device(), j.settings, None) == pytest.approx(expected)
+
+
+def test_a_spec_key_no_job_reads_is_an_error():
+    """The profile spec is checked as a rule's --settings are: a typo is said, not dropped."""
+    from joulebench.measure.profile import SPEC_KEYS, ProfileJob
+
+    spec = {"torch_device": "cpu", "methods": {"fp32": {}}, "batch_sizes": [1]}
+    assert ProfileJob.from_spec("m", "cpu", spec).batch_sizes == [1]
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['batch_size'\]"):
+        ProfileJob.from_spec("m", "cpu", {**spec, "batch_size": 8})
+    assert {"torch_device", "methods", "batch_sizes", "protocol"} <= SPEC_KEYS

@@ -152,6 +152,7 @@ class ProfileJob:
         timeout_s, estimate, phases, train, workload, onnx_cache, input_kind, gpu,
         device_pool. A key left out (or null) takes the field's default. The one reading
         of a spec: the workflow's, `joulebench profile`'s and the API's jobs all come here."""
+        spec = _checked_spec(spec)
         return cls(
             model=model,
             device_label=device_label,
@@ -216,6 +217,21 @@ def _protocol_section(protocol: Mapping | None) -> dict:
 
 _FLOAT_KEYS = ("idle_pre_s", "quiet_wait_s", "timeout_s")
 _SPEC_FIELDS = {"onnx_cache": "onnx_cache_dir"}  # a spec key -> its ProfileJob field
+# every key a profile spec may hold (from_spec's docstring); another is a mistake, said
+SPEC_KEYS = frozenset(
+    ("torch_device", "methods", "batch_sizes", "protocol", "idle_pre_s", "oom_retry", "meter")
+    + ("check_first", "quiet_wait_s", "timeout_s", "estimate", "phases", "train", "workload")
+    + ("onnx_cache", "input_kind", "gpu", "device_pool")
+)
+
+
+def _checked_spec(spec: Mapping) -> Mapping:
+    """The spec, or a ValueError naming each key no job reads (a typo, or a key of another
+    stage), as a rule's --settings are checked against the function they call."""
+    unknown = sorted(set(spec) - SPEC_KEYS)
+    if unknown:
+        raise ValueError(f"profile spec: unknown key(s) {unknown}; known: {sorted(SPEC_KEYS)}")
+    return spec
 
 
 def _given_keys(spec: Mapping) -> dict:
