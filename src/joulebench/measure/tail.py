@@ -3,9 +3,9 @@
 A board does not fall to idle power the moment its kernels end: clocks and voltage stay up
 for a while (a plateau), then the excess decays. The protocol's phase shifts sleep inside
 each window right after a sync, so they draw idle power *plus* that excess; taking only the
-idle power out leaves the excess in the images' energy (about 1-3 % with a tail of 10-40 %
-of the dynamic power: docs/benchmarks.md). The excess of the workload's own gaps between
-batches is part of what the configuration costs and stays.
+idle power out leaves the excess in the images' energy (how much: docs/benchmarks.md).
+The excess of the workload's own gaps between batches is part of what the configuration
+costs and stays.
 
 `joulebench check` measures the tail after its standard load (check.tail_fit): the excess
 in watts and as a share of the load's dynamic power, its plateau and its decay time. What
