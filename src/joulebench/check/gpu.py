@@ -49,19 +49,24 @@ SENSOR_TOLERANCE = 0.10  # measured refresh/window vs the published value
 ZEUS_TARGET = 0.05
 
 
+def _fast_sampler(target, settings: CheckSettings, read_power, name: str) -> Sampler:
+    """`read_power()` sampled every fast_interval_s on the target's clock and timer."""
+    return Sampler(
+        lambda: {"power_w": read_power()},
+        settings.fast_interval_s,
+        clock=target.clock,
+        name=name,
+        timer=target.timer,
+    )
+
+
 def square_wave(target, settings: CheckSettings, read_power) -> tuple[list, list, list]:
     """Busy/idle stretches of random known lengths while `read_power()` is sampled fast.
 
     Returns (times, watts, busy intervals), all on the target's clock.
     """
     rng = random.Random(settings.seed)
-    sampler = Sampler(
-        lambda: {"power_w": read_power()},
-        settings.fast_interval_s,
-        clock=target.clock,
-        name="joulebench-sampler-check",
-        timer=target.timer,
-    )
+    sampler = _fast_sampler(target, settings, read_power, "joulebench-sampler-check")
     target.sleep(max(settings.square_half_s))  # start from idle
     sampler.start(0.0)
     busy = []
@@ -89,13 +94,7 @@ def tail_step(target, settings: CheckSettings, read_power) -> tuple[list, list, 
     rng = random.Random(settings.seed + 1)
     cycles = settings.tail_cycles
     cycle_s = math.ceil(settings.tail_busy_s + settings.tail_idle_s + 0.2)
-    sampler = Sampler(
-        lambda: {"power_w": read_power()},
-        settings.fast_interval_s,
-        clock=target.clock,
-        name="joulebench-sampler-tail",
-        timer=target.timer,
-    )
+    sampler = _fast_sampler(target, settings, read_power, "joulebench-sampler-tail")
     stops, loads = [], []
     sampler.start(0.0)
     first = target.clock()

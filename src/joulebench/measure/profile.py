@@ -217,12 +217,12 @@ def _protocol_section(protocol: Mapping | None) -> dict:
 
 _FLOAT_KEYS = ("idle_pre_s", "quiet_wait_s", "timeout_s")
 _SPEC_FIELDS = {"onnx_cache": "onnx_cache_dir"}  # a spec key -> its ProfileJob field
-# every key a profile spec may hold (from_spec's docstring); another is a mistake, said
-SPEC_KEYS = frozenset(
-    ("torch_device", "methods", "batch_sizes", "protocol", "idle_pre_s", "oom_retry", "meter")
-    + ("check_first", "quiet_wait_s", "timeout_s", "estimate", "phases", "train", "workload")
-    + ("onnx_cache", "input_kind", "gpu", "device_pool")
-)
+# a spec's keys: read by from_spec itself; taken when not null; taken when not empty either
+_READ_KEYS = ("torch_device", "methods", "batch_sizes", "protocol", "estimate", "train")
+_SCALAR_KEYS = ("idle_pre_s", "oom_retry", "meter", "check_first", "quiet_wait_s", "timeout_s")
+_NONEMPTY_KEYS = ("phases", "workload", "onnx_cache", "input_kind", "gpu", "device_pool")
+# every key a profile spec may hold; another is a mistake, said
+SPEC_KEYS = frozenset(_READ_KEYS + _SCALAR_KEYS + _NONEMPTY_KEYS)
 
 
 def _checked_spec(spec: Mapping) -> Mapping:
@@ -237,15 +237,14 @@ def _checked_spec(spec: Mapping) -> Mapping:
 def _given_keys(spec: Mapping) -> dict:
     """ProfileJob fields of the spec's scalar and list keys that are given (not null, and
     for phases, workload, onnx_cache, input_kind, gpu and device_pool not empty either)."""
-    keys = ("idle_pre_s", "oom_retry", "meter", "check_first", "quiet_wait_s", "timeout_s")
-    given = {k: spec.get(k) for k in keys if spec.get(k) is not None}
+    given = {k: spec.get(k) for k in _SCALAR_KEYS if spec.get(k) is not None}
     for key in _FLOAT_KEYS:
         if key in given:
             given[key] = float(given[key])
     if "oom_retry" in given:
         given["oom_retry"] = bool(given["oom_retry"])
     convert = {"phases": list, "gpu": dict, "device_pool": str}
-    for key in ("phases", "workload", "onnx_cache", "input_kind", "gpu", "device_pool"):
+    for key in _NONEMPTY_KEYS:
         if spec.get(key):
             given[_SPEC_FIELDS.get(key, key)] = convert.get(key, lambda v: v)(spec[key])
     return given
