@@ -557,6 +557,28 @@ def test_the_energy_label_is_well_formed_whatever_the_name(browser, tmp_path):
 
 
 @needs_browser
+def test_a_click_after_typing_lands_on_the_button_it_pressed(browser, tmp_path):
+    """The search box's change event (fired when a click takes the focus) asks for the view its
+    input event drew: drawing it again replaced the button between mousedown and mouseup, and
+    a loaded machine lost the click (a label download that never came)."""
+    summary = synthetic_summary(8, extra_names=[CONTROL_NAME], failed=False)
+    app = App(browser, build_page(summary, score_summary(summary), tmp_path / "index.html"))
+    page = app.page
+    page.check("#best-only")
+    page.fill("#search", "ctl")
+    expect(page.locator("#best-table")).to_have_attribute("data-row-count", "2")
+    page.evaluate("document.querySelector('#best-table tbody tr').dataset.marked = 'yes'")
+    page.locator("#search").blur()  # the change event
+    page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    assert page.locator("#best-table tbody tr[data-marked=yes]").count() == 1
+    page.fill("#search", "")
+    page.locator("#search").blur()
+    expect(page.locator("#best-table tbody tr[data-marked=yes]")).to_have_count(0)
+    app.assert_clean()
+    app.context.close()
+
+
+@needs_browser
 def test_screenshot_is_written_as_an_artifact(app, site, tmp_path):
     page = app.page
     page.uncheck('input[data-facet="device_label"][value="cpu"]')

@@ -12,11 +12,16 @@
   let view = null; // what is on show (data.viewOf) and the settings it was made with
   let compare = []; // row ids, in the order picked
 
+  // A change event after the input event it follows (the search box losing focus to a
+  // click) asks for the same view: drawing it again would replace the button under the
+  // pointer between mousedown and mouseup, and the click would be lost.
   function update() {
     const settings = panels.readSettings();
+    const key = viewKey(settings);
+    if (view && view.key === key) return;
     panels.syncSliders(study, settings.filters);
     const next = D.viewOf(study, settings.filters);
-    view = { ...next, settings };
+    view = { ...next, settings, key };
     const fmt = D.energyFormat(study.units, settings.unit);
     const { points, rows } = view;
     $("plot").setAttribute("data-visible-count", String(points.length));
@@ -40,7 +45,7 @@
   function lookChanged() {
     const settings = panels.readSettings();
     const unitChanged = settings.unit !== view.settings.unit;
-    view = { ...view, settings };
+    view = { ...view, settings, key: viewKey(settings) };
     plot.show(view, settings);
     if (unitChanged) {
       const fmt = D.energyFormat(study.units, settings.unit);
@@ -49,6 +54,10 @@
       renderCompare();
     }
     writeHash();
+  }
+
+  function viewKey(settings) {
+    return url.encodeView(panels.viewState(settings)) + "|" + settings.unit;
   }
 
   function writeHash() {
