@@ -85,6 +85,7 @@ class HostLoad:
 class DevicePlan:
     label: str
     torch_device: str
+    is_host: bool  # the host's CPU: measured after the GPUs, one job at a time
     configurations: int
     measuring_min_s: float  # the protocol's minimum
     estimate_s: float  # the estimated wall time of this device's idle and profile jobs
@@ -149,8 +150,8 @@ class Plan:
     @property
     def measuring_wall_s(self) -> float:
         """One host: the GPUs at once (the longest), each CPU device on its own."""
-        host = sum(d.estimate_s for d in self.devices if _is_host(d.torch_device))
-        gpus = [d.estimate_s for d in self.devices if not _is_host(d.torch_device)]
+        host = sum(d.estimate_s for d in self.devices if d.is_host)
+        gpus = [d.estimate_s for d in self.devices if not d.is_host]
         return host + max(gpus, default=0.0)
 
     @property
@@ -275,7 +276,7 @@ def plan_study(
         capped = plan_study(config, models, devices, None, native, steps, done, True, load)
         plan.at_cap_s = capped.total_s
     plan.notes += _notes(plan, configs, device_plans)
-    if load.busy and any(_is_host(d.torch_device) for d in device_plans):
+    if load.busy and any(d.is_host for d in device_plans):
         plan.notes.append(_load_note(load))
     if steps:
         calibrated = [d for d in device_plans if d.calibrated]
@@ -345,9 +346,10 @@ def _device_plan(
     (`check_s`, measure.first_check: the GPUs at once, so once on the wall; not where the
     device has measured rows already)."""
     torch_device, gpus = members[0], len(members)
+    is_host = kind_of(torch_device).is_host
     skip, why = _emulated(configs, (native or {}).get(label))
-    refresh_s = None if _is_host(torch_device) else DEFAULT_REFRESH_S
-    load = load if _is_host(torch_device) else HostLoad()  # a GPU's windows need no host
+    refresh_s = None if is_host else DEFAULT_REFRESH_S
+    load = load if is_host else HostLoad()  # a GPU's windows need no host
     if load.busy and settings.ci_target is not None:  # a noisy host runs to the cap
         settings = replace(settings, ci_target=None, repeats=settings.max_repeats)
     parts = _parts(configs, split, len(models), gpus)
@@ -383,6 +385,7 @@ def _device_plan(
     return DevicePlan(
         label,
         torch_device,
+        is_host,
         configurations=len(models) * len(configs),
         measuring_min_s=measured * config_min_s(settings),
         estimate_s=idle_job_s + check_s + _makespan_s(jobs_s, gpus),
@@ -483,8 +486,8 @@ def _notes(plan: Plan, configs, device_plans) -> list[str]:
     targeted = [d for d in device_plans if d.settings.ci_target is not None]
     if targeted:
         counted, unknown = [], None
-        for host in sorted({_is_host(d.torch_device) for d in targeted}, reverse=True):
-            settings = next(d.settings for d in targeted if _is_host(d.torch_device) == host)
+        for host in sorted({d.is_host for d in targeted}, reverse=True):
+            settings = next(d.settings for d in targeted if d.is_host == host)
             refresh_s = None if host else DEFAULT_REFRESH_S
             window = window_s(settings, None, refresh_s)
             n = repeats_needed(settings, refresh_s, window)
@@ -498,7 +501,7 @@ def _notes(plan: Plan, configs, device_plans) -> list[str]:
                     f" where a batch is short, {slow} where it is over "
                     f"{EDGE_STEP_SHARE:g} of a refresh"
                 )
-                if any(not _is_host(d.torch_device) and not d.calibrated for d in device_plans):
+                if any(not d.is_host and not d.calibrated for d in device_plans):
                     unknown = (
                         f"step times: unknown, so every GPU batch is counted as short ({n} "
                         f"windows); a batch over {EDGE_STEP_SHARE:g} of a refresh takes "
@@ -635,7 +638,7 @@ def format_plan(plan: Plan) -> str:
         f"{_time(plan.measuring_min_s, finished, '-'):>13} {_time(plan.total_s, finished):>12}"
     )
     lines += [_pool_line(plan, d) for d in plan.devices if d.gpus > 1]
-    gpus = sum(1 for d in plan.devices if not _is_host(d.torch_device))
+    gpus = sum(1 for d in plan.devices if not d.is_host)
     pooled = any(d.gpus > 1 for d in plan.devices)
     if gpus > 1:
         lines.append(

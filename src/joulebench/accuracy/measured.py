@@ -240,9 +240,9 @@ def measure_models(
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
 ) -> pd.DataFrame:
     """ACCURACY_COLUMNS rows for models sharing one shard folder; a failure is a row."""
-    from joulebench.measure.backends import backend_for
+    from joulebench.measure.backends import bound_device
 
-    backend = backend_for(device)
+    bound = bound_device(device)
     manifest = read_manifest(shard_dir)
     rows = []
     for name in models:
@@ -259,7 +259,7 @@ def measure_models(
         except Exception as exc:  # one model never takes the job down
             row = _row(name, None, accuracy_note=f"evaluation failed: {type(exc).__name__}: {exc}")
         rows.append(row)
-        backend.free_memory(device)  # and the device's cached memory (a CUDA GPU's)
+        bound.free_memory()  # and the device's cached memory (a CUDA GPU's)
         shown = f"top1 {row['top1']:.3f}" if row["accuracy_source"] == "measured" else "none"
         log(f"accuracy {name}: {shown} ({row['accuracy_note']})")
     return pd.DataFrame(rows, columns=list(ACCURACY_COLUMNS)).astype(

@@ -124,10 +124,12 @@ def device_status(label: str, rows: pd.DataFrame, jobs: list, plan: StudyPlan) -
     device = plan.devices.get(label) or _torch_device(rows, label)
     expected = ours.loc[timed, "method"].map(plan.method_estimates(device))
     planned_s = float(expected.astype("float64").fillna(plan.config_estimate_s).sum())
-    parallel = _jobs_at_once(device, jobs, rows)
+    is_host = _is_host(device)
+    parallel = 1 if is_host else _jobs_at_once(jobs, rows)
     out = {
         "label": label,
         "torch_device": device,
+        "is_host": is_host,
         "planned": planned,
         "ok": ok,
         "not_ok": sum(not_ok.values()),
@@ -152,11 +154,9 @@ def device_status(label: str, rows: pd.DataFrame, jobs: list, plan: StudyPlan) -
     return out
 
 
-def _jobs_at_once(torch_device: str, jobs: list, rows: pd.DataFrame) -> int:
-    """How many jobs the device measures at once: the host's CPU one (it takes every slot),
-    a pool as many as its GPUs or the jobs seen running."""
-    if _is_host(torch_device):
-        return 1
+def _jobs_at_once(jobs: list, rows: pd.DataFrame) -> int:
+    """How many jobs a GPU device measures at once: a pool as many as its GPUs or the jobs
+    seen running (the host's CPU measures one: it takes every slot)."""
     return max(1, len(jobs), len(_gpu_breakdown(rows)))
 
 
@@ -184,8 +184,8 @@ def total_status(devices: list[dict]) -> dict:
         for key in keys
     }
     etas = [d for d in devices if d["eta_s"] is not None]
-    cpu = sum(d["eta_s"] for d in etas if _is_host(d["torch_device"]))
-    gpu = max((d["eta_s"] for d in etas if not _is_host(d["torch_device"])), default=0.0)
+    cpu = sum(d["eta_s"] for d in etas if d["is_host"])
+    gpu = max((d["eta_s"] for d in etas if not d["is_host"]), default=0.0)
     out["eta_s"] = cpu + gpu if etas and len(etas) == len(devices) else None
     sources = {d["eta_source"] for d in devices}
     out["eta_source"] = (
