@@ -280,12 +280,31 @@ def test_command_option_defaults_equal_the_schema():
     assert got["input_kind"] == profile["input_kind"]
 
 
-def test_defaults_no_dataclass_holds_equal_the_schema():
+def test_a_default_comes_from_the_schema_and_a_typo_fails_at_once():
+    """config_schema.default reads the one declaration; a key it does not know, or one with no
+    default, is a KeyError (at import, where a module takes its default), never a guess."""
     from joulebench import study
+    from joulebench.analysis.score import DEFAULT_GRADE_THRESHOLDS
+    from joulebench.config_schema import default
 
     assert study.IDLE_DURATION_S == _schema_defaults("idle")["duration_s"]
     assert study.IDLE_PRE_S == _schema_defaults("profile")["idle_pre_s"]
-    assert study.MODELS_PER_JOB == _schema_defaults("catalog")["models_per_job"]
+    assert list(DEFAULT_GRADE_THRESHOLDS.values()) == _schema_defaults("score")["grade_thresholds"]
+    assert default("methods.*.precision") == "fp32"
+    assert default("decisions.max_latency_ms") == (10, 100)  # a list as a tuple: immutable
+    with pytest.raises(KeyError, match="no key 'profile.idle_pre'"):
+        default("profile.idle_pre")
+    with pytest.raises(KeyError, match="no default"):
+        default("models")
+
+
+def test_the_workflow_validates_against_the_packages_schema():
+    """Snakemake validates against workflow/schemas/config.schema.yaml, a link to the file the
+    package ships and reads its defaults from: one file."""
+    from joulebench.config_schema import SCHEMA_PATH
+
+    link = REPO / "workflow" / "schemas" / "config.schema.yaml"
+    assert link.resolve() == SCHEMA_PATH.resolve()
 
 
 def test_score_command_without_settings_uses_the_schema_reference(tmp_path):

@@ -132,7 +132,7 @@ def test_watts_clocks_and_both_at_once():
 
 
 def test_expanded_names_are_plain_text_that_no_config_key_can_clash_with():
-    schema = load_schema(REPO)["properties"]["methods"]["propertyNames"]["pattern"]
+    schema = load_schema()["properties"]["methods"]["propertyNames"]["pattern"]
     names = expand_methods(
         {
             "fp16": {"power_limit": [1.0, 0.55]},
@@ -226,10 +226,10 @@ def test_a_sweep_on_a_cpu_gives_rows_that_say_what_was_asked_and_why_not_measure
 def test_the_study_accepts_a_sweep_and_refuses_a_bad_knob_in_one_line():
     config = load_study(None, REPO)
     config["methods"] = {**SWEEP_CONFIG, "clocked": {"sm_clock_mhz": [1410, "max"]}}
-    check_config(config, load_schema(REPO))
+    check_config(config, load_schema())
     check_settings(config)
     config["methods"] = {"fp16": {"precision": "fp16", "power_limit": [1.0, 60]}}
-    check_config(config, load_schema(REPO))  # a number: the schema's part
+    check_config(config, load_schema())  # a number: the schema's part
     with pytest.raises(ConfigError) as err:
         check_settings(config)
     assert str(err.value) == (
@@ -238,7 +238,7 @@ def test_the_study_accepts_a_sweep_and_refuses_a_bad_knob_in_one_line():
     )
     config["methods"] = {"fp16": {"power_limit": {"a": 1}}}
     with pytest.raises(ConfigError, match=r"config: methods\.fp16\.power_limit"):
-        check_config(config, load_schema(REPO))
+        check_config(config, load_schema())
 
 
 def test_the_plan_counts_every_value_of_a_sweep():

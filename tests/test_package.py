@@ -143,7 +143,17 @@ def test_stages_are_subpackages_that_say_what_they_are():
         assert doc and len(doc) > 200, stage
         assert "docs/design.md" in doc, stage
     flat = sorted(p.stem for p in (SRC / "joulebench").glob("*.py"))
-    top = ["__init__", "__main__", "flags", "plan", "prerun", "rule_settings", "safe_text", "stats"]
+    top = [
+        "__init__",
+        "__main__",
+        "config_schema",
+        "flags",
+        "plan",
+        "prerun",
+        "rule_settings",
+        "safe_text",
+        "stats",
+    ]
     assert flat == [*top, "study", "table_io", "tables"]
     assert (SRC / "joulebench" / "cli" / "__init__.py").is_file()  # the command: a package
 
@@ -167,6 +177,7 @@ LAYERS = (
         "joulebench.tables",
         "joulebench.table_io",
         "joulebench.study",
+        "joulebench.config_schema",
         "joulebench.stats",
         "joulebench.safe_text",
         "joulebench.flags",

@@ -21,7 +21,7 @@ from joulebench.study import (
 
 def errors(config, sources=()) -> str:
     with pytest.raises(ConfigError) as err:
-        check_config(config, load_schema(REPO), sources)
+        check_config(config, load_schema(), sources)
     return str(err.value)
 
 
@@ -60,8 +60,8 @@ def test_each_problem_is_one_short_line():
 
 
 def test_devices_is_auto_or_a_map():
-    check_config({"models": ["x"], "devices": "auto"}, load_schema(REPO))
-    check_config({"models": ["x"], "devices": {"h200": "cuda:1"}}, load_schema(REPO))
+    check_config({"models": ["x"], "devices": "auto"}, load_schema())
+    check_config({"models": ["x"], "devices": {"h200": "cuda:1"}}, load_schema())
     assert "'gpu' is none of: 'auto' was expected" in errors({"devices": "gpu"})
 
 
@@ -118,21 +118,21 @@ def test_a_nested_config_value_read_as_text_says_use_a_configfile():
     """Snakemake's --config gives {'protocol': {'repeats': '2'}} for protocol={repeats: 2}."""
     given = {"protocol": {"repeats": "2"}}
     with pytest.raises(ConfigError) as err:
-        check_config({"models": ["x"], **given}, load_schema(REPO), [("--config", given)])
+        check_config({"models": ["x"], **given}, load_schema(), [("--config", given)])
     assert str(err.value) == (
         "config: protocol.repeats (set in --config): '2' is not of type 'integer'. "
         "--config reads values inside a list or mapping as text: use a --configfile"
     )
     with pytest.raises(ConfigError) as err:  # the same value from a file: no such hint
-        check_config({"models": ["x"], **given}, load_schema(REPO), [("s.yaml", given)])
+        check_config({"models": ["x"], **given}, load_schema(), [("s.yaml", given)])
     assert "--configfile" not in str(err.value)
     with pytest.raises(ConfigError) as err:  # models=resnet18: a plain wrong value, no hint
-        check_config({"models": "resnet18"}, load_schema(REPO), [("--config", {"models": "r"})])
+        check_config({"models": "resnet18"}, load_schema(), [("--config", {"models": "r"})])
     assert "--configfile" not in str(err.value)
 
 
 def test_device_labels_and_method_names_cannot_start_with_a_dash():
-    schema = load_schema(REPO)
+    schema = load_schema()
     with pytest.raises(ConfigError, match="'-x' does not match"):
         check_config({"models": ["m"], "devices": {"-x": "cpu"}}, schema)
     with pytest.raises(ConfigError, match="'--help' does not match"):
@@ -218,7 +218,7 @@ def test_a_file_that_is_no_study_is_refused_without_showing_its_lines(tmp_path):
 def test_a_batch_size_is_at_most_the_documented_maximum():
     from joulebench.tables import MAX_BATCH_SIZE
 
-    schema = load_schema(REPO)
+    schema = load_schema()
     assert schema["properties"]["batch_sizes"]["items"]["maximum"] == MAX_BATCH_SIZE
     train = schema["properties"]["train"]["properties"]["batch_sizes"]["items"]
     assert train["maximum"] == MAX_BATCH_SIZE

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from joulebench.config_schema import default
 from joulebench.measure.backends import Libraries, NativePrecisions, backend_for, kind_of
 from joulebench.measure.config_time import (
     config_cost,
@@ -36,7 +37,7 @@ from joulebench.measure.provenance import seconds_taken
 from joulebench.measure.quiet import WAIT_S, cpu_others_share
 from joulebench.safe_text import quantity
 from joulebench.schedule.job_parts import DEFAULT_SPLIT, job_key, job_methods, parse_job_key
-from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, MODELS_PER_JOB, ConfigError, read_yaml
+from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, ConfigError, read_yaml
 from joulebench.tables import CATALOG, ESTIMATE_METER_PREFIX, PHASES
 
 # Overheads measured by bench/bench_plan.py on the development machine (2-core VM, CPU, no GPU,
@@ -258,7 +259,9 @@ def plan_study(
         "", ["cpu"], ["one"], configs, host_settings, idle_pre_s, idle_s, None, None, None,
         "model", 0.0,
     )  # fmt: skip
-    per_job = int((config.get("catalog") or {}).get("models_per_job", MODELS_PER_JOB))
+    per_job = int(
+        (config.get("catalog") or {}).get("models_per_job", default("catalog.models_per_job"))
+    )
     catalog_jobs = math.ceil(n_models / per_job)
     plan = Plan(
         models=n_models,

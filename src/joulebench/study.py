@@ -8,11 +8,10 @@ valid one; never the schema itself. What each stage's own validator would refuse
 published summary, are checked before any job above the stages (`joulebench.prerun`), in the
 same words.
 
-The schema is where a default is decided. Stage functions take their settings as keyword
-arguments (`settings_for`; rule_settings builds them from the config), with defaults equal
-to the schema's; the few defaults no
-dataclass or function holds are below. tests/test_config.py checks them all. The map of the
-package: docs/design.md.
+The schema (joulebench.config_schema) is where a default is decided. Stage functions take
+their settings as keyword arguments (`settings_for`; rule_settings builds them from the
+config), with the schema's defaults; the few no dataclass or function holds are below. The
+map of the package: docs/design.md.
 """
 
 from __future__ import annotations
@@ -27,11 +26,11 @@ from pathlib import Path
 
 import yaml
 
-SCHEMA = Path("workflow") / "schemas" / "config.schema.yaml"
-# Defaults of config keys no dataclass holds; each equals the schema's (tests/test_config.py).
-IDLE_DURATION_S = 10.0  # idle.duration_s
-IDLE_PRE_S = 2.0  # profile.idle_pre_s
-MODELS_PER_JOB = 100  # catalog.models_per_job
+from joulebench.config_schema import SCHEMA_PATH, default, load_schema
+
+# Defaults of config keys no dataclass holds, the schema's (config_schema).
+IDLE_DURATION_S = default("idle.duration_s")
+IDLE_PRE_S = default("profile.idle_pre_s")
 MAX_MESSAGE_CHARS = 300
 # Config keys that were and are no more, each with where its setting went: a study that still
 # sets one is told so (check_config), not sent to the closest valid key. A history, so a list.
@@ -105,10 +104,6 @@ def job_shell_prefix(conda: bool, executable: str | None = None) -> str:
     Braces are doubled: Snakemake formats the prefix like a rule's command."""
     prefix = f'set -euo pipefail; joulebench() {{ {job_command(conda, executable)} "$@"; }}; '
     return prefix.replace("{", "{{").replace("}", "}}")
-
-
-def load_schema(root: Path | None = None) -> dict:
-    return yaml.safe_load(((root or workflow_root()) / SCHEMA).read_text())
 
 
 class _Refused(yaml.YAMLError):
@@ -299,8 +294,8 @@ def settings_for(section: str, settings: Mapping | None, accepted: Sequence[str]
     """A command's settings as its stage function's keyword arguments (`accepted`).
 
     Rules pass every one (JSON built by rule_settings, with the schema's defaults); a user of
-    the command may pass some. A key left out is left out, so the function's default applies, and
-    every such default equals the schema's (tests/test_config.py checks it). An unknown key
+    the command may pass some. A key left out is left out, so the function's default applies,
+    which is the schema's (config_schema.default). An unknown key
     is a ConfigError naming it, never silently ignored.
     """
     settings = dict(settings or {})
@@ -333,5 +328,5 @@ def read_study(
         study = read_config(configfile)
         sources.append((str(configfile), study))
         config.update(study)  # a key the study sets replaces the default's whole
-    check_config(config, load_schema(root), sources)
-    return with_defaults(config, root / SCHEMA), sources
+    check_config(config, load_schema(), sources)
+    return with_defaults(config, SCHEMA_PATH), sources

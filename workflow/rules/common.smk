@@ -78,7 +78,7 @@ def get_config_sources():
 # given twice), before the schema walks what Snakemake loaded.
 try:
     CONFIG_SOURCES = get_config_sources()
-    check_config(config, load_schema(Path(workflow.basedir)), CONFIG_SOURCES)
+    check_config(config, load_schema(), CONFIG_SOURCES)
 except ConfigError as exc:
     raise WorkflowError(printable(str(exc), newlines=True))
 validate(config, schema="../schemas/config.schema.yaml")

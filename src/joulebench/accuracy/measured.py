@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 import pandas as pd
 
 from joulebench.accuracy.shards import input_config, read_manifest, shard_batches
+from joulebench.config_schema import default
 from joulebench.safe_text import file_name
 from joulebench.table_io import write_table
 from joulebench.tables import ACCURACY_COLUMNS, short_reason
@@ -234,8 +235,8 @@ def measure_models(
     shard_dir: str | Path,
     *,
     checkpoints: str | Path | None = None,
-    batch_size: int = 64,
-    device: str = "cpu",
+    batch_size: int = default("accuracy.batch_size"),
+    device: str = default("accuracy.device"),
     allow_download: bool = False,
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
 ) -> pd.DataFrame:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from joulebench.config_schema import default
 from joulebench.safe_text import quantity
 from joulebench.table_io import atomic_write, write_table
 from joulebench.table_io import read_table as read_any_table
@@ -38,7 +39,8 @@ TIMM_REPO = "huggingface/pytorch-image-models"
 TIMM_COMMIT = "aa4b5850c1543fa488abf260f18390eda46cf85d"
 COMMIT_PATTERN = re.compile(r"[0-9a-f]{40}")  # a full commit: a branch name would move
 URL = "https://raw.githubusercontent.com/{repo}/{commit}/results/{file}"
-TIMEOUT_S = 10.0
+TIMEOUT_S = default("reference.timeout_s")
+CACHE_DIR = default("reference.cache_dir")
 SHIPPED_PACKAGE_DIR = "reference_data"  # inside joulebench.accuracy
 
 
@@ -122,7 +124,7 @@ def _cached(path: Path, spec: TableSpec, pinned: bool) -> bool:
 
 
 def fetch_tables(
-    cache_dir: str | Path = "data/reference",
+    cache_dir: str | Path = CACHE_DIR,
     *,
     commit: str = TIMM_COMMIT,
     timeout_s: float = TIMEOUT_S,
@@ -238,7 +240,7 @@ def check_source(local_dir: str | Path | None = None, commit: str | None = None)
 
 
 def load_tables(
-    cache_dir: str | Path = "data/reference",
+    cache_dir: str | Path = CACHE_DIR,
     *,
     local_dir: str | Path | None = None,
     commit: str | None = None,

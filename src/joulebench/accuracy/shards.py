@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from joulebench.accuracy.datasets import DatasetError, Listing, list_source, normalize_source
+from joulebench.config_schema import default
 from joulebench.table_io import atomic_write
 
 SHARD_FORMAT = 1  # bump when the stored bytes change meaning: it is part of every key
@@ -248,7 +249,7 @@ def prepare(
     input_cfg: dict,
     out_root: str | Path,
     *,
-    workers: int = 1,
+    workers: int = default("dataset.workers"),
     progress: bool = True,
     shard_size: int = 512,
 ) -> Path:

@@ -26,6 +26,7 @@ import pandas as pd
 
 from joulebench.analysis.score import (
     DEFAULT_ENERGY,
+    DEFAULT_ENERGY_SCOPE,
     DEFAULT_INVALID_FLAGS,
     DEFAULT_MAX_ENERGY_CV,
     ENERGY_COLUMNS,
@@ -34,6 +35,7 @@ from joulebench.analysis.score import (
     measured_mask,
 )
 from joulebench.analysis.summary import read_summary
+from joulebench.config_schema import default
 from joulebench.safe_text import quantity
 from joulebench.table_io import conform, write_table
 from joulebench.tables import BEST_CONFIGS, KNOB_COLUMNS, energy_is_estimate
@@ -388,13 +390,13 @@ def run_best_configs(
     summary,
     output,
     *,
-    max_latency_ms: Sequence[float] = (10, 100),
+    max_latency_ms: Sequence[float] = default("decisions.max_latency_ms"),
     min_throughput_img_s: Sequence[float] = (),
-    max_batch_size: Sequence[int] = (1,),
+    max_batch_size: Sequence[int] = default("decisions.max_batch_size"),
     energy: str = DEFAULT_ENERGY,
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
-    energy_scope: str = "device",
+    energy_scope: str = DEFAULT_ENERGY_SCOPE,
     include_simulated: bool = False,
 ) -> pd.DataFrame:
     """`joulebench best-configs`: the table for a summary (path), written atomically; with

@@ -35,6 +35,7 @@ from joulebench.analysis.score import (
     pareto_front,
 )
 from joulebench.analysis.summary import read_summary
+from joulebench.config_schema import default
 from joulebench.flags import FLAG_HOST_BOUND, has_flag
 from joulebench.safe_text import printable
 from joulebench.table_io import conform, read_table, write_table
@@ -47,6 +48,7 @@ from joulebench.tables import (
     METHOD_SAVINGS,
 )
 
+MIN_MODELS = default("fits.min_models")  # fewer models than this: no fit
 FACTORS = ("flops_per_image", "params", "activations_per_image")
 # An energy per image outside 1 nJ - 1 MJ is no measurement (the smallest models on a GPU
 # spend tens of uJ, training a large one on a CPU tens of J): fits leave it out and say so,
@@ -395,7 +397,7 @@ def factor_fits(
     *,
     energy: str = "total",
     factors: Sequence[str] = FACTORS,
-    min_models: int = 3,
+    min_models: int = MIN_MODELS,
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> pd.DataFrame:
@@ -602,7 +604,7 @@ def all_fits(
     *,
     baseline_method: str,
     energy: str = "total",
-    min_models: int = 3,
+    min_models: int = MIN_MODELS,
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> dict[str, pd.DataFrame]:
@@ -671,7 +673,7 @@ def run_fits(
     *,
     baseline_method: str | None = None,
     energy: str = DEFAULT_ENERGY,
-    min_models: int = 3,
+    min_models: int = MIN_MODELS,
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
 ) -> list:

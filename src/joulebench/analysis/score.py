@@ -24,6 +24,7 @@ import pandas as pd
 
 from joulebench.analysis.carbon import carbon_columns
 from joulebench.analysis.summary import read_summary
+from joulebench.config_schema import default
 from joulebench.flags import (
     FLAG_HIGH_SPREAD,
     FLAG_SIMULATED,
@@ -40,22 +41,15 @@ GRADES = ("A", "B", "C", "D", "E", "F", "G")
 # Lower bounds of the efficiency index for A..F; below F's bound is G. In energy terms a
 # model graded A spends at most 1.25x the front's energy at its accuracy, B 1.67x, C 2.2x,
 # D 3.3x, E 5x, F 10x; G more than 10x. See docs/scoring.md for why.
-DEFAULT_GRADE_THRESHOLDS: dict[str, float] = {
-    "A": 0.8,
-    "B": 0.6,
-    "C": 0.45,
-    "D": 0.3,
-    "E": 0.2,
-    "F": 0.1,
-}
-DEFAULT_REFERENCE_MODEL = "resnet50.a1_in1k"
+DEFAULT_GRADE_THRESHOLDS = dict(zip(GRADES, default("score.grade_thresholds"), strict=False))
+DEFAULT_REFERENCE_MODEL = default("score.reference_model")
 # Which rows count, for the score, the fits and the best configurations alike (the config's
 # score section): the energy compared (total, or dynamic: above idle), the CV limit, the flags.
-DEFAULT_ENERGY = "total"
+DEFAULT_ENERGY = default("score.energy")
 # A row whose energy varies more than this between repeats (CV = std / mean) is flagged
 # `high-spread`: at CV 0.25 and the default 4 repeats the 95% CI is the mean +-40 %, wider
 # than two grade bands, so its grade would say nothing. See docs/scoring.md.
-DEFAULT_MAX_ENERGY_CV = 0.25
+DEFAULT_MAX_ENERGY_CV = default("score.max_energy_cv")
 # Flags that make a measurement unusable for comparison: the registry's invalidating ones
 # (joulebench.flags; the schema's default of score.invalid_flags is the same list).
 DEFAULT_INVALID_FLAGS = INVALIDATING
@@ -65,6 +59,7 @@ DEFAULT_INVALID_FLAGS = INVALIDATING
 ENERGY_COLUMNS = {"total": "energy_per_image_j", "dynamic": "dynamic_energy_per_image_j"}
 # `energy_scope`: device (its own meter) or node (GPU + CPU packages + DRAM, meters.node)
 ENERGY_SCOPES = ("device", "node")
+DEFAULT_ENERGY_SCOPE = default("energy_scope")
 NODE_ENERGY_COLUMN = "energy_node_per_image_j"
 ENERGY_CV_COLUMNS = {"total": "energy_per_image_cv", "dynamic": "dynamic_energy_per_image_cv"}
 SCORE_GROUP = ("phase", "device_label", "method", "batch_size_requested", "energy_is_estimate")
@@ -282,7 +277,7 @@ def score_summary(
     energy: str = DEFAULT_ENERGY,
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
-    energy_scope: str = "device",
+    energy_scope: str = DEFAULT_ENERGY_SCOPE,
     carbon: Mapping | None = None,
 ) -> pd.DataFrame:
     """Score every row of a summary (SUMMARY_COLUMNS) -> SCORE_COLUMNS, one row per row.

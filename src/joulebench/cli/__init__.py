@@ -2,8 +2,8 @@
 
 Each command parses its arguments and calls one function of the stage's module; the logic
 lives there (and is tested there). A rule's `--settings` JSON is exactly that function's
-keyword arguments, built from the config (rule_settings; an unknown key is an error). Defaults
-of options equal the schema's (workflow/schemas/config.schema.yaml; tests/test_config.py).
+keyword arguments, built from the config (rule_settings; an unknown key is an error). Options
+take their defaults from the code's, which the schema decides (joulebench.config_schema).
 
 One module per group of commands, each command's `add_<command>` (its options) beside its
 `_cmd_<command>` (what it runs): `measure` (catalog, idle, profile, check, accuracy),

@@ -132,7 +132,7 @@ def _nothing_measured(rows) -> int:
 
 def add_profile(sub) -> None:
     from joulebench.measure.methods import PRESETS
-    from joulebench.measure.profile import DEFAULT_ONNX_CACHE
+    from joulebench.measure.profile import DEFAULT_ONNX_CACHE, ProfileJob
     from joulebench.measure.train import OPTIMIZERS, TrainSpec
     from joulebench.tables import INPUT_KINDS, PHASES
 
@@ -161,7 +161,10 @@ def add_profile(sub) -> None:
         "--onnx-cache", default=DEFAULT_ONNX_CACHE, help="exported models (runtime methods)"
     )
     p.add_argument(
-        "--input-kind", choices=list(INPUT_KINDS), default=INPUT_KINDS[0], help="synthetic batch"
+        "--input-kind",
+        choices=list(INPUT_KINDS),
+        default=ProfileJob.input_kind,
+        help="synthetic batch",
     )
     p.add_argument(
         "--allow-emulated",

@@ -20,13 +20,14 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from joulebench.config_schema import default
 from joulebench.measure.supervise import deadline_s, emit
 
 if TYPE_CHECKING:
     from joulebench.measure.backends import BoundDevice
 
 CHECK_FIRST = ("auto", "on", "off")
-DEFAULT = "auto"
+DEFAULT = default("profile.check_first")
 GPU_DIR = "gpus"
 
 

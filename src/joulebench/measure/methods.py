@@ -30,6 +30,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from joulebench.config_schema import default
 from joulebench.tables import (
     POWER_LIMIT_FRACTION_MAX,
     POWER_LIMIT_W_MAX,
@@ -58,7 +59,12 @@ RUNTIME_PRECISIONS = {
     TORCH_TENSORRT: ("fp32", "fp16"),
 }
 ONNX_RUNTIMES = (ONNXRUNTIME, ORT_TENSORRT)  # those that run an ONNX export (`opset`)
-DEFAULT_OPSET = 18
+# a method's keys left out take the schema's defaults (config_schema), in Python as in a study
+_DEFAULTS = {
+    k: default(f"methods.*.{k}")
+    for k in ("precision", "autocast", "runtime", "opset", "reparameterize", "cudnn_autotune")
+}
+DEFAULT_OPSET = _DEFAULTS["opset"]
 # The device settings a method may ask for, declared once: each is a Method field and a key
 # of `methods:`; Method.knob_fields gives their row columns, knob_label their part of a
 # swept method's name. In this order in a name: fp16@0.6@1410MHz.
@@ -93,21 +99,21 @@ PRESETS: dict[str, dict] = {
 @dataclass(frozen=True)
 class Method:
     name: str
-    precision: str = "fp32"  # fp32 (IEEE), tf32, fp16 or bf16
-    autocast: bool = True  # fp16/bf16 by autocast (mixed precision), else weights cast
+    precision: str = _DEFAULTS["precision"]  # fp32 (IEEE), tf32, fp16 or bf16
+    autocast: bool = _DEFAULTS["autocast"]  # fp16/bf16 by autocast, else weights cast
     channels_last: bool = False
     compile: str | None = None  # a torch.compile mode, or None for eager
-    runtime: str = PYTORCH  # tables.RUNTIMES (or an old name in tables.RUNTIME_ALIASES)
+    runtime: str = _DEFAULTS["runtime"]  # tables.RUNTIMES (or an old name: RUNTIME_ALIASES)
     opset: int = DEFAULT_OPSET  # ONNX opset of the export (ONNX runtimes only)
     tolerance: float | None = None  # max relative output error vs PyTorch; None: by precision
-    reparameterize: bool = (
-        True  # inference in timm's fused deploy form (joulebench.catalog.deploy_form)
-    )
+    # inference in timm's fused deploy form (joulebench.catalog.deploy_form)
+    reparameterize: bool = _DEFAULTS["reparameterize"]
     power_limit_w: float | None = None  # a power limit in watts, set by the device's backend
     power_limit: float | None = None  # or one as a fraction of the board's default limit
     sm_clock_mhz: int | str | None = None  # a locked SM clock: MHz, or max / base
     allow_emulated: bool = False  # measure it where the device only emulates its precision
-    cudnn_autotune: bool = True  # cuDNN times its convolution algorithms (a GPU's; warm-up)
+    # cuDNN times its convolution algorithms (a GPU's; in warm-up)
+    cudnn_autotune: bool = _DEFAULTS["cudnn_autotune"]
     cuda_graphs: bool = False  # inference replays a CUDA graph of the forward (pytorch)
 
     def __post_init__(self):

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from joulebench.config_schema import default
 from joulebench.flags import (
     FLAG_SIMULATED,
     FLAG_TRAIN_LOSS_NOT_FINITE,
@@ -83,7 +84,7 @@ from joulebench.tables import (
     short_reason,
 )
 
-DEFAULT_ONNX_CACHE = "data/onnx"
+DEFAULT_ONNX_CACHE = default("profile.onnx_cache")
 SEED = 0  # random weights and batches: every method and runtime of a model sees the same
 
 
@@ -92,8 +93,8 @@ class ProfileJob:
     """What one profile job is asked to measure: its input, frozen (`from_spec` builds it
     from the config; what lives while it runs is its JobSession's).
 
-    Defaults equal the schema's (workflow/schemas/config.schema.yaml; tests/test_config.py
-    checks it): a spec that leaves a key out gets the same job as the workflow would.
+    Defaults are the schema's (config_schema.default): a spec that leaves a key out gets the
+    same job as the workflow would.
     """
 
     model: str
@@ -108,7 +109,9 @@ class ProfileJob:
     idle_power_w: float = math.nan  # the device's idle baseline (results/idle), else idle_pre's
     idle_pre_s: float = IDLE_PRE_S  # a short idle read before the model, recorded beside it
     threads: int | None = None  # torch CPU threads; None leaves torch's default
-    oom_retry: bool = True  # out of memory -> retry at half the batch (as timm's benchmark)
+    oom_retry: bool = default(
+        "profile.oom_retry"
+    )  # out of memory -> retry at half the batch (as timm's benchmark)
     meter: str | None = None  # force "nvml", "rapl" or "estimate"
     meter_options: dict = field(default_factory=dict)  # e.g. tdp_w for the estimate
     phases: list[str] = field(default_factory=lambda: ["inference"])  # and/or "train"
@@ -117,7 +120,9 @@ class ProfileJob:
         None  # a custom workload entry (joulebench.catalog.workloads); None: timm
     )
     onnx_cache_dir: str = DEFAULT_ONNX_CACHE  # exported models of non-PyTorch runtimes
-    input_kind: str = "random"  # the synthetic batch: random (default) or zeros
+    input_kind: str = default(
+        "profile.input_kind"
+    )  # the synthetic batch: random (default) or zeros
     check_dir: str = "results/check"  # where `joulebench check` left its reports
     check_first: str = CHECK_FIRST_DEFAULT  # check the GPU first where none was (first_check)
     quiet_wait_s: float = QUIET_WAIT_S  # wait this long at most for the device to be alone

@@ -19,10 +19,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from joulebench.config_schema import default
 from joulebench.flags import FLAG_OTHER_PROCESS
 from joulebench.measure.meters.contention import DEFAULT_THRESHOLD, system_busy_s
 
-WAIT_S = 10.0  # the longest wait before one configuration
+WAIT_S = default("profile.quiet_wait_s")  # the longest wait before one configuration
 POLL_S = 1.0
 SAMPLE_S = 0.2  # how long a CPU's other load is sampled (10 ms ticks: 2.5 % on 2 CPUs)
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
+from joulebench.config_schema import default
+
 if TYPE_CHECKING:
     from joulebench.measure.backends import BoundDevice
 
@@ -26,12 +28,12 @@ DEFAULT_LR = {"sgd": 0.01, "adamw": 1e-3}
 class TrainSpec:
     """How a training step is run; the config's `train:` mapping."""
 
-    optimizer: str = "sgd"  # sgd (with momentum) or adamw
+    optimizer: str = default("train.optimizer")  # sgd (with momentum) or adamw
     lr: float | None = None  # None: 0.01 for sgd, 1e-3 for adamw
-    momentum: float = 0.9  # sgd only
+    momentum: float = default("train.momentum")  # sgd only
     weight_decay: float | None = None  # None: torch's default for the optimizer
     batch_sizes: tuple[int, ...] | None = None  # None: the inference batch sizes
-    seed: int = 0  # synthetic labels (and inputs) are drawn from this seed
+    seed: int = default("train.seed")  # synthetic labels (and inputs) are drawn from this seed
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:

@@ -16,9 +16,11 @@ patterns).
 
 from __future__ import annotations
 
+from joulebench.config_schema import default
+
 PART_MARK = "+"
 SPLITS = ("auto", "model", "method")
-DEFAULT_SPLIT = "auto"
+DEFAULT_SPLIT = default("profile.split")
 # Below this many models per GPU, whole-model jobs leave GPUs of a pool idle at the end for
 # a large share of the run (with 4 or more, at most about 1/8 of it on average)
 AUTO_MODELS_PER_GPU = 4
