@@ -267,7 +267,7 @@ def test_a_spec_key_no_job_reads_is_an_error():
     from joulebench.measure.profile import SPEC_KEYS, ProfileJob
 
     spec = {"torch_device": "cpu", "methods": {"fp32": {}}, "batch_sizes": [1]}
-    assert ProfileJob.from_spec("m", "cpu", spec).batch_sizes == [1]
+    assert ProfileJob.from_spec("m", "cpu", spec).batch_sizes == (1,)
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['batch_size'\]"):
         ProfileJob.from_spec("m", "cpu", {**spec, "batch_size": 8})
     assert {"torch_device", "methods", "batch_sizes", "protocol"} <= SPEC_KEYS

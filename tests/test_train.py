@@ -134,6 +134,6 @@ def test_spec_keys_become_job_fields():
     minimal = {"torch_device": "cpu", "methods": {"fp32": {}}, "batch_sizes": [1]}
     spec = {**minimal, "phases": ["inference", "train"]}
     job = ProfileJob.from_spec("m", "cpu", {**spec, "train": {"optimizer": "adamw", "lr": 0.002}})
-    assert job.phases == ["inference", "train"]
+    assert job.phases == ("inference", "train")
     assert job.train == TrainSpec(optimizer="adamw", lr=0.002)
     assert ProfileJob.from_spec("m", "cpu", minimal).train == TrainSpec()

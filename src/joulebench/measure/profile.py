@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 
 import pandas as pd
 
@@ -100,39 +101,38 @@ class ProfileJob:
     model: str
     device_label: str
     torch_device: str
-    methods: list[Method]
-    batch_sizes: list[int]
+    methods: tuple[Method, ...]  # a list given is kept as a tuple: the input never changes
+    batch_sizes: tuple[int, ...]
     settings: ProtocolSettings = field(default_factory=ProtocolSettings)
     # the study's protocol section: with it, the session sizes `settings` to the job's meter
     # at its start (protocol.METER_SIZED); None keeps `settings` as given
-    protocol: dict | None = None
+    protocol: Mapping | None = None
     idle_power_w: float = math.nan  # the device's idle baseline (results/idle), else idle_pre's
     idle_pre_s: float = IDLE_PRE_S  # a short idle read before the model, recorded beside it
     threads: int | None = None  # torch CPU threads; None leaves torch's default
-    oom_retry: bool = default(
-        "profile.oom_retry"
-    )  # out of memory -> retry at half the batch (as timm's benchmark)
+    # out of memory -> retry at half the batch (as timm's benchmark)
+    oom_retry: bool = default("profile.oom_retry")
     meter: str | None = None  # force "nvml", "rapl" or "estimate"
-    meter_options: dict = field(default_factory=dict)  # e.g. tdp_w for the estimate
-    phases: list[str] = field(default_factory=lambda: ["inference"])  # and/or "train"
+    meter_options: Mapping = field(default_factory=dict)  # e.g. tdp_w for the estimate
+    phases: tuple[str, ...] = ("inference",)  # and/or "train"
     train: TrainSpec = field(default_factory=TrainSpec)  # optimizer etc. of the train phase
-    workload: str | None = (
-        None  # a custom workload entry (joulebench.catalog.workloads); None: timm
-    )
+    workload: str | None = None  # a custom workload (joulebench.catalog.workloads); None: timm
     onnx_cache_dir: str = DEFAULT_ONNX_CACHE  # exported models of non-PyTorch runtimes
-    input_kind: str = default(
-        "profile.input_kind"
-    )  # the synthetic batch: random (default) or zeros
+    input_kind: str = default("profile.input_kind")  # the synthetic batch: random or zeros
     check_dir: str = "results/check"  # where `joulebench check` left its reports
     check_first: str = CHECK_FIRST_DEFAULT  # check the GPU first where none was (first_check)
     quiet_wait_s: float = QUIET_WAIT_S  # wait this long at most for the device to be alone
     # how long a configuration may go without progress before it is stopped (a `timeout`
     # row, measure.supervise); None: TIMEOUT_FACTOR x its estimate, at least the floor
     timeout_s: float | None = None
-    gpu: dict = field(default_factory=dict)  # the pool's GPU leased: uuid, index, serial
+    gpu: Mapping = field(default_factory=dict)  # the pool's GPU leased: uuid, index, serial
     device_pool: str = ""  # the study's pool label of a replica label (each_model_on)
 
     def __post_init__(self):
+        for name in ("methods", "batch_sizes", "phases"):  # read-only, whatever was given
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        for name in ("meter_options", "gpu") + (("protocol",) if self.protocol is not None else ()):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         if self.check_first not in CHECK_FIRST:
             raise ValueError(f"check_first must be one of {CHECK_FIRST}: {self.check_first!r}")
         if self.input_kind not in INPUT_KINDS:
