@@ -1,18 +1,14 @@
 """The flags a row can carry, declared once, and the helpers that read and write them.
 
-A row's `flags` column is text: the names of the conditions its measurement met, joined by
-`;` (`other-process;ci-clipped`). Each name is a `Flag` of the registry below: what it
-means, whether it keeps a row off the score's front by default (`invalidates`: the default
-of `score.invalid_flags` is every such flag) and the functions that set it, so grep finds
-where a flag comes from. docs/columns.md lists them (`joulebench columns --markdown`) and the
-web page reads them from its embedded metadata (`page_meta`). Every module writes and reads
-flags through the helpers here (`join_flags`, `split_flags`, `has_flag`, `add_flag`,
-`first_flag`), never with its own `;`.
-
-Names are kebab-case. Older spellings (`warmup_not_steady`, ...) still read: published
-summaries map them (`canonical_flags`, in analysis.summary.read_summary), and a config's
-`invalid_flags` is mapped with a note (`canonical_names`). Adding a flag: a constant and
-one `Flag` entry below. This module imports nothing of joulebench: every layer may use it.
+A row's `flags` column is text: the kebab-case names of the conditions its measurement met,
+joined by `;`. Each name is a `Flag` of `FLAGS`: what it means, whether it keeps a row off
+the score's front by default (`invalidates`: the default `score.invalid_flags`) and the
+functions that set it, so grep finds where a flag comes from; docs/columns.md#flags and the
+page (`page_meta`) are made from it. Every module reads and writes flags through the helpers
+here (`join_flags`, `split_flags`, `has_flag`, `add_flag`, `first_flag`), never with its own
+`;`. Older spellings still read (`canonical_flags`, `canonical_names`). Adding a flag: a
+constant and one `Flag` entry below. This module imports nothing of joulebench: every layer
+may use it.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """The data contract: every output table's columns, declared once.
 
-Each table (catalog, profile rows, repeats, trace, idle, accuracy, summary, scores, fits, the
-page, the check report) is a `Table` of `Column`s: name (unit in the name), pandas dtype,
-unit, one-line meaning and producer, the function that computes the value, so grep finds
-where a number comes from. A later table that carries an earlier one's column reuses its
-declaration; a column that carries another's value under a new name says so
-(`renamed_from`). docs/columns.md is generated from here (`joulebench columns --markdown`).
-Adding a column is one entry in a table below.
-
-Every stage reads and writes them through `joulebench.table_io` (atomic writes, one-line
-errors); `concat_tables` here joins the per-job parts of a declared table. This module
-imports no measuring code (and no torch), and of joulebench only `table_io` and `flags` (the
-flags registry, whose section of docs/columns.md it renders). The map of the package:
-docs/design.md.
+Each table is a `Table` of `Column`s: name (unit in the name), pandas dtype, unit, one-line
+meaning and producer, the function that computes the value, so grep finds where a number
+comes from. A later table that carries an earlier one's column reuses its declaration, or
+says so under a new name (`renamed_from`). docs/columns.md is generated from here
+(`joulebench columns --markdown`); adding a column is one entry in a table below. Every stage
+reads and writes tables through `joulebench.table_io`; `concat_tables` joins a table's
+per-job parts. This module imports no measuring code (and no torch), and of joulebench only
+`table_io` and `flags` (whose section of docs/columns.md it renders). The map of the
+package: docs/design.md.
 """
 
 from __future__ import annotations

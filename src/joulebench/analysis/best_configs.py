@@ -1,18 +1,14 @@
 """The energy-optimal configuration of each model: least energy per image over methods,
 runtimes and batch sizes, overall and under each configured constraint.
 
-A constraint is one of
-    max_latency_ms        latency per batch <= L ms (the p95 where per-step timing measured
-                          it, else the mean time per batch; `latency_kind` says which)
-    min_throughput_img_s  images per second >= T
-    max_batch_size        the batch size run <= B
-Which rows count follows the score stage exactly (score.measured_mask: status ok, energy > 0,
-no invalidating flag, high-spread included), and estimated energies are never compared with
-measured ones: `energy_is_estimate` is part of the key, so a model measured and estimated on
-one device gets one best configuration of each kind. A simulated GPU's rows (`is_simulated`)
-count only when asked for (`include_simulated`, decisions.include_simulated), and then only
-beside each other: `is_simulated` is part of the key too, and the configuration's words end
-in "(simulated)". docs/scoring.md explains the table.
+Constraints (`CONSTRAINTS`): `max_latency_ms` (latency per batch: the p95 where per-step
+timing measured it, else the mean time per batch; `latency_kind` says which),
+`min_throughput_img_s` and `max_batch_size`. Which rows count follows the score stage exactly
+(score.measured_mask), and estimated energies are never compared with measured ones:
+`energy_is_estimate` is part of the `KEY`. A simulated GPU's rows count only when asked for
+(`include_simulated`), and then only beside each other: `is_simulated` is in the key too, and
+the configuration's words end in "(simulated)".
+docs/decisions.md#best-configuration-per-model-resultsbest_configsparquet.
 """
 
 from __future__ import annotations

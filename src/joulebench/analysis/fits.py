@@ -1,19 +1,13 @@
 """Fits and comparisons: what energy grows with, how accuracy pays for it, what methods save.
 
-All regressions are plain numpy least squares (scipy is not a dependency):
-
-- factor fits: log10(E) = intercept + slope * log10(x), x = FLOPs, params or activations per
-  image, over all models and per family (groups with n < min_n are skipped);
-- accuracy fits (diminishing returns), two forms, both reported:
-    "log-linear":  top1 = a + b * log10(E)            b = points of top1 per decade of energy
-    "saturating":  top1 = A - B * (E / E0) ** (-c)    A = the ceiling, E0 = geometric mean of E
-  As c -> 0 the saturating form becomes log-linear, so c > 0 with a better fit says returns
-  diminish even per decade of energy;
-- method savings: saving = 1 - E_method / E_baseline per model and batch size;
-- batch scaling: energy per image against batch size, relative to the smallest batch run.
-
-Groups are those of the score stage (score.SCORE_GROUP): measured and estimated energies are
-never fitted together.
+Plain numpy least squares (scipy is not a dependency), in the score stage's groups
+(score.SCORE_GROUP: measured and estimated energies are never fitted together), on the rows
+the score compares: factor fits (log10 energy against log10 FLOPs, params or activations per
+image, overall and per family, groups under MIN_MODELS skipped); accuracy fits in two forms,
+"log-linear" and "saturating" (which becomes log-linear as its exponent c -> 0, so c > 0 with
+a better fit says returns diminish even per decade of energy); the accuracy-energy law
+(`LAW_FORMS`, compared by k-fold RMSE); method savings against the baseline method; batch
+scaling. Formulas and columns: docs/scoring.md#fits-and-comparisons-joulebenchanalysisfits.
 """
 
 from __future__ import annotations

@@ -2,19 +2,11 @@
 
 The method of Yang, Adamek, Armour (SC24): run a load whose busy and idle stretches are known
 on the host clock, read the power as fast as the driver allows, and fit a boxcar sensor model
-to what comes back.
-
-1. Refresh period: the reading is constant between refreshes, so the instants at which it
-   changes are refresh instants (those where the value happened to stay the same are missing).
-   The shortest gaps between changes give a first period; a least-squares line through all
-   change instants, each given its whole number of periods, refines period and phase.
-2. Averaging window: each refresh reports the mean power over a window of W seconds that ends
-   s seconds before the change is seen (s: the driver's latency). The board's power follows
-   the load as a first-order system with rise/fall time constant tau, so the model reading is
-   idle + (busy - idle) x (mean of the smoothed busy indicator over that window), fitted by
-   least squares: a coarse grid over (W, s, tau), then a compass search from the best point of
-   each rise time (the minimum is narrow). Without tau in the model a 3 ms rise time would
-   read as a 10 ms window 25 % too wide.
+to what comes back. The refresh period comes from the instants the reading changes (a
+least-squares line through them); the averaging window, the driver's latency and the board's
+rise/fall time constant from a least-squares fit of each reading as idle + (busy - idle) x
+(the smoothed busy share of its window): a coarse grid, then a compass search.
+docs/measurement.md#joulebench-check-your-machine-before-a-study (the sensor fit).
 """
 
 from __future__ import annotations

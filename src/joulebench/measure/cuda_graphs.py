@@ -1,25 +1,14 @@
 """CUDA graphs: a method that removes the host's launch overhead (`cuda_graphs: true`).
 
-At batch 1 and 8 a recent GPU finishes most timm models' kernels faster than Python and the
-driver launch them, so an eager row measures the host as much as the model (issue 33). A
-CUDA graph records the forward's kernels once and replays them with one launch per step,
-as a deployment that cares about latency would run it. Here, for the inference phase of a
-PyTorch method on a GPU:
-
-1. the forward runs WARMUP_ITERS times on a side stream (torch's recipe for
-   `torch.cuda.graph`: lazy initialisation, cuBLAS workspaces and cuDNN's autotuning happen
-   there, never inside a capture), under the method's autocast, its weight cache off;
-2. it is captured once into a graph with the measured batch as its static input;
-3. the graph is replayed once and its output compared with the eager forward's on the same
-   batch, within the method's tolerance (runtimes.check_output, as the exported runtimes
-   are checked): above it the row is a `mismatch`;
-4. each protocol step is one `replay()`. All of this happens before the protocol's warm-up;
-   its seconds are the row's `cuda_graph_capture_s`, never inside a window.
-
-A capture that fails (a forward that syncs with the host, changes shape or branches on a
-value) is a `skipped` row with the capture's error (out of memory stays out of memory: the
-job retries at half the batch). `cuda` is torch.cuda (`torch_cuda`), or a stand-in with its
-API (tests/helpers/fake_cuda_graphs.py runs the same code on a CPU).
+At small batches a recent GPU finishes most timm models' kernels faster than Python and the
+driver launch them, so an eager row measures the host as much as the model. A CUDA graph
+records the forward's kernels once and replays them with one launch per step, as a
+latency-minded deployment would run it. Before the protocol's warm-up the forward runs
+WARMUP_ITERS times on a side stream (so nothing lazy happens inside the capture), is
+captured with the measured batch as its static input, and one replay is checked against the
+eager output (runtimes.check_output; above the tolerance: `mismatch`); each protocol step is
+then one `replay()`; a failed capture is a `skipped` row with its error. `cuda` is torch.cuda
+or a stand-in (tests/helpers/fake_cuda_graphs.py). docs/profiling.md#cuda-graphs-cuda_graphs.
 """
 
 from __future__ import annotations

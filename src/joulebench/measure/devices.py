@@ -1,21 +1,14 @@
 """Which devices a study measures, and whether they can be measured here.
 
 `devices: auto` (the default) picks every GPU of the first GPU kind that finds some (NVIDIA
-through NVML, else AMD through AMD SMI; measure.backends), matched to its management
-library's device by UUID as the meter does, and makes the identical ones (one product name)
-one pool under one label (the GPU's short name, `h200`): the pool's GPUs share the study's
-models, each job leasing whichever GPU is free (schedule.lease). Without a GPU it picks the
-CPU. An explicit map is used as written: a label names one device (`{gpu: cuda:1}`) or a
-pool (`{h200: {pool: [cuda:0, cuda:1]}}`). `check_devices` says, per device, what is
-missing before any job starts, and `describe_devices` which meter each device would get
-and why a better one is not used (the `joulebench devices` command; simulated devices only
-when asked). Every answer about a kind of device comes from its backend: nothing here tests
-a device string. Scheduling jobs on the devices (measuring slots, threads, pinning, leases)
-is joulebench.schedule's.
-
-torch is imported only when a GPU library sees a GPU or a device names one, so a CPU-only
-machine resolves `auto` in milliseconds. `torch`, `nvml` and `amdsmi` can be passed in
-(tests: a fake torch.cuda, tests/helpers/fake_nvml.py, tests/fake_amdsmi).
+through NVML, else AMD through AMD SMI), matched by UUID as the meter does, identical ones
+(one product name) one pool under one label (`h200`); without a GPU, the CPU. An explicit
+map is used as written (a device or a `pool`). `check_devices` says what is missing before
+any job starts, `describe_devices` which meter each device gets and why (`joulebench
+devices`). Every answer about a kind of device comes from its backend; scheduling jobs on
+the devices is joulebench.schedule's. torch is imported only when a GPU library sees a GPU
+or a device names one, so a CPU-only machine resolves `auto` without it. `torch`, `nvml` and
+`amdsmi` can be passed in (tests). docs/devices.md#pools.
 """
 
 from __future__ import annotations

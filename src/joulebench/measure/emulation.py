@@ -1,21 +1,13 @@
 """Methods a device only emulates, and whether they are measured.
 
 A precision the hardware has no instructions for is converted to fp32 and back: its energy
-and time say nothing of the precision, and can cost 15x fp32's (issue 24: bf16 on an AVX2
-EPYC, 0.4 img/s against 6). So such a method is not measured by default: its rows are
-`skipped`, the reason naming what the device lacks and the key that forces it
-(`allow_emulated: true` on the method; `joulebench profile --allow-emulated`). A forced
-one is measured and its rows are flagged `emulated`: shown, not invalidating (the number is
-what that device really spends; `score.invalid_flags` can add it). What a device runs
-natively is its backend's answer (Backend.native_precisions); the profile job asks before
-building anything, the plan counts skipped configurations as ~0 s, `joulebench devices`
-prints it (docs/profiling.md#emulated-precisions).
-
-tf32 is not emulated but absent: where a device has no TF32 (a CPU, an NVIDIA GPU before
-Ampere, ROCm) torch runs its matrix products in IEEE fp32 without a word, so a forced row
-would measure fp32 under tf32's name. Such a method is skipped, `allow_emulated` does not
-force it, and where the device's answer is not known the job skips it too (the plan, on a
-host that cannot see the device, counts it as measured).
+and time say nothing of the precision. So such a method is not measured by default: its rows
+are `skipped`, the reason naming what the device lacks and the key that forces it
+(`allow_emulated: true` on the method; `joulebench profile --allow-emulated`). A forced one
+is measured and flagged `emulated`: shown, not invalidating. tf32 is not emulated but absent:
+where a device has no TF32, torch runs IEEE fp32 without a word, so tf32 is skipped, never
+forced, also where the device's answer is not known. What a device runs natively is its
+backend's answer (Backend.native_precisions). docs/profiling.md#emulated-precisions.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
-"""A profile job whose GPU fails (issue 35 item 4): the GPU leaves the pool, the job goes on.
+"""A profile job whose GPU fails: the GPU leaves the pool, the job goes on.
 
 When a worker says its GPU failed (event `gpu-fault`, measure.gpu_faults), the job's
-supervisor (measure.job_runner):
-
-1. marks the GPU bad for the rest of the run, with the evidence (schedule.bad_gpus:
-   `results/bad-gpus/<uuid>~<hash>.json`), so no job leases it again;
-2. leases another good GPU of the pool (schedule.lease; waiting while the others measure),
-   pins to it, and a new worker measures there the configuration the GPU failed in and
-   those after it: a job moves once (MOVES);
-3. where no good GPU is left (a lone GPU, a pool whose GPUs all failed) or the job has
-   moved already, the configurations left are `not-measured` rows whose reason names the
-   GPU and its fault.
-
-Every row measured or given up after a fault says which GPU failed (`gpu_failed`). A
-configuration that fails again on the next GPU, at the same place, is the configuration's
-fault (a kernel that reads out of bounds on any GPU), not the GPUs': an `error` row, and the
-second GPU is kept. A job whose GPU is marked bad before it starts (a lone GPU; a pool with
-none left) measures nothing: `not-measured` rows (on SLURM a lone GPU is each allocation's
-own: there only the job whose GPU failed gives up).
+supervisor marks the GPU bad for the rest of the run (schedule.bad_gpus), so no job leases it
+again, and moves the job once (MOVES) to another good GPU of the pool, where a new worker
+measures the configuration the GPU failed in and those after it. Where no good GPU is left,
+or the job has moved already, the configurations left are `not-measured` rows naming the GPU
+and its fault. Rows after a fault say which GPU failed (`gpu_failed`). A configuration that
+fails again at the same place on the next GPU is its own fault, not the GPUs': an `error`
+row, and that GPU is kept. docs/profiling.md#when-a-model-or-a-gpu-misbehaves.
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
 """A configuration's energy brought to one thermal state: its own sustained one.
 
-A GPU's power grows with its die temperature (leakage: about 0.3-1 % per degree C), and the
-die follows the load with a time constant of tens of seconds to minutes. A configuration
-measured straight after a hotter one reads higher than the same one measured first: the
-number would describe whatever state the GPU happened to be in. The protocol states every
-configuration at one defined state instead: **sustained**, the die at the temperature this
-configuration settles at when it runs for ever, which is what it costs in service.
-
-Reaching that state by running the load takes several time constants (minutes per
-configuration); computing it takes none. With a first-order die (T_ss = T_amb + c_per_w x P)
-and leakage proportional to power (P(T) = P(T_w) x L(T) / L(T_w), L(T) = 1 + leakage_per_c x
-(T - T_idle)), one window's mean power P_w at its mean temperature T_w and the cold idle
-baseline (P_idle at T_idle, so T_amb = T_idle - c_per_w x P_idle) give
-
-    T_ss = (T_amb + c_per_w x P_w x (1 - a T_idle) / D) / (1 - c_per_w x a x P_w / D),
-    D = L(T_w), energy at T_ss = energy at T_w x L(T_ss) / L(T_w).
-
-`c_per_w` and `leakage_per_c` are the board's (`HeatCalibration`: what `joulebench check`
-measures; the protocol cannot tell them from one configuration's few degrees). Without them
-a row says its state is `as-run`: the temperatures its windows ran at, uncorrected. The
-idle power at the window's temperature, L(T_w) x P_idle, is what dynamic energy and the
-phase shifts' idle energy take out (one cold reading would leave the leakage in).
+A GPU's power grows with its die temperature (leakage) and the die follows the load slowly,
+so a configuration measured straight after a hotter one reads higher than the same one
+measured first. Every configuration is therefore stated at one defined state,
+**sustained**: the die at the temperature this configuration settles at when it runs for
+ever, which is what it costs in service. The state is computed, not reached: from a window's
+mean power and temperature, the cold idle baseline (`IdleState`) and the board's
+`HeatCalibration` (`c_per_w`, `leakage_per_c`: what `joulebench check` measures;
+`sustained_c`); without them a row says `as-run`, uncorrected. Dynamic energy and the phase
+shifts' idle energy take out the idle power at the window's temperature. docs/protocol.md#heat.
 """
 
 from __future__ import annotations
@@ -83,7 +71,10 @@ def leakage(cal: HeatCalibration, idle: IdleState, temp_c: float) -> float:
 
 
 def sustained_c(cal: HeatCalibration, idle: IdleState, window_c: float, power_w: float) -> float:
-    """The die temperature a load that drew `power_w` at `window_c` settles at."""
+    """The die temperature a load that drew `power_w` at `window_c` settles at: the T that
+    solves T = T_amb + c_per_w x power_w x L(T) / L(window_c), with L the `leakage` factor
+    (linear in T, so T has a closed form) and T_amb = T_idle - c_per_w x P_idle. NaN where
+    leakage would run away (no steady state)."""
     a, k = cal.leakage_per_c, cal.c_per_w
     ambient_c = idle.temperature_c - k * idle.power_w
     d = leakage(cal, idle, window_c)

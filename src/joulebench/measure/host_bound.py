@@ -1,19 +1,14 @@
 """Whether a configuration measures its model or the host that launches it.
 
 A small model at a small batch keeps a fast GPU waiting: each step is hundreds of kernel
-launches from Python, each a few microseconds of GPU work and ten of host time, so the step
-takes the host's time and the GPU idles between kernels (on an H200 resnet18 at batch 32
-ran 12,847 img/s and fp16 cost more than fp32 for mobilenetv3: docs/benchmarks.md). Such a
-row's energy is real (it is what running the model that way costs), but it says more about
-the host and the launch overhead than about the model.
-
-`gpu_busy_fraction` is the share of a step during which the GPU executes kernels: measured
-after the configuration's windows (never inside them) from a short trace of a few steps, by
-the device's backend (CUDA: the kernels torch's profiler records, their union over the span
-from the first kernel's start to the last one's end; a simulated GPU: its host model,
-sim/host.py; a CPU: not applicable, empty). Below HOST_BOUND_BELOW the row is
-flagged `host-bound`: shown, not invalidating; the fits can leave such rows out
-(`fits.exclude_host_bound`), the figures and the page mark them, `recommend` says so.
+launches from Python, so the step takes the host's time and the GPU idles between kernels.
+Such a row's energy is real (it is what running the model that way costs), but it says more
+about the host and the launch overhead than about the model. `gpu_busy_fraction` is the
+share of a step during which the GPU executes kernels, measured by the device's backend
+after the configuration's windows (never inside them) from a short trace of a few steps.
+Below HOST_BOUND_BELOW the row is flagged `host-bound`: shown, not invalidating; the fits
+leave such rows out where `score.invalid_flags` lists the flag.
+docs/profiling.md#the-host-gpu_busy_fraction-and-host-bound.
 """
 
 from __future__ import annotations

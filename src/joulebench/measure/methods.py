@@ -1,25 +1,14 @@
 """Methods: named ways of running a model (precision, memory format, compilation, runtime).
 
-A method is a small spec resolved once from the config's `methods:` mapping, the way timm
-gives every model a pretrained config: `bf16: {precision: bf16}` names a preset,
-`ort: {runtime: onnxruntime}` runs the same model through ONNX Runtime, and
-`torchtrt-fp16: {runtime: torch-tensorrt, precision: fp16}` through a TensorRT engine.
-The energy saving of any method against the baseline method then comes out of the method
-savings like any other.
-A method may also ask the device for a setting (a knob, docs/power.md): a power limit in
-watts (`power_limit_w: 250`) or as a fraction of the board's default limit
-(`power_limit: 0.6`), and a locked SM clock (`sm_clock_mhz: 1410`, or `max` / `base`). A
-knob given a list is a sweep, expanded once here into ordinary named methods
-(`fp16: {precision: fp16, power_limit: [1.0, 0.6]}` -> `fp16@1.0`, `fp16@0.6`), so every
-later stage (rows, savings, best configurations, recommend, the page) sees methods only.
-Inference runs a timm model in its deploy form (timm's re-parameterisation,
-joulebench.catalog.deploy_form) unless the method says `reparameterize: false`.
-A precision is also an arithmetic (measure.arithmetic, docs/profiling.md#arithmetic): fp32
-is IEEE fp32 in every operation, tf32 is fp32 tensors with TF32 tensor-core math in matrix
-products and convolutions (NVIDIA Ampere and newer only), fp16 / bf16 run autocast's ops in
-half precision and what it leaves in IEEE fp32. On a GPU cuDNN autotunes convolutions unless
-`cudnn_autotune: false`; `cuda_graphs: true` replays a captured CUDA graph of the forward
-(measure.cuda_graphs).
+A method is a small spec resolved once from the config's `methods:` mapping (`bf16:
+{precision: bf16}`, `ort: {runtime: onnxruntime}`), so every later stage (rows, savings,
+best configurations, recommend, the page) sees methods only, and a method's energy saving
+against the baseline comes out of the method savings like any other. A method may also ask
+the device for a knob (`KNOBS`: a power limit, a locked SM clock; docs/power.md); a knob
+given a list is a sweep, expanded here into ordinary named methods (`fp16@1.0`, `fp16@0.6`).
+A precision is also an arithmetic (measure.arithmetic); inference runs a timm model in its
+deploy form unless `reparameterize: false`; `cudnn_autotune` and `cuda_graphs`
+(measure.cuda_graphs) say how a GPU runs it. docs/profiling.md#what-a-job-does.
 """
 
 from __future__ import annotations

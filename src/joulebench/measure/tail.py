@@ -1,23 +1,14 @@
 """The power tail in the protocol's phase shifts: what a board draws after work stops.
 
-A board does not fall to idle power the moment its kernels end: clocks and voltage stay up
-for a while (a plateau), then the excess decays. The protocol's phase shifts sleep inside
-each window right after a sync, so they draw idle power *plus* that excess; taking only the
-idle power out leaves the excess in the images' energy (how much: docs/benchmarks.md).
-The excess of the workload's own gaps between batches is part of what the configuration
-costs and stays.
-
-`joulebench check` measures the tail after its standard load (check.tail_fit): the excess
-in watts and as a share of the load's dynamic power, its plateau and its decay time. What
-the excess is after *another* load is not known: an idling board at raised clocks draws the
-same excess whatever ran (`constant`), a board whose excess follows the work draws a share
-of the work's dynamic power (`dynamic`). The protocol takes the middle of the two and widens
-the CI by half their difference and by the check's own uncertainty. Where no check measured
-the tail, nothing is taken out and the CI's low end is widened by the largest tail assumed
-(ASSUMED_MAX_SHARE): the row may read high by up to that, and says so (`tail_source`).
-
-This is the protocol's model of the tail; the simulator's physics (sim.tail) is
-written apart, so a wrong model here shows as an error against the simulated truth.
+A board stays above idle power for a while after its kernels end. The phase shifts sleep
+inside each window right after a sync, so they draw idle power plus that excess; taking only
+the idle power out would leave the excess in the images' energy. The excess after this work
+is estimated from the tail `joulebench check` measured after its standard load, as the
+middle of two models (`constant` watts, or a `dynamic` share of the work's power above
+idle), the CI widened by half their difference and by the check's uncertainty. Without a
+measured tail nothing is taken out and the CI's low end reaches down by ASSUMED_MAX_SHARE
+(`tail_source`). The simulator's physics (sim.tail) is written apart from this model, so a
+wrong model here shows as an error against the simulated truth. docs/protocol.md#the-power-tail.
 """
 
 from __future__ import annotations

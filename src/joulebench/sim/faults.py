@@ -1,20 +1,13 @@
-"""Simulated GPUs that fail (issue 35 item 4): a chaos hook for tests and benches only.
+"""Simulated GPUs that fail on request: a chaos hook for tests and benches only.
 
     JOULEBENCH_SIM_FAULT="<board>:<kind>[:<after>]"   (several: comma-separated)
 
-makes the simulated board `<board>` (its index in a pool, `1` for `sim:h100:1`, or its
-UUID) fail from the first step of its (`<after>` + 1)-th configuration in a process on
-(`<after>` 0, the default: its first), and stay failed in that process, as a real GPU does:
-
-- `nvml`: every NVML call on the board fails, NVMLError_GpuIsLost ("GPU is lost"), first
-  the window's energy read;
-- `xid`: the step raises "CUDA error: unspecified launch failure", with the kernel's
-  "Xid 79: GPU has fallen off the bus";
-- `ecc`: the step raises "CUDA error: uncorrectable ECC error encountered";
-- `cuda`: the step raises "CUDA error: an illegal memory access was encountered": the
-  context is poisoned, every later step fails too.
-
-For tests and benches only (a chaos hook): nothing in a study sets it.
+makes the simulated board `<board>` (its index in a pool, `1` for `sim:h100:1`, or its UUID)
+fail from the first step of its (`<after>` + 1)-th configuration in a process on (default
+0: its first), and stay failed in that process, as a real GPU does: `nvml` loses the board
+(every NVML call raises NVMLError_GpuIsLost), `xid`, `ecc` and `cuda` make its step raise
+what torch raises on such a GPU (`cuda` poisons the context: every later step fails too).
+Nothing in a study sets it. docs/profiling.md#when-a-model-or-a-gpu-misbehaves.
 """
 
 from __future__ import annotations

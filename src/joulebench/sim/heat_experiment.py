@@ -1,25 +1,14 @@
-"""The protocol against heat and irregular work, on simulated boards (issue 23's proof).
+"""The protocol against heat and irregular work, on simulated boards.
 
-A case is a GPU generation, a batch period (1-500 ms), a workload pattern and a seed; the
-seed draws the sensor's phase, the board's heat (thermal.drawn: tau, C/W, leakage from their
-swept ranges), the pattern's pauses and jitter, and the die temperature the configuration
-starts at (anywhere from idle to 30 % past its own sustained temperature: a configuration
-in a job starts after colder or hotter ones). The real `measure()` runs through the real
-NVML meter on simulated time, after the cold idle baseline the workflow takes.
-
-Truth: the **sustained** energy per image, what the configuration costs when it runs for
-ever on that board (the die at its own steady temperature, `SimGpu.sustained_temperature_c`).
-Beside it, labelled, the truth **as run**: the energy per image at the mean die temperature
-of the measurement's batches (what an exact meter would have read then); the difference is
-the thermal state, not the sensor.
-
-Tail (`tail`, sim.tail): none, or each case's board's drawn from the swept ranges (a fifth
-with none), its work then drawing 150-300 W while busy against the check's 300 W load.
-
-Patterns (assumptions, workload.py): regular (today's cases), jitter (batch period 0.5-2 %
-relative std), pauses (a 1-50 ms host pause every 4-40 batches), jittered-pauses (pauses at
-jittered intervals and lengths, and the period's jitter), host-bound (the GPU busy 15-60 % of
-a batch, waiting on the host's launches, whose time per batch jitters by 2-10 %).
+A case is a GPU generation, a batch period (`PERIODS_S`), a workload pattern (`PATTERNS`,
+sim.workload) and a seed; the seed draws the sensor's phase, the board's heat
+(thermal.drawn), the pattern's pauses and jitter, with `tail` its power tail (sim.tail), and
+the die temperature the configuration starts at (`START_RISE`: a configuration in a job
+starts after colder or hotter ones). The real `measure()` runs through the real NVML meter
+on simulated time, after the cold idle baseline the workflow takes. The truth is the
+**sustained** energy per image (`SimGpu.sustained_temperature_c`); beside it, labelled, the
+truth **as run** (at the batches' mean die temperature; their difference is the thermal state).
+docs/protocol.md#heat-irregular-work-and-the-sensor-proven-in-simulation.
 """
 
 from __future__ import annotations

@@ -1,19 +1,14 @@
 """A host that launches a simulated GPU's kernels, and what that leaves the GPU to do.
 
-A simulated GPU (`sim:<gpu>`) runs its model on the CPU, so its steps take the CPU's time;
-what it stands for is a GPU fed by a Python host. This model says, for one step, what share
-of it that GPU would spend executing kernels (`gpu_busy_fraction`), from what the step
-really runs: the kernels it launches (each torch op that computes, counted once by a
-dispatch mode on the step's first call) and its FLOPs (torch's flop counter), at the
-precision its matrix products ran in. Assumptions of this simulator, not published figures:
-
-- the host launches a kernel every LAUNCH_S (eager PyTorch on a fast host: 5-20 us);
-- a kernel takes at least KERNEL_FLOOR_S, and otherwise its FLOPs at EFFICIENCY of the
-  generation's dense peak for its precision (PEAK_TFLOPS, the data sheets');
-- launches run ahead of the kernels (asynchronous), so a step takes the longer of the host's
-  time and the GPU's: busy = GPU time / max(GPU time, host time).
-
-So small models at batch 1 are host-bound here as on a real GPU, and large batches are not.
+A simulated GPU (`sim:<gpu>`) runs its model on the CPU; what it stands for is a GPU fed by
+a Python host. For one step this model gives the share the GPU would spend executing
+kernels (`gpu_busy_fraction`), from what the step really runs: its kernels (each torch op
+that computes, counted once by a dispatch mode: `count_step`) and its FLOPs, at the
+precision its matrix products ran in. Assumptions, not published figures: a launch every
+LAUNCH_S; a kernel takes at least KERNEL_FLOOR_S, else its FLOPs at EFFICIENCY of the
+generation's PEAK_TFLOPS; launches run ahead of the kernels, so busy = GPU time / max(GPU
+time, host time). So small models at batch 1 are host-bound here as on a real GPU, and large
+batches are not. docs/profiling.md#simulated-gpus-simgpu.
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
 """NVIDIA's on-board power sensor, simulated per GPU generation over a true power signal.
 
-Published behaviour (joulebench.measure.meters.nvidia_sensors has the table and the sources): the
-reading refreshes every `refresh_s` and is the mean power over the last `window_s` of the
-refresh period (a boxcar), so between refreshes it is constant and what happens outside
-the window is never seen. On Ampere-and-later (not GA100) nvmlDeviceGetPowerUsage and
-NVML_FI_DEV_POWER_AVERAGE are a 1 s average.
-
-Modelled here:
-- refresh instants t_k = phase_s + k * refresh_s; reading r_k = exact mean of the true power
-  over [t_k - window_s, t_k] plus Gaussian noise (`noise_w`), rounded to whole mW as NVML
-  reports it; between refreshes every query returns r_k (piecewise constant);
-- the 1 s average: the mean of the readings of the refreshes within the last second;
-- the energy counter (mJ, from an arbitrary offset as NVML counts since the driver loaded):
-  `counter="sensor"` (default; an assumption, see nvidia_sensors) adds r_k * refresh_s at each
-  refresh, so it is blind where the reading is; `counter="exact"` is the exact integral up to
-  the last refresh, a sensor that sees everything and updates just as often.
-
+The reading refreshes every `refresh_s` and is the mean true power over the last `window_s`
+of each refresh period (a boxcar) plus noise (`noise_w`), in whole mW, constant between
+refreshes; the averaged field is the mean of the last second's readings. The energy counter
+(mJ from an arbitrary offset) adds each reading times `refresh_s` at its refresh, blind where
+the reading is (`counter="sensor"`, an assumption), or is the exact integral up to the last
+refresh (`counter="exact"`). The published behaviour and its sources:
+measure.meters.nvidia_sensors, docs/measurement.md#the-protocol-against-simulated-sensors.
 State advances lazily: each query processes the refreshes up to the clock's now, in order
 (queries never go back in time), so nothing runs while nobody reads.
 """

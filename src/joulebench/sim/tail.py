@@ -1,21 +1,13 @@
 """The power tail: what a simulated board draws after its work stops (assumptions).
 
-A real board does not fall to idle power the moment its kernels end: clocks and voltage stay
-up for a while, then step down. No vendor publishes the shape per board, so it is an
-assumption of this simulator with the ranges the proof sweeps (bench/bench_heat.py draws
-every case's tail from them, including none):
-
-- right after work stops the board keeps an excess of `share` (0-40 %) of a dynamic power:
-  the power of the work that just stopped above idle (`scales="dynamic"`), or the board's
-  reference busy power above idle whatever the work was (`scales="constant"`: the excess of
-  an idling board at raised clocks, the same after light and heavy work);
-- the excess holds for `hold_s` (0-0.5 s), then decays exponentially with `tau_s`
-  (0.05-2 s);
-- new work ends the tail (the board is at its working level again within its rise time).
-
-So a workload's own short gaps between batches draw idle power plus the excess (part of
-what the configuration costs, in its truth), and so do the protocol's phase shifts (which
-are not: measure.tail is what takes them out).
+A real board does not fall to idle power the moment its kernels end. No vendor publishes the
+shape per board, so it is an assumption of this simulator, with the ranges the proofs sweep
+(`drawn`; `DEVICE_TAIL` for the simulated devices): right after work stops the board keeps
+an excess of `share` of a dynamic power, that of the work that just stopped
+(`scales="dynamic"`) or the board's reference busy power above idle (`scales="constant"`);
+it holds for `hold_s`, then decays exponentially with `tau_s`; new work ends it. So the
+workload's own gaps draw the excess (part of its truth), and so do the protocol's phase
+shifts (which are not: measure.tail takes them out). docs/protocol.md#the-power-tail.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """Heat: the die temperature, leakage power and clocks of a simulated GPU (assumptions).
 
-None of these numbers is published per board; each is an assumption of this simulator with
-the range the proof sweeps (bench/bench_heat.py draws every case's values from the ranges):
-
-- die temperature: a first-order system driven by board power, T' = (T_ss - T) / tau_s with
-  T_ss = ambient_c + c_per_w x power_w. tau_s 20-120 s and c_per_w 0.05-0.15 C/W on
-  H100/H200-class boards with their heat sinks (air- or liquid-cooled servers); the older
-  and smaller boards are given the same ranges, centred differently (`THERMAL`);
-- leakage: every watt the board draws is scaled by 1 + leakage_per_c x (T - ref_c), with
-  leakage_per_c 0.3-1 %/C (static power grows with temperature; here it is taken as a share
-  of the whole power, which is what a power-vs-temperature fit at fixed load sees); ref_c is
-  the idle steady state, so an idle board draws its idle power exactly as before;
-- clocks: above limit_c the clock falls by throttle_per_c per degree (slowdown temperature,
-  87 C on H100 by default); the power limit's throttling is SimGpu's, applied before
-  leakage.
-
-The model is integrated exactly per piece of constant power (pieces of at most `STEP_S`), so
-a 1 ms batch and a 10 s idle pause are both right to far better than a sensor can tell.
+None of these is published per board: each is an assumption of this simulator, with the
+range the proofs sweep (`drawn`, bench/bench_heat.py): on H100-class boards tau_s 20-120 s,
+c_per_w 0.05-0.15 C/W (TAU_RANGE, C_PER_W_RANGE: relative to each generation's `THERMAL`),
+leakage_per_c 0.3-1 %/C (LEAKAGE_RANGE). The die temperature is a first-order system driven
+by board power; every watt is scaled by 1 + leakage_per_c x (T - ref_c), ref_c the idle
+steady state; above `limit_c` the clock falls by `throttle_per_c` per degree. Temperature is
+held constant over pieces of at most `STEP_S` and stepped exactly over each.
+docs/measurement.md#the-protocol-against-simulated-sensors.
 """
 
 from __future__ import annotations

@@ -1,34 +1,14 @@
 """The true power of a simulated GPU: what an external meter on the board would see.
 
 A `PowerSignal` is board power over simulated time, built segment by segment: in each
-segment the power approaches a target level as a first-order system with time constant
-`tau_s` (the rise and fall of real boards take milliseconds). Its integral is exact, so the
-energy the sensor misses can be computed, not guessed.
-
-A `SimGpu` runs work on that signal and moves the shared `SimClock`:
-- `batch(workload)`: one batch of a `Workload`, `kernel_s` at busy power then a host gap
-  (`gap_s`) at idle power, the shape of an inference loop;
-- `busy(seconds)` / `idle(seconds)`: the square-wave load of `joulebench check`;
-- `sleep` is `idle`, so the protocol's pauses are idle time on the GPU.
-
-Clock throttling (optional): with a power limit below the busy power, the GPU lowers its
-clock until it fits, as power capping does. Dynamic power scales with f^3 (voltage scales with
-frequency) and kernel time with 1/f, so a lower limit means longer kernels at lower power.
-Inputs of all zeros draw `zeros_dynamic` of the dynamic power of random inputs (fewer bit
-flips); the default 0.85 is an assumption of this simulator, not a published figure.
-
-Heat (optional, `thermal=`, joulebench.sim.thermal): the die temperature follows the
-board power with a time constant of tens of seconds, every watt grows with it (leakage) and
-clocks drop above a temperature limit. Without it the board's power does not depend on its
-history, as before.
-
-Irregular work (assumptions, ranges swept in bench/bench_heat.py): a `Workload` may jitter
-its batch period (`period_jitter`, 0.5-2 % relative std: kernel and host gap stretched alike),
-or be host-bound (`duty` 0.15-0.6 with `host_jitter`, 2-10 %: the host's time per batch,
-launching kernels, is the period and jitters; the kernels' time does not)
-and pause on the host every `pause_every` batches (4-40) for `pause_s` (1-50 ms) at idle
-power: data loading, Python work, a sync. Fixed, or jittered (`pause_jitter`: each interval
-drawn from N/2-3N/2 batches and each pause from 0.5-1.5 x pause_s, same means).
+segment the power approaches a target level as a first-order system (`tau_s`). Its integral
+is exact, so the energy the sensor misses can be computed, not guessed. A `SimGpu` runs work
+on it and moves the shared `SimClock`: `batch(workload)` (kernels at busy power, then a host
+gap at idle power), `busy` / `idle` (the square wave of `joulebench check`), `sleep` (idle,
+so the protocol's pauses are idle time). Optional, each an assumption of this simulator:
+clock throttling under a power limit, inputs of zeros (`zeros_dynamic`), heat (`thermal=`,
+sim.thermal) and irregular work (a `Workload`'s jitter, host-bound duty and host pauses).
+What each models: docs/measurement.md#the-protocol-against-simulated-sensors.
 """
 
 from __future__ import annotations

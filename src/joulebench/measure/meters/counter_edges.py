@@ -1,21 +1,14 @@
 """A window's energy from a counter that moves only at the sensor's refreshes, with its two
 edges counted to the window's own instants.
 
-NVIDIA's counter on A100/H100-class boards moves once a refresh (every 100 ms) by the
-reading times the period (docs/measurement.md). Read at a window's two ends, its difference
-covers the time from the refresh before the window opened to the last refresh before it
-closed: up to one period too early at the start and up to one period short at the end. Over
-a 2.8 s window (the `default` preset's until 2026-12-05; 2.3 s now: 1.8 %) those two edges
-alone make windows disagree by about 1.5 % (T / sqrt(6) / window), most of what the 95 %
-CI target then pays for in repeats.
-
-The meter's sampler reads the counter every few ms, so it sees each refresh (the counter
-moves) to within one sample. The refreshes after the first each add their reading times the
-period for a period that lies inside the window (the first one's reaches back before the
-window opened); their sum per second of the time they span (a line fitted through their
-instants, known each to half a sample) times the window's duration is the window's energy,
-edges and all. Where the counter does not move once a refresh (it counts continuously, or
-the sampler is too slow to see each refresh), the raw difference is kept.
+Read at a window's two ends, such a counter covers from the refresh before the window opened
+to the last refresh before it closed: up to one period off at each end, which alone makes
+windows disagree. The meter's sampler sees each refresh (the counter moves) to within one
+sample. The refreshes after the first each add their reading times the period for a period
+inside the window, so their sum per second of the time they span (a line fitted through
+their instants) times the window's duration is the window's energy, edges and all. Where the
+counter does not move once a refresh, the raw difference is kept.
+docs/measurement.md#nvml-nvidia-gpus (window edges).
 """
 
 from __future__ import annotations

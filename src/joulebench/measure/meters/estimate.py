@@ -1,19 +1,12 @@
 """A labelled CPU energy *estimate* for machines where no counter can be read.
 
 Power model "tdp-linear" (the shape of CodeCarbon's CPU-load fallback, with an idle floor):
-
-    power_w = idle_w + (tdp_w - idle_w) * utilisation
-    utilisation = this process's CPU time / (wall time * CPUs available to it), clipped to [0, 1]
-
-Because the model is linear in utilisation, the window's energy is exact for the model without
-sampling: energy_j = idle_w * duration_s + (tdp_w - idle_w) * cpu_time_s / n_cpus.
-
-tdp_w is the full-load power of the logical CPUs this process may use:
-  1. `tdp_w=` from the config, else
-  2. a spec-sheet TDP from CPU_TDP below, scaled by n_cpus / threads per package, else
-  3. DEFAULT_W_PER_CPU (4 W) per logical CPU, CodeCarbon's constant for unknown CPUs.
-idle_w defaults to IDLE_FRACTION (10 %) of tdp_w, the floor of CodeCarbon's machine-mode model.
-Neither constant is a measurement; docs/measurement.md says how far off such models can be.
+power_w = idle_w + (tdp_w - idle_w) * utilisation, utilisation being this process's CPU time
+over (wall time * CPUs available to it). Linear in utilisation, so a window's energy is exact
+for the model without sampling. tdp_w is `tdp_w=` from the config, else a spec-sheet TDP
+(CPU_TDP) scaled to the CPUs this process may use, else DEFAULT_W_PER_CPU per logical CPU;
+idle_w defaults to IDLE_FRACTION of tdp_w. Neither constant is a measurement;
+docs/measurement.md#the-estimate-estimatetdp-linear says how far off such models can be.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """The whole node in one window: the device's meter and the host's (CPU packages, DRAM) together.
 
-A row's energy is its device's (NVML for a GPU, RAPL or the estimate for a CPU). Beside it,
-every readable meter of the node is read over the same window and kept per component:
-
-- gpu:  the job's GPU (NVML); NaN on a CPU device (no GPU in the measurement);
-- cpu:  the CPU packages (RAPL package zones), else the labelled estimate (host_is_estimate);
-- dram: the DRAM zones of RAPL; NaN where RAPL has none, or only the estimate is available
-  (it models the package, not memory);
-- node: the sum of the components that were read (docs/measurement.md#whole-node-energy).
-
-A missing component is NaN with its reason (`component_reasons`), never zero. RAPL reads the
-whole host: when other measurements run on the node at the same time, the host's energy is
-attributed to this job by its share of the host's busy CPU time in the window (this process's
-CPU time / every CPU's busy time, /proc/stat), and the window is flagged `host-shared`. The
-estimate models this process alone, so it is never scaled.
+A row's energy is its device's. Beside it every readable meter of the node is read over the
+same window and kept per component (`COMPONENTS`: gpu, cpu, dram; node is the sum of those
+that were read). A missing component is NaN with its reason (`component_reasons`), never
+zero. RAPL reads the whole host, so while other measurements run on the node the host's
+energy is attributed to this job by its share of the host's busy CPU time in the window
+(/proc/stat), and the window is flagged `host-shared`; the estimate models this process
+alone, so it is never scaled. docs/measurement.md#whole-node-energy.
 """
 
 from __future__ import annotations

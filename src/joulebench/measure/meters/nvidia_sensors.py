@@ -2,27 +2,11 @@
 
 The protocol, the sensor simulator (joulebench.sim) and `joulebench check` all need the same
 table: how often a GPU's power reading refreshes, how much of each refresh period it averages,
-and which NVML calls answer what.
-
-Sources
-- Refresh period and averaging window: Yang, Adamek, Armour, "Accurate and Convenient Energy
-  Measurements for GPUs: A Detailed Study of NVIDIA GPU's Built-in Power Sensor", SC24
-  (arXiv:2312.02741, "Part-time power measurements: nvidia-smi's lack of attention"): on A100
-  and H100 the reading is a 25 ms average refreshed every 100 ms (75 % of the time is never
-  seen); Pascal and Volta refresh every 20 ms averaging 10 ms; Turing 100 ms over 100 ms;
-  GH200 100 ms over 20 ms.
-- NVML API reference: nvmlDeviceGetPowerUsage returns instantaneous power up to GA100 and "power
-  averaged over 1 sec interval" on Ampere (except GA100) and newer; NVML_FI_DEV_POWER_AVERAGE
-  (field 185) is that 1 s average, on Ampere (except GA100) and newer;
-  NVML_FI_DEV_POWER_INSTANT (field 186) is the current reading; nvmlDeviceGetTotalEnergyConsumption
-  (mJ since the driver loaded) exists on Volta and newer.
-
-Assumptions (not stated by the sources; the simulator makes them and `check` measures what it can)
-- The energy counter advances at the sensor's refresh instants by the reported power times the
-  refresh period, so it shares the sensor's blind spots. ml.energy reports NVML's energy
-  counter updating about every 100 ms; Zeus found counter and polled power within 1 % of each
-  other. An exact-integral counter is simulated too (`counter="exact"`) for comparison.
-- The 1 s average is the mean of the refreshes of the last second.
+and which NVML calls answer what. Sources: Yang, Adamek, Armour, SC24 (arXiv:2312.02741) for
+the refresh periods and averaging windows, the NVML API reference for the calls. Where the
+sources are silent (how the energy counter integrates, what the 1 s average averages) the
+simulator makes an assumption and `check` measures what it can; sources and assumptions:
+docs/measurement.md#the-protocol-against-simulated-sensors.
 """
 
 from __future__ import annotations

@@ -2,18 +2,13 @@
 
 Every figure function takes DataFrames and an output path stem and writes `<stem>.pdf` and
 `<stem>.png` atomically, returning both paths. Empty or degenerate input gives a figure that
-says "No data" and why, never an exception: a study where everything failed still gets
-its report. Colours are the Okabe–Ito palette (series) and the grades' blue-yellow-red, both
-readable with the common colour-vision deficiencies, from palettes.py (shared with the page).
-Energies from an estimating meter are labelled "estimated" on the axis that shows them.
-
-One module per figure (or small family), each registering how it is drawn from the study's
-tables (`registry.figure(name, needs=...)`); `plot` holds what they draw with, `rows` which
-rows they show and why others are not there, `render` draws them all (`render_all`,
-`run_figures`). The names are declared in `report.figure_names`, without matplotlib.
-
-Only numpy, pandas and matplotlib are imported: figures are made from published summaries
-on machines without torch.
+says "No data" and why, never an exception. Colours come from palettes.py (shared with the
+page); energies from an estimating meter are labelled "estimated" on their axis. One module
+per figure (or small family), each registered with `registry.figure(name, needs=...)`;
+`plot` holds what they draw with, `rows` which rows they show, `render` draws them all
+(`render_all`, `run_figures`); the names are declared in `report.figure_names`. Only numpy,
+pandas and matplotlib are imported: figures are made from published summaries without
+torch. docs/figures.md.
 """
 
 from joulebench.report.figure_names import FIGURE_NAMES
