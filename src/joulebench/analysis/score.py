@@ -47,7 +47,7 @@ DEFAULT_REFERENCE_MODEL = default("score.reference_model")
 # score section): the energy compared (total, or dynamic: above idle), the CV limit, the flags.
 DEFAULT_ENERGY = default("score.energy")
 # A row whose energy varies more than this between repeats (CV = std / mean) is flagged
-# `high-spread`: at CV 0.25 and the default 4 repeats the 95% CI is the mean +-40 %, wider
+# `high-spread`: at CV 0.25 and 4 windows the 95% CI is the mean +-40 %, wider
 # than two grade bands, so its grade would say nothing. See docs/scoring.md.
 DEFAULT_MAX_ENERGY_CV = default("score.max_energy_cv")
 # Flags that make a measurement unusable for comparison: the registry's invalidating ones
