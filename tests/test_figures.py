@@ -756,6 +756,23 @@ def test_node_scope_is_named_and_a_secondary_axis_shows_the_units_people_use(
     assert "gCO2e per 1,000 images (estimate)" not in [lab for lab, _ in seen]
 
 
+def test_node_scope_names_the_fits_figures_whole_node_too(measured, tmp_path):
+    """The fits fit the energy the score grades (energy_scope node: the node's), so the
+    figures drawn from them (energy vs factors, energy vs batch size) say whole node too."""
+    from joulebench.analysis.score import in_scope
+
+    summary, _, _, trace = measured
+    summary = summary.assign(
+        energy_node_per_image_j=summary["energy_per_image_j"] * 1.5, host_is_estimate=False
+    )
+    scores = score_summary(summary, reference_model="resnet_0.in1k", energy_scope="node")
+    fits = all_fits(in_scope(summary, "node"), baseline_method="fp32")
+    drawn = _draw_all((summary, scores, fits, trace), tmp_path, write=False)
+    for name in ("energy_vs_factors", "energy_vs_batch_size"):
+        labels = _axis_labels(drawn.figs[name])
+        assert any("whole node: GPU+CPU+DRAM" in lab for lab in labels), (name, labels)
+
+
 # --- rows without a key: the summary's own not-profiled rows have no device, method, batch ----
 
 

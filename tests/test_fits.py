@@ -215,6 +215,29 @@ def test_the_fits_command_says_the_baseline_it_took_instead(tmp_path, capsys):
     assert "fits: baseline method 'tf32' not in the summary; savings against 'fp32'" in err
 
 
+def test_the_fits_fit_the_energy_the_score_grades(tmp_path):
+    """energy_scope node: the fits compare the whole node's energies, as the score and the
+    figures do (a fit drawn beside node points was of the device's before)."""
+    from joulebench.analysis.fits import run_fits
+
+    plain = {"precision": "fp32", "runtime": "pytorch"}
+    summary = _methods_study(("bf16", {**plain, "precision": "bf16"}), ("fp32", plain))
+    host_j = summary["method"].map({"bf16": 0.3, "fp32": 0.0})  # bf16 costs the host more
+    summary["energy_node_per_image_j"] = summary["energy_per_image_j"] + host_j
+    summary["host_is_estimate"] = False
+    path = tmp_path / "summary.parquet"
+    summary.to_parquet(path)
+    savings = {}
+    for scope in ("device", "node"):
+        run_fits(path, tmp_path / scope, baseline_method="fp32", energy_scope=scope)
+        table = read_table(tmp_path / scope / "method_savings.parquet")
+        savings[scope] = table.set_index("method").loc["bf16", "saving"]
+    assert savings["device"] == pytest.approx(1 - 0.1 / 0.2)  # bf16 0.1 J, fp32 0.2 J
+    assert savings["node"] == pytest.approx(1 - 0.4 / 0.2)  # 0.1 + 0.3 against 0.2
+    with pytest.raises(ValueError, match="total energy"):
+        run_fits(path, tmp_path / "x", energy="dynamic", energy_scope="node")
+
+
 def test_batch_scaling_relative_to_the_smallest_batch():
     rows = [_row("a", e, batch=b) for b, e in ((1, 0.4), (8, 0.1), (64, 0.05))]
     rows.append(_row("a", 0.1, batch=256, status="oom"))

@@ -102,10 +102,16 @@ def rows_that_count(config: Mapping) -> dict:
 def _fits(config: Mapping) -> dict:
     """The baseline of method savings defaults to the study's first method, with from_summary
     too (prerun.study_baseline): a replot in a run's folder draws the run's savings, and
-    hands the same settings, so Snakemake reruns nothing. Which rows count: the score's."""
+    hands the same settings, so Snakemake reruns nothing. Which rows count, and the headline
+    energy fitted: the score's."""
     from joulebench.prerun import study_baseline
 
-    return {**config["fits"], **rows_that_count(config), "baseline_method": study_baseline(config)}
+    return {
+        **config["fits"],
+        **rows_that_count(config),
+        "baseline_method": study_baseline(config),
+        "energy_scope": config["energy_scope"],
+    }
 
 
 def _best_configs(config: Mapping) -> dict:

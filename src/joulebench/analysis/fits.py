@@ -21,10 +21,12 @@ import pandas as pd
 
 from joulebench.analysis.score import (
     DEFAULT_ENERGY,
+    DEFAULT_ENERGY_SCOPE,
     DEFAULT_INVALID_FLAGS,
     DEFAULT_MAX_ENERGY_CV,
     ENERGY_COLUMNS,
     SCORE_GROUP,
+    in_scope,
     measured_mask,
     pareto_front,
 )
@@ -670,14 +672,16 @@ def run_fits(
     min_models: int = MIN_MODELS,
     invalid_flags: Sequence[str] = DEFAULT_INVALID_FLAGS,
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
+    energy_scope: str = DEFAULT_ENERGY_SCOPE,
 ) -> list:
     """`joulebench fits`: every fit of a summary (path), written to `outdir`.
 
     The baseline of method savings is `baseline_method` where the summary has it, else (unset,
     or a published summary without it) the summary's plainest method (`pick_baseline`), said
-    on stderr.
+    on stderr. The energies fitted are the headline the score grades (`energy_scope`: the
+    device's, or the whole node's), so a fit drawn on a figure fits the points beside it.
     """
-    summary = read_summary(summary)
+    summary = in_scope(read_summary(summary), energy_scope, energy)
     picked = pick_baseline(summary, baseline_method)
     if picked != baseline_method:
         said = f"baseline method {baseline_method!r} not in the summary" if baseline_method else ""

@@ -34,7 +34,8 @@ def render_all(
     their files say why) into `outdir/figures.tsv` (report.figure_manifest).
 
     With scores of energy_scope node, every energy axis shows the whole node's energy
-    (the summary's energy_node_per_image_j) and says so.
+    (the summary's energy_node_per_image_j; the fits fitted it, run_fits' energy_scope) and
+    says so.
     `group` picks the score group of figures (1)-(2) (keys phase, device_label, method,
     batch_size; unset keys: the group with the most models); its device_label also picks the
     device of figures (3), (4) and (6). `trace_config` picks the trace of figure (5) (keys
@@ -52,6 +53,7 @@ def render_all(
         from joulebench.analysis.score import node_headline
 
         summary = node_headline(summary).assign(energy_scope="node")
+        fits = {name: table.assign(energy_scope="node") for name, table in fits.items()}
     summary, cv = with_score_flags(summary, scores)
     inputs = Inputs(
         summary=summary,
