@@ -30,12 +30,17 @@ FAULTS = {
     "oom": "ok",  # measured at half the batch, and half again
 }
 FAST = {"preset": "smoke"}  # seconds a configuration: the study runs, its numbers no matter
-FAILING_GPU = 1  # the pool's second board fails (the sim's fault hook, sim/faults.py)
+# The pool's first board fails at its first step (the sim's fault hook, sim/faults.py). A job
+# leases the first free GPU (schedule.lease), so the study's first profile job takes it, and
+# the good models' jobs come first (--prioritize): the fault is met whatever order Snakemake
+# picks among the rest. (A faulty model fails before any step, so a board that only ever got
+# faulty models would never show its fault, and nothing would be marked bad.)
+FAILING_GPU = 0
 
 
 def chaos_study(good: int = 2, gpus: int = 2, batch_sizes=(1, 2)) -> dict:
-    """`good` well-behaved models first (the first jobs: one meets the failing GPU), then one
-    of each fault; one method that caps the power limit (restored, whatever happens)."""
+    """`good` well-behaved models first (their jobs start first: one meets the failing GPU),
+    then one of each fault; one method that caps the power limit (restored, whatever happens)."""
     models = [
         f"good{i}={TINY if i % 2 else BAD}:{'build' if i % 2 else 'good'}" for i in range(good)
     ]
@@ -70,6 +75,12 @@ def _snakemake(workdir: Path, *args: str) -> list[str]:
             "--cores", "2", *args, "--configfile", config]  # fmt: skip
 
 
+def _good_first(study: dict) -> list[str]:
+    """Snakemake's option that starts the good models' jobs before the faulty ones'."""
+    good = [m.split("=")[0] for m in study["models"] if m.startswith("good")]
+    return ["--prioritize", *(f"results/profile/h100/rows/{name}.parquet" for name in good)]
+
+
 def run_chaos(workdir: Path, study: dict, kill_after_rows: int = 2, timeout_s: int = 1500) -> dict:
     """Run the study, kill -9 Snakemake once `kill_after_rows` profile jobs have finished,
     unlock and resume it to the end. Returns what happened: the two runs' return codes and
@@ -79,7 +90,9 @@ def run_chaos(workdir: Path, study: dict, kill_after_rows: int = 2, timeout_s: i
     env, start = chaos_env(workdir), time.monotonic()
     rows = workdir / "results" / "profile" / "h100" / "rows"
     log = (workdir / "first.log").open("w")
-    first = subprocess.Popen(_snakemake(workdir), stdout=log, stderr=subprocess.STDOUT, env=env)
+    first = subprocess.Popen(
+        _snakemake(workdir, *_good_first(study)), stdout=log, stderr=subprocess.STDOUT, env=env
+    )
     while first.poll() is None and len(list(rows.glob("*.parquet"))) < kill_after_rows:
         if time.monotonic() - start > timeout_s:
             break
@@ -90,7 +103,11 @@ def run_chaos(workdir: Path, study: dict, kill_after_rows: int = 2, timeout_s: i
     time.sleep(3)  # the orphaned jobs see their Snakemake gone (they poll every second)
     subprocess.run(_snakemake(workdir, "--unlock"), env=env, capture_output=True, check=True)
     again = subprocess.run(
-        _snakemake(workdir), env=env, capture_output=True, text=True, timeout=timeout_s
+        _snakemake(workdir, *_good_first(study)),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
     )
     (workdir / "second.log").write_text(again.stdout + again.stderr)
     return {
