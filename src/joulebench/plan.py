@@ -349,7 +349,7 @@ def _device_plan(
     (`check_s`, measure.first_check: the GPUs at once, so once on the wall; not where the
     device has measured rows already)."""
     torch_device, gpus = members[0], len(members)
-    is_host = kind_of(torch_device).is_host
+    is_host = _is_host(torch_device)
     skip, why = _emulated(configs, (native or {}).get(label))
     refresh_s = None if is_host else DEFAULT_REFRESH_S
     load = load if is_host else HostLoad()  # a GPU's windows need no host

@@ -41,7 +41,7 @@ GRADES = ("A", "B", "C", "D", "E", "F", "G")
 # Lower bounds of the efficiency index for A..F; below F's bound is G. In energy terms a
 # model graded A spends at most 1.25x the front's energy at its accuracy, B 1.67x, C 2.2x,
 # D 3.3x, E 5x, F 10x; G more than 10x. See docs/scoring.md for why.
-DEFAULT_GRADE_THRESHOLDS = dict(zip(GRADES, default("score.grade_thresholds"), strict=False))
+DEFAULT_GRADE_THRESHOLDS = dict(zip(GRADES[:-1], default("score.grade_thresholds"), strict=True))
 DEFAULT_REFERENCE_MODEL = default("score.reference_model")
 # Which rows count, for the score, the fits and the best configurations alike (the config's
 # score section): the energy compared (total, or dynamic: above idle), the CV limit, the flags.

@@ -131,8 +131,10 @@ class ProfileJob:
     def __post_init__(self):
         for name in ("methods", "batch_sizes", "phases"):  # read-only, whatever was given
             object.__setattr__(self, name, tuple(getattr(self, name)))
-        for name in ("meter_options", "gpu") + (("protocol",) if self.protocol is not None else ()):
-            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        for name in ("meter_options", "gpu", "protocol"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, MappingProxyType(dict(value)))
         if self.check_first not in CHECK_FIRST:
             raise ValueError(f"check_first must be one of {CHECK_FIRST}: {self.check_first!r}")
         if self.input_kind not in INPUT_KINDS:
