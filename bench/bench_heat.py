@@ -196,7 +196,7 @@ def main() -> None:
     args = parser.parse_args()
     import yaml
 
-    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.core.protocol import ProtocolSettings
 
     overrides = {"preset": "strict", "spread_repeats": 0} if args.today else {"preset": args.preset}
     if args.ci_target is not None:

@@ -1,5 +1,5 @@
 """Measure the overheads `joulebench plan` adds to the protocol's measuring time
-(src/joulebench/plan.py, src/joulebench/measure/config_time.py), and compare a finished run
+(src/joulebench/plan.py, src/joulebench/core/config_time.py), and compare a finished run
 with the plan's estimate.
 
     .venv/bin/python bench/bench_plan.py overheads [--rounds 3]
@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 IMPORTS = (
     "import torch, timm, pandas; "
-    "import joulebench.cli, joulebench.measure.profile, joulebench.measure.meters"
+    "import joulebench.cli, joulebench.core.profile, joulebench.core.meters"
 )
 
 
@@ -57,10 +57,10 @@ def startup_s(rounds: int) -> list[float]:
 def overheads(rounds: int) -> None:
     import torch
 
-    from joulebench.measure.backends import select_meter
-    from joulebench.measure.methods import parse_methods
-    from joulebench.measure.profile import build
-    from joulebench.measure.protocol import ProtocolSettings, warm_up
+    from joulebench.core.backends import select_meter
+    from joulebench.core.methods import parse_methods
+    from joulebench.core.profile import build
+    from joulebench.core.protocol import ProtocolSettings, warm_up
     from joulebench.prerun import load_study
 
     config = load_study()
@@ -176,8 +176,8 @@ def constants_report(rows_path: Path) -> None:
     a compiled configuration's first calls, so its compile too)."""
     import pandas as pd
 
-    from joulebench.measure import config_time
-    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.core import config_time
+    from joulebench.core.protocol import ProtocolSettings
 
     rows = pd.read_parquet(rows_path)
     rows = rows[rows["status"] == "ok"]

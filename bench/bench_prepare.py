@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from joulebench.accuracy import shards  # noqa: E402
 from joulebench.accuracy.datasets import imagenet_wnids  # noqa: E402
-from joulebench.measure.provenance import cpu_name  # noqa: E402
+from joulebench.core.provenance import cpu_name  # noqa: E402
 
 
 def generate(root: Path, n: int, width: int = 500, height: int = 375) -> None:

@@ -37,8 +37,8 @@ def window_vs_bare(model_name: str, batch_size: int, seconds: float, rounds: int
     import timm
     import torch
 
-    from joulebench.measure.backends import select_meter
-    from joulebench.measure.protocol import ProtocolSettings, measure
+    from joulebench.core.backends import select_meter
+    from joulebench.core.protocol import ProtocolSettings, measure
 
     model = timm.create_model(model_name).eval()
     x = torch.randn(batch_size, 3, 224, 224)
@@ -94,8 +94,8 @@ def overhead_rows(model_name: str, device: str, sizes: list[int]) -> list[dict]:
     counted as one refresh period per window."""
     import pandas as pd
 
-    from joulebench.measure.methods import parse_methods
-    from joulebench.measure.profile import ProfileJob, run_profile
+    from joulebench.core.methods import parse_methods
+    from joulebench.core.profile import ProfileJob, run_profile
 
     specs = {"fp32": {"precision": "fp32"}, "fp32-cl": {"precision": "fp32", "channels_last": True}}
     with tempfile.TemporaryDirectory() as tmp:

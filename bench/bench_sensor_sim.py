@@ -1,7 +1,7 @@
 """The protocol against simulated NVIDIA power sensors: error tables and the figure for docs.
 
 1. Protocol vs a naive single 1 s window, against the true energy, for every GPU generation
-   of joulebench.measure.meters.nvidia_sensors and batch periods 10-200 ms, once in phase with the
+   of joulebench.core.meters.nvidia_sensors and batch periods 10-200 ms, once in phase with the
    sensor and --seeds times at a random phase. Target: the protocol within 5 % of the truth in
    >= 95 % of cases, and never silently wrong (its CI, its repeat CV or a flag shows it).
 2. What the protocol's in-window phase shifts buy and cost: 0 (the protocol before), 8 (the
@@ -65,7 +65,7 @@ def error_table(seeds: int):
 def ablation(seeds: int) -> None:
     import pandas as pd
 
-    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.core.protocol import ProtocolSettings
     from joulebench.sim import experiment
     from joulebench.sim.workload import Workload
 
@@ -101,7 +101,7 @@ def figure(path: Path, seeds: int, protocol) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from joulebench.measure.meters.nvidia_sensors import GENERATIONS
+    from joulebench.core.meters.nvidia_sensors import GENERATIONS
     from joulebench.sim import experiment
 
     sweep = experiment.window_sweep(WINDOWS_S, random_seeds=seeds)

@@ -31,7 +31,7 @@ def one(generation: str, seed: int) -> dict:
 
     from joulebench.check.gpu import sensor_and_tail
     from joulebench.check.rows import CheckSettings
-    from joulebench.measure.meters.nvidia_sensors import GENERATIONS
+    from joulebench.core.meters.nvidia_sensors import GENERATIONS
     from joulebench.sim.rig import SimCheckTarget, simulated_gpu
     from joulebench.sim.tail import drawn
 
@@ -46,7 +46,7 @@ def one(generation: str, seed: int) -> dict:
     true_shift = np.mean([tail.integral_s(0, d) / d for d in shifts]) * true_w if tail else 0.0
     fit_shift = 0.0
     if fit is not None and fit.excess_w > 0:
-        from joulebench.measure.tail import TailShape
+        from joulebench.core.tail import TailShape
 
         shape = TailShape(fit.hold_s, fit.tau_s)
         fit_shift = float(np.mean([shape.integral_s(0, d) / d for d in shifts])) * fit.excess_w
@@ -70,7 +70,7 @@ def one(generation: str, seed: int) -> dict:
 def main() -> None:
     import pandas as pd
 
-    from joulebench.measure.meters.nvidia_sensors import GENERATIONS
+    from joulebench.core.meters.nvidia_sensors import GENERATIONS
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--boards", type=int, default=20, help="boards per generation")

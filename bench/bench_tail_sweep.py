@@ -36,7 +36,7 @@ def pct(x: float) -> str:
 def main() -> None:
     import pandas as pd
 
-    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.core.protocol import ProtocolSettings
     from joulebench.sim import heat_experiment as he
 
     parser = argparse.ArgumentParser()

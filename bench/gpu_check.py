@@ -28,8 +28,8 @@ def main() -> int:
     from joulebench.check.gpu import check_gpu
     from joulebench.check.report import device_file, format_table, write_report
     from joulebench.check.rows import CheckSettings
-    from joulebench.measure.backends import backend_for
-    from joulebench.measure.first_check import board_key, board_path, usable
+    from joulebench.core.backends import backend_for
+    from joulebench.core.first_check import board_key, board_path, usable
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)

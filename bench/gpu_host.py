@@ -30,8 +30,8 @@ WARMUP_S = 0.5
 def one(job, method, batch: int) -> dict:
     import torch
 
-    from joulebench.measure.host_bound import HOST_BOUND_BELOW
-    from joulebench.measure.profile import prepare
+    from joulebench.core.host_bound import HOST_BOUND_BELOW
+    from joulebench.core.profile import prepare
 
     device = job.bind_device()
     runner = prepare(job, device, "inference", method, batch)
@@ -61,8 +61,8 @@ def one(job, method, batch: int) -> dict:
 def main() -> int:
     import pandas as pd
 
-    from joulebench.measure.methods import PRESETS, parse_methods
-    from joulebench.measure.profile import ProfileJob
+    from joulebench.core.methods import PRESETS, parse_methods
+    from joulebench.core.profile import ProfileJob
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)

@@ -27,7 +27,7 @@ SPEC = {
 }
 KILLED = """
 import sys
-from joulebench.measure.profile import ProfileJob, run_profile
+from joulebench.core.profile import ProfileJob, run_profile
 spec = {**%r, "methods": {"capped": {"precision": sys.argv[2], "power_limit": 0.5}},
         "protocol": {"repeats": 3, "min_repeat_s": 60.0}}
 run_profile(ProfileJob.from_spec(sys.argv[1], "h200", spec))
@@ -36,7 +36,7 @@ run_profile(ProfileJob.from_spec(sys.argv[1], "h200", spec))
 
 def limit_w(device: str) -> float:
     """The limit in force now, read through the device's backend (a fresh handle)."""
-    from joulebench.measure.backends import backend_for
+    from joulebench.core.backends import backend_for
 
     control = backend_for(device).knob_control(device, "h200")
     try:
@@ -46,8 +46,8 @@ def limit_w(device: str) -> float:
 
 
 def main() -> int:
-    from joulebench.measure.knobs import state_dir
-    from joulebench.measure.profile import ProfileJob, run_profile
+    from joulebench.core.knobs import state_dir
+    from joulebench.core.profile import ProfileJob, run_profile
 
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)

@@ -12,9 +12,9 @@ the GPU gives the real mix.
 from __future__ import annotations
 
 from joulebench.catalog.models import resolve_models
-from joulebench.measure.calibrate import StepTime
-from joulebench.measure.devices import resolve_pools
-from joulebench.measure.methods import expand_methods
+from joulebench.core.calibrate import StepTime
+from joulebench.core.devices import resolve_pools
+from joulebench.core.methods import expand_methods
 from joulebench.plan import plan_study, with_gpus
 from joulebench.prerun import load_study
 

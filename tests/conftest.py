@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from joulebench.measure.protocol import PRESETS
+from joulebench.core.protocol import PRESETS
 
 REPO = Path(__file__).resolve().parents[1]
 

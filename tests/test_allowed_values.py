@@ -11,9 +11,9 @@ import yaml
 from conftest import REPO
 
 from joulebench.cli import build_parser
-from joulebench.measure.backends import device_pattern, meter_names
-from joulebench.measure.methods import COMPILE_MODES, PRECISIONS
-from joulebench.measure.train import OPTIMIZERS
+from joulebench.core.backends import device_pattern, meter_names
+from joulebench.core.methods import COMPILE_MODES, PRECISIONS
+from joulebench.core.train import OPTIMIZERS
 from joulebench.tables import INPUT_KINDS, PHASES, RUNTIME_ALIASES, RUNTIMES
 
 SCHEMA = yaml.safe_load(Path(REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())

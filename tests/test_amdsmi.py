@@ -16,10 +16,10 @@ from helpers.fake_nvml import ManualClock
 
 from joulebench.check.environment import environment_rows
 from joulebench.check.report import FAIL, PASS, SKIP, WARN
-from joulebench.measure.backends import Libraries, backend_for, select_meter
-from joulebench.measure.devices import auto_devices, describe_devices
-from joulebench.measure.meters import MeterUnavailable
-from joulebench.measure.meters.amdsmi import AmdSmiMeter, energy_uj, load_amdsmi
+from joulebench.core.backends import Libraries, backend_for, select_meter
+from joulebench.core.devices import auto_devices, describe_devices
+from joulebench.core.meters import MeterUnavailable
+from joulebench.core.meters.amdsmi import AmdSmiMeter, energy_uj, load_amdsmi
 
 FAKE_DIR = Path(__file__).parent / "fake_amdsmi"
 
@@ -259,7 +259,7 @@ def no_amdsmi():
 def test_a_cpu_only_host_hears_nothing_of_amd_smi(tmp_path, monkeypatch):
     """No AMD GPU on the PCI bus (an AMD CPU's bridges are vendor 0x1022): AMD SMI's missing
     library is no news; an AMD GPU there, or a bus that cannot be read, keeps the hint."""
-    from joulebench.measure.backends import rocm
+    from joulebench.core.backends import rocm
 
     cpu_torch = SimpleNamespace(__version__="2.14.1+cpu", version=SimpleNamespace(hip=None))
     libs = Libraries(torch=cpu_torch, nvml=NoNvidia())

@@ -16,7 +16,6 @@ from dataclasses import fields
 import pytest
 from conftest import FAST_PROTOCOL, REPO
 
-import joulebench
 from joulebench.api import (
     Measurement,
     MeasurementError,
@@ -220,7 +219,8 @@ def test_import_joulebench_stays_cheap_and_names_the_api():
         "assert not [m for m in sys.modules if m.startswith(('torch', 'joulebench.api'))]\n"
         "import joulebench.api as api\n"
         "assert joulebench.Monitor is api.Monitor and joulebench.profile is api.profile\n"
-        "assert callable(joulebench.measure) and joulebench.measure.protocol\n"
+        "import joulebench.core.protocol\n"
+        "assert joulebench.measure is api.measure\n"
         "try:\n    joulebench.nothing\nexcept AttributeError:\n    pass\n"
         "else:\n    raise SystemExit('no AttributeError')\n"
     )
@@ -228,9 +228,22 @@ def test_import_joulebench_stays_cheap_and_names_the_api():
     assert res.returncode == 0, res.stderr
 
 
-def test_the_stage_package_is_callable_as_measure():
-    m = joulebench.measure(_busy, images_per_step=3, **FAST)
-    assert isinstance(m, Measurement) and m.batch_size == 3
+def test_measure_is_the_api_function_in_a_fresh_process():
+    """The README's headline as a user's first line (issue 40 item 8): nothing imported
+    before it, the real signature, and a measurement."""
+    code = (
+        "import inspect, joulebench\n"
+        "sig = inspect.signature(joulebench.measure)\n"
+        "assert 'images_per_step' in sig.parameters, sig\n"
+        "assert 'example_input' in inspect.signature(joulebench.profile).parameters\n"
+        "m = joulebench.measure(lambda: sum(range(20000)), images_per_step=1, device='cpu',\n"
+        "                       preset='smoke', idle_s=0.1, quiet_wait_s=0)\n"
+        "assert m.energy_per_image_j > 0, m\n"
+        "from joulebench import measure\n"
+        "assert measure is joulebench.measure\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
 
 
 # ------------------------------------------------------------------ README's example

@@ -12,8 +12,8 @@ from conftest import FAST_PROTOCOL
 from helpers.timm_models import register
 from torch import nn
 
-from joulebench.measure import profile as profile_module
-from joulebench.measure.arithmetic import (
+from joulebench.core import profile as profile_module
+from joulebench.core.arithmetic import (
     AUTOTUNE_PATH,
     CPU_PRECISIONS,
     GPU_PRECISIONS,
@@ -24,11 +24,11 @@ from joulebench.measure.arithmetic import (
     arithmetic_for,
     current,
 )
-from joulebench.measure.backends import backend_for
-from joulebench.measure.backends.cuda import cuda_native
-from joulebench.measure.methods import Method, parse_methods
-from joulebench.measure.profile import ProfileJob, run_profile
-from joulebench.measure.protocol import ProtocolSettings
+from joulebench.core.backends import backend_for
+from joulebench.core.backends.cuda import cuda_native
+from joulebench.core.methods import Method, parse_methods
+from joulebench.core.profile import ProfileJob, run_profile
+from joulebench.core.protocol import ProtocolSettings
 
 SEEN: list[dict] = []  # what the model's forward saw in torch.backends
 

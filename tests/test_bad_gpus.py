@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from joulebench.measure.gpu_faults import FAULT_KINDS, fault_kind
+from joulebench.core.gpu_faults import FAULT_KINDS, fault_kind
 from joulebench.schedule.bad_gpus import NoGoodGpu, bad_gpus, fault_text, folder, mark_bad
 from joulebench.schedule.lease import lease_gpu
 from joulebench.schedule.slots import pool_leases

@@ -22,7 +22,7 @@ from joulebench.analysis.score import score_summary
 from joulebench.analysis.summary import build_summary
 from joulebench.catalog.build import build_catalog
 from joulebench.check.report import CheckReport, Row
-from joulebench.measure.profile import ProfileJob, run_profile
+from joulebench.core.profile import ProfileJob, run_profile
 from joulebench.report.webapp import page_table
 
 SRC = REPO / "src" / "joulebench"
@@ -227,7 +227,7 @@ def test_every_status_a_row_can_say_is_declared_once():
     constants and the literals it hands Outcome); the status column lists them all."""
     import re
 
-    from joulebench.measure import runtimes, supervise
+    from joulebench.core import runtimes, supervise
     from joulebench.tables import PROFILE, PROFILE_STATUSES
 
     constants = {
@@ -236,7 +236,7 @@ def test_every_status_a_row_can_say_is_declared_once():
         for name, value in vars(module).items()
         if name.startswith("STATUS_")
     }
-    measure = REPO / "src" / "joulebench" / "measure"
+    measure = REPO / "src" / "joulebench" / "core"
     literals = {
         status
         for path in measure.rglob("*.py")

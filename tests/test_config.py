@@ -146,7 +146,7 @@ def test_the_schemas_protocol_is_the_preset_and_the_settings_a_user_turns():
     and a study that sets one is told so (study.MOVED_KEYS). A protocol setting with a schema
     default would be filled in by the workflow's validation and so override every preset's
     value: the preset alone has a default."""
-    from joulebench.measure.protocol import PRESETS, ProtocolSettings
+    from joulebench.core.protocol import PRESETS, ProtocolSettings
     from joulebench.study import MOVED_KEYS
 
     schema = yaml.safe_load(Path(SCHEMA).read_text())["properties"]["protocol"]["properties"]
@@ -159,10 +159,10 @@ def test_the_schemas_protocol_is_the_preset_and_the_settings_a_user_turns():
 
 
 def test_objects_built_from_the_schema_equal_the_code_defaults():
-    from joulebench.measure.methods import Method, parse_methods
-    from joulebench.measure.profile import ProfileJob
-    from joulebench.measure.protocol import ProtocolSettings
-    from joulebench.measure.train import TrainSpec
+    from joulebench.core.methods import Method, parse_methods
+    from joulebench.core.profile import ProfileJob
+    from joulebench.core.protocol import ProtocolSettings
+    from joulebench.core.train import TrainSpec
 
     assert ProtocolSettings.from_dict(_schema_defaults("protocol")) == ProtocolSettings()
     assert _schema_defaults("protocol") == {"preset": "default"}  # the rest: the preset's
@@ -262,7 +262,7 @@ def test_what_the_rules_hand_their_commands_in_a_dry_run(run_workflow):
 
 def test_command_option_defaults_equal_the_schema():
     from joulebench.cli import build_parser
-    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.core.protocol import ProtocolSettings
 
     parser = build_parser()
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from joulebench.measure.meters.base import Meter, Reading
-from joulebench.measure.meters.contention import DEFAULT_THRESHOLD, ContentionGuard, system_busy_s
+from joulebench.core.meters.base import Meter, Reading
+from joulebench.core.meters.contention import DEFAULT_THRESHOLD, ContentionGuard, system_busy_s
 
 
 class _Fixed(Meter):

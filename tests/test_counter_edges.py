@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from joulebench.measure.meters.base import Reading
-from joulebench.measure.meters.counter_edges import counter_ticks, edge_corrected
-from joulebench.measure.protocol import (
+from joulebench.core.meters.base import Reading
+from joulebench.core.meters.counter_edges import counter_ticks, edge_corrected
+from joulebench.core.protocol import (
     ProtocolSettings,
     _counted_to_window,
     edges_counted,

@@ -15,15 +15,15 @@ from helpers import fake_cuda_graphs as fake
 from helpers.timm_models import register
 from torch import nn
 
-from joulebench.measure import cuda_graphs
-from joulebench.measure.arithmetic import IEEE, Arithmetic, applied
-from joulebench.measure.backends import backend_for, bound_device
-from joulebench.measure.backends.cuda import cuda_native
-from joulebench.measure.cuda_graphs import GraphStep, capture, graph_step
-from joulebench.measure.methods import PRESETS, Method, parse_methods
-from joulebench.measure.profile import ProfileJob, run_profile
-from joulebench.measure.protocol import ProtocolSettings
-from joulebench.measure.runtimes import NotMeasured
+from joulebench.core import cuda_graphs
+from joulebench.core.arithmetic import IEEE, Arithmetic, applied
+from joulebench.core.backends import backend_for, bound_device
+from joulebench.core.backends.cuda import cuda_native
+from joulebench.core.cuda_graphs import GraphStep, capture, graph_step
+from joulebench.core.methods import PRESETS, Method, parse_methods
+from joulebench.core.profile import ProfileJob, run_profile
+from joulebench.core.protocol import ProtocolSettings
+from joulebench.core.runtimes import NotMeasured
 
 
 class _Net(nn.Module):

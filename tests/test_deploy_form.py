@@ -16,9 +16,9 @@ from joulebench.analysis.summary import build_summary
 from joulebench.catalog.build import build_catalog, catalog_row
 from joulebench.catalog.counting import count
 from joulebench.catalog.deploy_form import to_deploy_form
-from joulebench.measure.methods import Method, parse_methods
-from joulebench.measure.profile import ProfileJob, build, run_profile
-from joulebench.measure.protocol import ProtocolSettings
+from joulebench.core.methods import Method, parse_methods
+from joulebench.core.profile import ProfileJob, build, run_profile
+from joulebench.core.protocol import ProtocolSettings
 from joulebench.table_io import conform
 from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS
 

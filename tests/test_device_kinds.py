@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers.fake_nvml import FakeGpu, FakeNvml
 
-from joulebench.measure.backends import (
+from joulebench.core.backends import (
     Backend,
     DeviceError,
     DeviceIdentity,
@@ -28,7 +28,7 @@ from joulebench.measure.backends import (
     spellings,
     unregister,
 )
-from joulebench.measure.meters import NvmlMeter
+from joulebench.core.meters import NvmlMeter
 
 TESTS = Path(__file__).parent
 UUID = "GPU-0e0e0e0e-1111-4222-8333-444455556666"
@@ -105,7 +105,7 @@ def test_without_it_the_kind_is_unknown():
 
 
 def test_devices_and_slots_treat_it_as_a_device_of_its_own(npu):
-    from joulebench.measure.devices import check_devices, describe_devices
+    from joulebench.core.devices import check_devices, describe_devices
     from joulebench.schedule.slots import measure_threads, pinned_uuids, slots_taken
 
     (info,), _ = describe_devices({"n0": "npu:0"})
@@ -119,9 +119,9 @@ def test_devices_and_slots_treat_it_as_a_device_of_its_own(npu):
 def test_a_profile_on_the_new_kind_reads_its_meter(npu):
     from conftest import FAST_PROTOCOL
 
-    from joulebench.measure.methods import parse_methods
-    from joulebench.measure.profile import ProfileJob, run_profile
-    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.core.methods import parse_methods
+    from joulebench.core.profile import ProfileJob, run_profile
+    from joulebench.core.protocol import ProtocolSettings
 
     job = ProfileJob(
         model="tiny_net",

@@ -15,8 +15,8 @@ from conftest import REPO
 from helpers.fake_gpus import A100, H200, fake_torch
 from helpers.fake_nvml import FakeGpu, FakeNvml
 
-from joulebench.measure.backends.base import short_gpu_name
-from joulebench.measure.devices import (
+from joulebench.core.backends.base import short_gpu_name
+from joulebench.core.devices import (
     AUTO,
     RESOLVED_ENV,
     auto_devices,

@@ -266,12 +266,12 @@ def test_the_fake_streams_constructor_is_torchs():
 
 
 def test_every_torch_cuda_name_the_capture_code_uses_is_faked_and_real():
-    """Each `cuda.<name>` measure/cuda_graphs.py reaches (and each method it calls on what
+    """Each `cuda.<name>` core/cuda_graphs.py reaches (and each method it calls on what
     they return) is one the fake implements and torch.cuda has."""
     import torch
     from helpers import fake_cuda_graphs
 
-    tree = _module(REPO / "src" / "joulebench" / "measure" / "cuda_graphs.py")
+    tree = _module(REPO / "src" / "joulebench" / "core" / "cuda_graphs.py")
     used = {
         node.attr
         for node in ast.walk(tree)

@@ -10,10 +10,10 @@ import helpers.tiny_models  # noqa: F401  (registers jbtest_tiny)
 import pytest
 import torch  # noqa: F401  (it profiles a model: collected only with torch, test_tests)
 
-from joulebench.measure import first_check
-from joulebench.measure.backends import bound_device, kind_of
-from joulebench.measure.first_check import board_key, board_path, report_for, usable, wanted
-from joulebench.measure.profile import run_profile
+from joulebench.core import first_check
+from joulebench.core.backends import bound_device, kind_of
+from joulebench.core.first_check import board_key, board_path, report_for, usable, wanted
+from joulebench.core.profile import run_profile
 
 DETAIL = {"uuid": "GPU-1", "driver_version": "580.1", "power_limit_w": 700.0}
 

@@ -69,7 +69,7 @@ def test_every_producer_exists_and_names_the_flags_constant(name):
 
 
 def test_a_producer_that_does_not_name_its_flag_is_caught():
-    source = inspect.getsource(resolve("joulebench.measure.meters.estimate.EstimateMeter.end"))
+    source = inspect.getsource(resolve("joulebench.core.meters.estimate.EstimateMeter.end"))
     assert re.search(r"\bFLAG_ESTIMATE\b", source)
     assert not re.search(r"\bFLAG_MIG\b", source)
 

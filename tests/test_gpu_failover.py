@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from conftest import FAST_PROTOCOL, REPO, SMOKE, snakemake
 
-from joulebench.measure.gpu_failover import Failover, failover_for
-from joulebench.measure.gpu_faults import FAULT_KINDS, fault_kind
-from joulebench.measure.job_runner import supervised_job
-from joulebench.measure.supervise import WorkerRun
+from joulebench.core.gpu_failover import Failover, failover_for
+from joulebench.core.gpu_faults import FAULT_KINDS, fault_kind
+from joulebench.core.job_runner import supervised_job
+from joulebench.core.supervise import WorkerRun
 from joulebench.schedule.bad_gpus import bad_gpus, mark_bad
 from joulebench.schedule.lease import lease_gpu
 from joulebench.schedule.slots import pool_leases

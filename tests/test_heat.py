@@ -1,4 +1,4 @@
-"""A configuration's energy stated at its sustained temperature (joulebench.measure.heat)."""
+"""A configuration's energy stated at its sustained temperature (joulebench.core.heat)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from joulebench.measure.heat import (
+from joulebench.core.heat import (
     AS_RUN,
     SUSTAINED,
     HeatCalibration,
@@ -79,7 +79,7 @@ def test_the_corrections_bound_grows_with_the_correction_and_the_calibrations_er
 
 
 def test_the_boards_heat_is_read_from_its_check_report():
-    from joulebench.measure.heat import from_report
+    from joulebench.core.heat import from_report
 
     report = {
         "check_id": "cuda0-1",

@@ -14,15 +14,15 @@ from helpers.timm_models import register
 from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
 
-from joulebench.flags import FLAG_HOST_BOUND, has_flag
-from joulebench.measure.host_bound import (
+from joulebench.core.host_bound import (
     HOST_BOUND_BELOW,
     busy_share,
     host_bound_fields,
     kernel_intervals,
     trace_steps,
 )
-from joulebench.measure.profile import run_profile
+from joulebench.core.profile import run_profile
+from joulebench.flags import FLAG_HOST_BOUND, has_flag
 from joulebench.sim.clock import SimClock
 from joulebench.sim.host import KERNEL_FLOOR_S, LAUNCH_S, StepWork, count_step
 from joulebench.sim.workload import SimGpu, Workload

@@ -11,7 +11,7 @@ import pytest
 from helpers.figure_study import default_study_as_run, study_tables
 
 from joulebench.analysis.score import score_summary
-from joulebench.measure.protocol import PRESETS, ProtocolSettings
+from joulebench.core.protocol import PRESETS, ProtocolSettings
 from joulebench.report.how_measured import ESTIMATE_CAVEAT, how_measured
 from joulebench.report.webapp import page_data, page_table
 

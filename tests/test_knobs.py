@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 from conftest import FAST_PROTOCOL
 
-from joulebench.measure.backends import KnobControl, KnobRefused
-from joulebench.measure.backends.cuda import KNOB_PERMISSION
-from joulebench.measure.knobs import STATE_ENV, Record, applied, restore_leftover
-from joulebench.measure.methods import Method
+from joulebench.core.backends import KnobControl, KnobRefused
+from joulebench.core.backends.cuda import KNOB_PERMISSION
+from joulebench.core.knobs import STATE_ENV, Record, applied, restore_leftover
+from joulebench.core.methods import Method
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = f"{REPO}/tests/workloads/tiny_net.py:build"
@@ -115,8 +115,8 @@ def test_what_a_dead_process_left_is_restored_and_a_live_one_s_refused():
 def test_a_supervisor_restores_what_its_dead_worker_left_and_closes_the_control(monkeypatch):
     """After its workers, a job's supervisor opens the device's control for the restore
     (profile.restore_after_workers), and closes it again."""
-    from joulebench.measure.backends import BoundDevice
-    from joulebench.measure.profile import restore_after_workers
+    from joulebench.core.backends import BoundDevice
+    from joulebench.core.profile import restore_after_workers
 
     board, closed = FakeBoard(), []
     board.close = lambda: closed.append(True)
@@ -131,8 +131,8 @@ def test_a_supervisor_restores_what_its_dead_worker_left_and_closes_the_control(
 
 
 def test_a_job_session_opens_the_control_once_and_closes_it_on_exit(monkeypatch):
-    from joulebench.measure.backends import BoundDevice
-    from joulebench.measure.profile import JobSession
+    from joulebench.core.backends import BoundDevice
+    from joulebench.core.profile import JobSession
 
     board, opened, closed = FakeBoard(), [], []
     board.close = lambda: closed.append(True)
@@ -161,7 +161,7 @@ def test_sigterm_while_capped_restores_before_the_process_ends():
 
 
 def sim_job(methods: dict, label: str, **protocol):
-    from joulebench.measure.profile import ProfileJob
+    from joulebench.core.profile import ProfileJob
 
     spec = {
         "torch_device": "sim:h100",
@@ -185,7 +185,7 @@ def board():
 
 
 def test_a_sweep_on_a_simulated_gpu_measures_at_each_limit_and_restores(board):
-    from joulebench.measure.profile import run_profile
+    from joulebench.core.profile import run_profile
 
     label, sim = board
     methods = {"full": {}, "capped": {"power_limit_w": [250, 200]}}
@@ -201,7 +201,7 @@ def test_a_sweep_on_a_simulated_gpu_measures_at_each_limit_and_restores(board):
 
 
 def test_without_permission_the_rows_are_skipped_with_the_fix(board):
-    from joulebench.measure.profile import run_profile
+    from joulebench.core.profile import run_profile
 
     label, sim = board
     sim.settable = False  # not root: NVML answers NoPermission
@@ -214,7 +214,7 @@ def test_without_permission_the_rows_are_skipped_with_the_fix(board):
 
 KILLED_JOB = """
 import sys
-from joulebench.measure.profile import ProfileJob, run_profile
+from joulebench.core.profile import ProfileJob, run_profile
 spec = {"torch_device": "sim:h100", "methods": {"capped": {"power_limit_w": 250}},
         "batch_sizes": [1], "idle_pre_s": 0.05, "workload": sys.argv[2],
         "protocol": {"repeats": 3, "min_repeat_s": 60, "warmup_min_s": 0.05}}
@@ -223,7 +223,7 @@ run_profile(ProfileJob.from_spec("tiny_net.build", sys.argv[1], spec, idle_power
 
 
 def test_after_a_kill_9_mid_configuration_the_next_job_restores_before_it_measures(board, state):
-    from joulebench.measure.profile import run_profile
+    from joulebench.core.profile import run_profile
     from joulebench.sim.backend import _BOARDS
 
     label, _ = board

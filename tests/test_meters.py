@@ -17,23 +17,23 @@ import pytest
 from helpers.fake_nvml import FakeGpu, FakeNvml, ManualClock, integrate
 from helpers.fake_powercap import FakePowercap
 
-from joulebench.measure.backends import select_meter
-from joulebench.measure.meters import (
+from joulebench.core.backends import select_meter
+from joulebench.core.meters import (
     TRACE_COLUMNS,
     EstimateMeter,
     MeterUnavailable,
     NvmlMeter,
     RaplMeter,
 )
-from joulebench.measure.meters.estimate import DEFAULT_W_PER_CPU, available_cpus, lookup_tdp
-from joulebench.measure.meters.nvml import (
+from joulebench.core.meters.estimate import DEFAULT_W_PER_CPU, available_cpus, lookup_tdp
+from joulebench.core.meters.nvml import (
     match_nvml_index,
     normalize_pci_bus_id,
     normalize_uuid,
     other_pids,
 )
-from joulebench.measure.meters.rapl import wrapped_delta_uj
-from joulebench.measure.meters.sampler import trapezoid_energy_j
+from joulebench.core.meters.rapl import wrapped_delta_uj
+from joulebench.core.meters.sampler import trapezoid_energy_j
 
 UUIDS = [
     "GPU-11111111-aaaa-4bbb-8ccc-000000000000",

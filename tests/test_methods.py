@@ -1,4 +1,4 @@
-"""Methods (joulebench.measure.methods): the knobs a method may ask of the device (a power
+"""Methods (joulebench.core.methods): the knobs a method may ask of the device (a power
 limit in watts or as a fraction of the default, a locked SM clock), range-checked when the
 config is read, sweeps expanded once into ordinary named methods, and their row columns."""
 
@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 from helpers.decision_rows import SWEEP, sweep_summary
 
-from joulebench.measure.methods import (
+from joulebench.core.methods import (
     KNOBS,
     KnobReadback,
     Method,
@@ -160,7 +160,7 @@ def test_knob_fields_are_the_declared_columns_nan_where_no_knob_is_set():
     assert plain["sm_clock_requested_preset"] == ""
     assert all(math.isnan(v) for k, v in plain.items() if k != "sm_clock_requested_preset")
     for column in KNOB_COLUMNS:
-        assert PROFILE[column].producer == "joulebench.measure.methods.Method.knob_fields"
+        assert PROFILE[column].producer == "joulebench.core.methods.Method.knob_fields"
     rows = pd.DataFrame([m.knob_fields() for m in parse_methods(SWEEP_CONFIG).values()])
     rows = conform(rows.reindex(columns=list(PROFILE_COLUMNS)), PROFILE_COLUMNS)
     assert rows["power_limit_requested_fraction"].tolist()[1:] == [1.0, 0.8, 0.6, 0.5]
@@ -178,7 +178,7 @@ def test_what_the_backend_read_back_lands_in_its_columns():
 
 
 def test_a_sweep_expands_into_the_job_s_methods():
-    from joulebench.measure.profile import ProfileJob
+    from joulebench.core.profile import ProfileJob
 
     job = ProfileJob.from_spec(
         "resnet18", "cpu", {"torch_device": "cpu", "methods": SWEEP_CONFIG, "batch_sizes": [1]}
@@ -191,7 +191,7 @@ def test_a_sweep_expands_into_the_job_s_methods():
 def test_a_sweep_on_a_cpu_gives_rows_that_say_what_was_asked_and_why_not_measured():
     from conftest import FAST_PROTOCOL
 
-    from joulebench.measure.profile import ProfileJob, run_profile
+    from joulebench.core.profile import ProfileJob, run_profile
 
     spec = {
         "torch_device": "cpu",

@@ -11,7 +11,7 @@ import sys
 from conftest import REPO
 
 SRC = REPO / "src"
-STAGES = ("catalog", "measure", "accuracy", "analysis", "report")
+STAGES = ("catalog", "core", "accuracy", "analysis", "report")
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
@@ -68,7 +68,7 @@ def test_the_data_contract_imports_no_measuring_code():
         assert ours == others, (leaf, imported)
     res = _run(
         "import sys, joulebench.tables\n"
-        "bad = [m for m in sys.modules if m.startswith(('joulebench.measure', 'torch'))]\n"
+        "bad = [m for m in sys.modules if m.startswith(('joulebench.core', 'torch'))]\n"
         "assert not bad, bad\n"
     )
     assert res.returncode == 0, res.stderr
@@ -185,7 +185,7 @@ LAYERS = (
     ("joulebench.catalog",),
     # measuring, the check of a device's sensor (a profile job runs it first) and scheduling
     # jobs on devices use each other; the simulator sits above, loaded by name
-    ("joulebench.measure", "joulebench.check", "joulebench.schedule"),
+    ("joulebench.core", "joulebench.check", "joulebench.schedule"),
     ("joulebench.sim",),
     # the Python API over the measuring stage; the root and `joulebench.measure(...)` name it
     # (importlib), never import it: it sits above them
@@ -201,7 +201,7 @@ LAYERS = (
 )
 SIMULATOR = "joulebench.sim"
 SIM_BACKEND = "joulebench.sim.backend"
-BACKENDS = "joulebench.measure.backends"
+BACKENDS = "joulebench.core.backends"
 
 
 def _layer(module: str) -> int:
@@ -228,14 +228,14 @@ def test_layers_import_one_way():
     plan, status < cli."""
     graph = _import_graph()
     assert not _upward(graph), _upward(graph)
-    assert "joulebench.measure.config_time" in graph["joulebench.plan"]
+    assert "joulebench.core.config_time" in graph["joulebench.plan"]
 
 
 def test_the_layer_check_finds_an_upward_import():
-    assert _upward({"joulebench.measure.profile": {"joulebench.analysis.score"}}) == [
-        "joulebench.measure.profile -> joulebench.analysis.score"
+    assert _upward({"joulebench.core.profile": {"joulebench.analysis.score"}}) == [
+        "joulebench.core.profile -> joulebench.analysis.score"
     ]
-    assert not _upward({"joulebench.analysis.score": {"joulebench.measure.backends.base"}})
+    assert not _upward({"joulebench.analysis.score": {"joulebench.core.backends.base"}})
 
 
 def test_production_code_never_imports_the_simulator():
@@ -290,7 +290,7 @@ def _device_tests(tree: ast.AST) -> list[int]:
 def test_no_module_outside_the_backends_tests_a_device_string():
     found = []
     for path in sorted((SRC / "joulebench").rglob("*.py")):
-        if path.is_relative_to(SRC / "joulebench" / "measure" / "backends"):
+        if path.is_relative_to(SRC / "joulebench" / "core" / "backends"):
             continue
         found += [
             f"{path.relative_to(SRC)}:{n}" for n in _device_tests(ast.parse(path.read_text()))

@@ -17,7 +17,7 @@ from helpers.fake_gpus import A100, H200, fake_torch
 from helpers.fake_nvml import FakeNvml
 
 from joulebench.analysis.summary import gpu_spread
-from joulebench.measure.devices import (
+from joulebench.core.devices import (
     AUTO,
     RESOLVED_ENV,
     DeviceError,
@@ -291,7 +291,7 @@ def test_the_devices_command_shows_a_pool():
 
 
 def test_the_idle_row_of_a_pool_names_the_gpu_it_read(tmp_path):
-    from joulebench.measure.idle import run_idle
+    from joulebench.core.idle import run_idle
 
     (records,) = pool_leases(SIM_POOL).values()
     lease, spec = lease_from_pool({"torch_device": "sim:h100:0"}, records, "x", folder=tmp_path)

@@ -87,7 +87,7 @@ def test_each_problem_is_its_own_line_with_the_file_that_set_it(tmp_path):
 
 def test_the_stages_own_validator_decides():
     """Declared once: the message is the stage's own (ProtocolSettings), not a copy's."""
-    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.core.protocol import ProtocolSettings
 
     with pytest.raises(ValueError) as stage:
         ProtocolSettings(repeats=30)

@@ -12,8 +12,8 @@ from helpers.profile_job import job
 from torch import nn
 
 from joulebench.cli import main as cli_main
-from joulebench.measure.methods import Method, parse_methods
-from joulebench.measure.profile import JobSession, run_profile
+from joulebench.core.methods import Method, parse_methods
+from joulebench.core.profile import JobSession, run_profile
 from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS
 
@@ -182,7 +182,7 @@ def test_cpu_shared_with_a_busy_process_is_flagged_and_the_table_warns():
     import subprocess
     import sys
 
-    from joulebench.measure.adhoc import format_rows
+    from joulebench.core.adhoc import format_rows
 
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
@@ -209,7 +209,7 @@ def test_the_profile_table_gives_each_energy_its_ci_in_mj_its_flags_and_a_warnin
     """A CI wider than the value (2 windows on a busy host: 596 ± 750 mJ) is said, never a
     bare half-width without its unit; a flagged row names its flag beside it and under the
     table, once, with what to do."""
-    from joulebench.measure.adhoc import WIDE_CI, format_rows
+    from joulebench.core.adhoc import WIDE_CI, format_rows
 
     text = format_rows(
         _table_rows(
@@ -244,9 +244,9 @@ def test_the_profile_table_gives_each_energy_its_ci_in_mj_its_flags_and_a_warnin
 def test_the_eta_starts_from_the_plans_estimate_of_each_configuration():
     """What the job's ETA lines sum: the plan's own estimates in measuring order (a full
     warm-up for a method's first batch size, short after it), 0 s for a skipped one."""
-    from joulebench.measure.config_time import config_cost
-    from joulebench.measure.emulation import method_verdict
-    from joulebench.measure.profile import job_estimates_s
+    from joulebench.core.config_time import config_cost
+    from joulebench.core.emulation import method_verdict
+    from joulebench.core.profile import job_estimates_s
 
     specs = {"fp32": {"precision": "fp32"}, "fp16": {"precision": "fp16"}}
     j = job("jbtest_tiny", methods=("fp32", "fp16"), batch_sizes=(1, 4), specs=specs)
@@ -264,7 +264,7 @@ def test_the_eta_starts_from_the_plans_estimate_of_each_configuration():
 
 def test_a_spec_key_no_job_reads_is_an_error():
     """The profile spec is checked as a rule's --settings are: a typo is said, not dropped."""
-    from joulebench.measure.profile import SPEC_KEYS, ProfileJob
+    from joulebench.core.profile import SPEC_KEYS, ProfileJob
 
     spec = {"torch_device": "cpu", "methods": {"fp32": {}}, "batch_sizes": [1]}
     assert ProfileJob.from_spec("m", "cpu", spec).batch_sizes == (1,)

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from joulebench.measure.meters.base import TRACE_COLUMNS, Meter, Reading
-from joulebench.measure.protocol import (
+from joulebench.core.meters.base import TRACE_COLUMNS, Meter, Reading
+from joulebench.core.protocol import (
     FLAG_CI_TARGET_NOT_MET,
     FLAG_WARMUP_NOT_STEADY,
     PRESETS,
@@ -631,7 +631,7 @@ def test_slow_sensor_windows_open_after_a_refresh_period_of_work():
 
 
 def test_rows_are_stated_at_the_sustained_temperature_when_the_boards_heat_is_known():
-    from joulebench.measure.heat import HeatCalibration, IdleState, window_heat
+    from joulebench.core.heat import HeatCalibration, IdleState, window_heat
 
     clock, device, meter, _ = rig(powers_w=(200.0,))
     cal = HeatCalibration(c_per_w=0.1, leakage_per_c=0.01)
@@ -695,7 +695,7 @@ def test_a_window_whose_temperature_drifted_is_flagged():
 
 
 def test_a_spread_far_above_the_sensors_is_flagged():
-    from joulebench.measure.protocol import expected_cv, spread_flags
+    from joulebench.core.protocol import expected_cv, spread_flags
 
     # 5 s windows on a 100 ms sensor: 50 readings, sampling alone explains a CV of 0.1 / 7
     assert expected_cv(0.1, 5.0) == pytest.approx(0.1 / math.sqrt(50))
@@ -748,7 +748,7 @@ def test_windows_that_disagree_sweep_more_refresh_periods():
 
 
 def test_a_systematic_bound_widens_the_ci_in_quadrature():
-    from joulebench.measure.protocol import widen_ci
+    from joulebench.core.protocol import widen_ci
 
     summary = {
         "energy_per_image_j": 1.0,
@@ -788,7 +788,7 @@ def test_a_counter_scaled_to_the_window_is_used_unless_the_protocol_says_not():
 def test_windows_are_sized_to_the_meter_where_the_study_and_preset_leave_them():
     """issue 34: an estimate needs its steps timed, a millisecond counter no 2 s windows; a
     GPU's sensor keeps the defaults; what a study or a preset sets stays."""
-    from joulebench.measure.protocol import METER_SIZED
+    from joulebench.core.protocol import METER_SIZED
 
     sensor = ProtocolSettings.from_dict({}, "sensor")
     assert sensor == ProtocolSettings() == ProtocolSettings.from_dict({})
@@ -810,7 +810,7 @@ def test_windows_are_sized_to_the_meter_where_the_study_and_preset_leave_them():
 
 def test_a_ci_says_what_it_covers():
     """An estimate's windows differ only in timing: its CI covers timing, not the model."""
-    from joulebench.measure.protocol import meter_kind
+    from joulebench.core.protocol import meter_kind
 
     clock, device, meter, _ = rig()
     assert meter_kind(meter) == "counter"

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
+from joulebench.core.quiet import QuietGate, cpu_busy, cpu_others_share, meter_busy
 from joulebench.flags import FLAG_OTHER_PROCESS
-from joulebench.measure.quiet import QuietGate, cpu_busy, cpu_others_share, meter_busy
 
 
 class Clock:

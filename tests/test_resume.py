@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import REPO, cpu_study, path_without_venv, snakemake
 
-from joulebench.measure.protocol import ProtocolSettings
+from joulebench.core.protocol import ProtocolSettings
 
 pytestmark = pytest.mark.slow
 

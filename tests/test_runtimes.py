@@ -20,10 +20,10 @@ from helpers.timm_models import register
 from helpers.tiny_models import Tiny
 
 from joulebench.analysis.summary import read_summary, write_summary
-from joulebench.measure.backends import bound_device
-from joulebench.measure.methods import PRESETS, Method, parse_methods
-from joulebench.measure.profile import run_profile
-from joulebench.measure.runtimes import relative_error, unavailable_reason
+from joulebench.core.backends import bound_device
+from joulebench.core.methods import PRESETS, Method, parse_methods
+from joulebench.core.profile import run_profile
+from joulebench.core.runtimes import relative_error, unavailable_reason
 from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS, RUNTIME_ALIASES, RUNTIMES
 

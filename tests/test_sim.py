@@ -21,9 +21,9 @@ from joulebench.check.gpu import check_gpu, square_wave
 from joulebench.check.report import FAIL, PASS, WARN, validate_report
 from joulebench.check.rows import CheckSettings
 from joulebench.check.sensor_fit import fit_sensor
-from joulebench.measure.backends import backend_for
-from joulebench.measure.meters.nvidia_sensors import GENERATIONS, expected_sensor
-from joulebench.measure.protocol import ProtocolSettings, measure
+from joulebench.core.backends import backend_for
+from joulebench.core.meters.nvidia_sensors import GENERATIONS, expected_sensor
+from joulebench.core.protocol import ProtocolSettings, measure
 from joulebench.sim import experiment
 from joulebench.sim.rig import SimCheckTarget, simulated_gpu
 from joulebench.sim.thermal import THERMAL, Thermal

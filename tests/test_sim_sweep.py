@@ -23,7 +23,7 @@ import pytest
 from conftest import FAST_PROTOCOL
 
 from joulebench.cli import main
-from joulebench.measure.knobs import STATE_ENV
+from joulebench.core.knobs import STATE_ENV
 from joulebench.table_io import write_table
 from joulebench.tables import PROFILE_COLUMNS
 
@@ -40,7 +40,7 @@ def study(tmp_path_factory):
     """The sweep measured once on a fresh simulated A100, as a summary (no catalog or
     accuracy: energy is what is ranked)."""
     from joulebench.analysis.summary import run_summary
-    from joulebench.measure.profile import ProfileJob, run_profile
+    from joulebench.core.profile import ProfileJob, run_profile
     from joulebench.sim.backend import _BOARDS, wall_sim_gpu
 
     folder = tmp_path_factory.mktemp("sim-sweep")

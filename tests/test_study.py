@@ -46,7 +46,7 @@ def test_a_key_that_moved_says_where_its_setting_went():
         "config: protocol.phase_shifts (set in old.yaml) is a protocol preset's setting now, "
         "not a config key: pick the preset that fits (protocol.preset: default, strict, fast or "
         "smoke; docs/protocol.md#presets), or set it from Python "
-        "(joulebench.measure.protocol.ProtocolSettings)",
+        "(joulebench.core.protocol.ProtocolSettings)",
     ]
 
 

@@ -12,8 +12,8 @@ import time
 import pytest
 from conftest import FAST_PROTOCOL, REPO
 
-from joulebench.measure import supervise
-from joulebench.measure.job_runner import Orphaned, supervised_job
+from joulebench.core import supervise
+from joulebench.core.job_runner import Orphaned, supervised_job
 
 BAD = str(REPO / "tests" / "workloads" / "bad.py")
 
@@ -115,8 +115,8 @@ def test_events_and_deadlines():
 def test_a_new_job_ends_an_orphan_measuring_on_this_host(tmp_path, monkeypatch):
     """A measurement whose Snakemake died (its marker names it) is ended before the next
     job measures beside it; one no Snakemake started is left alone."""
-    from joulebench.measure import concurrency
-    from joulebench.measure.job_runner import end_orphans
+    from joulebench.core import concurrency
+    from joulebench.core.job_runner import end_orphans
 
     monkeypatch.setenv(concurrency.RUNNING_DIR_ENV, str(tmp_path / "running"))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

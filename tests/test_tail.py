@@ -12,9 +12,9 @@ import pytest
 from joulebench.check.gpu import sensor_and_tail, square_wave
 from joulebench.check.rows import CheckSettings
 from joulebench.check.sensor_fit import fit_sensor
-from joulebench.measure.meters.nvidia_sensors import GENERATIONS
-from joulebench.measure.protocol import measure, measure_idle
-from joulebench.measure.tail import (
+from joulebench.core.meters.nvidia_sensors import GENERATIONS
+from joulebench.core.protocol import measure, measure_idle
+from joulebench.core.tail import (
     ASSUMED,
     ASSUMED_MAX_SHARE,
     CHECK,
@@ -23,7 +23,7 @@ from joulebench.measure.tail import (
     TailShape,
     shift_tail,
 )
-from joulebench.measure.tail import from_report as tail_from_report
+from joulebench.core.tail import from_report as tail_from_report
 from joulebench.sim.rig import SimCheckTarget, simulated_gpu
 from joulebench.sim.tail import Tail, drawn
 from joulebench.sim.thermal import THERMAL
@@ -264,7 +264,7 @@ def test_without_phase_shifts_there_is_no_tail_to_take_out():
     rows = [{"tail_source": "", "tail_excess_j": 0.0, "images": 10}]
     import pandas as pd
 
-    from joulebench.measure.protocol import tail_summary
+    from joulebench.core.protocol import tail_summary
 
     assert tail_summary(pd.DataFrame(rows), {"energy_per_image_j": 1.0}) == {
         "tail_source": "",

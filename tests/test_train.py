@@ -12,10 +12,10 @@ from helpers.timm_models import register
 from helpers.tiny_models import Tiny
 from torch import nn
 
-from joulebench.measure.backends import bound_device
-from joulebench.measure.methods import Method
-from joulebench.measure.profile import ProfileJob, run_profile
-from joulebench.measure.train import TrainSpec, make_train_step, synthetic_labels
+from joulebench.core.backends import bound_device
+from joulebench.core.methods import Method
+from joulebench.core.profile import ProfileJob, run_profile
+from joulebench.core.train import TrainSpec, make_train_step, synthetic_labels
 from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS
 

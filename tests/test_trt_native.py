@@ -23,11 +23,11 @@ from helpers.profile_job import job
 from helpers.timm_models import register
 from helpers.tiny_models import Tiny
 
-from joulebench.measure import trt_native
-from joulebench.measure.backends import bound_device
-from joulebench.measure.methods import PRESETS, Method, parse_methods
-from joulebench.measure.profile import run_profile
-from joulebench.measure.runtimes import NotMeasured
+from joulebench.core import trt_native
+from joulebench.core.backends import bound_device
+from joulebench.core.methods import PRESETS, Method, parse_methods
+from joulebench.core.profile import run_profile
+from joulebench.core.runtimes import NotMeasured
 from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS
 

@@ -1078,7 +1078,7 @@ def as_run_site(tmp_path_factory):
 def test_the_default_study_page_says_what_its_rows_say(browser, as_run_site):
     """Banner, grades left out, how it was measured and the six fronts, each from the rows
     and the preset, never from the page's own words."""
-    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.core.protocol import ProtocolSettings
 
     app = App(browser, as_run_site[0], viewport={"width": 1360, "height": 1000})
     page = app.page

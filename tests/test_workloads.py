@@ -21,7 +21,7 @@ from joulebench.catalog.workloads import (
     workload_entries,
     workload_name,
 )
-from joulebench.measure.profile import ProfileJob, run_profile
+from joulebench.core.profile import ProfileJob, run_profile
 from joulebench.table_io import conform
 from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS
 

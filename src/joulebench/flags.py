@@ -22,7 +22,7 @@ import pandas as pd
 
 SEPARATOR = ";"
 
-# The meters (measure/meters)
+# The meters (core/meters)
 FLAG_OTHER_PROCESS = "other-process"
 FLAG_PROCESS_CHECK_FAILED = "process-check-failed"
 FLAG_MIG = "mig"
@@ -45,8 +45,8 @@ FLAG_SHORT_WINDOW = "short-window"
 FLAG_CI_CLIPPED = "ci-clipped"
 FLAG_HIGH_SPREAD = "high-spread"
 
-_NVML = "joulebench.measure.meters.nvml.NvmlMeter._flags"
-_AMDSMI = "joulebench.measure.meters.amdsmi.AmdSmiMeter._flags"
+_NVML = "joulebench.core.meters.nvml.NvmlMeter._flags"
+_AMDSMI = "joulebench.core.meters.amdsmi.AmdSmiMeter._flags"
 
 
 @dataclass(frozen=True)
@@ -103,33 +103,33 @@ FLAGS: dict[str, Flag] = {
             FLAG_OTHER_LOAD,
             "other processes kept the measured CPU busy in the window",
             True,
-            ("joulebench.measure.meters.contention.ContentionGuard.end",),
+            ("joulebench.core.meters.contention.ContentionGuard.end",),
             advice="measure again when no other process is busy on this host (top shows them)",
         ),
         Flag(
             FLAG_HOST_SHARED,
             "measurements overlapped: the host's CPU and DRAM energy is shared by CPU time",
             False,
-            ("joulebench.measure.meters.node.NodeMeter.end",),
+            ("joulebench.core.meters.node.NodeMeter.end",),
         ),
         Flag(
             FLAG_ESTIMATE,
             "the energy is modelled from utilisation and TDP, not read from a counter",
             False,
-            ("joulebench.measure.meters.estimate.EstimateMeter.end",),
+            ("joulebench.core.meters.estimate.EstimateMeter.end",),
         ),
         Flag(
             FLAG_WARMUP_NOT_STEADY,
             "throughput was not steady when warm-up gave up (warmup_max_s)",
             False,
-            ("joulebench.measure.protocol.measure",),
+            ("joulebench.core.protocol.measure",),
             ("warmup_not_steady",),
         ),
         Flag(
             FLAG_CI_TARGET_NOT_MET,
             "the energy's 95% CI was still wider than ci_target at max_repeats",
             False,
-            ("joulebench.measure.protocol.measure",),
+            ("joulebench.core.protocol.measure",),
             ("ci_target_not_met",),
         ),
         Flag(
@@ -137,14 +137,14 @@ FLAGS: dict[str, Flag] = {
             "the die's temperature moved more than 3 C within a window (leakage changed the "
             "power while it ran)",
             False,
-            ("joulebench.measure.protocol._drift_flags",),
+            ("joulebench.core.protocol._drift_flags",),
         ),
         Flag(
             FLAG_SPREAD_ABOVE_SENSOR,
             "the repeats' CV is far above what the power sensor's sampling explains for "
             "windows this long: the CI describes an unsteady load or state, not the sensor",
             False,
-            ("joulebench.measure.protocol.spread_flags",),
+            ("joulebench.core.protocol.spread_flags",),
         ),
         Flag(
             FLAG_HOST_BOUND,
@@ -152,27 +152,27 @@ FLAGS: dict[str, Flag] = {
             "on the host's kernel launches, so the row measures launch overhead and the host "
             "as much as the model (a real cost; the fits can leave such rows out)",
             False,
-            ("joulebench.measure.host_bound.host_bound_fields",),
+            ("joulebench.core.host_bound.host_bound_fields",),
         ),
         Flag(
             FLAG_TRAIN_LOSS_NOT_FINITE,
             "the training loss became NaN or infinite (e.g. fp16 without a scaler)",
             False,
-            ("joulebench.measure.profile.config_row",),
+            ("joulebench.core.profile.config_row",),
             ("train_loss_not_finite",),
         ),
         Flag(
             FLAG_EMULATED,
             "a precision the device only emulates, measured because it was forced",
             False,
-            ("joulebench.measure.emulation.verdict",),
+            ("joulebench.core.emulation.verdict",),
         ),
         Flag(
             FLAG_SIMULATED,
             "a simulated GPU: the energy is the sensor simulator's, never scored",
             True,
             (
-                "joulebench.measure.profile.config_row",
+                "joulebench.core.profile.config_row",
                 "joulebench.analysis.score.row_flags",
                 "joulebench.api.run.callable_row",
             ),

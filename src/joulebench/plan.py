@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from joulebench.config_schema import default
-from joulebench.measure.backends import Libraries, NativePrecisions, backend_for, kind_of
-from joulebench.measure.config_time import (
+from joulebench.core.backends import Libraries, NativePrecisions, backend_for, kind_of
+from joulebench.core.config_time import (
     config_cost,
     config_min_s,
     format_duration,
@@ -27,14 +27,14 @@ from joulebench.measure.config_time import (
     warmup_kinds,
     window_s,
 )
-from joulebench.measure.emulation import FORCE_KEY, verdict
-from joulebench.measure.first_check import DEFAULT as CHECK_FIRST_DEFAULT
-from joulebench.measure.first_check import first_check_s
-from joulebench.measure.meters.contention import DEFAULT_THRESHOLD as CONTENTION_THRESHOLD
-from joulebench.measure.methods import NATIVE_ONLY, config_key, parse_methods
-from joulebench.measure.protocol import EDGE_STEP_SHARE, ProtocolSettings
-from joulebench.measure.provenance import seconds_taken
-from joulebench.measure.quiet import WAIT_S, cpu_others_share
+from joulebench.core.emulation import FORCE_KEY, verdict
+from joulebench.core.first_check import DEFAULT as CHECK_FIRST_DEFAULT
+from joulebench.core.first_check import first_check_s
+from joulebench.core.meters.contention import DEFAULT_THRESHOLD as CONTENTION_THRESHOLD
+from joulebench.core.methods import NATIVE_ONLY, config_key, parse_methods
+from joulebench.core.protocol import EDGE_STEP_SHARE, ProtocolSettings
+from joulebench.core.provenance import seconds_taken
+from joulebench.core.quiet import WAIT_S, cpu_others_share
 from joulebench.safe_text import quantity
 from joulebench.schedule.job_parts import DEFAULT_SPLIT, job_key, job_methods, parse_job_key
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, ConfigError, read_yaml
@@ -42,7 +42,7 @@ from joulebench.tables import CATALOG, ESTIMATE_METER_PREFIX, PHASES
 
 # Overheads measured by bench/bench_plan.py on the development machine (2-core VM, CPU, no GPU,
 # busy with other work: load average 5), docs/benchmarks.md "Plan", 2026-12-03. Medians.
-# (Those of one configuration are in joulebench.measure.config_time.)
+# (Those of one configuration are in joulebench.core.config_time.)
 JOB_START_S = 6.7  # a profile or idle job's process start: python, torch, timm, the package
 CATALOG_JOB_S = 6.7  # a catalog job's imports (as a profile job's)
 CATALOG_MODEL_S = 0.26  # counting one model: params, FLOPs, activations (issue 3 benchmark)
@@ -167,7 +167,7 @@ class Plan:
 
 def _methods(config: dict) -> dict[str, dict]:
     """The study's methods, sweeps expanded as the profile job expands them."""
-    from joulebench.measure.methods import expand_methods
+    from joulebench.core.methods import expand_methods
 
     return expand_methods(config["methods"])
 
@@ -228,7 +228,7 @@ def plan_study(
     `steps`: (label, model) -> {(phase, method, batch size): calibrate.StepTime} measured
     here (`--calibrate`); `done`: (label, model) -> (configurations, seconds) of models
     already measured (measured_rows): counted as done, not estimated."""
-    from joulebench.measure.devices import as_pools
+    from joulebench.core.devices import as_pools
 
     pools = as_pools(devices)
     raw = config.get("protocol")
@@ -748,7 +748,7 @@ def with_gpus(devices: dict, gpus: int) -> dict[str, list[str]]:
     """The study's devices on a node with `gpus` GPUs like its first one, as `auto` would
     pick them: one pool of `gpus` under the first GPU's label; its CPU device, if any,
     stays."""
-    from joulebench.measure.devices import as_pools
+    from joulebench.core.devices import as_pools
 
     if gpus < 1:
         raise ConfigError(f"--gpus must be >= 1, got {gpus}")
@@ -822,7 +822,7 @@ def calibrate(config: dict, models: list[str], pools: dict, done: dict, log) -> 
     import time
 
     from joulebench.catalog.workloads import is_workload
-    from joulebench.measure.calibrate import calibrate_model
+    from joulebench.core.calibrate import calibrate_model
 
     sizes: dict[str, list[int]] = {}
     for phase, _, _, batch in _phase_configs(config):
@@ -866,8 +866,8 @@ def plan_for(
     import time
 
     from joulebench.catalog.models import resolve_models
-    from joulebench.measure.devices import as_pools, representatives, resolve_pools
-    from joulebench.measure.emulation import native_by_label
+    from joulebench.core.devices import as_pools, representatives, resolve_pools
+    from joulebench.core.emulation import native_by_label
     from joulebench.prerun import load_study
     from joulebench.study import workflow_root
 

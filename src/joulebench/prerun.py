@@ -62,9 +62,9 @@ def _stage_checks() -> list[tuple[str, Callable[[Mapping], object]]]:
     from joulebench.analysis.best_configs import CONSTRAINTS, parse_constraints
     from joulebench.analysis.carbon import check_carbon
     from joulebench.analysis.score import check_max_cv, check_scope, parse_grade_thresholds
-    from joulebench.measure.methods import parse_methods
-    from joulebench.measure.protocol import ProtocolSettings
-    from joulebench.measure.train import TrainSpec
+    from joulebench.core.methods import parse_methods
+    from joulebench.core.protocol import ProtocolSettings
+    from joulebench.core.train import TrainSpec
 
     return [
         ("protocol", lambda c: ProtocolSettings.from_dict(_at(c, "protocol"))),
@@ -178,7 +178,7 @@ def study_baseline(config: Mapping) -> str | None:
     """The method savings are computed against: `fits.baseline_method`, else the study's
     first method (a sweep's first value: fp16@1.0); None where the study names none. The
     same for a measured run and a replot of its summary, so a replot draws the same savings."""
-    from joulebench.measure.methods import expand_methods
+    from joulebench.core.methods import expand_methods
 
     named = _at(config, "fits.baseline_method")
     return named or next(iter(expand_methods(_at(config, "methods", {}))), None)

@@ -37,7 +37,7 @@ MAX_MESSAGE_CHARS = 300
 _PRESETS_NOW = (
     "a protocol preset's setting now, not a config key: pick the preset that fits "
     "(protocol.preset: default, strict, fast or smoke; docs/protocol.md#presets), or set it "
-    "from Python (joulebench.measure.protocol.ProtocolSettings)"
+    "from Python (joulebench.core.protocol.ProtocolSettings)"
 )
 _ROWS_NOW = (
     "score.{key} now: one section (score:) says which rows count, for the score, the fits "

@@ -167,7 +167,7 @@ def sweep_summary() -> pd.DataFrame:
     """The summary of that sweep, its rows made as a profile job makes them: the methods
     parsed from SWEEP_METHODS (fp16@1.0 ... fp16@0.5), their knob columns from
     Method.knob_fields with the limit a device would read back (fraction x 700 W)."""
-    from joulebench.measure.methods import KnobReadback, parse_methods
+    from joulebench.core.methods import KnobReadback, parse_methods
 
     rows = []
     for model, points in SWEEP.items():

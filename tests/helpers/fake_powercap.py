@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers.fake_nvml import ManualClock
-from joulebench.measure.meters import RaplMeter
+from joulebench.core.meters import RaplMeter
 
 
 class FakePowercap:

@@ -3,9 +3,9 @@ test that builds one imports the tiny models of helpers.tiny_models, which need 
 
 from conftest import FAST_PROTOCOL
 
-from joulebench.measure.methods import parse_methods
-from joulebench.measure.profile import ProfileJob
-from joulebench.measure.protocol import ProtocolSettings
+from joulebench.core.methods import parse_methods
+from joulebench.core.profile import ProfileJob
+from joulebench.core.protocol import ProtocolSettings
 
 FAST = ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0)
 

@@ -11,7 +11,7 @@ from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
 from joulebench.analysis.best_models import end_of_run
-from joulebench.measure.devices import (
+from joulebench.core.devices import (
     RESOLVED_ENV,
     DeviceError,
     check_devices,
@@ -26,7 +26,7 @@ from joulebench.schedule.slots import (
     pool_leases,
     slot_limits,
 )
-from joulebench.measure.emulation import native_by_label
+from joulebench.core.emulation import native_by_label
 from joulebench.schedule.job_parts import job_keys, job_methods, parse_job_key
 from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
 from joulebench.report.figure_manifest import (
@@ -37,7 +37,7 @@ from joulebench.report.figure_manifest import (
 )
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
-from joulebench.measure.quiet import cpu_others_share
+from joulebench.core.quiet import cpu_others_share
 from joulebench.plan import HostLoad, measured_rows, one_line, plan_study
 from joulebench.prerun import (
     DRAWN_TRACE,

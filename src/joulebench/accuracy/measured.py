@@ -241,7 +241,7 @@ def measure_models(
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
 ) -> pd.DataFrame:
     """ACCURACY_COLUMNS rows for models sharing one shard folder; a failure is a row."""
-    from joulebench.measure.backends import bound_device
+    from joulebench.core.backends import bound_device
 
     bound = bound_device(device)
     manifest = read_manifest(shard_dir)

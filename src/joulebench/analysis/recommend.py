@@ -32,8 +32,8 @@ from joulebench.analysis.best_configs import (
     simulated_text,
 )
 from joulebench.analysis.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
+from joulebench.core.host_bound import HOST_BOUND_BELOW
 from joulebench.flags import FLAG_HOST_BOUND, FLAG_SIMULATED, has_flag
-from joulebench.measure.host_bound import HOST_BOUND_BELOW
 from joulebench.safe_text import printable
 
 CLOSEST_SHOWN = 5

@@ -11,13 +11,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from joulebench.api.arguments import measurable_device
-from joulebench.flags import FLAG_SHORT_WINDOW, join_flags, split_flags
-from joulebench.measure.protocol import (
+from joulebench.core.protocol import (
     DEFAULT_PRESET,
     ProtocolSettings,
     meter_kind,
     preset_values,
 )
+from joulebench.flags import FLAG_SHORT_WINDOW, join_flags, split_flags
 
 # RAPL's and AMD SMI's energy counters move about every millisecond (the estimate reads the
 # process's CPU time as finely); a window of fewer than 100 such steps is off by over 1 %
@@ -82,7 +82,7 @@ class Monitor:
         self._open: dict[str, tuple[object, float]] = {}
 
     def begin_window(self, name: str) -> None:
-        from joulebench.measure.backends import select_node_meter
+        from joulebench.core.backends import select_node_meter
 
         if name in self._open:
             raise ValueError(f"window {name!r} is open already")

@@ -17,16 +17,16 @@ from joulebench.api.arguments import (
     step_callable,
 )
 from joulebench.api.measurement import Measurement
+from joulebench.core.protocol import DEFAULT_PRESET, ProtocolSettings, meter_kind
+from joulebench.core.quiet import WAIT_S as QUIET_WAIT_S
 from joulebench.flags import FLAG_SIMULATED, join_flags
-from joulebench.measure.protocol import DEFAULT_PRESET, ProtocolSettings, meter_kind
-from joulebench.measure.quiet import WAIT_S as QUIET_WAIT_S
 from joulebench.study import IDLE_PRE_S
 
 if TYPE_CHECKING:
     import torch
 
     from joulebench.catalog.workloads import WorkloadSpec
-    from joulebench.measure.backends import BoundDevice
+    from joulebench.core.backends import BoundDevice
 
 LOG = logging.getLogger("joulebench")
 CALLABLE = "callable"  # the `workload` of a row joulebench.measure made
@@ -64,7 +64,7 @@ def measure(
     config = protocol_config(preset, protocol)
     bound = measurable_device(device)
     sync = sync or bound.sync
-    from joulebench.measure.concurrency import NodeMeasurements
+    from joulebench.core.concurrency import NodeMeasurements
 
     with NodeMeasurements(bound.label) as node:
         meters = _meter_factory(bound, meter, node.count)
@@ -78,7 +78,7 @@ def measure(
 
 def _meter_factory(device: BoundDevice, prefer: str | None, concurrent) -> Callable:
     """A fresh meter of the device with the host's beside it, as a profile job makes it."""
-    from joulebench.measure.backends import select_node_meter
+    from joulebench.core.backends import select_node_meter
 
     return functools.partial(
         select_node_meter, device.device, prefer=prefer, label=device.label, concurrent=concurrent
@@ -87,7 +87,7 @@ def _meter_factory(device: BoundDevice, prefer: str | None, concurrent) -> Calla
 
 def _idle(meters: Callable, idle_s: float):
     """The short idle read before measuring: the baseline dynamic energy is above."""
-    from joulebench.measure.protocol import measure_idle
+    from joulebench.core.protocol import measure_idle
 
     meter, _ = meters()
     with meter:
@@ -95,15 +95,15 @@ def _idle(meters: Callable, idle_s: float):
 
 
 def _gate(device: BoundDevice, meters: Callable, wait_s: float):
-    from joulebench.measure.profile import device_gate
+    from joulebench.core.profile import device_gate
 
     return device_gate(device, meters, LOG.info, wait_s)
 
 
 def _run(step, sync, meters: Callable, config: dict, images_per_step: int, idle_w: float):
     """(protocol result, meter description, start time): windows sized to this meter."""
-    from joulebench.measure.protocol import measure as run_protocol
-    from joulebench.measure.provenance import utc_now
+    from joulebench.core.protocol import measure as run_protocol
+    from joulebench.core.provenance import utc_now
 
     meter, reasons = meters()
     with meter:
@@ -122,8 +122,8 @@ def callable_row(device: BoundDevice, known: dict, idle, result, info: dict, sta
     (FLAG_SIMULATED), as a profile row is."""
     import torch
 
-    from joulebench.measure.profile import gpu_fields, result_fields
-    from joulebench.measure.provenance import software, utc_now
+    from joulebench.core.profile import gpu_fields, result_fields
+    from joulebench.core.provenance import software, utc_now
 
     row = {
         "device_label": device.label,
@@ -171,7 +171,7 @@ def profile(
     idle read, the protocol): `model` is a timm name, a workload entry (`file.py:function`)
     or a torch.nn.Module, whose input an example batch (N, C, H, W), image (C, H, W) or
     shape, or a WorkloadSpec, gives. Raises MeasurementError where it was not measured."""
-    from joulebench.measure.methods import PRESETS as METHODS
+    from joulebench.core.methods import PRESETS as METHODS
 
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; one of {sorted(METHODS)}")
@@ -194,8 +194,8 @@ def profile(
 
 def _profile_rows(model_name, label, device, methods, batch_size, config, threads, keys):
     """The rows of a profile job of one configuration, run in this process."""
-    from joulebench.measure.adhoc import adhoc_spec
-    from joulebench.measure.profile import ProfileJob, run_profile
+    from joulebench.core.adhoc import adhoc_spec
+    from joulebench.core.profile import ProfileJob, run_profile
 
     spec = adhoc_spec(device, methods, [batch_size], config, **keys)
     job = ProfileJob.from_spec(model_name, label, spec, threads=threads)

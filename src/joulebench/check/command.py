@@ -26,8 +26,8 @@ def run_check(
     (default results/check/<device>.json); returns the report and where it went. A device
     that cannot be measured raises MeterUnavailable; a bad option, ConfigError."""
     from joulebench.check.report import report_path, write_report
-    from joulebench.measure.backends import DeviceError, backend_for, spellings
-    from joulebench.measure.meters import MeterUnavailable
+    from joulebench.core.backends import DeviceError, backend_for, spellings
+    from joulebench.core.meters import MeterUnavailable
     from joulebench.study import ConfigError
     from joulebench.table_io import check_writable
 
@@ -54,7 +54,7 @@ def run_check(
         report = check_cpu(settings, progress, prefer=meter, **options)
     else:
         from joulebench.check.gpu import check_gpu
-        from joulebench.measure.backends import Libraries
+        from joulebench.core.backends import Libraries
 
         libs = Libraries()
         problems = backend.problems(device, device, libs)

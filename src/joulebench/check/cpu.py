@@ -18,14 +18,14 @@ from joulebench.check.rows import (
     run_guarded,
 )
 from joulebench.check.targets import CpuTarget
-from joulebench.measure.protocol import ProtocolSettings
-from joulebench.measure.provenance import utc_now
+from joulebench.core.protocol import ProtocolSettings
+from joulebench.core.provenance import utc_now
 
 
 def check_cpu(settings: CheckSettings | None = None, progress=None, **meter_kw) -> CheckReport:
     """Which CPU meter reads (RAPL or the labelled estimate), how it updates, idle, repeat CV."""
-    from joulebench.measure.backends import select_meter
-    from joulebench.measure.meters.contention import ContentionGuard
+    from joulebench.core.backends import select_meter
+    from joulebench.core.meters.contention import ContentionGuard
 
     settings = settings or CheckSettings()
     progress = progress or (lambda message: None)
@@ -85,7 +85,7 @@ def _cpu_meter_row(meter, reasons: list[str]) -> Row:
 
 def rapl_rows(meter, probe_s: float = 0.3) -> list[Row]:
     """How often the package counter moves, and how long until it wraps at this power."""
-    from joulebench.measure.meters.rapl import wrapped_delta_uj
+    from joulebench.core.meters.rapl import wrapped_delta_uj
 
     zone = next(z for z in meter.zones if z.kind == "package")
     path = zone.path / "energy_uj"

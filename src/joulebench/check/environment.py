@@ -6,8 +6,8 @@ meter's library); a value the device does not report is a skipped row."""
 from __future__ import annotations
 
 from joulebench.check.report import FAIL, PASS, SKIP, WARN, Row
+from joulebench.core.backends import DeviceState
 from joulebench.flags import FLAG_PROCESS_CHECK_FAILED
-from joulebench.measure.backends import DeviceState
 
 HOT_AT_REST_C = 80
 

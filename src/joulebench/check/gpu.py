@@ -36,13 +36,13 @@ from joulebench.check.rows import (
 from joulebench.check.sensor_fit import SensorFit, fit_sensor
 from joulebench.check.tail_fit import TailFit, fit_tail
 from joulebench.check.thermal_fit import ThermalFit, fit_heat
-from joulebench.measure.heat import from_report as heat_from_report
-from joulebench.measure.meters.nvidia_sensors import DEFAULT_REFRESH_S, SensorSpec
-from joulebench.measure.meters.sampler import Sampler
-from joulebench.measure.protocol import ProtocolSettings
-from joulebench.measure.provenance import utc_now
-from joulebench.measure.tail import TailCalibration
-from joulebench.measure.tail import from_report as tail_from_report
+from joulebench.core.heat import from_report as heat_from_report
+from joulebench.core.meters.nvidia_sensors import DEFAULT_REFRESH_S, SensorSpec
+from joulebench.core.meters.sampler import Sampler
+from joulebench.core.protocol import ProtocolSettings
+from joulebench.core.provenance import utc_now
+from joulebench.core.tail import TailCalibration
+from joulebench.core.tail import from_report as tail_from_report
 
 COUNTER_TRACE_TARGET = 0.03
 SENSOR_TOLERANCE = 0.10  # measured refresh/window vs the published value

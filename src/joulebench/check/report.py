@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from joulebench.measure.provenance import utc_now
+from joulebench.core.provenance import utc_now
 from joulebench.safe_text import file_name
 from joulebench.table_io import atomic_write
 from joulebench.tables import CHECK, CHECK_RESULTS, is_estimate_meter
@@ -137,7 +137,7 @@ def new_check_id(device: str) -> str:
 
 def report_schema() -> dict:
     """The report's JSON schema; its device pattern is the device registry's."""
-    from joulebench.measure.backends import device_pattern
+    from joulebench.core.backends import device_pattern
 
     schema = {**_REPORT_SCHEMA, "properties": dict(_REPORT_SCHEMA["properties"])}
     schema["properties"]["device"] = {"type": "string", "pattern": device_pattern()}
@@ -220,7 +220,7 @@ def device_file(device: str) -> str:
 def report_path(device: str, check_dir: str | Path = CHECK_DIR) -> Path:
     """Where the report of `device` is kept, by its one spelling (`cuda` is cuda0.json; a
     string no backend serves as written, made a safe file name)."""
-    from joulebench.measure.backends import DeviceError, kind_of
+    from joulebench.core.backends import DeviceError, kind_of
 
     try:
         device = kind_of(device).canonical(device)

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from joulebench.check.report import FAIL, PASS, SKIP, WARN, Row
+from joulebench.core.heat import HeatCalibration
+from joulebench.core.protocol import ProtocolSettings, measure, measure_idle
+from joulebench.core.tail import TailCalibration
 from joulebench.flags import FLAG_OTHER_LOAD, FLAG_OTHER_PROCESS, has_flag
-from joulebench.measure.heat import HeatCalibration
-from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
-from joulebench.measure.tail import TailCalibration
 from joulebench.stats import spread
 from joulebench.tables import INPUT_KINDS
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from joulebench.check.sensor_fit import _pattern_search
-from joulebench.measure.tail import TailShape
+from joulebench.core.tail import TailShape
 
 HOLDS_S = np.linspace(0.0, 1.5, 61)
 TAUS_S = np.geomspace(0.02, 8.0, 60)  # faster than 20 ms a tail is the board's own fall

@@ -1,7 +1,7 @@
 """A board's heat from one step of load: time constant, degrees per watt, leakage slope.
 
 From idle, the check runs the standard load for `heat_s` while the meter samples power and
-die temperature. A first-order die with leakage (joulebench.measure.heat) answers a step
+die temperature. A first-order die with leakage (joulebench.core.heat) answers a step
 with T(t) = T_ss + (T_0 - T_ss) exp(-t / tau_eff), where the leakage's own heat slows it:
 tau_eff = tau / (1 - c_per_w x dP/dT). So:
 - leakage: power against temperature over the step (the load is fixed; only the die's

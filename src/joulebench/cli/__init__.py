@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     from joulebench.analysis.summary import SummaryError
     from joulebench.catalog.models import ModelSelectionError
     from joulebench.catalog.workloads import WorkloadError
-    from joulebench.measure.backends import DeviceError
-    from joulebench.measure.protocol import SettingsError
+    from joulebench.core.backends import DeviceError
+    from joulebench.core.protocol import SettingsError
     from joulebench.schedule.bad_gpus import NoGoodGpu
     from joulebench.study import ConfigError
     from joulebench.table_io import TableError, WriteError

@@ -136,7 +136,7 @@ def value_check(kind: type = float, *, optional: bool = False, **bounds) -> Call
 
 def _check_meter(value) -> None:
     """A meter of the registry, or None (the best readable)."""
-    from joulebench.measure.backends import meter_names
+    from joulebench.core.backends import meter_names
 
     if value is not None and value not in meter_names():
         raise ValueError(f"must be one of {', '.join(meter_names())} or null, got {value!r}")
@@ -146,7 +146,7 @@ def _check_torch_device(value) -> None:
     """A torch device this machine's registry serves (no simulated GPU: a real model runs)."""
     import re
 
-    from joulebench.measure.backends import device_pattern, spellings
+    from joulebench.core.backends import device_pattern, spellings
 
     if not isinstance(value, str) or not re.fullmatch(device_pattern(simulated=False), value):
         raise ValueError(f"must be {spellings(simulated=False)}, got {value!r}")
@@ -162,7 +162,7 @@ def default(func, name: str):
 
 def add_device(p, *, default_in_help: bool = True) -> None:
     """`--device`: a device string of the registry (default cpu)."""
-    from joulebench.measure.backends import spellings
+    from joulebench.core.backends import spellings
 
     shown = f"{spellings()} (default cpu)" if default_in_help else spellings()
     p.add_argument("--device", default="cpu", help=shown)
@@ -170,7 +170,7 @@ def add_device(p, *, default_in_help: bool = True) -> None:
 
 def add_meter(p, *, meter_help: str | None = None, tdp_help: str | None = None) -> None:
     """`--meter` (one of the registry's meters) and `--tdp-w` (the estimate's CPU power)."""
-    from joulebench.measure.backends import meter_names
+    from joulebench.core.backends import meter_names
 
     p.add_argument("--meter", choices=meter_names(), help=meter_help)
     p.add_argument("--tdp-w", type=POSITIVE, help=tdp_help)
@@ -178,7 +178,7 @@ def add_meter(p, *, meter_help: str | None = None, tdp_help: str | None = None) 
 
 def add_protocol(p) -> None:
     """The protocol's repeats and their least length, with the protocol's defaults."""
-    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.core.protocol import ProtocolSettings
 
     p.add_argument("--repeats", type=COUNT, default=ProtocolSettings.repeats)
     p.add_argument("--min-repeat-s", type=number(minimum=0), default=ProtocolSettings.min_repeat_s)

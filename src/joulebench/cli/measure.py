@@ -28,8 +28,8 @@ TDP_HELP = "CPU power for the estimate meter"
 def _cmd_catalog(args) -> int:
     """A catalog part: its models counted by workers it watches (measure.catalog_job)."""
     from joulebench.catalog.build import catalog_entries, catalog_line
-    from joulebench.measure.catalog_job import supervised_catalog
-    from joulebench.measure.job_runner import Orphaned
+    from joulebench.core.catalog_job import supervised_catalog
+    from joulebench.core.job_runner import Orphaned
 
     models = catalog_entries(args.models, args.models_file)
     settings = command_settings("catalog", args.settings)
@@ -59,7 +59,7 @@ def add_catalog(sub) -> None:
 def _cmd_catalog_worker(args) -> int:
     """(internal) One worker of a catalog part: models from a position on, each row written
     to the part's parts folder (measure.catalog_job)."""
-    from joulebench.measure.catalog_job import catalog_worker
+    from joulebench.core.catalog_job import catalog_worker
 
     catalog_worker(
         args.models, args.parts, start_at=args.start_at, threads=args.threads,
@@ -95,7 +95,7 @@ def add_concat(sub) -> None:
 
 def _cmd_profile(args) -> int:
     """Ad hoc: measure one model now and print a short table (no Snakemake)."""
-    from joulebench.measure.adhoc import format_rows, profile_now
+    from joulebench.core.adhoc import format_rows, profile_now
 
     rows = profile_now(
         args.model,
@@ -131,9 +131,9 @@ def _nothing_measured(rows) -> int:
 
 
 def add_profile(sub) -> None:
-    from joulebench.measure.methods import PRESETS
-    from joulebench.measure.profile import DEFAULT_ONNX_CACHE, ProfileJob
-    from joulebench.measure.train import OPTIMIZERS, TrainSpec
+    from joulebench.core.methods import PRESETS
+    from joulebench.core.profile import DEFAULT_ONNX_CACHE, ProfileJob
+    from joulebench.core.train import OPTIMIZERS, TrainSpec
     from joulebench.tables import INPUT_KINDS, PHASES
 
     p = sub.add_parser("profile", help="measure one model now and print a short table")
@@ -197,9 +197,9 @@ def _cmd_profile_job(args) -> int:
     """One workflow job: all methods x batch sizes of one model on one device (or on a good,
     free GPU of its pool, held until the job ends, moved once if it fails), measured by
     workers it watches."""
-    from joulebench.measure.devices import require_measurable
-    from joulebench.measure.gpu_failover import failover_for
-    from joulebench.measure.job_runner import Orphaned, supervised_job
+    from joulebench.core.devices import require_measurable
+    from joulebench.core.gpu_failover import failover_for
+    from joulebench.core.job_runner import Orphaned, supervised_job
     from joulebench.schedule.slots import pin_to_gpu
 
     spec = json_object("--spec", args.spec)
@@ -225,7 +225,7 @@ def _cmd_profile_job(args) -> int:
 def _cmd_profile_worker(args) -> int:
     """(internal) One worker of a profile job: configurations from a position on, each
     written to the job's parts folder (measure.job_runner)."""
-    from joulebench.measure.job_runner import main_worker
+    from joulebench.core.job_runner import main_worker
 
     return main_worker(args)
 
@@ -258,7 +258,7 @@ def add_profile_job(sub) -> None:
 
 def _cmd_idle(args) -> int:
     """The idle power baseline of a device."""
-    from joulebench.measure.idle import idle_line, run_idle
+    from joulebench.core.idle import idle_line, run_idle
 
     settings = command_settings("idle", args.settings)
     lease, spec = pinned(args, {"torch_device": args.device}, f"{args.device_label} idle")
@@ -286,7 +286,7 @@ def _cmd_check(args) -> int:
     """Can this machine's energy numbers be trusted? A pass/warn/fail table and a JSON report."""
     from joulebench.check.command import run_check
     from joulebench.check.report import FAIL, format_table
-    from joulebench.measure.meters import MeterUnavailable
+    from joulebench.core.meters import MeterUnavailable
 
     def progress(message: str) -> None:
         say(f"check {args.device}: {message}", file=sys.stderr, flush=True)

@@ -29,7 +29,7 @@ def add_resolve(sub) -> None:
 
 def _cmd_devices(args) -> int:
     """What `devices: auto` (or the study's devices) picks, and each device's meter."""
-    from joulebench.measure.devices import devices_for
+    from joulebench.core.devices import devices_for
     from joulebench.prerun import load_study
 
     study = load_study(args.configfile) if args.configfile else None

@@ -98,7 +98,7 @@ def _protocol(protocol: Mapping | None, rows: pd.DataFrame) -> str:
             "This page was built from a summary measured elsewhere, so the protocol's settings "
             "are not known here; what the rows say of it follows."
         )
-    from joulebench.measure.protocol import DEFAULT_PRESET
+    from joulebench.core.protocol import DEFAULT_PRESET
 
     preset = protocol.get("preset") or DEFAULT_PRESET
     changed = sorted(k for k in protocol if k != "preset")
@@ -128,7 +128,7 @@ def _meter_kinds(rows: pd.DataFrame) -> list[str]:
 
 
 def _settings_said(protocol: Mapping, kind: str) -> str:
-    from joulebench.measure.protocol import ProtocolSettings
+    from joulebench.core.protocol import ProtocolSettings
 
     p = ProtocolSettings.from_dict(protocol, kind)
     cap = (

@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from joulebench.measure.provenance import utc_now
+from joulebench.core.provenance import utc_now
 from joulebench.safe_text import file_name
 from joulebench.table_io import atomic_write
 

@@ -5,8 +5,8 @@ leasing one of a pool (schedule.lease). Device discovery is measure.devices'."""
 import os
 import re
 
-from joulebench.measure.backends import DeviceError, Libraries, backend_for, kind_of
-from joulebench.measure.devices import as_pools, check_devices, representatives
+from joulebench.core.backends import DeviceError, Libraries, backend_for, kind_of
+from joulebench.core.devices import as_pools, check_devices, representatives
 
 
 def measuring_slot(label: str) -> str:

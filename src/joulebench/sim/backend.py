@@ -17,7 +17,7 @@ import math
 import re
 from collections.abc import Callable
 
-from joulebench.measure.backends.base import (
+from joulebench.core.backends.base import (
     Backend,
     DeviceIdentity,
     DeviceInfo,
@@ -25,9 +25,9 @@ from joulebench.measure.backends.base import (
     Libraries,
     NativePrecisions,
 )
-from joulebench.measure.backends.cuda import NvmlKnobs, cuda_native, nvml_state
-from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
-from joulebench.measure.meters.nvidia_sensors import GENERATIONS
+from joulebench.core.backends.cuda import NvmlKnobs, cuda_native, nvml_state
+from joulebench.core.meters.nvidia_sensors import BOARD_NAMES as BOARD
+from joulebench.core.meters.nvidia_sensors import GENERATIONS
 from joulebench.sim.faults import sim_fault
 from joulebench.sim.rig import SimCheckTarget, simulated_gpu
 from joulebench.sim.tail import DEVICE_TAIL

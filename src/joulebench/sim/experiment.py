@@ -3,7 +3,7 @@
 A case is a GPU generation, a workload period (10-200 ms batches: some line up with the
 100 ms refresh, some do not) and a sensor phase (refreshing in phase with the workload's
 start, or at a random offset). For each case:
-- the protocol: the real `joulebench.measure.protocol.measure` through the real NVML meter and its
+- the protocol: the real `joulebench.core.protocol.measure` through the real NVML meter and its
   sampler, on simulated time, with the idle power measured first as the workflow does;
 - naive: one window of `window_s` around a running loop, no phase shifts, no repeats: the
   counter difference (or, without a counter, the integrated trace) / images.
@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from joulebench.measure.meters.nvidia_sensors import GENERATIONS
-from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
+from joulebench.core.meters.nvidia_sensors import GENERATIONS
+from joulebench.core.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.sim.rig import simulated_gpu
 from joulebench.sim.workload import Workload
 

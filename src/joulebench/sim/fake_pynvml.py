@@ -1,6 +1,6 @@
 """A stand-in for the pynvml module (nvidia-ml-py) that serves simulated GPUs.
 
-The real meter code (joulebench.measure.meters.nvml) runs against it unchanged: pass an instance as
+The real meter code (joulebench.core.meters.nvml) runs against it unchanged: pass an instance as
 `nvml=`. It mirrors pynvml where joulebench touches it: function names and signatures, return
 types (str from name/UUID/version getters, bytes in the PCI info struct, [current, pending]
 from the MIG and ECC mode getters, field values with a per-field nvmlReturn), units (mW, mJ,
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-from joulebench.measure.meters.nvidia_sensors import SensorSpec
+from joulebench.core.meters.nvidia_sensors import SensorSpec
 from joulebench.sim.sensor import SimSensor
 from joulebench.sim.workload import SimGpu
 

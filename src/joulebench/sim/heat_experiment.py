@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from joulebench.measure.heat import HeatCalibration
-from joulebench.measure.meters.nvidia_sensors import GENERATIONS
-from joulebench.measure.protocol import ProtocolSettings, measure, measure_idle
+from joulebench.core.heat import HeatCalibration
+from joulebench.core.meters.nvidia_sensors import GENERATIONS
+from joulebench.core.protocol import ProtocolSettings, measure, measure_idle
 from joulebench.sim.rig import SimRig, simulated_gpu
 from joulebench.sim.tail import Tail
 from joulebench.sim.tail import drawn as drawn_tail
@@ -130,7 +130,7 @@ def tail_calibration(rig: SimRig, error: float | None, rng: random.Random):
     None: not known. A board without a tail is handed a zero excess."""
     if error is None:
         return None
-    from joulebench.measure.tail import TailCalibration  # here: a bench of older code runs too
+    from joulebench.core.tail import TailCalibration  # here: a bench of older code runs too
 
     tail, idle_w = rig.gpu.tail, rig.gpu.idle_w
     if tail is None:

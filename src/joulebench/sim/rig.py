@@ -1,7 +1,7 @@
 """One simulated GPU, wired up: clock, true power, sensor, fake pynvml and the real NVML meter.
 
 rig = simulated_gpu("hopper", phase_s=0.037, seed=1)
-meter = rig.meter()                 # joulebench.measure.meters.NvmlMeter, on simulated time
+meter = rig.meter()                 # joulebench.core.meters.NvmlMeter, on simulated time
 workload = Workload(period_s=0.1)
 measure(lambda: rig.gpu.batch(workload), rig.gpu.sync, meter,
         images_per_step=workload.images_per_batch, clock=rig.clock, sleep=rig.gpu.sleep)
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES, GENERATIONS, SensorSpec
-from joulebench.measure.meters.nvml import DEFAULT_INTERVAL_S, NvmlMeter
+from joulebench.core.meters.nvidia_sensors import BOARD_NAMES, GENERATIONS, SensorSpec
+from joulebench.core.meters.nvml import DEFAULT_INTERVAL_S, NvmlMeter
 from joulebench.sim.clock import SimClock
 from joulebench.sim.fake_pynvml import SimBoard, SimNvml
 from joulebench.sim.sensor import SimSensor

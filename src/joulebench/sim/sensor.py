@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from joulebench.measure.meters.nvidia_sensors import SensorSpec
+from joulebench.core.meters.nvidia_sensors import SensorSpec
 from joulebench.sim.clock import SimClock
 from joulebench.sim.workload import PowerSignal
 

@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from joulebench.measure.meters.nvidia_sensors import BOARD_NAMES as BOARD
-from joulebench.measure.meters.nvidia_sensors import GENERATIONS
-from joulebench.measure.meters.nvml import NvmlMeter
+from joulebench.core.meters.nvidia_sensors import BOARD_NAMES as BOARD
+from joulebench.core.meters.nvidia_sensors import GENERATIONS
+from joulebench.core.meters.nvml import NvmlMeter
 from joulebench.sim.fake_pynvml import SimBoard, SimNvml
 from joulebench.sim.faults import SimFault, step_error
 from joulebench.sim.host import count_step
@@ -55,7 +55,7 @@ def sim_uuid(label: str) -> str:
 
 
 def _settings_path(uuid: str):
-    from joulebench.measure.knobs import state_dir
+    from joulebench.core.knobs import state_dir
 
     return state_dir() / "sim-boards" / f"{uuid}.json"
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from joulebench.catalog.models import exact_names
-from joulebench.measure.backends import DeviceError, kind_of
+from joulebench.core.backends import DeviceError, kind_of
 
 # The plan's home today; issue 24 moves it next to study.py: fix this one line then.
-from joulebench.measure.config_time import format_duration, method_config_s
-from joulebench.measure.devices import AUTO, RESOLVED_ENV, pool_members
-from joulebench.measure.methods import expand_methods
+from joulebench.core.config_time import format_duration, method_config_s
+from joulebench.core.devices import AUTO, RESOLVED_ENV, pool_members
+from joulebench.core.methods import expand_methods
 from joulebench.plan import DEFAULT_REFRESH_S, meter_of, plan_study
 from joulebench.prerun import load_study
 

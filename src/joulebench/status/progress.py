@@ -20,10 +20,10 @@ from pathlib import Path
 import pandas as pd
 
 from joulebench.analysis.score import left_out_of_grades
-from joulebench.measure.backends import DeviceError, host_backend, kind_of
-from joulebench.measure.concurrency import live_markers
-from joulebench.measure.provenance import seconds_taken
-from joulebench.measure.runtimes import STATUS_SKIPPED
+from joulebench.core.backends import DeviceError, host_backend, kind_of
+from joulebench.core.concurrency import live_markers
+from joulebench.core.provenance import seconds_taken
+from joulebench.core.runtimes import STATUS_SKIPPED
 from joulebench.safe_text import file_name, printable
 from joulebench.schedule.bad_gpus import bad_gpus
 from joulebench.schedule.job_parts import parse_job_key

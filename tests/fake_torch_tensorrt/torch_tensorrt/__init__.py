@@ -1,6 +1,6 @@
 """A stand-in for torch_tensorrt 2.14.0 (TensorRT 11.1) that runs the model on the CPU.
 
-Only what joulebench.measure.trt_native uses, with the real names and arguments
+Only what joulebench.core.trt_native uses, with the real names and arguments
 (tests/test_trt_native.py holds them against signatures read from the real package's
 source): `compile(module, ir="dynamo", arg_inputs=[Input(shape=..., dtype=...)], ...)`,
 `save(module, file_path, arg_inputs=[x])`, `load(file_path)`, `Input`, `__version__`, and

@@ -16,8 +16,8 @@ from joulebench.analysis.score import (
     SCORE_GROUP,
     measured_mask,
 )
+from joulebench.core.host_bound import HOST_BOUND_BELOW
 from joulebench.flags import FLAG_HOST_BOUND, has_flag
-from joulebench.measure.host_bound import HOST_BOUND_BELOW
 from joulebench.report.figures.registry import Inputs, figure
 from joulebench.report.figures.rows import (
     describe,

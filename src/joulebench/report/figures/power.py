@@ -16,8 +16,8 @@ import pandas as pd
 
 import joulebench.report.figures.plot as plot
 from joulebench.analysis.score import DEFAULT_MAX_ENERGY_CV, invalidating_flag
+from joulebench.core.methods import config_key
 from joulebench.flags import FLAG_SIMULATED
-from joulebench.measure.methods import config_key
 from joulebench.report.figures.registry import Inputs, figure
 from joulebench.report.figures.rows import (
     empty_because,

@@ -1,0 +1,149 @@
+"""`joulebench profile`: one model measured now, under the same supervisor as a workflow job
+(measure.job_runner), and the short table it prints."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pandas as pd
+
+from joulebench.core.job_runner import supervised_job
+from joulebench.core.methods import PRESETS
+from joulebench.core.profile import DEFAULT_ONNX_CACHE, ProfileJob
+from joulebench.core.protocol import ProtocolSettings
+from joulebench.core.train import TrainSpec
+from joulebench.flags import flag_warnings
+from joulebench.safe_text import quantity
+from joulebench.table_io import write_table
+from joulebench.tables import INPUT_KINDS, PROFILE_COLUMNS
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def profile_now(
+    entry: str,
+    *,
+    device: str = "cpu",
+    methods: list[str] = ("fp32",),
+    batch_sizes: list[int] = (1,),
+    repeats: int = ProtocolSettings.repeats,
+    min_repeat_s: float = ProtocolSettings.min_repeat_s,
+    meter: str | None = None,
+    tdp_w: float | None = None,
+    threads: int | None = None,
+    phases: list[str] = ("inference",),
+    optimizer: str = TrainSpec.optimizer,
+    onnx_cache: str = DEFAULT_ONNX_CACHE,
+    input_kind: str = INPUT_KINDS[0],
+    allow_emulated: bool = False,
+    timeout_s: float | None = None,
+    output=None,
+) -> pd.DataFrame:
+    """`joulebench profile`: measure one model (a timm name or a workload entry) now, with the
+    method presets (methods.PRESETS; `allow_emulated` measures those the device only
+    emulates) and a protocol of `repeats` windows of `min_repeat_s`, each configuration
+    stopped after `timeout_s` without progress (None: the default, measure.supervise); the
+    rows are also written to `output` when given."""
+    from joulebench.catalog.models import resolve_models
+    from joulebench.catalog.workloads import is_workload
+    from joulebench.core.devices import require_measurable
+
+    require_measurable(device, device)
+    model = resolve_models([entry])[0]
+    spec = adhoc_spec(
+        device,
+        {m: {**PRESETS[m], "allow_emulated": allow_emulated} for m in methods},
+        batch_sizes,
+        {  # exactly `repeats` windows (no CI target); max_repeats caps repeats
+            "repeats": repeats,
+            "min_repeat_s": min_repeat_s,
+            "ci_target": None,
+            "max_repeats": max(repeats, ProtocolSettings.max_repeats),
+        },
+        meter=meter,
+        estimate={"tdp_w": tdp_w},
+        phases=list(phases),
+        train={"optimizer": optimizer},
+        workload=entry if is_workload(entry) else None,
+        onnx_cache=onnx_cache,
+        input_kind=input_kind,
+        timeout_s=timeout_s,
+    )
+
+    label = adhoc_label(device)
+    ProfileJob.from_spec(model, label, spec, threads=threads)  # its errors, here and now
+    rows, _, _ = supervised_job(model, label, spec, idle=None, threads=threads, log=_warn)
+    if output:
+        write_table(rows, output, PROFILE_COLUMNS)
+    return rows
+
+
+def adhoc_spec(device: str, methods: dict, batch_sizes, protocol: dict, **keys) -> dict:
+    """The profile spec of a model measured now, by `joulebench profile` or the Python API's
+    `joulebench.profile`: the workflow's keys (common.smk's get_profile_spec; `keys` sets
+    any other of them), the GPU never checked first (a kept check report of it counts)."""
+    return {
+        "torch_device": device,
+        "methods": methods,
+        "batch_sizes": list(batch_sizes),
+        "protocol": protocol,
+        "check_first": "off",
+        **keys,
+    }
+
+
+def adhoc_label(device: str) -> str:
+    """The label rows of a model measured now carry: the device without colons (simh100)."""
+    return device.replace(":", "")
+
+
+WIDE_CI = "(!)"  # beside an energy whose 95% CI is wider than the value itself
+
+
+def format_rows(rows: pd.DataFrame) -> str:
+    """The short table `joulebench profile` prints: each energy with its 95% CI (± in mJ,
+    marked where the CI is wider than the value: too few windows, or a load that changed),
+    each row's flags; under it what a careful reader must know: a wide CI, a line per flag
+    that makes a number untrustworthy (flags.flag_warnings), an estimated energy."""
+    table = rows[["model", "phase", "method", "batch_size", "status"]].copy()
+    energy = rows["energy_per_image_j"].astype("float64") * 1e3
+    half = (rows["energy_per_image_ci95_high_j"].astype("float64") - energy / 1e3) * 1e3
+    wide = (half > energy).fillna(False)
+    table["mJ/image ± 95% CI"] = [
+        _energy_cell(e, h, w) for e, h, w in zip(energy, half, wide, strict=True)
+    ]
+    table["CV %"] = rows["energy_per_image_cv"] * 100
+    table["img/s"] = rows["throughput_img_s"]
+    table["W"] = rows["power_mean_w"]
+    table["meter"] = rows["meter"]
+    table["flags"] = rows["flags"].astype("string").fillna("").replace("", "-")
+    lines = [table.to_string(index=False, float_format=_figure, na_rep="-")]
+    if wide.any():
+        lines.append(
+            f"{WIDE_CI} the 95% CI is wider than the value ({quantity(int(wide.sum()), 'row')}): "
+            "too few windows to pin it down, or the load changed between them; more --repeats "
+            "(and a quiet host) narrow it"
+        )
+    lines += flag_warnings(rows["flags"])
+    if rows["is_estimate"].fillna(False).any():
+        lines.append("energy is ESTIMATED (no hardware counter readable); see meter_reasons.")
+    return "\n".join(lines)
+
+
+def _figure(value: float) -> str:
+    """Three significant digits, never in exponent form (1,350 img/s, not 1.35e+03)."""
+    if not math.isfinite(value):
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _energy_cell(energy_mj: float, half_mj: float, wide: bool) -> str:
+    """An energy in mJ with its CI's half-width: '144 ± 3.1', '596 ± 750 (!)', '-'."""
+    if not math.isfinite(energy_mj):
+        return "-"
+    if not math.isfinite(half_mj):
+        return _figure(energy_mj)
+    return f"{_figure(energy_mj)} ± {_figure(half_mj)}" + (f" {WIDE_CI}" if wide else "")
