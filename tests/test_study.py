@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import pytest
@@ -186,7 +188,7 @@ def test_a_yaml_alias_bomb_is_refused_before_it_is_expanded(tmp_path):
 
 def test_deep_nesting_is_one_line_not_a_recursion_error(tmp_path):
     deep = tmp_path / "deep.yaml"
-    deep.write_text("".join("  " * i + f"k{i}:\n" for i in range(5000)) + "  " * 5000 + "v\n")
+    deep.write_text("".join("  " * i + f"k{i}:\n" for i in range(1500)) + "  " * 1500 + "v\n")
     with pytest.raises(ConfigError) as err:
         read_yaml(deep)
     assert str(err.value) == f"{deep} is refused: line 32: nested deeper than 32 levels"
@@ -201,6 +203,37 @@ def test_a_key_given_twice_is_refused_not_last_wins(tmp_path):
     with pytest.raises(ConfigError) as err:
         read_study(study, REPO)
     assert str(err.value) == f"{study} is refused: line 3: key 'batch_sizes' is given twice"
+
+
+_BOUNDED_READ = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))  # unbounded, it dies here
+from joulebench.study import ConfigError, read_config
+try:
+    read_config(sys.argv[1])
+except ConfigError as err:
+    print(err)
+"""
+
+
+def test_a_study_file_is_a_regular_file_of_a_few_mb(tmp_path):
+    """Issue 40 item 2: `--configfile /dev/zero` grew to 23 GB (plan, status and the
+    Snakefile's own read all go through read_config)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("# " + "x" * 5 * 2**20 + "\n")
+    said = {
+        "/dev/zero": "/dev/zero is not a regular file (a device, FIFO or socket)",
+        str(fifo): f"{fifo} is not a regular file (a device, FIFO or socket)",
+        str(huge): f"{huge} is larger than 4 MB: no study file is",
+        str(tmp_path): f"{tmp_path} is a folder: a config is a YAML file",
+    }
+    for path, start in said.items():
+        res = subprocess.run(
+            [sys.executable, "-c", _BOUNDED_READ, path], capture_output=True, text=True, timeout=60
+        )
+        assert res.returncode == 0 and res.stdout.startswith(start), (path, res.stderr[-300:])
 
 
 def test_a_file_that_is_no_study_is_refused_without_showing_its_lines(tmp_path):

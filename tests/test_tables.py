@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+
 import pandas as pd
 import pytest
 
@@ -103,3 +106,41 @@ def test_write_errors_are_one_line_naming_the_path_and_leave_nothing(tmp_path):
     blocked.write_text("")
     with pytest.raises(WriteError, match=f"^cannot write {blocked}/x.parquet: {blocked} is a file"):
         write_table(pd.DataFrame({"a": [1]}), blocked / "x.parquet")
+
+
+def _specials(tmp_path):
+    """A FIFO and a link to /dev/null (a link: were the check missing, the rename would
+    replace the link, never the machine's /dev/null)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    null = tmp_path / "null"
+    null.symlink_to("/dev/null")
+    return {fifo: "a FIFO (named pipe)", null: "a character device"}
+
+
+def test_a_device_or_a_fifo_is_never_replaced_by_a_write(tmp_path):
+    """Issue 40 item 1: `-o /dev/null` turned /dev/null into a regular file."""
+    for path, kind in _specials(tmp_path).items():
+        with pytest.raises(WriteError, match=f"^cannot write {path}: it is {re.escape(kind)}"):
+            write_table(pd.DataFrame({"a": [1]}), path)
+        assert not path.is_file() and (path.is_fifo() or path.is_symlink())
+        assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize("command", ["score", "best-configs", "webapp", "concat", "profile"])
+def test_every_output_option_refuses_a_device_before_any_work(tmp_path, capsys, command):
+    """The check runs before the command does (a profile would measure for minutes first)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    args = {
+        "score": ["score", "none.parquet"],
+        "best-configs": ["best-configs", "none.parquet"],
+        "webapp": ["webapp", "--summary", "none.parquet", "--scores", "none.parquet"],
+        "concat": ["concat", "catalog", "none.parquet"],
+        "profile": ["profile", "resnet18.a1_in1k", "--repeats", "1"],
+    }[command]
+    assert main([*args, "--output", str(fifo)]) == 2
+    err = capsys.readouterr().err
+    kind = "it is a FIFO (named pipe), not a file; give a file path"
+    assert err == f"joulebench: error: cannot write {fifo}: {kind}\n"
+    assert fifo.is_fifo()

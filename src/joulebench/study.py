@@ -20,6 +20,7 @@ import difflib
 import os
 import re
 import shlex
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -73,6 +74,9 @@ MOVED_KEYS: dict[str, str] = {
 # is 9**9 nodes once expanded), at most this many levels of nesting (5,000 levels overflow
 # Python's stack), and no key given twice in one mapping (YAML would keep the last silently).
 MAX_YAML_DEPTH = 32
+# ... and it is a regular file of at most this many bytes (`--configfile /dev/zero` grew to
+# 23 GB; the paper-size study is 2 KB).
+MAX_CONFIG_BYTES = 4 * 2**20
 # A study file's top-level keys are words (models, batch_sizes, ...); a file whose top level
 # holds other things (`root:*:19000:...`) is no config, and its lines are never shown.
 CONFIG_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
@@ -155,7 +159,7 @@ def read_yaml(path: str | Path) -> dict:
     """A config file as a mapping, read bounded (BoundedLoader: no aliases, no deep nesting,
     no key twice); a one-line ConfigError for a missing, malformed or refused one."""
     try:
-        data = load_bounded(Path(path).read_text())
+        data = load_bounded(read_bounded_text(path))
     except OSError as err:
         raise ConfigError(f"cannot read config file {path}: {err.strerror}") from None
     except UnicodeDecodeError:
@@ -169,6 +173,23 @@ def read_yaml(path: str | Path) -> dict:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config is a mapping of keys, not {type(data).__name__}")
     return data
+
+
+def read_bounded_text(path: str | Path) -> str:
+    """A config file's text: a regular file of at most MAX_CONFIG_BYTES (a device, a FIFO or
+    a huge file is a ConfigError before anything is read into memory)."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        what = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a device, FIFO or socket)"
+        raise ConfigError(f"{path} is {what}: a config is a YAML file")
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_CONFIG_BYTES + 1)  # bounded, whatever its size says
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{path} is larger than {MAX_CONFIG_BYTES // 2**20} MB: no study file is "
+            "(the paper-size study is 2 KB); is it the right file?"
+        )
+    return data.decode("utf-8")
 
 
 def read_config(path: str | Path) -> dict:

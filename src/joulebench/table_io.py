@@ -15,6 +15,7 @@ import errno
 import glob
 import os
 import shlex
+import stat
 import tempfile
 import time
 from collections.abc import Callable
@@ -108,15 +109,37 @@ def check_writable(path: str | os.PathLike) -> None:
 
 
 def _check_writable(path: Path) -> None:
-    """WriteError when `path` is a folder, or a file stands where its folder would be (the
-    OS would say only "File exists")."""
+    """WriteError when `path` is a folder, something that is not a regular file (a device
+    such as /dev/null, a FIFO, a socket: the rename would replace it with a file), or a file
+    stands where its folder would be (the OS would say only "File exists")."""
     if path.is_dir():
         raise WriteError(f"cannot write {path}: it is a folder; give a file path")
+    special = _special_kind(path)
+    if special:
+        raise WriteError(f"cannot write {path}: it is {special}, not a file; give a file path")
     for folder in path.parents:
         if folder.exists():
             if not folder.is_dir():
                 raise WriteError(f"cannot write {path}: {folder} is a file, not a folder")
             return
+
+
+_SPECIAL_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _special_kind(path: Path) -> str:
+    """What stands at `path` (through links) if it is neither a regular file nor a folder;
+    "" where nothing does or it is a file."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return ""  # missing (or unreadable): the write itself says why
+    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), "")
 
 
 def _os_reason(err: OSError) -> str:

@@ -65,6 +65,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The options that name a file a command writes (label's --output is a stem: its own check).
+OUTPUT_OPTIONS = ("output", "repeats_output", "trace_output")
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """WriteError now, before minutes of work, for an output that could not be written or
+    must not be replaced (a folder, /dev/null, a FIFO: table_io.check_writable)."""
+    from joulebench.table_io import check_writable
+
+    for name in OUTPUT_OPTIONS:
+        path = getattr(args, name, None)
+        if path:
+            check_writable(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from joulebench.accuracy.datasets import DatasetError
@@ -81,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():  # restores showwarning after the command
             warnings.showwarning = show_warning
+            check_outputs(args)
             return args.func(args)
     except (
         ConfigError,

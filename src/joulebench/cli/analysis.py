@@ -153,7 +153,7 @@ def _cmd_label(args) -> int:
         device=args.device,
         method=args.method,
         batch_size=args.batch_size,
-        output=args.output,
+        output=args.output_stem,
     )
     say("\n".join(str(p) for p in paths))
     return 0
@@ -166,7 +166,12 @@ def add_label(sub) -> None:
     p.add_argument("--device", help="device label (default: where its energy is least)")
     p.add_argument("--method", help="method (default: its least-energy configuration)")
     p.add_argument("--batch-size", type=batch_size_type(), help="requested batch size")
-    p.add_argument("--output", "-o", help="path stem (default results/labels/<device>/<model>)")
+    p.add_argument(
+        "--output",
+        "-o",
+        dest="output_stem",
+        help="path stem (default results/labels/<device>/<model>)",
+    )
     p.set_defaults(func=_cmd_label)
 
 
