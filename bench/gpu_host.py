@@ -1,10 +1,10 @@
 """For a session lent an NVIDIA GPU: how much of a step the GPU is busy (issue 33).
 
 For three small models at batch 1, 8 and 64 (the default method, and fp16-amp), the profile
-job's own code builds each configuration (measure.profile.prepare) and the device's backend
+job's own code builds each configuration (core.profile.prepare) and the device's backend
 traces a few steps after a short warm-up (Backend.busy_fraction: torch's profiler, as a
 profile job does after its windows): `gpu_busy_fraction`, whether it is `host-bound`
-(below measure.host_bound.HOST_BOUND_BELOW), and the throughput. No energy is read: that is
+(below core.host_bound.HOST_BOUND_BELOW), and the throughput. No energy is read: that is
 the profile's. Writes host.csv and host.md to --out.
 
     PYTHONPATH=src python bench/gpu_host.py --out $OUT [--device cuda]

@@ -152,6 +152,7 @@ def test_a_window_too_short_for_the_sensor_says_so():
         work()
         window = mon.end_window("work")
     assert not window.too_short and window.shortest_s == pytest.approx(1.0)
+    assert FLAG_SIMULATED in window.flags  # the simulator's energy, as its rows say
     assert 200 < window.power_w < 320  # mostly the board's 300 W busy power, not its 60 W idle
 
 
@@ -182,6 +183,20 @@ def test_a_window_too_short_for_the_sensor_says_so():
         (lambda: profile("jbtest_tiny", preset="quick"), "unknown protocol preset"),
         (lambda: Monitor("tpu"), "not a device"),
         (lambda: Monitor("cpu", preset="quick"), "unknown protocol preset"),
+        # issue 40 item 10: each was accepted, or failed late (an OverflowError, a TypeError
+        # after seconds of measuring, a RuntimeError, a build-error row)
+        (lambda: measure(_busy, images_per_step=10**30), "images_per_step must be at most 65536"),
+        (lambda: measure(_busy, images_per_step=1, min_repeat_s="3"), "min_repeat_s must be a"),
+        (lambda: measure(_busy, images_per_step=1, ci_target=math.nan), "ci_target must be a"),
+        (lambda: measure(_busy, images_per_step=1, quiet_wait_s=-5), "quiet_wait_s must be a"),
+        (lambda: measure(_busy, images_per_step=1, idle_s=math.inf), "idle_s must be a positive"),
+        (lambda: measure(_busy, images_per_step=1, idle_s=3600), "idle_s must be at most 600"),
+        (lambda: measure(_busy, images_per_step=1, name=""), "name must be a text"),
+        (lambda: Monitor("cpu", meter="nvml"), "measured with rapl or estimate, not 'nvml'"),
+        (lambda: Monitor("cpu").wrap(3), "wrap takes a callable"),
+        (lambda: profile("jbtest_tiny", batch_size=10**6), "batch_size must be at most 65536"),
+        (lambda: profile("jbtest_tiny", threads=-1), "threads must be a positive int"),
+        (lambda: profile("jbtest_tiny", name="a=b:c"), "name 'a=b:c' may only use"),
     ],
 )
 def test_bad_arguments_are_value_errors(call, message):

@@ -1,4 +1,4 @@
-"""measure.arithmetic: the fp32 math and cuDNN autotuning of a configuration, set through
+"""core.arithmetic: the fp32 math and cuDNN autotuning of a configuration, set through
 torch's current API (the flags are settable on this CPU-only machine) and always restored;
 the profile job's rows say what ran, and the flags are in force inside the model's forward."""
 

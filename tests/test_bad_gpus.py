@@ -1,4 +1,4 @@
-"""A GPU that fails is known by its error and leaves the pool (measure.gpu_faults,
+"""A GPU that fails is known by its error and leaves the pool (core.gpu_faults,
 schedule.bad_gpus, schedule.lease; issue 35 item 4)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A catalog part finishes whatever its models do (measure.catalog_job, issue 35 D2): a
+"""A catalog part finishes whatever its models do (core.catalog_job, issue 35 D2): a
 model whose build ends its process or never returns is a `failed` row with the reason, and
 the part keeps every other model's row."""
 

@@ -215,3 +215,51 @@ def test_a_study_file_the_bounded_reader_refuses_is_one_line_in_every_command(
         err = capsys.readouterr().err
         assert err.startswith(f"joulebench: error: {study}") and err.count("\n") == 1
         assert words in err and "secret" not in err
+
+
+_DEEP = '{"reference_model": ' + "[" * 20000 + "]" * 20000 + "}"
+
+
+@pytest.mark.parametrize(
+    ("command", "settings", "message"),
+    [
+        ("score", '{"reference_model": {"$ne": 1}}', "reference_model: must be a text or null"),
+        ("score", '{"energy": "bogus"}', "energy: energy must be one of ('total', 'dynamic')"),
+        ("score", '{"invalid_flags": null}', "invalid_flags: must be a list of texts, got null"),
+        ("score", '{"invalid_flags": "other-load"}', "invalid_flags: must be a list of texts"),
+        (
+            "score",
+            '{"invalid_flags": ["other-lod"]}',
+            "unknown flag 'other-lod' (closest: 'other-load')",
+        ),
+        ("score", _DEEP, "--settings: nested too deep"),
+        ("score", '{"max_energy_cv": NaN}', "--settings: NaN is not a number a setting can be"),
+        ("score", '{"energy": "total", "energy": "dynamic"}', "key 'energy' is given twice"),
+        ("fits", '{"min_models": -5}', "min_models: must be >= 2, got -5"),
+        ("best-configs", '{"max_latency_ms": "abc"}', "max_latency_ms: must be a list of numbers"),
+        ("best-configs", '{"max_latency_ms": [-1]}', "values must be numbers > 0, got -1"),
+        ("webapp", '{"protocol": "x"}', 'protocol: must be an object {...} or null, got "x"'),
+        ("webapp", '{"protocol": {"preset": "turbo"}}', "protocol: "),
+        ("reference", '{"commit": "../../etc/passwd"}', "must be a full 40-hex-digit timm commit"),
+    ],
+)
+def test_every_settings_value_is_checked_in_one_line(
+    summary, tmp_path, capsys, command, settings, message
+):
+    """Issue 40 items 5, 7 and 10: what ended in a traceback, or was read letter by letter."""
+    out = tmp_path / "out.parquet"
+    args = {
+        "score": ["score", str(summary)],
+        "fits": ["fits", str(summary), "--outdir", str(tmp_path / "fits")],
+        "best-configs": ["best-configs", str(summary)],
+        "webapp": ["webapp", "--summary", str(summary), "--scores", str(summary)],
+        "reference": ["reference", "--catalog", str(summary)],
+    }[command]
+    argv = [*args, "--settings", settings]
+    if command not in ("fits",):
+        argv += ["--output", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("joulebench: error: --settings: ") and err.count("\n") == 1, err[:300]
+    assert message in err
+    assert not out.exists()

@@ -1,4 +1,4 @@
-"""Methods a device only emulates (measure.emulation; issue 24 item 4): what each kind of
+"""Methods a device only emulates (core.emulation; issue 24 item 4): what each kind of
 device runs natively (from fake /proc/cpuinfo texts, compute capabilities and gfx names),
 the profile job's skipped rows and forced `emulated` rows on this CPU, `joulebench devices`,
 `joulebench profile --allow-emulated`, the plan, and the method key in the schema."""

@@ -854,6 +854,21 @@ def test_figures_without_any_placeable_row_say_why(tmp_path, monkeypatch):
             assert f"{n_ok} without device_label, {n_failed} failed" in why, (name, why)
 
 
+def test_skipped_rows_are_counted_as_skipped_not_failed():
+    """Issue 40 item 10: tf32 and CUDA graphs on a device without them are `skipped` rows by
+    design; the notes called them "failed"."""
+    from joulebench.report.figures.rows import not_comparable
+
+    summary, _ = _study_with_an_unprofiled_model()
+    ok = summary.index[summary["status"] == "ok"]
+    summary.loc[ok[:2], "status"] = "skipped"
+    summary.loc[ok[2:3], "status"] = "oom"
+    why = not_comparable(summary)
+    assert "2 skipped" in why and "failed" in why
+    n_failed = int((~summary["status"].isin(["ok", "skipped"])).sum())
+    assert f"{n_failed} failed" in why, why
+
+
 # --- the registry: names declared once, each figure with its caption --------------------------
 
 

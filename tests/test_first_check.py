@@ -1,19 +1,23 @@
-"""Each GPU checked once before its first profile job (measure.first_check, issue 33)."""
+"""Each GPU checked once before its first profile job (core.first_check, issue 33)."""
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import helpers.profile_job as profile_job
 import helpers.tiny_models  # noqa: F401  (registers jbtest_tiny)
+import pandas as pd
 import pytest
 import torch  # noqa: F401  (it profiles a model: collected only with torch, test_tests)
 
+from joulebench.check.report import validate_report
 from joulebench.core import first_check
 from joulebench.core.backends import bound_device, kind_of
 from joulebench.core.first_check import board_key, board_path, report_for, usable, wanted
-from joulebench.core.profile import run_profile
+from joulebench.core.profile import result_fields, run_profile
 
 DETAIL = {"uuid": "GPU-1", "driver_version": "580.1", "power_limit_w": 700.0}
 
@@ -100,3 +104,47 @@ def test_a_profile_job_on_a_simulated_gpu_checks_it_first_and_states_its_rows(tm
     assert row["thermal_state"] == "sustained" and row["tail_source"] == "check"
     assert row["tail_correction"] < 0
     assert list((tmp_path / "gpus").glob("*.json"))
+
+
+def test_a_kept_report_no_board_can_have_is_not_read_and_no_row_is_negative(tmp_path):
+    """Issue 40 item 4: `protocol.tail.excess_w: 5000` in a kept report (a board idling at
+    60 W) made `ok` rows of negative energy. Beyond the board's limit, or beyond any board's,
+    it is refused when read, and measured again."""
+    cpu_job = profile_job.job("jbtest_tiny", batch_sizes=(1,))
+    job = replace(
+        cpu_job,
+        torch_device="sim:a100",
+        device_label="test-implausible",
+        check_dir=str(tmp_path),
+        check_first="on",
+    )
+    (first,) = run_profile(job).rows.to_dict("records")
+    (kept,) = (tmp_path / "gpus").glob("*.json")
+    report = json.loads(kept.read_text())
+    report["protocol"]["tail"]["excess_w"] = 600.0  # the simulated A100's limit is 400 W
+    kept.write_text(json.dumps(report))
+    with pytest.raises(ValueError, match=r"tail.excess_w = 600 W is above the board's power"):
+        validate_report(report)
+    (row,) = run_profile(job).rows.to_dict("records")
+    assert row["status"] == "ok" and row["energy_per_image_j"] > 0, row["reason"]
+    assert row["check_id"] != first["check_id"]  # measured again, not read
+    report["protocol"]["tail"]["excess_w"] = 1e300  # beyond any board: the schema's range
+    with pytest.raises(Exception, match="is greater than the maximum"):
+        validate_report(report)
+
+
+def test_a_measured_energy_that_is_not_positive_and_finite_is_never_ok():
+    repeats = pd.DataFrame(
+        [{"start_temperature_c": 40.0, "end_temperature_c": 41.0, "start_sm_clock_mhz": 1980.0,
+          "end_sm_clock_mhz": 1980.0}]
+    )  # fmt: skip
+    for energy in (-0.0034, 0.0, math.nan, math.inf):
+        result = SimpleNamespace(summary={"energy_per_image_j": energy}, repeats=repeats)
+        fields = result_fields(result, {"meter": "nvml"})
+        assert fields["status"] == "invalid", energy
+        assert (
+            "energy_per_image_j" in fields["reason"]
+            and "not positive and finite" in fields["reason"]
+        )
+    result = SimpleNamespace(summary={"energy_per_image_j": 0.0034}, repeats=repeats)
+    assert "status" not in result_fields(result, {"meter": "nvml"})

@@ -1,4 +1,4 @@
-"""A GPU that fails leaves the pool and its job goes on on another (measure.gpu_failover,
+"""A GPU that fails leaves the pool and its job goes on on another (core.gpu_failover,
 issue 35 item 4): the simulated GPUs fail in each way (sim.faults), the GPU is
 marked bad with its evidence, the job's configurations from the failed one on are measured
 on the other GPU of a pool of 2, once; where none is left they are `not-measured` rows."""

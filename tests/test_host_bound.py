@@ -1,4 +1,4 @@
-"""Whether a row measures its model or the host (measure.host_bound), on a simulated GPU's
+"""Whether a row measures its model or the host (core.host_bound), on a simulated GPU's
 host model (sim.host) and against torch's profiler events."""
 
 from __future__ import annotations

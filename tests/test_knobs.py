@@ -1,4 +1,4 @@
-"""measure.knobs: a method's power limit and locked clock set on the device, read back and
+"""core.knobs: a method's power limit and locked clock set on the device, read back and
 always restored (success, error, SIGTERM, kill -9), against a fake control and against the
 simulated GPUs' NVML (the same calls a real board takes)."""
 

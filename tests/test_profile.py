@@ -164,7 +164,7 @@ def test_bad_method_spec_is_an_error():
 
 
 def test_cli_profile_prints_a_table(capsys, tmp_path):
-    """Measured by a worker process (measure.job_runner): a workload file, which it can load
+    """Measured by a worker process (core.job_runner): a workload file, which it can load
     (a model registered in this test process only, it could not)."""
     out = tmp_path / "rows.parquet"
     workload = str(REPO / "tests" / "workloads" / "tiny_net.py") + ":build"
@@ -239,6 +239,22 @@ def test_the_profile_table_gives_each_energy_its_ci_in_mj_its_flags_and_a_warnin
     assert notes[0].startswith(f"{WIDE_CI} the 95% CI is wider than the value (1 row)")
     assert notes[1].startswith("WARNING: 1 row flagged other-load (")  # ci-target-not-met: no
     assert len(notes) == 2  # measured by RAPL: no estimate line
+
+
+def test_an_energy_outside_its_own_ci_shows_the_ci_never_a_negative_width():
+    """Issue 40 item 10: it printed '±-190'."""
+    from joulebench.core.adhoc import WIDE_CI, format_rows
+
+    text = format_rows(
+        _table_rows(
+            {
+                "energy_per_image_j": 0.25,
+                "energy_per_image_ci95_low_j": 0.03,
+                "energy_per_image_ci95_high_j": 0.06,
+            },
+        )  # fmt: skip
+    )
+    assert f"250 (CI 30-60) {WIDE_CI}" in text and "±-" not in text and "± -" not in text
 
 
 def test_the_eta_starts_from_the_plans_estimate_of_each_configuration():

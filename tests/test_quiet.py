@@ -1,4 +1,4 @@
-"""Waiting for a busy device to quiet down before a configuration (measure.quiet, issue 34)."""
+"""Waiting for a busy device to quiet down before a configuration (core.quiet, issue 34)."""
 
 from __future__ import annotations
 

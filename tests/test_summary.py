@@ -117,6 +117,17 @@ def test_impossible_values_are_rejected(summary):
     src.loc[0, "accuracy_source"] = "guessed"
     with pytest.raises(SummaryError, match="accuracy_source"):
         validate_summary(src)
+    # issue 40 item 10: an ok row without its energy, and a name of megabytes (a page of 25 MB)
+    ok = summary.index[summary["status"] == "ok"][0]
+    nan = summary.copy()
+    nan.loc[ok, "energy_per_image_j"] = float("nan")
+    with pytest.raises(SummaryError, match="energy_per_image_j is missing .* with status ok"):
+        validate_summary(nan)
+    long = summary.copy()
+    long["model"] = long["model"].astype(object)
+    long.loc[0, "model"] = "m" * 20_000_000
+    with pytest.raises(SummaryError, match="model must be at most 200 characters: 1 row"):
+        validate_summary(long)
 
 
 def test_older_summary_missing_optional_columns_is_read(summary, tmp_path):

@@ -1,4 +1,4 @@
-"""A profile job finishes whatever its model does (measure.supervise, measure.job_runner):
+"""A profile job finishes whatever its model does (core.supervise, core.job_runner):
 hangs, exits, signals, each a row with a status and a reason (issue 35)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The power tail after work stops: simulated (sim.tail), measured by the check, and
-taken out of the protocol's phase shifts (measure.tail)."""
+taken out of the protocol's phase shifts (core.tail)."""
 
 from __future__ import annotations
 

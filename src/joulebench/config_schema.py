@@ -29,10 +29,8 @@ def load_schema() -> dict:
     return copy.deepcopy(_schema())
 
 
-def default(key: str):
-    """The schema's default of a dotted key (`profile.idle_pre_s`; `methods.*.precision`
-    for a key of every method), a copy; KeyError where the key or its default is not
-    declared, so a typo fails at import, not with a wrong value."""
+def _node(key: str) -> dict:
+    """The schema of a dotted key; KeyError where it is not declared."""
     node = _schema()
     for part in key.split("."):
         if part == "*":
@@ -42,7 +40,24 @@ def default(key: str):
         if part not in properties:
             raise KeyError(f"the config schema has no key {key!r} (at {part!r})")
         node = properties[part]
+    return node
+
+
+def default(key: str):
+    """The schema's default of a dotted key (`profile.idle_pre_s`; `methods.*.precision`
+    for a key of every method), a copy; KeyError where the key or its default is not
+    declared, so a typo fails at import, not with a wrong value."""
+    node = _node(key)
     if "default" not in node:
         raise KeyError(f"the config schema gives {key!r} no default")
     value = copy.deepcopy(node["default"])
     return tuple(value) if isinstance(value, list) else value
+
+
+def maximum(key: str) -> float:
+    """The schema's maximum of a dotted number key: the API and the jobs range-check a value
+    from Python as the schema checks a study's (KeyError where none is declared)."""
+    node = _node(key)
+    if "maximum" not in node:
+        raise KeyError(f"the config schema gives {key!r} no maximum")
+    return node["maximum"]

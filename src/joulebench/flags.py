@@ -13,6 +13,7 @@ may use it.
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ FLAG_PARTITION = "partition"
 FLAG_OTHER_LOAD = "other-load"
 FLAG_HOST_SHARED = "host-shared"
 FLAG_ESTIMATE = "estimate"
-# The protocol (measure.protocol) and the profile job (measure.profile, measure.emulation)
+# The protocol (core.protocol) and the profile job (core.profile, core.emulation)
 FLAG_WARMUP_NOT_STEADY = "warmup-not-steady"
 FLAG_CI_TARGET_NOT_MET = "ci-target-not-met"
 FLAG_TRAIN_LOSS_NOT_FINITE = "train-loss-not-finite"
@@ -274,7 +275,21 @@ def canonical_flags(flags: pd.Series) -> pd.Series:
 
 
 def canonical_names(names: Sequence[str], what: str = "invalid_flags") -> tuple[str, ...]:
-    """A config's list of flags with earlier spellings mapped to today's, with a note."""
+    """A config's list of flags with earlier spellings mapped to today's, with a note; a
+    ValueError for what is no list of known flags (a string would be read letter by letter)."""
+    if isinstance(names, str):
+        raise ValueError(f"{what}: must be a list of flags, e.g. [{names!r}], not a text")
+    if not isinstance(names, Sequence):
+        raise ValueError(f"{what}: must be a list of flags, not {names!r}")
+    unknown = [
+        n for n in names if not isinstance(n, str) or (n not in FLAGS and n not in OLD_NAMES)
+    ]
+    if unknown:
+        close = difflib.get_close_matches(str(unknown[0]), list(FLAGS), n=1)
+        hint = f" (closest: {close[0]!r})" if close else ""
+        raise ValueError(
+            f"{what}: unknown flag {unknown[0]!r}{hint}; the flags: {', '.join(FLAGS)}"
+        )
     old = [n for n in names if n in OLD_NAMES]
     if old:
         renamed = ", ".join(f"{n} -> {OLD_NAMES[n]}" for n in old)

@@ -1,11 +1,11 @@
 """The cost of a study before it runs: configurations, minimum measuring time, wall time.
 
 A configuration is one (device, model, phase, method, batch size) measured under the
-protocol; measure.config_time estimates it by the protocol's own rules, and the plan adds
+protocol; core.config_time estimates it by the protocol's own rules, and the plan adds
 what every model job also costs (start-up, idle read, catalog, analysis: bench/bench_plan.py
 measures them), counts models already measured at the time their rows took and overlaps
 devices as the workflow schedules them. What is counted and where the estimate is wrong:
-docs/plan.md. The plan sits above `measure`, `accuracy` and `analysis` and below the CLI
+docs/plan.md. The plan sits above `core`, `accuracy` and `analysis` and below the CLI
 (docs/design.md, layers); it imports torch only for `--calibrate`.
 """
 
@@ -101,7 +101,7 @@ class DevicePlan:
     learned_ratio: float | None = None  # measured / estimated of the models done, applied
     jobs_per_model: int = 1  # one job per model, or one per model and method (job_parts)
     job_s: float = 0.0  # one job (a model, or a method of it), estimated
-    check_s: float = 0.0  # each GPU's check before its first job (measure.first_check)
+    check_s: float = 0.0  # each GPU's check before its first job (core.first_check)
     settings: ProtocolSettings | None = None  # the protocol as sized to its meter
 
     @property
@@ -346,7 +346,7 @@ def _device_plan(
     configurations' estimates (calibrated where `steps` has the model), jobs already
     measured counted as done; a pool's GPUs take the jobs left as they come free (list
     scheduling, as Snakemake hands them out), each GPU's first job checking it first
-    (`check_s`, measure.first_check: the GPUs at once, so once on the wall; not where the
+    (`check_s`, core.first_check: the GPUs at once, so once on the wall; not where the
     device has measured rows already)."""
     torch_device, gpus = members[0], len(members)
     is_host = _is_host(torch_device)

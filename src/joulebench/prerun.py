@@ -65,6 +65,7 @@ def _stage_checks() -> list[tuple[str, Callable[[Mapping], object]]]:
     from joulebench.core.methods import parse_methods
     from joulebench.core.protocol import ProtocolSettings
     from joulebench.core.train import TrainSpec
+    from joulebench.flags import canonical_names
 
     return [
         ("protocol", lambda c: ProtocolSettings.from_dict(_at(c, "protocol"))),
@@ -86,6 +87,7 @@ def _stage_checks() -> list[tuple[str, Callable[[Mapping], object]]]:
             lambda c: parse_grade_thresholds(_at(c, "score.grade_thresholds")),
         ),
         ("score.max_energy_cv", lambda c: check_max_cv(_at(c, "score.max_energy_cv"))),
+        ("score.invalid_flags", lambda c: canonical_names(_at(c, "score.invalid_flags", ()))),
         (
             "decisions",
             lambda c: parse_constraints(

@@ -159,3 +159,83 @@ def settings_json(command: str, config: Mapping) -> str:
     """`build` as the rule's `--settings` JSON (keys sorted: the same settings, the same text,
     so Snakemake reruns a job only when one changes)."""
     return json.dumps(build(command, config), sort_keys=True)
+
+
+# --- a setting's JSON value against its function's annotation -------------------------------
+
+# What each annotation word accepts from JSON, and how it reads to a person (a bool is never
+# a number: JSON's true is not 1).
+_KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "str": (lambda v: isinstance(v, str), "a text"),
+    "Path": (lambda v: isinstance(v, str), "a path"),
+    "float": (lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number"),
+    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "None": (lambda v: v is None, "null"),
+}
+_LISTS = ("Sequence", "list", "tuple")
+_OBJECTS = ("Mapping", "dict")
+
+
+def _split(annotation: str, sep: str) -> list[str]:
+    """`annotation` split at `sep` outside brackets ("Mapping[str, float] | None")."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(annotation):
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if ch == sep and depth == 0:
+            parts.append(annotation[start:i])
+            start = i + 1
+    return [p.strip() for p in [*parts, annotation[start:]]]
+
+
+def _accepts(annotation: str, value) -> bool | None:
+    """Whether a JSON value fits a (string) annotation; None where the annotation says
+    nothing JSON can check (the stage's own validator decides)."""
+    verdicts = []
+    for alt in _split(annotation, "|"):
+        head, _, inner = alt.partition("[")
+        inner = inner[:-1]
+        if head in _LISTS:
+            ok = isinstance(value, list) and (
+                not inner or all(_accepts(inner, v) is not False for v in value)
+            )
+        elif head in _OBJECTS:
+            ok = isinstance(value, dict) and (
+                not inner
+                or all(_accepts(_split(inner, ",")[-1], v) is not False for v in value.values())
+            )
+        elif head in _KINDS:
+            ok = _KINDS[head][0](value)
+        else:
+            return None
+        verdicts.append(ok)
+    return any(verdicts)
+
+
+def _words(annotation: str) -> str:
+    """An annotation as a person reads it: "a list of texts or null"."""
+    out = []
+    for alt in _split(annotation, "|"):
+        head, _, inner = alt.partition("[")
+        if head in _LISTS:
+            item = _words(inner[:-1]).removeprefix("a ") if inner else "values"
+            out.append(f"a list of {item}s" if inner else "a list")
+        elif head in _OBJECTS:
+            out.append("an object {...}")
+        else:
+            out.append(_KINDS.get(head, (None, head))[1])
+    return " or ".join(dict.fromkeys(out))
+
+
+def type_problem(command: str, key: str, value) -> str:
+    """Why `value` is not of the type `command`'s function takes for `key` ('' if it is):
+    a `--settings` value is checked against the signature it is handed to."""
+    annotation = inspect.signature(function(command)).parameters[key].annotation
+    if annotation is inspect.Parameter.empty:
+        return ""
+    text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+    if _accepts(text, value) is not False:
+        return ""
+    shown = json.dumps(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return f"must be {_words(text)}, got {shown}"

@@ -17,12 +17,13 @@ map of the package: docs/design.md.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import shlex
 import stat
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import yaml
@@ -290,9 +291,30 @@ def check_config(
 
     validator = Draft202012Validator(schema if schema is not None else load_schema())
     errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = [m for e in errors for m in _messages(e, sources)]
+    odd = list(not_finite(config))  # said once, not again as "greater than the maximum"
+    lines = [_not_finite_message(path, sources) for path in odd]
+    lines += [m for e in errors if tuple(e.absolute_path) not in odd for m in _messages(e, sources)]
+    if lines:
         raise ConfigError("\n".join(dict.fromkeys(lines)))
+
+
+def not_finite(node, path: tuple = ()) -> Iterator[tuple]:
+    """The paths of every NaN or infinity in a config (a schema's minimum lets NaN through:
+    `timeout_s: .nan` turned the timeout off)."""
+    if isinstance(node, float) and not math.isfinite(node):
+        yield path
+    elif isinstance(node, Mapping):
+        for key, value in node.items():
+            yield from not_finite(value, (*path, key))
+    elif isinstance(node, list | tuple):
+        for i, value in enumerate(node):
+            yield from not_finite(value, (*path, i))
+
+
+def _not_finite_message(path: tuple, sources) -> str:
+    origin = source_of(path, sources)
+    origin = f" (set in {origin})" if origin else ""
+    return f"config: {_where(path)}{origin}: must be a finite number (not NaN or infinity)"
 
 
 def check_input_path(key: str, path: str | os.PathLike) -> None:

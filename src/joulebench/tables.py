@@ -13,6 +13,7 @@ package: docs/design.md.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -34,7 +35,7 @@ RUNTIMES = ("pytorch", "onnxruntime", "ort-tensorrt", "torch-tensorrt")
 # Older names, still accepted in configs and read in published summaries as the runtime they
 # name: `tensorrt` was ONNX Runtime's TensorRT provider before torch-tensorrt came.
 RUNTIME_ALIASES = {"tensorrt": "ort-tensorrt"}
-# Device settings a method may ask for (measure.methods; docs/power.md): a power limit in
+# Device settings a method may ask for (core.methods; docs/power.md): a power limit in
 # watts or as a fraction of the board's default limit, a locked SM clock in MHz or by name.
 # The bounds catch a unit slip (60 for 0.6, NVML's milliwatts, Hz); the board's own allowed
 # range is checked when its backend sets the value.
@@ -45,6 +46,8 @@ SM_CLOCK_PRESETS = ("max", "base")
 # The largest batch a study or command may ask for: 64 Ki images is past any GPU's memory
 # for an ImageNet model, and each out-of-memory retry halves it (16 halvings to 1 at most).
 MAX_BATCH_SIZE = 65536
+# The longest name a row's model, device label or method may have (timm's longest is 62).
+MAX_NAME_CHARS = 200
 REASON_MAX_CHARS = 500  # `reason` and `note` columns: one readable line, never a traceback
 ESTIMATE_METER_PREFIX = "estimate:"  # meters that model energy rather than read a counter
 
@@ -250,33 +253,33 @@ IDLE = Table(
     "device: its idle power baseline (nothing running)",
     _declare(
         """
-        device_label          string   -      measure.idle.idle_row
+        device_label          string   -      core.idle.idle_row
             the config's name for the device or pool (cpu, h200)
-        torch_device          string   -      measure.idle.idle_row
+        torch_device          string   -      core.idle.idle_row
             cpu, cuda or cuda:N
-        device_name           string   -      measure.idle.idle_row
+        device_name           string   -      core.idle.idle_row
             the GPU's or CPU's product name
-        gpu_uuid              string   -      measure.idle.idle_row
+        gpu_uuid              string   -      core.idle.idle_row
             the UUID of the GPU whose idle power this is (of a pool: the one its idle job
             leased; the pool's profile rows each read a short idle on their own GPU,
             idle_power_pre_w); empty for the CPU
-        meter                 string   -      measure.idle.idle_row
+        meter                 string   -      core.idle.idle_row
             what read the energy: nvml, rapl, estimate:<model>
-        is_estimate           boolean  -      measure.idle.idle_row
+        is_estimate           boolean  -      core.idle.idle_row
             True: the power is modelled (an estimate), not read from a counter
-        meter_reasons         string   -      measure.idle.idle_row
+        meter_reasons         string   -      core.idle.idle_row
             why a better meter was not used
-        idle_power_w          float64  W      measure.idle.idle_row
+        idle_power_w          float64  W      core.idle.idle_row
             mean power over the idle window
-        duration_s            float64  s      measure.idle.idle_row
+        duration_s            float64  s      core.idle.idle_row
             length of the idle window (the meter's own where it has one)
-        energy_j              float64  J      measure.idle.idle_row
+        energy_j              float64  J      core.idle.idle_row
             energy read over the idle window
-        flags                 string   -      measure.idle.idle_row
+        flags                 string   -      core.idle.idle_row
             ;-joined flags of the window (other-process, other-load, ...); empty when none
-        host                  string   -      measure.provenance.software
+        host                  string   -      core.provenance.software
             the machine's host name
-        start_time_utc        string   -      measure.idle.idle_row
+        start_time_utc        string   -      core.idle.idle_row
             when the idle read started, ISO 8601 UTC
         """
     ),
@@ -284,7 +287,7 @@ IDLE = Table(
 )
 
 # What a configuration's row may say it came to (the profile's `status`), declared once: the
-# code's status names are these keys (measure.runtimes, measure.supervise, measure.profile).
+# code's status names are these keys (core.runtimes, core.supervise, core.profile).
 PROFILE_STATUSES: dict[str, str] = {
     "ok": "measured",
     "oom": "out of memory, also at the halved batches down to 1",
@@ -297,13 +300,16 @@ PROFILE_STATUSES: dict[str, str] = {
     "crashed": "its process died: an exit, a signal, an out-of-memory kill",
     "not-measured": "never run: its job could not go on (a worker that would not die, a GPU "
     "that failed with no good one left)",
+    "invalid": "measured, but a value cannot be (an energy per image that is not positive "
+    "and finite): its numbers kept, the reason names the value",
 }
+STATUS_INVALID = "invalid"
 _STATUSES = ", ".join(PROFILE_STATUSES)
-_ROW = "measure.profile.config_row"
-_JOB = "measure.profile.JobSession.row_base"
-_LOOP = "measure.profile.measure_configs"
-_KNOB = "measure.methods.Method.knob_fields"
-_SUMMARY = "measure.protocol.summarize"
+_ROW = "core.profile.config_row"
+_JOB = "core.profile.JobSession.row_base"
+_LOOP = "core.profile.measure_configs"
+_KNOB = "core.methods.Method.knob_fields"
+_SUMMARY = "core.protocol.summarize"
 
 PROFILE = Table(
     "profile",
@@ -330,14 +336,14 @@ PROFILE = Table(
             the study's label of the pool the device belongs to: the device_label itself,
             or for a pool measured on k GPUs per model (each_model_on) the pool's label
             (h200 for h200-0 .. h200-3); empty in rows written before pools
-        gpu_uuid              string   -      measure.profile.gpu_fields
+        gpu_uuid              string   -      core.profile.gpu_fields
             the UUID of the GPU that measured the row (of a pool: the one the job leased);
             empty for the CPU
-        gpu_index             Int64    -      measure.profile.gpu_fields
+        gpu_index             Int64    -      core.profile.gpu_fields
             NVML's index of that GPU (not torch's); empty where not known
-        gpu_serial            string   -      measure.profile.gpu_fields
+        gpu_serial            string   -      core.profile.gpu_fields
             that GPU's serial number, where NVML gives it (a pool's GPUs); else empty
-        gpu_failed            string   -      measure.gpu_failover.Failover.noted
+        gpu_failed            string   -      core.gpu_failover.Failover.noted
             the GPU that failed under this row's job before the row was measured (on another
             GPU of the pool) or given up: its UUID, index, fault and evidence
             (docs/profiling.md); empty where none did
@@ -349,18 +355,18 @@ PROFILE = Table(
             True: channels-last memory format
         compile               string   -      {_ROW}
             the torch.compile mode; empty for eager
-        fp32_math             string   -      measure.arithmetic.Arithmetic.fields
+        fp32_math             string   -      core.arithmetic.Arithmetic.fields
             what torch ran fp32 matmuls and convolutions in: ieee, or tf32 (method tf32 on a
             GPU with TF32, Ampere or newer); ieee also for fp16 / bf16 (the ops autocast
             leaves in fp32) and on a CPU or a simulated GPU (its model runs on the CPU);
             empty for exported runtimes (their engine decides) and where nothing was built
-        cudnn_autotune        boolean  -      measure.arithmetic.Arithmetic.fields
+        cudnn_autotune        boolean  -      core.arithmetic.Arithmetic.fields
             True: cuDNN (MIOpen on ROCm) autotuned the convolutions (a PyTorch method on a
             GPU, unless cudnn_autotune: false; its search in warm-up); False on a CPU, a
             simulated GPU and for exported runtimes; empty where nothing was built
         cuda_graphs           boolean  -      {_ROW}
             True: each step replayed a CUDA graph of the forward (cuda_graphs: true)
-        cuda_graph_capture_s  float64  s      measure.cuda_graphs.graph_step
+        cuda_graph_capture_s  float64  s      core.cuda_graphs.graph_step
             seconds to warm up, capture and check the CUDA graph, before the protocol's
             warm-up (never in a window); NaN without cuda_graphs
         power_limit_requested_w float64 W     {_KNOB}
@@ -380,7 +386,7 @@ PROFILE = Table(
         sm_clock_readback_mhz float64 MHz     {_KNOB}
             the locked SM clock in force while measuring, as the device's backend read it
             back after locking it; empty when the method locks none (docs/power.md)
-        reparameterized       boolean  -      measure.profile.prepare
+        reparameterized       boolean  -      core.profile.prepare
             True: measured in timm's fused deploy form; empty when nothing was built
         threads               Int64    count  {_JOB}
             torch CPU threads
@@ -392,9 +398,9 @@ PROFILE = Table(
             what read the energy: nvml, nvml:power-integration, rapl, estimate:<model>
         is_estimate           boolean  -      {_SUMMARY}
             True: the energy is modelled (an estimate), not read from a counter
-        meter_reasons         string   -      measure.profile.result_fields
+        meter_reasons         string   -      core.profile.result_fields
             why a better meter was not used
-        meter_detail          string   -      measure.profile.result_fields
+        meter_detail          string   -      core.profile.result_fields
             JSON: the meter's own description (zones, TDP, uuid, ...)
         energy_per_image_j    float64  J      {_SUMMARY}
             energy per image (per training sample in phase train), mean of the repeats:
@@ -427,7 +433,7 @@ PROFILE = Table(
             images per second of work (phase-shift delays left out), mean of the repeats
         throughput_img_s_cv   float64  ratio  {_SUMMARY}
             coefficient of variation of the throughput over the repeats
-        gpu_busy_fraction     float64  ratio  measure.host_bound.host_bound_fields
+        gpu_busy_fraction     float64  ratio  core.host_bound.host_bound_fields
             the share of a step during which the GPU executed kernels, traced after the
             windows (CUDA: torch's profiler; a simulated GPU: its host model); below 0.5 the
             row is flagged host-bound; empty on a CPU (docs/profiling.md, the host)
@@ -464,30 +470,30 @@ PROFILE = Table(
             following batch size of the same method, measured right after it, warmed up
             for warmup_min_iters steps and a steady check without the warmup_min_s floor
             (docs/protocol.md, warm-up); empty where nothing was measured
-        start_temperature_c   float64  °C     measure.profile.result_fields
+        start_temperature_c   float64  °C     core.profile.result_fields
             device temperature when the first window opened (NVML; empty elsewhere)
-        end_temperature_c     float64  °C     measure.profile.result_fields
+        end_temperature_c     float64  °C     core.profile.result_fields
             device temperature when the last window closed
-        thermal_state         string   -      measure.protocol.thermal_summary
+        thermal_state         string   -      core.protocol.thermal_summary
             the die temperature the energies are stated at: sustained (every window brought
             to the temperature this configuration settles at when run for ever; the board's
             heat from `joulebench check`) or as-run (start/end_temperature_c, uncorrected)
-        sustained_temperature_c float64 °C    measure.protocol.thermal_summary
+        sustained_temperature_c float64 °C    core.protocol.thermal_summary
             the configuration's sustained die temperature (mean over windows; sustained only)
-        thermal_correction    float64  ratio  measure.protocol.thermal_summary
+        thermal_correction    float64  ratio  core.protocol.thermal_summary
             mean over windows of energy at the stated state / energy as measured, minus 1;
             0 as run; no time is spent reaching the state
-        tail_source           string   -      measure.protocol.tail_summary
+        tail_source           string   -      core.protocol.tail_summary
             what took the board's power tail out of the phase shifts (docs/protocol.md,
             the power tail): check (its measured tail; the CI widened by what may remain) or
             assumed (no tail measured: nothing taken out, the CI's low end lowered by the
             largest tail assumed); empty where the windows had no phase shifts
-        tail_correction       float64  ratio  measure.protocol.tail_summary
+        tail_correction       float64  ratio  core.protocol.tail_summary
             the share of the energy the tail's excess in the phase shifts took out
             (negative; 0 where nothing was)
-        start_sm_clock_mhz    float64  MHz    measure.profile.result_fields
+        start_sm_clock_mhz    float64  MHz    core.profile.result_fields
             SM clock when the first window opened
-        end_sm_clock_mhz      float64  MHz    measure.profile.result_fields
+        end_sm_clock_mhz      float64  MHz    core.profile.result_fields
             SM clock when the last window closed
         flags                 string   -      {_SUMMARY}
             ;-joined names of the Flags below (other-process, mig, other-load,
@@ -500,15 +506,15 @@ PROFILE = Table(
             the latest `joulebench check` of the device; empty when none
         check_verdict         string   -      check.report.checked_fields
             that check's verdict: pass, warn or fail; empty when none
-        driver_version        string   -      measure.profile.result_fields
+        driver_version        string   -      core.profile.result_fields
             the NVIDIA driver (empty off NVML)
-        cuda_version          string   -      measure.provenance.software
+        cuda_version          string   -      core.provenance.software
             the CUDA torch was built with (empty without CUDA)
-        torch_version         string   -      measure.provenance.software
+        torch_version         string   -      core.provenance.software
             torch that ran the model
-        timm_version          string   -      measure.provenance.software
+        timm_version          string   -      core.provenance.software
             timm that built the model
-        host                  string   -      measure.provenance.software
+        host                  string   -      core.provenance.software
             the machine's host name
         start_time_utc        string   -      {_LOOP}
             when the configuration started, ISO 8601 UTC
@@ -521,7 +527,7 @@ PROFILE = Table(
             when the configuration ended, ISO 8601 UTC (with microseconds)
         concurrent_measurements Int64  count  {_SUMMARY}
             most measurements running on this host at once during the configuration's
-            windows (this one included; measure.concurrency)
+            windows (this one included; core.concurrency)
         is_simulated          boolean  -      {_JOB}
             True: a simulated GPU (`sim:` device; the model ran on the CPU, the power is the
             sensor simulator's): never scored, never published; ranked by best_configs and
@@ -537,47 +543,47 @@ PROFILE = Table(
         energy_node_per_image_j float64 J     {_SUMMARY}
             gpu + cpu + dram per image, of the parts that were read (node_reason
             names those that were not)
-        gpu_reason     string   -      measure.protocol.node_reasons
+        gpu_reason     string   -      core.protocol.node_reasons
             why energy_gpu_per_image_j is empty; empty when read
-        cpu_reason     string   -      measure.protocol.node_reasons
+        cpu_reason     string   -      core.protocol.node_reasons
             why energy_cpu_per_image_j is empty or an estimate; empty when read by RAPL
-        dram_reason    string   -      measure.protocol.node_reasons
+        dram_reason    string   -      core.protocol.node_reasons
             why energy_dram_per_image_j is empty; empty when read
-        node_reason    string   -      measure.protocol.node_reasons
+        node_reason    string   -      core.protocol.node_reasons
             the parts the node total lacks ("without gpu"); empty when complete
-        host_meter            string   -      measure.protocol.node_reasons
+        host_meter            string   -      core.protocol.node_reasons
             what read the CPU and DRAM parts: rapl or estimate:<model>
-        host_is_estimate      boolean  -      measure.protocol.node_reasons
+        host_is_estimate      boolean  -      core.protocol.node_reasons
             True: the CPU part (and so the node total) is an estimate
         host_cpu_share        float64  ratio  {_SUMMARY}
             this job's share of the host's busy CPU time by which host energy was attributed
             (mean of the windows; 1 when alone)
-        phase                 string   -      measure.profile.config_fields
+        phase                 string   -      core.profile.config_fields
             inference, or train: energy_per_image_j is then per training sample
-        runtime               string   -      measure.profile.config_fields
+        runtime               string   -      core.profile.config_fields
             pytorch, onnxruntime, ort-tensorrt (ONNX Runtime's TensorRT provider; published
             as tensorrt before there were two) or torch-tensorrt (TensorRT natively)
-        runtime_provider      string   -      measure.runtimes.check_output
+        runtime_provider      string   -      core.runtimes.check_output
             what ran the graph: the ONNX Runtime execution provider, TensorRT
             (torch-tensorrt), or cuda-graph (a PyTorch method replaying a CUDA graph)
-        runtime_check_rel_err float64  ratio  measure.runtimes.check_output
+        runtime_check_rel_err float64  ratio  core.runtimes.check_output
             max |runtime - PyTorch| / max |PyTorch| on the same batch (cuda-graph: the
             replay against the eager forward)
-        runtime_detail        string   -      measure.runtimes.check_output
+        runtime_detail        string   -      core.runtimes.check_output
             JSON: cached file (onnx or engine), cache hit, tolerance, versions
-        engine_build_s        float64  s      measure.trt_native.build_engine
+        engine_build_s        float64  s      core.trt_native.build_engine
             torch-tensorrt: seconds TensorRT took to build this configuration's engine,
             apart from the measurement (a cached engine keeps its build's time;
             runtime_detail says cached); NaN for other runtimes
-        optimizer             string   -      measure.profile.config_fields
+        optimizer             string   -      core.profile.config_fields
             train: sgd or adamw
-        optimizer_lr          float64  -      measure.profile.config_fields
+        optimizer_lr          float64  -      core.profile.config_fields
             train: the learning rate
-        train_loss_first      float64  -      measure.train.TrainStep.losses
+        train_loss_first      float64  -      core.train.TrainStep.losses
             cross-entropy of the first step measured (train)
-        train_loss_last       float64  -      measure.train.TrainStep.losses
+        train_loss_last       float64  -      core.train.TrainStep.losses
             cross-entropy of the last step measured (train)
-        workload              string   -      measure.profile.config_fields
+        workload              string   -      core.profile.config_fields
             timm, or the custom workload entry (module:function)
         """
     ),
@@ -588,7 +594,7 @@ PROFILE = Table(
 _CONFIG = _same(
     PROFILE, "device_label", "model", "method", "batch_size_requested", "batch_size", "phase"
 )
-_WINDOW = "measure.protocol.repeat_row"
+_WINDOW = "core.protocol.repeat_row"
 
 # One measurement window's columns, as the protocol reports them (protocol.REPEAT_COLUMNS).
 WINDOW = _declare(
@@ -657,7 +663,7 @@ WINDOW = _declare(
         energy at the stated state / energy as measured, minus 1 (0 as run)
     tail_excess_j         float64  J      {_WINDOW}
         the board's excess after work in the window's phase shifts, taken out of the
-        images' energy (measure.tail; 0 where no tail was measured)
+        images' energy (core.tail; 0 where no tail was measured)
     tail_bound_j          float64  J      {_WINDOW}
         how far tail_excess_j may be off (at the stated state): added to the CI
     tail_below_j          float64  J      {_WINDOW}
@@ -667,19 +673,19 @@ WINDOW = _declare(
         check, assumed, or empty without phase shifts
     flags                 string   -      {_WINDOW}
         ;-joined flags the meter raised in this window
-    energy_gpu_per_image_j float64 J      measure.protocol.node_per_image
+    energy_gpu_per_image_j float64 J      core.protocol.node_per_image
         the job's GPU's energy in the window per image; NaN on a CPU device
-    energy_cpu_per_image_j float64 J      measure.protocol.node_per_image
+    energy_cpu_per_image_j float64 J      core.protocol.node_per_image
         the CPU packages' energy (RAPL, else the estimate) in the window per image, this
         job's share when measurements overlapped (host-shared)
-    energy_dram_per_image_j float64 J     measure.protocol.node_per_image
+    energy_dram_per_image_j float64 J     core.protocol.node_per_image
         the DRAM's energy (RAPL dram zones) per image; NaN where not read
-    energy_node_per_image_j float64 J     measure.protocol.node_per_image
+    energy_node_per_image_j float64 J     core.protocol.node_per_image
         gpu + cpu + dram per image, of the parts that were read
-    host_cpu_share        float64  ratio  measure.meters.node.NodeMeter.end
+    host_cpu_share        float64  ratio  core.meters.node.NodeMeter.end
         this job's share of the host's busy CPU time, by which the host's energy was
         attributed when measurements overlapped (1 when alone)
-    concurrent_measurements float64 count measure.meters.node.NodeMeter.end
+    concurrent_measurements float64 count core.meters.node.NodeMeter.end
         measurements running on this host in the window (this one included)
     """
 )
@@ -698,19 +704,19 @@ REPEATS = Table(
 # A power trace's columns, as a meter samples them (meters.base.TRACE_COLUMNS); missing: NaN.
 TRACE_SAMPLE = _declare(
     """
-    t_s                   float64  s      measure.meters.sampler.Sampler.sample
+    t_s                   float64  s      core.meters.sampler.Sampler.sample
         seconds since the window began (monotonic clock)
-    power_w               float64  W      measure.meters.nvml.NvmlMeter._read_sample
+    power_w               float64  W      core.meters.nvml.NvmlMeter._read_sample
         instantaneous power (RAPL: over the last sampling interval)
-    power_avg_w           float64  W      measure.meters.nvml.NvmlMeter._read_sample
+    power_avg_w           float64  W      core.meters.nvml.NvmlMeter._read_sample
         the device's own averaged power field, where it has one
-    sm_clock_mhz          float64  MHz    measure.meters.nvml.NvmlMeter._read_sample
+    sm_clock_mhz          float64  MHz    core.meters.nvml.NvmlMeter._read_sample
         SM clock
-    mem_clock_mhz         float64  MHz    measure.meters.nvml.NvmlMeter._read_sample
+    mem_clock_mhz         float64  MHz    core.meters.nvml.NvmlMeter._read_sample
         memory clock
-    temperature_c         float64  °C     measure.meters.nvml.NvmlMeter._read_sample
+    temperature_c         float64  °C     core.meters.nvml.NvmlMeter._read_sample
         device temperature
-    utilization_pct       float64  %      measure.meters.nvml.NvmlMeter._read_sample
+    utilization_pct       float64  %      core.meters.nvml.NvmlMeter._read_sample
         device utilisation as NVML reports it
     """
 )
@@ -723,7 +729,7 @@ TRACE = Table(
         *_CONFIG,
         *_declare(
             """
-            repeat                Int64    count  measure.protocol.stack_traces
+            repeat                Int64    count  core.protocol.stack_traces
                 0-based index of the window the sample belongs to
             """
         ),
@@ -1455,6 +1461,20 @@ def columns_text(table: str | None = None) -> str:
 def is_estimate_meter(meter) -> bool:
     """True for a meter that models energy (`estimate:<model>`) rather than reads a counter."""
     return isinstance(meter, str) and meter.startswith(ESTIMATE_METER_PREFIX)
+
+
+def impossible_energy(fields: dict) -> str:
+    """Why a measured row's energy per image cannot be ('' where it can): not a positive,
+    finite number of joules. Such a row is never `ok` (a check report's implausible tail
+    once made `ok` rows of negative energy)."""
+    value = fields.get("energy_per_image_j")
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return f"energy_per_image_j = {value!r} is not a number"
+    if math.isfinite(value) and value > 0:
+        return ""
+    return f"energy_per_image_j = {value:.4g} J is not positive and finite"
 
 
 def energy_is_estimate(df: pd.DataFrame) -> pd.Series:

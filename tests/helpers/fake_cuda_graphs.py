@@ -1,4 +1,4 @@
-"""A stand-in for torch.cuda's graph API that runs on the CPU, for measure.cuda_graphs.
+"""A stand-in for torch.cuda's graph API that runs on the CPU, for core.cuda_graphs.
 
 Only what that module calls, with torch 2.14's names and arguments (tests/test_fakes.py
 holds them against the real signatures): `CUDAGraph(keep_graph=False)` with

@@ -164,6 +164,13 @@ def energy_cv(df: pd.DataFrame, energy: str = "total") -> pd.Series:
     return pd.to_numeric(df[col], errors="coerce").astype(float)
 
 
+def check_energy(energy) -> str:
+    """Which energy is compared: "total" or "dynamic" (above idle)."""
+    if not isinstance(energy, str) or energy not in ENERGY_COLUMNS:
+        raise ValueError(f"energy must be one of {tuple(ENERGY_COLUMNS)}, got {energy!r}")
+    return energy
+
+
 def check_max_cv(max_energy_cv) -> float | None:
     """The configured spread threshold: a positive number, or None for no spread check."""
     if max_energy_cv is None:
@@ -293,8 +300,7 @@ def score_summary(
     which keeps them off the front while it is one of `invalid_flags` (the default).
     """
     thresholds = parse_grade_thresholds(grade_thresholds)
-    if energy not in ENERGY_COLUMNS:
-        raise ValueError(f"energy must be one of {tuple(ENERGY_COLUMNS)}, got {energy!r}")
+    check_energy(energy)
     max_energy_cv = check_max_cv(max_energy_cv)
     df = summary.reset_index(drop=True).copy()
     df = in_scope(df, energy_scope, energy)

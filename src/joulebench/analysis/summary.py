@@ -27,10 +27,12 @@ from joulebench.tables import (
     ACCURACY_COLUMNS,
     CATALOG_COLUMNS,
     KNOB_COLUMNS,
+    MAX_NAME_CHARS,
     PHASES,
     POWER_LIMIT_FRACTION_MAX,
     PROFILE_COLUMNS,
     RUNTIME_ALIASES,
+    STATUS_INVALID,
     SUMMARY,
     SUMMARY_COLUMNS,
     UNFUSED,
@@ -41,8 +43,6 @@ from joulebench.tables import (
 # "unknown": a summary from elsewhere gave top-1 without saying where it came from.
 ACCURACY_SOURCES = ("measured", "reference", "none", "unknown")
 STATUS_NOT_PROFILED = "not-profiled"
-# A row of our own profile holding an impossible value (e.g. energy 0 on a row marked ok).
-STATUS_INVALID = "invalid"
 CI_LOW_COLUMNS = ("energy_per_image_ci95_low_j", "dynamic_energy_per_image_ci95_low_j")
 SPREAD_COLUMNS = (
     "energy_per_image_std_j",
@@ -389,6 +389,17 @@ def _value_problems(df: pd.DataFrame) -> list[str]:
     ok = df["status"] == "ok"
     if df.loc[ok, "energy_is_estimate"].isna().any():
         problems.append("energy_is_estimate is missing on rows with status ok")
+    no_energy = (
+        ok.fillna(False).astype(bool)
+        & pd.to_numeric(df["energy_per_image_j"], errors="coerce").isna()
+    )
+    if no_energy.any():
+        rows = quantity(int(no_energy.sum()), "row")
+        problems.append(
+            f"energy_per_image_j is missing (empty or NaN) on {rows} with status ok, "
+            f"e.g. {_row_name(df, df.index[no_energy][0])}"
+        )
+    problems += _long_names(df)
     says_estimate = df["meter"].map(is_estimate_meter).astype(bool)
     mixed = says_estimate & (df["energy_is_estimate"].fillna(True) == False)  # noqa: E712
     if mixed.any():
@@ -404,6 +415,21 @@ def _value_problems(df: pd.DataFrame) -> list[str]:
         problems.append(
             f"{quantity(int(dup.sum()), 'row')} share a key {SUMMARY_KEY}, e.g. {first}"
         )
+    return problems
+
+
+def _long_names(df: pd.DataFrame) -> list[str]:
+    """Names longer than any model, device or method has (a 20 MB name made a 25 MB page)."""
+    problems = []
+    for col in ("model", "device_label", "method", "phase"):
+        length = df[col].astype("string").str.len()
+        long = (length > MAX_NAME_CHARS).fillna(False).astype(bool)
+        if long.any():
+            problems.append(
+                f"{col} must be at most {MAX_NAME_CHARS} characters: "
+                f"{quantity(int(long.sum()), 'row')} hold longer ones (the longest "
+                f"{int(length.max()):,})"
+            )
     return problems
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,16 +24,63 @@ def measurable_device(device: str) -> BoundDevice:
     return bound
 
 
-def positive_int(name: str, value: Any) -> int:
+def positive_int(name: str, value: Any, maximum: int | None = None) -> int:
+    """A whole number >= 1 (and <= `maximum`): a batch that no row could hold is refused
+    before anything runs."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value!r}")
     return value
 
 
-def positive_s(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+def batch(name: str, value: Any) -> int:
+    """A batch of images: 1 to tables.MAX_BATCH_SIZE, as the CLI and a study take it."""
+    from joulebench.tables import MAX_BATCH_SIZE
+
+    return positive_int(name, value, MAX_BATCH_SIZE)
+
+
+def seconds(name: str, value: Any, key: str, *, positive: bool = True) -> float:
+    """A finite number of seconds (> 0, or >= 0 where not `positive`), at most the schema's
+    maximum of the config key it stands for (`key`)."""
+    from joulebench.config_schema import maximum
+
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    low_ok = number and (value > 0 if positive else value >= 0)
+    if not (low_ok and math.isfinite(value)):
+        word = "positive" if positive else "non-negative"
+        raise ValueError(f"{name} must be a {word} finite number of seconds, got {value!r}")
+    if value > maximum(key):
+        raise ValueError(f"{name} must be at most {maximum(key)} s, got {value!r}")
     return float(value)
+
+
+def threads_count(value: Any) -> int | None:
+    """None (the job's default) or a positive number of threads."""
+    return None if value is None else positive_int("threads", value)
+
+
+def workload_name(value: Any) -> str:
+    """A name rows, files and figures can carry (catalog.workloads.NAME_PATTERN)."""
+    from joulebench.catalog.workloads import NAME_PATTERN
+
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value) or value.startswith("-"):
+        raise ValueError(
+            f"name {value!r:.80} may only use letters, digits, '_', '.', '-' (not first)"
+        )
+    return value
+
+
+def window_name(value: Any) -> str:
+    """A measurement's or a window's name: a text no longer than a row's names may be."""
+    from joulebench.tables import MAX_NAME_CHARS
+
+    if not isinstance(value, str) or not value or len(value) > MAX_NAME_CHARS:
+        raise ValueError(
+            f"name must be a text of 1 to {MAX_NAME_CHARS} characters, got {value!r:.60}"
+        )
+    return value
 
 
 def step_callable(step: Any, sync: Any = None) -> None:

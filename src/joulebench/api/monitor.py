@@ -8,16 +8,16 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from joulebench.api.arguments import measurable_device
+from joulebench.api.arguments import measurable_device, window_name
 from joulebench.core.protocol import (
     DEFAULT_PRESET,
     ProtocolSettings,
     meter_kind,
     preset_values,
 )
-from joulebench.flags import FLAG_SHORT_WINDOW, join_flags, split_flags
+from joulebench.flags import FLAG_SHORT_WINDOW, FLAG_SIMULATED, join_flags, split_flags
 
 # RAPL's and AMD SMI's energy counters move about every millisecond (the estimate reads the
 # process's CPU time as finely); a window of fewer than 100 such steps is off by over 1 %
@@ -80,13 +80,18 @@ class Monitor:
         preset_values(preset)  # an unknown preset: ValueError naming the known ones
         self._preset, self._prefer = preset, meter
         self._open: dict[str, tuple[object, float]] = {}
+        self._meter().close()  # a meter this device has not: said now, not at the first window
 
-    def begin_window(self, name: str) -> None:
+    def _meter(self):
         from joulebench.core.backends import select_node_meter
 
+        return select_node_meter(self.device, prefer=self._prefer, label=self.label)[0]
+
+    def begin_window(self, name: str) -> None:
+        window_name(name)
         if name in self._open:
             raise ValueError(f"window {name!r} is open already")
-        meter, _ = select_node_meter(self.device, prefer=self._prefer, label=self.label)
+        meter = self._meter()
         self._device.sync()
         meter.begin()
         self._open[name] = (meter, time.perf_counter())
@@ -104,11 +109,18 @@ class Monitor:
         duration_s = reading.duration_s
         if not (math.isfinite(duration_s) and duration_s > 0):
             duration_s = time.perf_counter() - started
-        return _window(name, meter, reading, duration_s, shortest_window_s(meter, self._preset))
+        window = _window(name, meter, reading, duration_s, shortest_window_s(meter, self._preset))
+        if self._device.simulated:  # the sensor simulator's energy, as a profile row says
+            window = replace(
+                window, flags=tuple(split_flags(join_flags(window.flags, [FLAG_SIMULATED])))
+            )
+        return window
 
     def wrap(self, fn: Callable) -> Callable:
         """`fn` as the device runs a step: on a simulated GPU the board works while it runs;
         elsewhere `fn` itself."""
+        if not callable(fn):
+            raise ValueError(f"wrap takes a callable (the step to run), got {type(fn).__name__}")
         return self._device.wrap_step(fn)
 
     def close(self) -> None:

@@ -10,11 +10,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from joulebench.api.arguments import (
+    batch,
     measurable_device,
-    positive_int,
-    positive_s,
     protocol_config,
+    seconds,
     step_callable,
+    threads_count,
+    window_name,
+    workload_name,
 )
 from joulebench.api.measurement import Measurement
 from joulebench.core.protocol import DEFAULT_PRESET, ProtocolSettings, meter_kind
@@ -59,8 +62,9 @@ def measure(
     (`preset` and any ProtocolSettings over it) until the 95 % CI is met. `sync()` waits
     for the device's queued work (default: the device's own); `meter` forces one."""
     step_callable(step, sync)
-    positive_int("images_per_step", images_per_step)
-    positive_s("idle_s", idle_s)
+    batch("images_per_step", images_per_step)
+    window_name(name)
+    _waits(idle_s, quiet_wait_s)
     config = protocol_config(preset, protocol)
     bound = measurable_device(device)
     sync = sync or bound.sync
@@ -73,7 +77,18 @@ def measure(
         step = bound.wrap_step(step)
         row = _run(step, sync, meters, config, images_per_step, idle.power_w)
     known = {"name": name, "images": images_per_step}
-    return Measurement.from_row(callable_row(bound, known, idle, *row))
+    measured = callable_row(bound, known, idle, *row)
+    if measured["status"] != "ok":  # a value no measurement can have
+        raise MeasurementError(
+            f"{name} on {device}: {measured['status']}: {measured['reason']}", measured
+        )
+    return Measurement.from_row(measured)
+
+
+def _waits(idle_s, quiet_wait_s) -> None:
+    """The idle read's and the quiet wait's seconds, as a study's profile section takes them."""
+    seconds("idle_s", idle_s, "profile.idle_pre_s")
+    seconds("quiet_wait_s", quiet_wait_s, "profile.quiet_wait_s", positive=False)
 
 
 def _meter_factory(device: BoundDevice, prefer: str | None, concurrent) -> Callable:
@@ -175,8 +190,11 @@ def profile(
 
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; one of {sorted(METHODS)}")
-    positive_int("batch_size", batch_size)
-    positive_s("idle_s", idle_s)
+    batch("batch_size", batch_size)
+    _waits(idle_s, quiet_wait_s)
+    threads_count(threads)
+    if name is not None:
+        workload_name(name)
     config = protocol_config(preset, protocol)
     label = measurable_device(device).label
     methods = {method: {**METHODS[method], "allow_emulated": allow_emulated}}

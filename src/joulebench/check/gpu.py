@@ -123,7 +123,7 @@ TAIL_ROWS = ("tail excess", "tail plateau", "tail decay")
 
 def tail_rows(fit: TailFit | None, settings: CheckSettings) -> list[Row]:
     """The board's tail after the standard load: what the protocol takes out of its phase
-    shifts (measure.tail)."""
+    shifts (core.tail)."""
     if not settings.tail_cycles:
         return [Row("tail", name, SKIP, detail="not measured") for name in TAIL_ROWS]
     if fit is None:
@@ -141,7 +141,7 @@ def tail_rows(fit: TailFit | None, settings: CheckSettings) -> list[Row]:
 
 
 def tail_from(fit: TailFit | None) -> dict | None:
-    """The report's `protocol.tail` (what the profile's protocol reads, measure.tail)."""
+    """The report's `protocol.tail` (what the profile's protocol reads, core.tail)."""
     return fit.as_dict() if fit is not None else None
 
 

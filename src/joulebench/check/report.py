@@ -19,7 +19,7 @@ import numpy as np
 from joulebench.core.provenance import utc_now
 from joulebench.safe_text import file_name
 from joulebench.table_io import atomic_write
-from joulebench.tables import CHECK, CHECK_RESULTS, is_estimate_meter
+from joulebench.tables import CHECK, CHECK_RESULTS, POWER_LIMIT_W_MAX, is_estimate_meter
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 STATUSES = (PASS, WARN, FAIL, SKIP)
@@ -144,6 +144,12 @@ def report_schema() -> dict:
     return schema
 
 
+def _between(low: float, high: float, above: bool = False) -> dict:
+    """A JSON-schema range: what a board can physically read (a report holding more, hand
+    edited or damaged, is not read: its tail once made rows of negative energy)."""
+    return {"exclusiveMinimum" if above else "minimum": low, "maximum": high}
+
+
 _REPORT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "joulebench check report",
@@ -178,8 +184,31 @@ _REPORT_SCHEMA = {
         "protocol": {
             "type": "object",
             "properties": {
-                "sensor_refresh_s": {"type": ["number", "null"]},
-                "min_window_s": {"type": "number"},
+                "sensor_refresh_s": {"type": ["number", "null"], **_between(0, 2, above=True)},
+                "min_window_s": {"type": "number", **_between(0, 600)},
+                "tail": {
+                    "type": ["object", "null"],
+                    "required": ["excess_w", "load_dynamic_w", "hold_s", "tau_s"],
+                    "properties": {
+                        "excess_w": {"type": "number", **_between(0, POWER_LIMIT_W_MAX)},
+                        "load_dynamic_w": {
+                            "type": "number",
+                            **_between(0, POWER_LIMIT_W_MAX, above=True),
+                        },
+                        "hold_s": {"type": "number", **_between(0, 10)},
+                        "tau_s": {"type": "number", **_between(0, 60, above=True)},
+                    },
+                },
+                "heat": {
+                    "type": ["object", "null"],
+                    "required": ["c_per_w", "leakage_per_c"],
+                    "properties": {
+                        "tau_s": {"type": "number", **_between(0, 3600, above=True)},
+                        "c_per_w": {"type": "number", **_between(0, 2)},
+                        "leakage_per_c": {"type": "number", **_between(0, 0.05)},
+                        "idle_temperature_c": {"type": "number", **_between(-40, 125)},
+                    },
+                },
             },
         },
         "software": {"type": "object"},
@@ -205,11 +234,34 @@ _REPORT_SCHEMA = {
 }
 
 
+class ImplausibleReport(ValueError):
+    """A report whose values no board can have (beyond its own power limit)."""
+
+
 def validate_report(report: dict) -> None:
-    """Raise jsonschema.ValidationError if the report does not follow report_schema()."""
+    """Raise jsonschema.ValidationError if the report does not follow report_schema() (its
+    ranges among it), ImplausibleReport where its tail is beyond the board's power limit."""
     import jsonschema
 
     jsonschema.validate(report, report_schema())
+    problems = beyond_power_limit(report)
+    if problems:
+        raise ImplausibleReport("; ".join(problems))
+
+
+def beyond_power_limit(report: dict) -> list[str]:
+    """The tail's watts that exceed the power limit the report's meter read: no board draws
+    more after its load than its limit lets it draw at all."""
+    detail = report.get("meter_detail") or {}
+    limit = detail.get("power_limit_w") if isinstance(detail, dict) else None
+    tail = (report.get("protocol") or {}).get("tail") or {}
+    if not isinstance(limit, int | float) or not math.isfinite(limit) or limit <= 0:
+        return []
+    return [
+        f"protocol.tail.{key} = {tail[key]:.4g} W is above the board's power limit {limit:.4g} W"
+        for key in ("excess_w", "load_dynamic_w")
+        if isinstance(tail.get(key), int | float) and tail[key] > limit
+    ]
 
 
 def device_file(device: str) -> str:

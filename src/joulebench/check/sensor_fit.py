@@ -78,7 +78,7 @@ def _ramp_integral(x: np.ndarray, tau: float) -> np.ndarray:
 class _SmoothedLoad:
     """The busy indicator of the known load through a first-order system of time constant tau,
     integrated over time on a fine grid, so any window's mean is two interpolations. With a
-    tail (a Tail: measure.tail's shape after each busy stretch, until the next, at its share
+    tail (a Tail: core.tail's shape after each busy stretch, until the next, at its share
     of the busy level above idle), the indicator holds it too."""
 
     def __init__(
@@ -206,7 +206,7 @@ def fit_sensor(t_s, power_w, busy_intervals, tail=None) -> SensorFit | None:
     """Fit refresh period and boxcar window to readings taken under a known square-wave load.
 
     `busy_intervals`: (start, end) host times of the busy stretches, on the same clock as t_s.
-    `tail`: the board's power tail after work (a measure.tail.TailCalibration, from the
+    `tail`: the board's power tail after work (a core.tail.TailCalibration, from the
     check's tail step: its shape and its excess as a share of the load's power above idle),
     drawn into the model between the two levels: a board that stays above idle after each
     stretch would otherwise read as a narrow window (docs/protocol.md).

@@ -1,4 +1,4 @@
-"""The board's power tail after a load stops, from what its sensor reads (measure.tail).
+"""The board's power tail after a load stops, from what its sensor reads (core.tail).
 
 The check runs its standard load for a while, stops it (a sync), and reads the power as fast
 as the library answers while the board idles, a few times. The reading is constant between

@@ -69,43 +69,84 @@ def json_object(option: str, text: str) -> dict:
     from joulebench.study import ConfigError
 
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_key_twice)
     except json.JSONDecodeError as err:
         raise ConfigError(f"{option}: not valid JSON ({err.msg} at character {err.pos})") from None
+    except _Refused as err:
+        raise ConfigError(f"{option}: {err}") from None
+    except RecursionError:
+        raise ConfigError(
+            f"{option}: nested too deep (a setting is a few levels at most)"
+        ) from None
     if not isinstance(value, dict):
         raise ConfigError(f"{option}: must be a JSON object {{...}}, not {type(value).__name__}")
     return value
+
+
+class _Refused(ValueError):
+    """JSON that Python reads but a setting never is (NaN, a key given twice)."""
+
+
+def _no_constant(name: str):
+    raise _Refused(f"{name} is not a number a setting can be; give a finite number")
+
+
+def _no_key_twice(pairs: list[tuple[str, object]]) -> dict:
+    keys = [k for k, _ in pairs]
+    twice = next((k for k in keys if keys.count(k) > 1), None)
+    if twice is not None:
+        raise _Refused(f"key {twice[:60]!r} is given twice")
+    return dict(pairs)
 
 
 def command_settings(command: str, text: str) -> dict:
     """`--settings` JSON as the keyword arguments of the function `command` calls, as the
     workflow builds them (rule_settings); a key it does not take is an error, and a value the
     stage's own validator refuses (`setting_checks`) one line, before the stage runs."""
-    from joulebench.rule_settings import keywords
+    from joulebench.rule_settings import keywords, type_problem
     from joulebench.study import ConfigError, settings_for
 
     settings = settings_for(command, json_object("--settings", text), keywords(command))
+    for key, value in settings.items():
+        problem = type_problem(command, key, value)
+        if problem:
+            raise ConfigError(f"--settings: {key}: {problem}")
     for key, check in setting_checks().items():
         if key in settings:
             try:
                 check(settings[key])
             except (ValueError, TypeError) as exc:
-                raise ConfigError(f"--settings: {key}: {exc}") from None
+                message = str(exc).removeprefix(f"{key}: ")
+                raise ConfigError(f"--settings: {key}: {message}") from None
     return settings
 
 
 def setting_checks() -> dict[str, Callable]:
     """setting -> the validator its stage applies (as prerun applies it to the config); a
     number's range as its option's would be (`number`), a meter or device by the registry."""
+    from joulebench.accuracy.reference import check_commit
+    from joulebench.analysis.best_configs import CONSTRAINTS
     from joulebench.analysis.carbon import check_carbon
-    from joulebench.analysis.score import check_max_cv, check_scope, parse_grade_thresholds
+    from joulebench.analysis.score import (
+        check_energy,
+        check_max_cv,
+        check_scope,
+        parse_grade_thresholds,
+    )
+    from joulebench.flags import canonical_names
     from joulebench.tables import MAX_BATCH_SIZE
 
     return {
         "grade_thresholds": parse_grade_thresholds,
         "max_energy_cv": check_max_cv,
         "energy_scope": check_scope,
+        "energy": check_energy,
+        "invalid_flags": canonical_names,
         "carbon": check_carbon,
+        "protocol": _check_protocol,
+        "commit": lambda commit: commit is None or check_commit(commit),
+        "min_models": value_check(int, minimum=2),
+        **{kind: _constraint_check(kind) for kind in CONSTRAINTS},
         "duration_s": value_check(above=0),
         "timeout_s": value_check(above=0, optional=True),
         "tdp_w": value_check(above=0, optional=True),
@@ -132,6 +173,21 @@ def value_check(kind: type = float, *, optional: bool = False, **bounds) -> Call
             raise ValueError(str(err)) from None
 
     return check
+
+
+def _check_protocol(value) -> None:
+    """The study's protocol section as the page reads it (a preset and its keys), or null."""
+    from joulebench.core.protocol import ProtocolSettings
+
+    if value is not None:
+        ProtocolSettings.from_dict(value)
+
+
+def _constraint_check(kind: str) -> Callable:
+    """A decision constraint's values as the decisions read them (numbers > 0)."""
+    from joulebench.analysis.best_configs import parse_constraints
+
+    return lambda values: parse_constraints(**{kind: values})
 
 
 def _check_meter(value) -> None:

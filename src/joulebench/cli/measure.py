@@ -26,7 +26,7 @@ TDP_HELP = "CPU power for the estimate meter"
 
 
 def _cmd_catalog(args) -> int:
-    """A catalog part: its models counted by workers it watches (measure.catalog_job)."""
+    """A catalog part: its models counted by workers it watches (core.catalog_job)."""
     from joulebench.catalog.build import catalog_entries, catalog_line
     from joulebench.core.catalog_job import supervised_catalog
     from joulebench.core.job_runner import Orphaned
@@ -58,7 +58,7 @@ def add_catalog(sub) -> None:
 
 def _cmd_catalog_worker(args) -> int:
     """(internal) One worker of a catalog part: models from a position on, each row written
-    to the part's parts folder (measure.catalog_job)."""
+    to the part's parts folder (core.catalog_job)."""
     from joulebench.core.catalog_job import catalog_worker
 
     catalog_worker(
@@ -224,7 +224,7 @@ def _cmd_profile_job(args) -> int:
 
 def _cmd_profile_worker(args) -> int:
     """(internal) One worker of a profile job: configurations from a position on, each
-    written to the job's parts folder (measure.job_runner)."""
+    written to the job's parts folder (core.job_runner)."""
     from joulebench.core.job_runner import main_worker
 
     return main_worker(args)

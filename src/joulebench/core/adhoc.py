@@ -1,5 +1,5 @@
 """`joulebench profile`: one model measured now, under the same supervisor as a workflow job
-(measure.job_runner), and the short table it prints."""
+(core.job_runner), and the short table it prints."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def profile_now(
     """`joulebench profile`: measure one model (a timm name or a workload entry) now, with the
     method presets (methods.PRESETS; `allow_emulated` measures those the device only
     emulates) and a protocol of `repeats` windows of `min_repeat_s`, each configuration
-    stopped after `timeout_s` without progress (None: the default, measure.supervise); the
+    stopped after `timeout_s` without progress (None: the default, core.supervise); the
     rows are also written to `output` when given."""
     from joulebench.catalog.models import resolve_models
     from joulebench.catalog.workloads import is_workload
@@ -110,10 +110,11 @@ def format_rows(rows: pd.DataFrame) -> str:
     that makes a number untrustworthy (flags.flag_warnings), an estimated energy."""
     table = rows[["model", "phase", "method", "batch_size", "status"]].copy()
     energy = rows["energy_per_image_j"].astype("float64") * 1e3
-    half = (rows["energy_per_image_ci95_high_j"].astype("float64") - energy / 1e3) * 1e3
-    wide = (half > energy).fillna(False)
+    low = rows["energy_per_image_ci95_low_j"].astype("float64") * 1e3
+    high = rows["energy_per_image_ci95_high_j"].astype("float64") * 1e3
+    wide = ((high - energy) > energy).fillna(False)
     table["mJ/image ± 95% CI"] = [
-        _energy_cell(e, h, w) for e, h, w in zip(energy, half, wide, strict=True)
+        _energy_cell(e, lo, hi, w) for e, lo, hi, w in zip(energy, low, high, wide, strict=True)
     ]
     table["CV %"] = rows["energy_per_image_cv"] * 100
     table["img/s"] = rows["throughput_img_s"]
@@ -140,10 +141,14 @@ def _figure(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
-def _energy_cell(energy_mj: float, half_mj: float, wide: bool) -> str:
-    """An energy in mJ with its CI's half-width: '144 ± 3.1', '596 ± 750 (!)', '-'."""
+def _energy_cell(energy_mj: float, low_mj: float, high_mj: float, wide: bool) -> str:
+    """An energy in mJ with its CI: '144 ± 3.1', '596 ± 750 (!)', '-'; a CI that does not
+    hold its value (never a '±' of a negative width) is shown whole: '50 (CI 60-80) (!)'."""
     if not math.isfinite(energy_mj):
         return "-"
+    half_mj = high_mj - energy_mj
     if not math.isfinite(half_mj):
         return _figure(energy_mj)
+    if half_mj < 0 or (math.isfinite(low_mj) and low_mj > energy_mj):
+        return f"{_figure(energy_mj)} (CI {_figure(low_mj)}-{_figure(high_mj)}) {WIDE_CI}"
     return f"{_figure(energy_mj)} ± {_figure(half_mj)}" + (f" {WIDE_CI}" if wide else "")

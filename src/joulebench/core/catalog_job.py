@@ -1,6 +1,6 @@
 """A catalog part that finishes whatever its models do (issue 35, items 1 and 2 for the
 catalog): `joulebench catalog` runs its models in workers (`joulebench catalog-worker`)
-under the profile jobs' supervisor (measure.supervise, measure.job_runner).
+under the profile jobs' supervisor (core.supervise, core.job_runner).
 
 Each worker counts the part's models from a position on (catalog.build.entry_row), says
 which model it is in (an event with its deadline: `--timeout-s`, else TIMEOUT_FLOOR_S) and
@@ -10,7 +10,7 @@ workload's build, a segfault, the out-of-memory killer), gets a row with status 
 and the reason (`timeout: no progress for 300 s: stopped (...)`, `crashed: exit 3 (...)`);
 the next worker goes on with the next model, so the part keeps every other model's row.
 
-It lives in `measure` beside the supervisor it reuses (catalog, a lower layer, imports no
+It lives in `core` beside the supervisor it reuses (catalog, a lower layer, imports no
 measuring code).
 """
 

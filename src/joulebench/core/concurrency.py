@@ -84,7 +84,7 @@ def live_markers(folder: str | os.PathLike | None = None) -> list[tuple[int, str
 def orphans(folder: str | os.PathLike | None = None) -> list[int]:
     """The pids of live measurements on this host whose Snakemake is gone: a run killed
     while they measured (their supervisor ends them within seconds; one that does not is
-    ended by the next job, measure.job_runner). A measurement no Snakemake started (the
+    ended by the next job, core.job_runner). A measurement no Snakemake started (the
     ad-hoc `joulebench profile`) is never one."""
     from joulebench.core.supervise import alive
 

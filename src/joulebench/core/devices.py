@@ -244,7 +244,7 @@ def _format_info(info: DeviceInfo) -> list[str]:
 
 def _precision_lines(native) -> list[str]:
     """What a device runs natively, why each other precision is only emulated, and which it
-    does not run at all (tf32: nothing forces it, measure.emulation)."""
+    does not run at all (tf32: nothing forces it, core.emulation)."""
     if native is None:
         return [
             "  native precisions: not known here (every method is measured, but "

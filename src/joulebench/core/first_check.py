@@ -1,7 +1,7 @@
 """A GPU's heat and power tail, measured once before its first profile job (issue 33).
 
-Rows are stated at the sustained temperature (measure.heat) and the board's tail is taken
-out of the phase shifts (measure.tail) only where `joulebench check` measured the board. A
+Rows are stated at the sustained temperature (core.heat) and the board's tail is taken
+out of the phase shifts (core.tail) only where `joulebench check` measured the board. A
 plain `snakemake` run would never have: so a profile job on a GPU runs the check itself when
 no report of that very board is at hand, before it measures anything, and keeps the report
 for every later job (`results/check/gpus/<uuid>.json`): once per GPU, whichever job of a pool
@@ -103,18 +103,27 @@ def board_path(check_dir: str | Path, uuid: str) -> Path:
     return Path(check_dir) / GPU_DIR / f"{device_file(uuid)}.json"
 
 
-def cached(check_dir: str | Path, key: tuple) -> dict | None:
-    """The kept report of the board `key` names, where it is still usable."""
+def cached(check_dir: str | Path, key: tuple, log=None) -> dict | None:
+    """The kept report of the board `key` names, where it is still usable; one that holds
+    values no board can have is said in the log and measured again."""
     from joulebench.check.report import validate_report
 
     if not key[0]:
         return None
+    path = board_path(check_dir, key[0])
     try:
-        report = json.loads(board_path(check_dir, key[0]).read_text())
+        report = json.loads(path.read_text())
         validate_report(report)
-    except Exception:  # missing, unreadable, or from another version: measure again
+    except Exception as exc:  # missing, damaged, implausible, another version: measure again
+        if log is not None and path.exists():
+            log(f"check: the kept report {path} is not read ({_first_line(exc)})")
         return None
     return report if usable(report, key) else None
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def measure_board(device: BoundDevice, key: tuple, check_dir, log) -> dict:
@@ -138,7 +147,7 @@ def report_for(device: BoundDevice, detail: dict, check_dir, setting: str, log) 
     from joulebench.check.report import device_check
 
     key = board_key(detail)
-    report = cached(check_dir, key)
+    report = cached(check_dir, key, log)
     if report is not None:
         return report
     latest = device_check(device.device, check_dir, detail.get("uuid"))

@@ -1,6 +1,6 @@
 """A profile job whose GPU fails: the GPU leaves the pool, the job goes on.
 
-When a worker says its GPU failed (event `gpu-fault`, measure.gpu_faults), the job's
+When a worker says its GPU failed (event `gpu-fault`, core.gpu_faults), the job's
 supervisor marks the GPU bad for the rest of the run (schedule.bad_gpus), so no job leases it
 again, and moves the job once (MOVES) to another good GPU of the pool, where a new worker
 measures the configuration the GPU failed in and those after it. Where no good GPU is left,

@@ -1,4 +1,4 @@
-"""A profile job run as a supervisor and its workers (measure.supervise, issue 35).
+"""A profile job run as a supervisor and its workers (core.supervise, issue 35).
 
 `supervised_job` is what `joulebench profile-job` (and the ad-hoc `joulebench profile`)
 runs: workers (`joulebench profile-worker`) measure the model's configurations from a
@@ -73,7 +73,7 @@ def worker_argv(model, device_label, spec, *, idle, threads, parts, start_at) ->
 def supervised_job(model, device_label, spec, *, idle, threads, log, outputs=None, failover=None):
     """Every configuration of one model measured by workers; the job's three tables
     (rows, repeats, trace), also written to `outputs` (rows, repeats, trace paths) when
-    given. `failover` (measure.gpu_failover): the job's GPU and where it moves when that
+    given. `failover` (core.gpu_failover): the job's GPU and where it moves when that
     fails; None (the ad-hoc path) ends a failed GPU's configuration as a crash. Raises
     Orphaned where its Snakemake died."""
     from joulebench.core.profile import ProfileJob
@@ -269,7 +269,7 @@ def _temp_parts() -> Path:
 
 def main_worker(args) -> int:
     """`joulebench profile-worker`: one worker of a supervised job (its parts, no outputs);
-    GPU_FAULT_EXIT where its GPU failed (measure.gpu_faults), said in an event."""
+    GPU_FAULT_EXIT where its GPU failed (core.gpu_faults), said in an event."""
     from joulebench.core.profile import GpuFault, run_job
 
     spec = json.loads(args.spec)

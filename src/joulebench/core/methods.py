@@ -6,9 +6,9 @@ best configurations, recommend, the page) sees methods only, and a method's ener
 against the baseline comes out of the method savings like any other. A method may also ask
 the device for a knob (`KNOBS`: a power limit, a locked SM clock; docs/power.md); a knob
 given a list is a sweep, expanded here into ordinary named methods (`fp16@1.0`, `fp16@0.6`).
-A precision is also an arithmetic (measure.arithmetic); inference runs a timm model in its
+A precision is also an arithmetic (core.arithmetic); inference runs a timm model in its
 deploy form unless `reparameterize: false`; `cudnn_autotune` and `cuda_graphs`
-(measure.cuda_graphs) say how a GPU runs it. docs/profiling.md#what-a-job-does.
+(core.cuda_graphs) say how a GPU runs it. docs/profiling.md#what-a-job-does.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from joulebench.tables import (
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 # Precisions a device runs natively or not at all: where torch has no TF32 (a CPU, a GPU before
 # Ampere, ROCm) it runs IEEE fp32 without a word, so a forced row would be a lie; such a
-# method is skipped, and allow_emulated does not force it (measure.emulation).
+# method is skipped, and allow_emulated does not force it (core.emulation).
 NATIVE_ONLY = ("tf32",)
 HALF_PRECISIONS = ("fp16", "bf16")  # by autocast, or cast weights (autocast: false)
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")

@@ -81,7 +81,9 @@ from joulebench.tables import (
     PHASES,
     PROFILE_COLUMNS,
     REPEAT_TABLE_COLUMNS,
+    STATUS_INVALID,
     TRACE_TABLE_COLUMNS,
+    impossible_energy,
     short_reason,
 )
 
@@ -123,7 +125,7 @@ class ProfileJob:
     check_first: str = CHECK_FIRST_DEFAULT  # check the GPU first where none was (first_check)
     quiet_wait_s: float = QUIET_WAIT_S  # wait this long at most for the device to be alone
     # how long a configuration may go without progress before it is stopped (a `timeout`
-    # row, measure.supervise); None: TIMEOUT_FACTOR x its estimate, at least the floor
+    # row, core.supervise); None: TIMEOUT_FACTOR x its estimate, at least the floor
     timeout_s: float | None = None
     gpu: Mapping = field(default_factory=dict)  # the pool's GPU leased: uuid, index, serial
     device_pool: str = ""  # the study's pool label of a replica label (each_model_on)
@@ -600,7 +602,7 @@ def measure_config(
 ) -> Outcome:
     """Measure one configuration; failures become an Outcome with status and reason. A
     precision the device only emulates is skipped before anything is built (unless forced);
-    a method's knobs are set on the device around it, and restored (measure.knobs).
+    a method's knobs are set on the device around it, and restored (core.knobs).
     `settings`: the protocol's for this configuration (a short warm-up, `warmup_for`);
     default the session's."""
     settings = settings or session.settings
@@ -635,7 +637,7 @@ def _measure_built(
 ) -> Outcome:
     """Build and measure one configuration (`measure_config` has said it may run) in its
     method's arithmetic: fp32 math and cuDNN autotuning set in torch around the build,
-    warm-up and windows, restored after (measure.arithmetic); its row says which."""
+    warm-up and windows, restored after (core.arithmetic); its row says which."""
     arithmetic = arithmetic_for(method, session.device.runs_on_gpu)
     with arithmetic_applied(arithmetic):
         outcome = _build_and_measure(session, method, batch_size, phase, emulated, settings)
@@ -694,7 +696,7 @@ def _build_and_measure(
 
 
 def _stage(phase: str, info: dict) -> None:
-    """The protocol's progress, as a worker's event (measure.supervise): after warm-up and
+    """The protocol's progress, as a worker's event (core.supervise): after warm-up and
     after each window (never inside one)."""
     done = "warm-up done" if phase == "warmup" else f"window {int(info['repeat']) + 1} done"
     emit("stage", doing=f"{done}, measuring")
@@ -726,7 +728,7 @@ def run_profile(
 ) -> ProfileOutput:
     """Measure every (phase, method, batch size) of one model on one device; from position
     `start_at` of the measuring order, each finished one's tables also written to `parts`
-    (a worker of a supervised job, measure.supervise)."""
+    (a worker of a supervised job, core.supervise)."""
     import torch
 
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
@@ -750,7 +752,7 @@ def measure_configs(session: JobSession, log, start_at: int = 0, parts=None) -> 
     warm = None  # (phase, method) of the last configuration measured
     gate = quiet_gate(session, log)
     for i, index in enumerate(order, 1):
-        if i <= start_at:  # measured by an earlier worker of this job (measure.supervise)
+        if i <= start_at:  # measured by an earlier worker of this job (core.supervise)
             continue
         phase, method, requested = configs[index]
         kind, settings = session.warmup_for(warm == (phase, method.name))
@@ -802,9 +804,9 @@ FAULT_STATUSES = ("error", "build-error")  # outcomes whose reason may be the GP
 
 def raise_gpu_fault(session: JobSession, outcome, base: dict, position: int, log) -> None:
     """In a worker of a GPU job, a configuration whose error is a fault of the GPU
-    (measure.gpu_faults: NVML, Xid, ECC, a poisoned CUDA context) is no row: the worker
+    (core.gpu_faults: NVML, Xid, ECC, a poisoned CUDA context) is no row: the worker
     tells its supervisor (event `gpu-fault`) and ends (GpuFault), and the configuration is
-    measured again on a good GPU of the pool (measure.gpu_failover)."""
+    measured again on a good GPU of the pool (core.gpu_failover)."""
     job = session.job
     if session.device.is_host or not in_worker() or outcome.status not in FAULT_STATUSES:
         return
@@ -819,7 +821,7 @@ def raise_gpu_fault(session: JobSession, outcome, base: dict, position: int, log
 
 
 def quiet_gate(session: JobSession, log) -> QuietGate:
-    """What waits for the device to be left alone before each configuration (measure.quiet):
+    """What waits for the device to be left alone before each configuration (core.quiet):
     a CPU's other processes, or those on a GPU."""
     return device_gate(session.device, session.meter, log, session.job.quiet_wait_s)
 
@@ -832,7 +834,7 @@ def device_gate(device: BoundDevice, meter_factory, log, wait_s: float) -> Quiet
 
 
 def write_part(parts, position: int, row: dict, repeats: list, traces: list) -> None:
-    """One finished configuration's tables in a worker's parts folder (measure.supervise),
+    """One finished configuration's tables in a worker's parts folder (core.supervise),
     named by its position in the measuring order; the rows file last, as a job's."""
     folder = Path(parts)
     stem = f"{position:04d}"
@@ -990,6 +992,9 @@ def result_fields(result, meter_info: dict) -> dict:
             {k: v for k, v in meter_info.items() if k != "meter_reasons"}, default=str
         ),
     )
+    problem = impossible_energy(fields_)
+    if problem:  # measured, but no energy a row may state as ok
+        fields_.update(status=STATUS_INVALID, reason=problem)
     return fields_
 
 
@@ -1006,7 +1011,7 @@ def run_job(
     parts: str | Path,
     start_at: int = 0,
 ) -> ProfileOutput:
-    """One worker of a workflow job (`joulebench profile-worker`, measure.job_runner): the
+    """One worker of a workflow job (`joulebench profile-worker`, core.job_runner): the
     configurations of one model on one device from position `start_at` of the measuring
     order, each finished one's tables written to `parts` as it ends."""
     from joulebench.core.devices import require_measurable

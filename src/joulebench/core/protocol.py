@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 import pandas as pd
 
+from joulebench.config_schema import maximum
 from joulebench.core.heat import (
     AS_RUN,
     DRIFT_C,
@@ -70,6 +71,45 @@ class SettingsError(ValueError):
         self.problems = problems
 
 
+# What a protocol setting may be, by its field's type: a JSON value or a Python one alike
+# (`min_repeat_s="3"` failed as a TypeError after seconds of measuring; NaN in every check).
+_FIELD_KINDS = {
+    "bool": ("true or false", lambda v: isinstance(v, bool)),
+    "int": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "float": ("a finite number", lambda v: _finite(v)),
+    "tuple[float, float]": (
+        "two finite numbers",
+        lambda v: isinstance(v, tuple | list) and len(v) == 2 and all(_finite(x) for x in v),
+    ),
+}
+# The schema's caps on what a study may set (a window of hours, a million windows).
+_SCHEMA_MAXIMA = ("repeats", "max_repeats", "min_repeat_s", "ci_target")
+
+
+def _finite(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_types(settings) -> None:
+    """SettingsError naming each field of a settings dataclass whose value is not of its
+    type (None where the type allows it), or above the schema's maximum."""
+    problems = []
+    for f in fields(settings):
+        value, kind = getattr(settings, f.name), str(f.type)
+        optional = kind.endswith(" | None")
+        words, ok = _FIELD_KINDS[kind.removesuffix(" | None")]
+        if value is None and optional:
+            continue
+        if not ok(value):
+            problems.append(
+                f"{f.name} must be {words}{' or None' if optional else ''}, got {value!r}"
+            )
+        elif f.name in _SCHEMA_MAXIMA and value > maximum(f"protocol.{f.name}"):
+            problems.append(f"{f.name} must be <= {maximum(f'protocol.{f.name}')}, got {value!r}")
+    if problems:
+        raise SettingsError("protocol", problems)
+
+
 @dataclass
 class ProtocolSettings:
     """How long to warm up and how to repeat windows. These defaults are the `default`
@@ -105,6 +145,7 @@ class ProtocolSettings:
     min_batches_max_s: float | None = 3.0
 
     def __post_init__(self):
+        check_types(self)
         self.pause_s = tuple(float(v) for v in self.pause_s)
         self.spread_sweep_periods = tuple(float(v) for v in self.spread_sweep_periods)
         problems = []
@@ -514,7 +555,7 @@ def repeat_row(
     tail: TailCalibration | None = None,
 ) -> dict:
     """One window's row. `waits`: its phase shifts' delays, whose idle energy and board's
-    tail (measure.tail) are not the images'."""
+    tail (core.tail) are not the images'."""
     images = batches * images_per_step
     meter_s = reading.duration_s
     energy_s = meter_s if math.isfinite(meter_s) and meter_s > 0 else duration_s
@@ -578,7 +619,7 @@ def repeat_row(
 
 
 def _shifts_tail(tail, waits, work_j: float, work_s: float, idle_w: float) -> ShiftTail:
-    """The phase shifts' tail (measure.tail) after work drawing (work_j / work_s) - idle_w
+    """The phase shifts' tail (core.tail) after work drawing (work_j / work_s) - idle_w
     above idle: estimated from the window with its shifts' idle energy out, then once more
     with the first estimate's excess out too. Nothing without an idle power."""
     if not (math.isfinite(idle_w) and work_s > 0 and any(w > 0 for w in waits)):
@@ -592,7 +633,7 @@ def _window_state(
 ):
     """The window's thermal state (joulebench.core.heat): its energy brought to the
     configuration's sustained temperature where the board's heat is known, else as run.
-    `tail_j`: the board's excess in the phase shifts (measure.tail), not the work's power."""
+    `tail_j`: the board's excess in the phase shifts (core.tail), not the work's power."""
     idle = IdleState(float(idle_power_w), float(idle_temperature_c))
     start_c = _state(reading, "start", "temperature_c")
     end_c = _state(reading, "end", "temperature_c")
@@ -747,7 +788,7 @@ def widen_ci(summary: dict, bound_rel: float) -> dict:
 
 def reach_below(summary: dict, below_rel: float) -> dict:
     """The 95 % CIs' low ends lowered by a one-sided bound (relative): a bias that can only
-    have raised the number (an unmeasured tail, measure.tail), added in full."""
+    have raised the number (an unmeasured tail, core.tail), added in full."""
     out = {}
     below_j = below_rel * abs(summary["energy_per_image_j"])
     for mean_key, low_key, high_key, rel_key in _CI_KEYS:
@@ -981,7 +1022,7 @@ def _per_image(repeats: pd.DataFrame, column: str) -> float:
 
 
 def tail_summary(repeats: pd.DataFrame, summary: dict) -> dict:
-    """Row fields of the phase shifts' tail: where it came from (measure.tail) and the share
+    """Row fields of the phase shifts' tail: where it came from (core.tail) and the share
     of the energy taken out (negative; 0 where nothing was)."""
     sources = {s for s in repeats["tail_source"] if s}
     energy = summary["energy_per_image_j"]

@@ -310,7 +310,14 @@ def build_page(
     return path
 
 
-def run_webapp(summary, scores, output, *, grade_thresholds=None, protocol=None) -> Path:
+def run_webapp(
+    summary,
+    scores,
+    output,
+    *,
+    grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
+    protocol: Mapping | None = None,
+) -> Path:
     """`joulebench webapp`: the page for a summary and its scores (paths); the score's grade
     thresholds are printed on the page (the rest of the score it reads from the scores), and
     the protocol section the summary was measured with says how (None: not known, as for a

@@ -1,6 +1,6 @@
 """Scheduling a study's jobs on its devices: Snakemake's measuring slots (one device, one
 measuring job at a time), the CPU threads a job gets, and pinning a job to its GPU or
-leasing one of a pool (schedule.lease). Device discovery is measure.devices'."""
+leasing one of a pool (schedule.lease). Device discovery is core.devices'."""
 
 import os
 import re

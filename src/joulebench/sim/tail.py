@@ -7,7 +7,7 @@ an excess of `share` of a dynamic power, that of the work that just stopped
 (`scales="dynamic"`) or the board's reference busy power above idle (`scales="constant"`);
 it holds for `hold_s`, then decays exponentially with `tau_s`; new work ends it. So the
 workload's own gaps draw the excess (part of its truth), and so do the protocol's phase
-shifts (which are not: measure.tail takes them out). docs/protocol.md#the-power-tail.
+shifts (which are not: core.tail takes them out). docs/protocol.md#the-power-tail.
 """
 
 from __future__ import annotations

@@ -227,7 +227,7 @@ class Backend(abc.ABC):
     #: runtimes beyond PyTorch and ONNX Runtime that build for this kind (torch-tensorrt)
     native_runtimes: tuple[str, ...] = ()
     #: the model runs on a torch GPU (CUDA or ROCm): TF32, cuDNN autotuning and CUDA graphs
-    #: apply there (measure.arithmetic, measure.cuda_graphs); a simulated GPU's runs on the CPU
+    #: apply there (core.arithmetic, core.cuda_graphs); a simulated GPU's runs on the CPU
     runs_on_gpu: bool = False
 
     def claims(self, device: str, libs: Libraries) -> bool:
@@ -282,7 +282,7 @@ class Backend(abc.ABC):
         return self.describe(label, device, libs).problems
 
     def native_precisions(self, device: str, libs: Libraries) -> NativePrecisions | None:
-        """The precisions `device` runs natively, and why not the others (measure.emulation
+        """The precisions `device` runs natively, and why not the others (core.emulation
         skips methods of those); None: not known here (the device is not visible, or its
         kind does not say), and every method is measured."""
         return None
@@ -338,7 +338,7 @@ class Backend(abc.ABC):
         self, device: str, step: Callable[[], object], sync: Callable[[], object], step_s: float
     ) -> float:
         """The share of a step (`step` as wrap_step made it, taking about `step_s`) during
-        which the device executes kernels, traced outside the windows (measure.host_bound);
+        which the device executes kernels, traced outside the windows (core.host_bound);
         NaN where that does not apply (a CPU)."""
         return math.nan
 

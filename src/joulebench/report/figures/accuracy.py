@@ -21,6 +21,7 @@ from joulebench.report.figures.rows import (
     matches,
     missing_key,
     pick_group,
+    status_reason,
 )
 from joulebench.report.palettes import GRADE_COLORS, OFF_FRONT_GREY
 
@@ -28,7 +29,8 @@ _FLAGGED_NOTE = re.compile(r"flagged ([^\s:(;]+)")
 
 
 def unscored_reasons(scores: pd.DataFrame) -> pd.Series:
-    """Why each row is not on the plot, from its score note: "failed", "without <key>" (no
+    """Why each row is not on the plot, from its score note: "failed" (or "skipped": no
+    failure, rows.status_reason), "without <key>" (no
     device, method, model or batch size), "flagged <flag>", "without energy" or "without
     top-1"; "" for scored rows."""
     scored = scores["scored"].fillna(False).astype(bool)
@@ -41,7 +43,7 @@ def unscored_reasons(scores: pd.DataFrame) -> pd.Series:
     for i in range(len(scores)):
         flag = _FLAGGED_NOTE.search(notes.iloc[i]) if notes is not None else None
         if status.iloc[i] != "ok":
-            out.append("failed")
+            out.append(status_reason(status.iloc[i]))
         elif lacks.iloc[i]:
             out.append(f"without {lacks.iloc[i]}")
         elif scored.iloc[i]:

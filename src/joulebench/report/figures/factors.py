@@ -139,7 +139,7 @@ def _by_family(ax, x, e, fam: pd.Series, top: list, est, ok: np.ndarray) -> None
 
 
 def host_bound(rows: pd.DataFrame) -> np.ndarray:
-    """Which rows are flagged host-bound (measure.host_bound): the GPU waited on the host."""
+    """Which rows are flagged host-bound (core.host_bound): the GPU waited on the host."""
     flags = rows["flags"] if "flags" in rows else pd.Series("", index=rows.index)
     return np.array([has_flag(f, FLAG_HOST_BOUND) for f in flags.fillna("")], dtype=bool)
 
