@@ -239,6 +239,7 @@ def add_profile_worker(sub) -> None:
     p.add_argument("--threads", type=COUNT)
     p.add_argument("--parts", required=True)
     p.add_argument("--start-at", type=number(int, minimum=0), default=0)
+    p.add_argument("--hangs", help="JSON: the job's hangs so far, [[position, seconds], ...]")
     p.set_defaults(func=_cmd_profile_worker)
 
 

@@ -137,6 +137,7 @@ class WorkerRun:
     deadline_s: float = TIMEOUT_FLOOR_S  # the current stage's (its last event's)
     label: str = ""  # the configuration it is in (method, batch size)
     fault: dict | None = None  # its GPU_FAULT event: kind, evidence, position, uuid, index
+    after_hang: str = ""  # its configuration's deadline is short: this one hung (core.hangs)
 
 
 def _signal_name(code: int) -> str:
@@ -238,6 +239,7 @@ def _follow(run: WorkerRun, event: dict) -> None:
     kind = event.get("event")
     if kind == "config":
         run.position, run.label = int(event["position"]), str(event.get("label", ""))
+        run.after_hang = str(event.get("after_hang", ""))
         run.doing = f"{run.label}: {event.get('doing', 'build')}"
     elif kind == "stage":
         stage = str(event.get("doing", ""))
