@@ -126,6 +126,9 @@ def test_the_hang_rule_rules_out_what_would_hang_too():
     assert rule.not_tried(4).startswith("not tried: the model hung 3 times in this job")
     assert rule.next_tried(1) == len(configs)
     assert HangRule(configs, parse_hangs(rule.as_arg())).hangs == rule.hangs
+    for bad in ("[[0, -1]]", "[[-1, 3]]", "{}", "[1]", "nope"):  # a usage error, one line
+        with pytest.raises((ValueError, TypeError)):
+            parse_hangs(bad)
     twice = HangRule([("fp32", 64), ("fp32", 8), ("fp32", 1)], [(0, 300.0), (1, 120.0)])
     assert twice.not_tried(2).startswith("not tried: its method hung twice (fp32 bs64 hung")
 

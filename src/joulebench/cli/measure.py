@@ -225,8 +225,14 @@ def _cmd_profile_job(args) -> int:
 def _cmd_profile_worker(args) -> int:
     """(internal) One worker of a profile job: configurations from a position on, each
     written to the job's parts folder (core.job_runner)."""
+    from joulebench.core.hangs import parse_hangs
     from joulebench.core.job_runner import main_worker
+    from joulebench.study import ConfigError
 
+    try:
+        args.hangs = parse_hangs(args.hangs)
+    except (ValueError, TypeError) as err:
+        raise ConfigError(f"--hangs: {err}") from None
     return main_worker(args)
 
 

@@ -22,6 +22,7 @@ decides the same way from the same measuring order (profile.measure_configs).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
 HUNG_SHARE = 0.2  # after a hang, a configuration's deadline is this share of its own...
@@ -122,8 +123,13 @@ def method_label(phase: str, method: str) -> str:
 
 
 def parse_hangs(text: str | None) -> list[Hang]:
-    """--hangs' JSON back as hangs (none where it is not given)."""
-    return [Hang(int(p), float(s)) for p, s in json.loads(text)] if text else []
+    """--hangs' JSON back as hangs (none where it is not given); a ValueError (argparse's
+    one-line usage error) for anything but [[position >= 0, seconds > 0], ...]."""
+    given = json.loads(text) if text else []
+    hangs = [Hang(int(p), float(s)) for p, s in given] if isinstance(given, list) else None
+    if hangs is None or any(h.position < 0 or not 0 < h.seconds < math.inf for h in hangs):
+        raise ValueError(f"not [[position, seconds], ...]: {text}")
+    return hangs
 
 
 def worst_case_s(deadlines_s: list[float], warmup_max_s: float) -> tuple[float, float]:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from joulebench.core import supervise
-from joulebench.core.hangs import HangRule, parse_hangs
+from joulebench.core.hangs import HangRule
 from joulebench.table_io import conform, read_table, write_table
 from joulebench.tables import (
     PROFILE_COLUMNS,
@@ -317,7 +317,7 @@ def main_worker(args) -> int:
     try:
         run_job(args.model, args.device_label, spec, idle=args.idle, threads=args.threads,
                 parts=args.parts, start_at=args.start_at,
-                hangs=parse_hangs(args.hangs))  # fmt: skip
+                hangs=args.hangs)  # fmt: skip
     except GpuFault:
         return supervise.GPU_FAULT_EXIT
     except Exception as exc:  # before any configuration: NVML lost the GPU, CUDA's init...
