@@ -20,6 +20,7 @@ import yaml
 from conftest import REPO, cpu_study, path_without_venv, snakemake
 
 from joulebench.core.protocol import ProtocolSettings
+from joulebench.status.progress import status_of
 
 pytestmark = pytest.mark.slow
 
@@ -84,6 +85,12 @@ def test_killed_study_resumes_to_whole_results(tmp_path):
     assert first.returncode == -signal.SIGKILL, (tmp_path / "first-run.log").read_text()[-3000:]
     assert done and running and len(done) < len(MODELS), (done, running)
     assert group_gone(first.pid), "processes of the killed run live on"
+
+    # What status says of the killed run (issue 40 item 6): stopped, its lock stale, the
+    # killed job stopped without rows, never measuring now.
+    seen = status_of(tmp_path, str(config))
+    assert seen["snakemake"]["locked"] and seen["snakemake"]["stale_lock"], seen["snakemake"]
+    assert seen["running"] == [] and {job["model"] for job in seen["stopped"]} == running
 
     results = tmp_path / "results"
     kept = [results / "idle" / "cpu.parquet"]

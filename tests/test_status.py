@@ -79,19 +79,27 @@ def _log(run, model, lines, age_s=0.0, device="cpu"):
     return path
 
 
-def _snakemake_runs(run):
-    """The lock a running Snakemake holds in the run's folder."""
-    (run / ".snakemake" / "locks").mkdir(parents=True, exist_ok=True)
-    (run / ".snakemake" / "locks" / "0.input.lock").write_text("results/x\n")
+@pytest.fixture
+def snakemake_runs(tmp_path, tmp_path_factory):
+    """A Snakemake running in the run's folder (tmp_path): the lock it holds there, and a
+    process that is one as /proc shows it (`python .../snakemake`, working in that folder),
+    sleeping until killed (the tests that kill it -9 say so)."""
+    script = tmp_path_factory.mktemp("bin") / "snakemake"
+    script.write_text("import time\ntime.sleep(600)\n")
+    (tmp_path / ".snakemake" / "locks").mkdir(parents=True, exist_ok=True)
+    (tmp_path / ".snakemake" / "locks" / "0.input.lock").write_text("results/x\n")
+    process = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path)
+    yield process
+    process.kill()
+    process.wait()
 
 
 @pytest.fixture
-def run(tmp_path):
+def run(tmp_path, snakemake_runs):
     """A run mid-way, its Snakemake running: m1 done, m2 done with an oom, m3 measuring
     (growing log), m4's job crashed two hours ago, and a half-written temp file beside the
     rows."""
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
-    _snakemake_runs(tmp_path)
     _write_rows(tmp_path, "m1.a", ["ok"] * 4)
     _write_rows(tmp_path, "m2.b", ["ok", "ok", "ok", "oom"], start=100)
     rows_dir = tmp_path / "results" / "profile" / "cpu" / "rows"
@@ -197,11 +205,12 @@ def test_in_progress_from_a_growing_log_and_a_crash_is_stopped(run):
     assert "stopped without rows" in text and "m4.d" in text
 
 
-def test_a_running_jobs_elapsed_and_eta_are_as_of_now_and_it_counts_as_running(tmp_path):
+def test_a_running_jobs_elapsed_and_eta_are_as_of_now_and_it_counts_as_running(
+    tmp_path, snakemake_runs
+):
     """A job writes its line as a configuration starts: 16 s later it has run 16 s more, and
     the device line says a job runs though it has finished no configuration yet."""
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
-    _snakemake_runs(tmp_path)
     _log(tmp_path, "m1.a", ["config 1/4 m1.a fp32 bs1, elapsed 0 s, ETA 2 min 40 s"], age_s=16)
     status = _status(tmp_path)
     (job,) = status["running"]
@@ -357,12 +366,11 @@ def test_a_pool_counts_per_gpu_and_its_jobs_at_once(tmp_path):
     assert "h200 gpu 1: ok 3, not ok 1" in format_status(_status(tmp_path))
 
 
-def test_a_split_models_methods_are_jobs_of_their_own(tmp_path):
+def test_a_split_models_methods_are_jobs_of_their_own(tmp_path, snakemake_runs):
     """A pool's job per model and method (rows/<model>+<method>.parquet, its own log): a
     method done is not shown as a stopped job, the one running is, and the model counts as
     started once."""
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
-    _snakemake_runs(tmp_path)
     model = MODELS[0]
     path = tmp_path / "results" / "profile" / "cpu" / "rows" / f"{model}+fp32.parquet"
     write_table(_rows(model, ["ok", "ok"]), path, PROFILE_COLUMNS)
@@ -428,7 +436,7 @@ def test_slurm_jobs_from_squeue_and_snakemake_marks(run):
     assert calls[0][:2] == ["squeue", "--me"]
     assert status["slurm"]["pending"] == 2 and status["slurm"]["running"] == 1
     assert status["slurm"]["job_logs"] == 1
-    assert status["snakemake"] == {"locked": True, "incomplete": 1}
+    assert (status["snakemake"]["locked"], status["snakemake"]["incomplete"]) == (True, 1)
     # m4.d's job crashed in its log, but SLURM says its allocation runs (a retry): running
     running = {j["model"]: j["evidence"] for j in status["running"]}
     assert running["m4.d"] == "SLURM job 42 is running"
@@ -525,15 +533,80 @@ def test_a_cpus_rows_with_empty_gpu_columns_list_no_gpu(tmp_path):
     assert " gpu " not in format_status(_status(tmp_path))
 
 
-def test_without_snakemake_a_recent_log_is_a_stopped_job_not_measuring_now(run):
+def test_without_snakemake_a_recent_log_is_a_stopped_job_not_measuring_now(run, snakemake_runs):
     """A job that crashed a minute ago (its log fresh, its process and Snakemake gone) is
     stopped, never "measuring now ... ETA 6 s" beside "no Snakemake lock here"."""
     (run / ".snakemake" / "locks" / "0.input.lock").unlink()
+    snakemake_runs.kill()
+    snakemake_runs.wait()
     status = _status(run)
     assert status["running"] == []
     assert [j["model"] for j in status["stopped"]] == ["m3.c", "m4.d"]
     text = format_status(status)
     assert "measuring now: nothing" in text and "no Snakemake lock here" in text
+
+
+def _kill_9(process) -> int:
+    process.kill()  # SIGKILL: it leaves its lock behind, as kill -9 of Snakemake does
+    process.wait()
+    return process.pid
+
+
+def test_after_kill_9_of_snakemake_its_lock_is_stale_and_its_job_stopped(run, snakemake_runs):
+    """Issue 40 item 6: Snakemake killed -9 leaves its lock; its job ends, its log's last line
+    saying so. Status says the run is stopped, the lock stale and how to resume, and lists
+    the job as stopped, never "measuring now ... ETA 0 s"."""
+    pid = _kill_9(snakemake_runs)
+    _log(run, "m3.c", [
+        "config 2/4 m3.c fp32 bs8, elapsed 11 s, ETA 0 s",
+        f"joulebench: m3.c: stopped: its Snakemake (pid {pid}) is gone",
+    ])  # fmt: skip
+    before = _tree(run)
+    status = _status(run)
+    assert _tree(run) == before  # still only reads: the lock is left to `snakemake --unlock`
+    assert status["running"] == [] and [j["model"] for j in status["stopped"]] == ["m3.c", "m4.d"]
+    snake = status["snakemake"]
+    assert snake["locked"] and snake["stale_lock"] and snake["running"] is False
+    assert snake["evidence"] == f"logs/profile/cpu/m3.c.log ends: its Snakemake (pid {pid}) is gone"
+    text = format_status(status)
+    assert "snakemake: not running (stopped): its lock is stale (logs/profile/cpu/m3.c.log" in text
+    assert "to resume: snakemake --unlock (with the run's options), then the run's command" in text
+    assert "measuring now: nothing (the run is stopped)" in text and "ETA 0 s" not in text
+    assert "m3.c: log last written 0 s ago; last line: joulebench: m3.c: stopped: its " in text
+
+
+def test_a_lock_whose_snakemake_is_gone_from_this_host_is_stale(run, snakemake_runs):
+    """The whole process group killed (a power cut of the run, scancel): no job said why. In
+    a local run no Snakemake runs in the directory on this host, so its lock is stale; on
+    SLURM its Snakemake may run on another login node, so the lock still counts."""
+    assert _status(run)["snakemake"]["running"] and _status(run)["running"]
+    _kill_9(snakemake_runs)
+    status = _status(run)
+    assert status["snakemake"]["stale_lock"] and status["running"] == []
+    assert status["snakemake"]["evidence"] == "no Snakemake runs in this directory on this host"
+    (run / ".snakemake" / "slurm_logs").mkdir()
+    slurm = _status(run)
+    assert not slurm["snakemake"]["stale_lock"] and slurm["snakemake"]["running"]
+    assert [j["model"] for j in slurm["running"]] == ["m3.c"]
+
+
+def test_the_stopped_line_makes_a_lock_stale_only_if_written_after_it():
+    """Where /proc cannot be read (not Linux), the job's line decides; a lock taken after
+    it (a new Snakemake, after --unlock) is not the dead one's."""
+    from joulebench.status.progress import snakemake_state
+
+    log = observe.parse_progress(
+        observe.JobLog("cpu", "m", "logs/profile/cpu/m.log", 30.0),
+        "joulebench: m: stopped: its Snakemake (pid 77) is gone\n",
+    )
+    assert log.snakemake_gone == 77
+    now = 1000.0
+    old_lock = observe.SnakemakeMarks(True, {}, lock_mtime=now - 60)
+    new_lock = observe.SnakemakeMarks(True, {}, lock_mtime=now - 10)
+    assert snakemake_state(old_lock, None, [log], None, now)["stale_lock"]
+    assert not snakemake_state(new_lock, None, [log], None, now)["stale_lock"]
+    assert snakemake_state(new_lock, None, [log], None, now)["running"]
+    assert snakemake_state(old_lock, [5], [log], None, now)["running"]  # a live one here
 
 
 def test_a_cpu_measures_one_job_at_a_time(run):

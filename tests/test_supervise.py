@@ -13,7 +13,9 @@ import pytest
 from conftest import FAST_PROTOCOL, REPO
 
 from joulebench.core import supervise
-from joulebench.core.job_runner import Orphaned, supervised_job
+from joulebench.core.hangs import HUNG_FLOOR_S, HangRule, parse_hangs, worst_case_s
+from joulebench.core.job_runner import Orphaned, _why, supervised_job
+from joulebench.core.profile import run_job
 
 BAD = str(REPO / "tests" / "workloads" / "bad.py")
 
@@ -80,6 +82,89 @@ def test_a_hang_is_stopped_as_a_timeout_row(tmp_path):
     assert row["status"] == "timeout"
     assert row["reason"] == "no progress for 3 s: stopped (fp32 bs1: checking its output)"
     assert time.monotonic() - start < 120
+
+
+def test_a_model_that_hangs_at_a_big_batch_costs_two_hangs_and_keeps_its_small_batches(
+    tmp_path,
+):
+    """Issue 40 item 9: after a hang the job goes on cheaply. The model hangs above batch 2;
+    its measuring order is c8, c1, a8, a1, b1, b8: c8 and a8 hang (two methods at batch 8),
+    so b8 is not tried, and every batch 1 is measured."""
+    methods = {name: {"precision": "fp32"} for name in ("a", "b", "c")}
+    start = time.monotonic()
+    rows, _, lines = _run("big_batch_sleeps", tmp_path, (1, 8), methods=methods, timeout_s=3)
+    took_s = time.monotonic() - start
+    got = {(m, b): (s, r) for m, b, s, r in rows[["method", "batch_size_requested", "status",
+                                                  "reason"]].itertuples(index=False)}  # fmt: skip
+    assert {key: status for key, (status, _) in got.items()} == {
+        ("a", 1): "ok", ("a", 8): "timeout", ("b", 1): "ok", ("b", 8): "not-measured",
+        ("c", 1): "ok", ("c", 8): "timeout",
+    }  # fmt: skip
+    assert got[("b", 8)][1] == (
+        "not tried: two methods hung at a batch no larger (c bs8 hung (no progress for 3 s); "
+        "a bs8 hung (no progress for 3 s))"
+    )
+    assert "[6/6] bad.big_batch_sleeps b bs8: not-measured not tried:" in "\n".join(lines)
+    assert took_s < 120  # two hangs of 3 s and three workers' starts
+
+
+def test_the_hang_rule_rules_out_what_would_hang_too():
+    """Which configurations a job's hangs rule out (core.hangs), in measuring order."""
+    configs = [("fp32", 64), ("fp32", 1), ("bf16", 256), ("fp32", 256), ("bf16", 1),
+               ("tf32", 64), ("tf32", 8), ("bf16", 64)]  # fmt: skip
+    rule = HangRule(configs)
+    assert [rule.not_tried(p) for p in range(8)] == [""] * 8 and rule.next_tried(0) == 0
+    rule.record(0, 300.0)  # fp32 bs64 hung: fp32's larger batches would too
+    assert rule.not_tried(3) == (
+        "not tried: fp32 bs64 hung (no progress for 300 s), and a larger batch would too"
+    )
+    assert not rule.not_tried(1) and not rule.not_tried(5) and rule.next_tried(1) == 1
+    rule.record(5, 120.0)  # tf32 bs64 too: two methods at 64, so any method's 64 and up
+    assert rule.not_tried(2).startswith("not tried: two methods hung at a batch no larger")
+    assert rule.not_tried(7).startswith("not tried: two methods") and not rule.not_tried(6)
+    rule.record(6, 120.0)  # tf32 hung twice: not tried at any batch; and three hangs: none
+    assert rule.not_tried(4).startswith("not tried: the model hung 3 times in this job")
+    assert rule.next_tried(1) == len(configs)
+    assert HangRule(configs, parse_hangs(rule.as_arg())).hangs == rule.hangs
+    for bad in ("[[0, -1]]", "[[-1, 3]]", "{}", "[1]", "nope"):  # a usage error, one line
+        with pytest.raises((ValueError, TypeError)):
+            parse_hangs(bad)
+    twice = HangRule([("fp32", 64), ("fp32", 8), ("fp32", 1)], [(0, 300.0), (1, 120.0)])
+    assert twice.not_tried(2).startswith("not tried: its method hung twice (fp32 bs64 hung")
+
+
+def test_after_a_hang_the_deadline_is_short_and_the_worst_case_is_bounded():
+    """A fifth of a configuration's own deadline, at least 120 s and twice the longest
+    warm-up, never longer than its own; the paper-size study's worst case (docs/profiling.md)
+    from its deadlines: 16 configurations of 300 s and 4 compiled ones of ~550 s."""
+    assert HangRule([("fp32", 1)]).deadline_s(300.0, 60.0) == 300.0  # no hang yet
+    hung = HangRule([("fp32", 1), ("fp32", 8)], [(0, 300.0)])
+    assert hung.deadline_s(300.0, 60.0) == 120.0 and hung.deadline_s(1800.0, 60.0) == 360.0
+    assert hung.deadline_s(3.0, 60.0) == 3.0 and hung.deadline_s(600.0, 100.0) == 200.0
+    before, after = worst_case_s([300.0] * 16 + [566.7, 547.7, 547.7, 547.7], 60.0)
+    assert before == pytest.approx(7009.8) and after == pytest.approx(566.7 + 2 * 120.0)
+
+
+def test_after_a_hang_a_worker_measures_under_the_short_deadline(tmp_path, monkeypatch, capsys):
+    """A worker handed the job's hangs (--hangs) says its configuration's short deadline and
+    the configuration that hung, so a timeout's reason can name it."""
+    monkeypatch.setenv(supervise.WORKER_ENV, "1")
+    spec = _spec(f"{BAD}:good", (1,), methods={m: {"precision": "fp32"} for m in ("a", "b")})
+    # its measuring order is b1, a1: b1 hung in an earlier worker (no timeout_s: the default)
+    out = run_job("bad.good", "cpu", spec, idle=None, threads=1, parts=tmp_path, start_at=1,
+                  hangs=parse_hangs("[[0, 300.0]]"))  # fmt: skip
+    assert out.rows["status"].tolist() == ["ok"]
+    said = capsys.readouterr()
+    # its ETA counts from where it starts: what is left of the job, not 0 s
+    (line,) = [line for line in said.err.splitlines() if line.startswith("config 2/2")]
+    assert line.startswith("config 2/2 bad.good a bs1, elapsed ") and "ETA 0 s" not in line
+    events = [supervise.parse_event(line) for line in said.out.splitlines()]
+    (config,) = [e for e in events if e and e["event"] == "config"]
+    assert config["label"] == "a bs1" and config["after_hang"] == "b bs1"
+    assert config["deadline_s"] == HUNG_FLOOR_S  # quiet_wait_s 0 + the floor
+    run = supervise.WorkerRun("timeout", deadline_s=120.0)
+    supervise._follow(run, config)
+    assert _why(run) == "no progress for 120 s (the short deadline after b bs1 hung): stopped"
 
 
 def test_a_worker_that_never_starts_twice_ends_the_job_with_not_measured_rows(tmp_path):

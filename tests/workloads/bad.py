@@ -3,7 +3,8 @@ supervisor (core.supervise) must end each with a row and go on.
 
 `good` runs; `sleeps` never returns from its forward; `exits` ends its process; `killed` is
 killed as the kernel's out-of-memory killer would (SIGKILL); `segfault` dies of SIGSEGV;
-`big_batch_exits` dies only at batch sizes above 2 (its other configurations measure).
+`big_batch_exits` dies only at batch sizes above 2 (its other configurations measure),
+`big_batch_sleeps` hangs only there.
 `exits_in_build` ends its process while the model is built (the catalog counts it in a
 part with other models: D2), `sleeps_in_build` never returns from its build. `nan` answers
 NaN, `wrong_shape` two rows an image; `oom` runs out of memory above batch 1 (as CUDA
@@ -38,6 +39,8 @@ class Net(nn.Module):
             os.kill(os.getpid(), signal.SIGSEGV)
         elif self.mode == "big_batch_exits" and x.shape[0] > 2:
             os._exit(4)
+        elif self.mode == "big_batch_sleeps" and x.shape[0] > 2:
+            time.sleep(10**9)
         elif self.mode == "oom" and x.shape[0] > 1:
             raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 GiB")
         out = self.fc(x.flatten(1))
@@ -68,6 +71,10 @@ def segfault():
 
 def big_batch_exits():
     return Net("big_batch_exits"), SPEC
+
+
+def big_batch_sleeps():
+    return Net("big_batch_sleeps"), SPEC
 
 
 def exits_in_build():

@@ -225,8 +225,14 @@ def _cmd_profile_job(args) -> int:
 def _cmd_profile_worker(args) -> int:
     """(internal) One worker of a profile job: configurations from a position on, each
     written to the job's parts folder (core.job_runner)."""
+    from joulebench.core.hangs import parse_hangs
     from joulebench.core.job_runner import main_worker
+    from joulebench.study import ConfigError
 
+    try:
+        args.hangs = parse_hangs(args.hangs)
+    except (ValueError, TypeError) as err:
+        raise ConfigError(f"--hangs: {err}") from None
     return main_worker(args)
 
 
@@ -239,6 +245,7 @@ def add_profile_worker(sub) -> None:
     p.add_argument("--threads", type=COUNT)
     p.add_argument("--parts", required=True)
     p.add_argument("--start-at", type=number(int, minimum=0), default=0)
+    p.add_argument("--hangs", help="JSON: the job's hangs so far, [[position, seconds], ...]")
     p.set_defaults(func=_cmd_profile_worker)
 
 

@@ -5,7 +5,9 @@ runs: workers (`joulebench profile-worker`) measure the model's configurations f
 position of the measuring order on, each finished one's tables written to a parts folder
 beside the job's outputs; a worker that hangs or dies leaves a row with its status and
 reason (`timeout`, `crashed`), and the next worker goes on after it; where none can go on,
-the configurations left get `not-measured` rows. The job's tables are then joined from the
+the configurations left get `not-measured` rows. After a hang the next workers get the
+job's hangs, which make what is left cheap (core.hangs: short deadlines, and `not-measured`
+rows for what would hang too). The job's tables are then joined from the
 parts, in the configurations' own order, and written as before (the rows file last: the
 job's done marker). A job that ends for its Snakemake's death writes nothing: a rerun
 measures it again.
@@ -23,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from joulebench.core import supervise
+from joulebench.core.hangs import HangRule
 from joulebench.table_io import conform, read_table, write_table
 from joulebench.tables import (
     PROFILE_COLUMNS,
@@ -62,9 +65,13 @@ def joined_parts(parts: Path, pattern: str, columns) -> pd.DataFrame:
     return conform(frame.reindex(columns=list(columns)), columns)
 
 
-def worker_argv(model, device_label, spec, *, idle, threads, parts, start_at) -> list[str]:
+def worker_argv(
+    model, device_label, spec, *, idle, threads, parts, start_at, hangs=""
+) -> list[str]:
+    """A worker's command; `hangs` the job's hangs so far (hangs.HangRule.as_arg)."""
     argv = [*supervise.worker_python(), "profile-worker", f"--device-label={device_label}",
             f"--spec={json.dumps(spec)}", f"--parts={parts}", f"--start-at={start_at}"]  # fmt: skip
+    argv += [f"--hangs={hangs}"] if hangs else []
     argv += [f"--idle={idle}"] if idle else []
     argv += [f"--threads={threads}"] if threads else []
     return [*argv, "--", model]
@@ -98,14 +105,19 @@ def supervised_job(model, device_label, spec, *, idle, threads, log, outputs=Non
 def _workers(job, spec, *, idle, threads, parts, log, failover) -> None:
     """The job's configurations measured by supervised workers, on the failover's GPU."""
     positions = len(job.configs())
+    rule = HangRule.for_job(job)
 
     def argv_for(start: int) -> list[str]:
         current = failover.spec if failover is not None else spec
+        hangs = rule.as_arg() if rule.hangs else ""
         return worker_argv(job.model, job.device_label, current, idle=idle, threads=threads,
-                           parts=parts, start_at=start)  # fmt: skip
+                           parts=parts, start_at=start, hangs=hangs)  # fmt: skip
 
     def failed(positions_, status: str, reason: str) -> None:
         _failed(job, positions_, status, reason, parts)
+
+    def on_timeout(run, start: int) -> int:
+        return _after_hang(rule, run, start, failed, log, job.model)
 
     why = failover.start_reason() if failover is not None else ""
     if why:
@@ -119,7 +131,8 @@ def _workers(job, spec, *, idle, threads, parts, log, failover) -> None:
             return failover.on_fault(run, start, positions, failed, log)
 
     try:
-        supervise_positions(positions, argv_for, failed, log, job.model, on_fault=on_fault)
+        supervise_positions(positions, argv_for, failed, log, job.model, on_fault=on_fault,
+                            on_timeout=on_timeout)  # fmt: skip
     finally:
         _restore_left(job.model, job.device_label, failover.spec if failover else spec, log)
 
@@ -137,11 +150,14 @@ def _restore_left(model, device_label, spec, log) -> None:
 _COLUMNS = (PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, TRACE_TABLE_COLUMNS)
 
 
-def supervise_positions(positions: int, argv_for, failed, log, name: str, on_fault=None) -> None:
+def supervise_positions(
+    positions: int, argv_for, failed, log, name: str, on_fault=None, on_timeout=None
+) -> None:
     """Workers over positions 0..positions-1 (`argv_for(start)` runs one from `start`), each
     that does not finish leaving `failed(positions, status, reason)` rows (module doc); a
-    worker whose GPU failed is `on_fault(run, start)`'s, which says where the next starts.
-    Raises Orphaned where its Snakemake died."""
+    worker whose GPU failed is `on_fault(run, start)`'s, which says where the next starts,
+    and after a configuration that hung (its `timeout` row written) `on_timeout(run,
+    start)` says where. Raises Orphaned where its Snakemake died."""
     watched = supervise.snakemake_ancestor()
     start, empty = 0, 0
     while start < positions:
@@ -153,13 +169,35 @@ def supervise_positions(positions: int, argv_for, failed, log, name: str, on_fau
             continue
         if run.end == "finished":
             return
+        hung = run.end == "timeout" and _started(run, start)
         start, empty = _after(run, start, empty, positions, failed, log, name)
+        if hung and on_timeout is not None:
+            start = on_timeout(run, start)
+
+
+def _started(run: supervise.WorkerRun, start: int) -> bool:
+    """Did the worker stop inside a configuration (not before its first, nor between)?"""
+    return run.position >= start and run.position not in run.done
+
+
+def _after_hang(rule: HangRule, run, start: int, failed, log, name: str) -> int:
+    """After `run`'s configuration hung: the hang recorded (the next workers get it), the
+    configurations it rules out from `start` on written as `not-measured` rows up to the
+    first still tried, where the next worker starts (hangs.HangRule)."""
+    rule.record(run.position, run.deadline_s)
+    tried = rule.next_tried(start)
+    for position in range(start, tried):
+        reason = rule.not_tried(position)
+        failed([position], STATUS_NOT_MEASURED, reason)
+        log(f"[{position + 1}/{len(rule.configs)}] {name} {rule.label(position)}: "
+            f"{STATUS_NOT_MEASURED} {reason}")  # fmt: skip
+    return tried
 
 
 def _after(run: supervise.WorkerRun, start, empty, positions, failed, log, name):
     """(where the next worker starts, workers in a row that did nothing) after one that
     did not finish: its position's row written; where none can go on, every row left."""
-    started = run.position >= start and run.position not in run.done
+    started = _started(run, start)
     if run.end == "stuck":
         why = f"the worker would not stop (a hung device call?) at {run.doing}"
         failed(range(max(run.position, start), positions), STATUS_NOT_MEASURED, why)
@@ -212,6 +250,9 @@ def _in_process(model, device_label, spec, idle, threads, parts) -> None:
 def _why(run: supervise.WorkerRun) -> str:
     if run.fault is not None:  # no failover (the ad-hoc path): said, as a crash
         return f"the GPU failed ({run.fault.get('kind')}): {run.fault.get('evidence', '')}"
+    if run.end == "timeout" and run.after_hang:
+        short = f"the short deadline after {run.after_hang} hung"
+        return f"no progress for {run.deadline_s:.0f} s ({short}): stopped"
     if run.end == "timeout":
         return f"no progress for {run.deadline_s:.0f} s: stopped"
     return run.reason or run.end
@@ -275,7 +316,8 @@ def main_worker(args) -> int:
     spec = json.loads(args.spec)
     try:
         run_job(args.model, args.device_label, spec, idle=args.idle, threads=args.threads,
-                parts=args.parts, start_at=args.start_at)  # fmt: skip
+                parts=args.parts, start_at=args.start_at,
+                hangs=args.hangs)  # fmt: skip
     except GpuFault:
         return supervise.GPU_FAULT_EXIT
     except Exception as exc:  # before any configuration: NVML lost the GPU, CUDA's init...

@@ -42,6 +42,7 @@ from joulebench.core.emulation import method_verdict
 from joulebench.core.first_check import CHECK_FIRST, report_for
 from joulebench.core.first_check import DEFAULT as CHECK_FIRST_DEFAULT
 from joulebench.core.gpu_faults import fault_kind
+from joulebench.core.hangs import HangRule, method_label
 from joulebench.core.heat import HeatCalibration
 from joulebench.core.heat import from_report as heat_from_report
 from joulebench.core.host_bound import host_bound_fields
@@ -64,7 +65,14 @@ from joulebench.core.runtimes import (
     check_forward,
     is_oom,
 )
-from joulebench.core.supervise import GPU_FAULT, TIMEOUT_FLOOR_S, deadline_s, emit, in_worker
+from joulebench.core.supervise import (
+    GPU_FAULT,
+    STATUS_NOT_MEASURED,
+    TIMEOUT_FLOOR_S,
+    deadline_s,
+    emit,
+    in_worker,
+)
 from joulebench.core.tail import TailCalibration
 from joulebench.core.tail import from_report as tail_from_report
 from joulebench.core.train import TrainSpec
@@ -725,74 +733,103 @@ def run_profile(
     log: Callable[[str], None] | None = None,
     start_at: int = 0,
     parts: str | Path | None = None,
+    hangs=(),
 ) -> ProfileOutput:
     """Measure every (phase, method, batch size) of one model on one device; from position
     `start_at` of the measuring order, each finished one's tables also written to `parts`
-    (a worker of a supervised job, core.supervise)."""
+    (a worker of a supervised job, core.supervise), under what the job's `hangs` so far
+    decide (core.hangs)."""
     import torch
 
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     if job.threads:
         torch.set_num_threads(job.threads)
     with JobSession(job, job.bind_device()) as session:
-        return measure_configs(session, log, start_at, parts)
+        return measure_configs(session, log, start_at, parts, hangs)
 
 
-def measure_configs(session: JobSession, log, start_at: int = 0, parts=None) -> ProfileOutput:
+@dataclass
+class _Measured:
+    """What a job's configurations measured so far: (config index, row), repeats, traces."""
+
+    rows: list = field(default_factory=list)
+    repeats: list = field(default_factory=list)
+    traces: list = field(default_factory=list)
+
+    def output(self) -> ProfileOutput:
+        """The rows in the configurations' own order, whatever order they were measured in."""
+        rows = [row for _, row in sorted(self.rows, key=lambda item: item[0])]
+        return ProfileOutput(
+            rows=pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS)),
+            repeats=_concat(self.repeats, REPEAT_TABLE_COLUMNS),
+            trace=_concat(self.traces, TRACE_TABLE_COLUMNS),
+        )
+
+
+def measure_configs(
+    session: JobSession, log, start_at: int = 0, parts=None, hangs=()
+) -> ProfileOutput:
     """The rows of `run_profile`: every configuration in turn, while the job's marker is up.
     A configuration that follows a measured batch size of its method warms up briefly
-    (`JobSession.warmup_for`); its row says which warm-up it had (`warmup_kind`)."""
+    (`JobSession.warmup_for`); its row says which warm-up it had (`warmup_kind`). One that
+    the job's hangs rule out is a `not-measured` row at once, and after a hang the others
+    run under a short deadline (core.hangs)."""
     job = session.job
     emit("stage", doing="the job's start (its idle read)", deadline_s=TIMEOUT_FLOOR_S)
     base, idle = session.start(log)
-    rows, repeats, traces = [], [], []
     configs, order = job.configs(), job.measurement_order()
+    rule = HangRule.for_job(job, hangs)
     estimates = job_estimates_s(job, session.device, session.settings, session.refresh_s)
+    estimates = [0.0 if rule.not_tried(p) else s for p, s in enumerate(estimates)]
     eta = Eta(estimates[start_at:], time.monotonic)
-    warm = None  # (phase, method) of the last configuration measured
+    measured, warm = _Measured(), None  # warm: (phase, method) of the last one measured
     gate = quiet_gate(session, log)
     for i, index in enumerate(order, 1):
         if i <= start_at:  # measured by an earlier worker of this job (core.supervise)
             continue
         phase, method, requested = configs[index]
-        kind, settings = session.warmup_for(warm == (phase, method.name))
-        label = method.name if phase == "inference" else f"{method.name} {phase}"
-        limit_s = job.timeout_s or deadline_s(estimates[i - 1])
-        waiting = "waiting for the device to be alone"
-        emit("config", position=i - 1, label=f"{label} bs{requested}", doing=waiting,
-             deadline_s=job.quiet_wait_s + limit_s)  # fmt: skip
-        gate.wait(f"{job.model} {label} bs{requested}")
-        emit("stage", doing="build", deadline_s=limit_s)
-        started = utc_now(precise=True)
-        log(f"config {i}/{len(configs)} {job.model} {label} bs{requested}, {eta.line(i - 1)}")
-        outcome, batch_size = measure_with_retry(session, phase, method, requested, log, settings)
-        raise_gpu_fault(session, outcome, base, i - 1, log)
+        label = method_label(phase, method.name)
+        started, kind = None, ""  # not tried: no start, so no time (as the supervisor's)
+        outcome, batch_size = Outcome(STATUS_NOT_MEASURED, rule.not_tried(i - 1)), requested
+        if not outcome.reason:
+            kind, settings = session.warmup_for(warm == (phase, method.name))
+            own_s = job.timeout_s or deadline_s(estimates[i - 1])
+            limit_s = rule.deadline_s(own_s, settings.warmup_max_s)
+            after = rule.first_hung() if limit_s < own_s else ""
+            emit("config", position=i - 1, label=f"{label} bs{requested}", doing="waiting for "
+                 "the device to be alone", deadline_s=job.quiet_wait_s + limit_s,
+                 after_hang=after)  # fmt: skip
+            gate.wait(f"{job.model} {label} bs{requested}")
+            emit("stage", doing="build", deadline_s=limit_s)
+            started = utc_now(precise=True)
+            log(f"config {i}/{len(configs)} {job.model} {label} bs{requested}, "
+                f"{eta.line(i - 1 - start_at)}")  # fmt: skip
+            outcome, batch_size = measure_with_retry(
+                session, phase, method, requested, log, settings
+            )
+            raise_gpu_fault(session, outcome, base, i - 1, log)
         warm = (phase, method.name) if outcome.result is not None else None
         key = {"method": method.name, "batch_size_requested": requested, "batch_size": batch_size}
         timing = {"idle_power_pre_w": idle.power_w, "start_time_utc": started, "config_order": i}
         timing["warmup_kind"] = kind if outcome.result is not None else ""
         row = config_row(job, {**base, **key, **timing}, phase, method, outcome)
-        result = outcome.result
-        if result is not None:
-            repeats.append(result.repeats.assign(**base_key(job, key, phase)))
-            traces.append(result.trace.assign(**base_key(job, key, phase)))
-        rows.append((index, row))
-        if parts is not None:
-            write_part(
-                parts, i - 1, row, repeats[-1:] if result else [], traces[-1:] if result else []
-            )
+        _keep(measured, parts, i - 1, index, row, outcome.result, base_key(job, key, phase))
         log(f"[{i}/{len(configs)}] {job.model} {label} bs{batch_size}: {outcome_line(outcome)}")
         emit("done", position=i - 1)
     log(f"{job.model}: {quantity(len(configs), 'configuration')} in {eta.elapsed()}")
+    return measured.output()
 
-    # the rows in the configurations' own order, whatever order they were measured in
-    rows = [row for _, row in sorted(rows, key=lambda item: item[0])]
-    frame = pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS))
-    return ProfileOutput(
-        rows=frame,
-        repeats=_concat(repeats, REPEAT_TABLE_COLUMNS),
-        trace=_concat(traces, TRACE_TABLE_COLUMNS),
-    )
+
+def _keep(measured: _Measured, parts, position: int, index: int, row, result, key) -> None:
+    """A finished configuration's row (and a measurement's repeats and trace) kept, and
+    written to the worker's parts folder at once where it has one."""
+    repeats = [result.repeats.assign(**key)] if result is not None else []
+    traces = [result.trace.assign(**key)] if result is not None else []
+    measured.rows.append((index, row))
+    measured.repeats += repeats
+    measured.traces += traces
+    if parts is not None:
+        write_part(parts, position, row, repeats, traces)
 
 
 class GpuFault(RuntimeError):
@@ -1010,10 +1047,12 @@ def run_job(
     threads: int | None,
     parts: str | Path,
     start_at: int = 0,
+    hangs=(),
 ) -> ProfileOutput:
     """One worker of a workflow job (`joulebench profile-worker`, core.job_runner): the
     configurations of one model on one device from position `start_at` of the measuring
-    order, each finished one's tables written to `parts` as it ends."""
+    order, each finished one's tables written to `parts` as it ends, under the job's
+    `hangs` so far (core.hangs)."""
     from joulebench.core.devices import require_measurable
 
     require_measurable(device_label, spec["torch_device"])
@@ -1023,4 +1062,4 @@ def run_job(
     job = ProfileJob.from_spec(
         model, device_label, spec, idle_power_w=idle_power_w, threads=threads
     )
-    return run_profile(job, start_at=start_at, parts=parts)
+    return run_profile(job, start_at=start_at, parts=parts, hangs=hangs)

@@ -33,6 +33,9 @@ POLL_S = 1.0
 STATUS_TIMEOUT, STATUS_CRASHED, STATUS_NOT_MEASURED = "timeout", "crashed", "not-measured"
 GPU_FAULT = "gpu-fault"  # the event of a worker whose GPU failed
 GPU_FAULT_EXIT = 75  # ...and its exit status after it
+# why a job stops whose Snakemake died: its log's last line (`<job>: stopped: ...`, said by
+# job_runner.Orphaned), which `joulebench status` reads
+SNAKEMAKE_GONE = "its Snakemake (pid {pid}) is gone"
 
 
 def in_worker() -> bool:
@@ -73,12 +76,19 @@ def _parent(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the command's name
 
 
-def _is_snakemake(pid: int) -> bool:
+def is_snakemake(pid: int) -> bool:
+    """Is `pid` a Snakemake: `snakemake ...`, `python .../bin/snakemake ...` (its script) or
+    `python -m snakemake ...`? Read from /proc. Only the program and the script count, not
+    an argument that names it (a shell's command line, `python -c` code, a grep)."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return any(b"snakemake" in Path(a.decode(errors="replace")).name.encode() for a in argv[:3])
+    names = [Path(a.decode(errors="replace")).name for a in argv[:3]]
+    if names[0].startswith("snakemake"):
+        return True
+    python = names[0].startswith("python") and len(names) > 1
+    return python and (names[1] == "snakemake" or names[1:3] == ["-m", "snakemake"])
 
 
 def snakemake_ancestor(pid: int | None = None) -> int | None:
@@ -86,7 +96,7 @@ def snakemake_ancestor(pid: int | None = None) -> int | None:
     means nobody waits for this job; None where Snakemake did not start it."""
     pid = _parent(pid or os.getpid())
     while pid and pid > 1:
-        if _is_snakemake(pid):
+        if is_snakemake(pid):
             return pid
         pid = _parent(pid)
     return None
@@ -127,6 +137,7 @@ class WorkerRun:
     deadline_s: float = TIMEOUT_FLOOR_S  # the current stage's (its last event's)
     label: str = ""  # the configuration it is in (method, batch size)
     fault: dict | None = None  # its GPU_FAULT event: kind, evidence, position, uuid, index
+    after_hang: str = ""  # its configuration's deadline is short: this one hung (core.hangs)
 
 
 def _signal_name(code: int) -> str:
@@ -197,7 +208,7 @@ def run_worker(
                     due = clock() + run.deadline_s
                     _follow(run, event)
             if watched is not None and not alive(watched):
-                run.end, run.reason = "orphaned", f"its Snakemake (pid {watched}) is gone"
+                run.end, run.reason = "orphaned", SNAKEMAKE_GONE.format(pid=watched)
                 _stop(proc)
                 return run
             if clock() > due:
@@ -228,6 +239,7 @@ def _follow(run: WorkerRun, event: dict) -> None:
     kind = event.get("event")
     if kind == "config":
         run.position, run.label = int(event["position"]), str(event.get("label", ""))
+        run.after_hang = str(event.get("after_hang", ""))
         run.doing = f"{run.label}: {event.get('doing', 'build')}"
     elif kind == "stage":
         stage = str(event.get("doing", ""))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import os
 import re
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from joulebench.core.supervise import SNAKEMAKE_GONE, is_snakemake
 
 # The profile rows' columns status needs; the rest of each file is never read.
 ROW_COLUMNS = (
@@ -43,6 +46,11 @@ LOG_TAIL_BYTES = 16384  # a job's last lines: its latest progress line is among 
 CONFIG_LINE = re.compile(r"config (\d+)/(\d+) (\S+) (.*?), elapsed (.*?), ETA (.*)")
 DONE_LINE = re.compile(r"\[(\d+)/(\d+)\] (\S+) (.*?): (\S+)")
 END_LINE = re.compile(r"(\S+): (\d+) configurations? in (.*)")
+# A job that stopped because its Snakemake died (job_runner.Orphaned: its last line)
+GONE_LINE = re.compile(
+    r"(?:joulebench: )?(\S+): stopped: "
+    + re.escape(SNAKEMAKE_GONE).replace(re.escape("{pid}"), r"(\d+)")
+)
 SQUEUE_TIMEOUT_S = 20.0
 SQUEUE_STATES = {"PENDING": "pending", "RUNNING": "running", "CONFIGURING": "running"}
 
@@ -157,6 +165,7 @@ class JobLog:
     ended: bool = False  # its last line says every configuration is done
     crashed: bool = False  # a traceback after its last progress line
     last_line: str = ""
+    snakemake_gone: int | None = None  # its last line: it stopped, its Snakemake (pid) gone
 
 
 def _tail(path: Path) -> tuple[str, float] | None:
@@ -188,6 +197,8 @@ def parse_progress(log: JobLog, text: str) -> JobLog:
         if log.config is not None and log.finished:
             break
     log.ended = bool(END_LINE.fullmatch(log.last_line))
+    if gone := GONE_LINE.fullmatch(log.last_line):
+        log.snakemake_gone = int(gone[2])
     return log
 
 
@@ -248,6 +259,7 @@ class SnakemakeMarks:
 
     locked: bool  # a lock file: a Snakemake runs here (or one was killed and left it)
     incomplete: dict[str, str | None]  # output path -> external job id (SLURM's)
+    lock_mtime: float | None = None  # the newest lock file's: when its Snakemake started
 
 
 def _decoded(parts: tuple[str, ...]) -> str | None:
@@ -261,7 +273,11 @@ def _decoded(parts: tuple[str, ...]) -> str | None:
 
 def snakemake_marks(directory: Path) -> SnakemakeMarks:
     root = directory / ".snakemake"
-    locked = bool(_files(root / "locks", "*.lock"))
+    locks = _files(root / "locks", "*.lock")
+    mtimes = []
+    for lock in locks:
+        with contextlib.suppress(OSError):  # released just now
+            mtimes.append(lock.stat().st_mtime)
     incomplete: dict[str, str | None] = {}
     base = root / "incomplete"
     for folder, _, names in os.walk(base):
@@ -270,7 +286,23 @@ def snakemake_marks(directory: Path) -> SnakemakeMarks:
             output = _decoded(path.relative_to(base).parts)
             if output is not None:
                 incomplete[output] = _external_jobid(path)
-    return SnakemakeMarks(locked, incomplete)
+    return SnakemakeMarks(bool(locks), incomplete, max(mtimes, default=None))
+
+
+def snakemake_processes(directory: Path) -> list[int] | None:
+    """The Snakemakes running in `directory` on this host (their pids: a Snakemake works in
+    its directory), read from /proc; None where /proc cannot be read (not Linux)."""
+    here = os.path.realpath(directory)
+    try:
+        pids = sorted(int(name) for name in os.listdir("/proc") if name.isdigit())
+    except OSError:
+        return None
+    found = []
+    for pid in pids:
+        with contextlib.suppress(OSError):  # another user's, or it ended just now
+            if is_snakemake(pid) and os.path.realpath(os.readlink(f"/proc/{pid}/cwd")) == here:
+                found.append(pid)
+    return found
 
 
 def _external_jobid(path: Path) -> str | None:

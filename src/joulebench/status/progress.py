@@ -5,8 +5,9 @@ plan; the measured time of the configurations done beside what the plan expected
 them; an ETA for what is left, from the measured time per configuration where there are
 rows, else from the plan (`eta_source` says which), divided among the jobs a device runs at
 once (a pool's GPUs, SLURM allocations). Which models are measured now and why status
-thinks so (`evidence`), jobs that stopped without rows, the last failures, and the GPUs
-that failed in this run (schedule.bad_gpus: never given a model again).
+thinks so (`evidence`), jobs that stopped without rows, the last failures, the GPUs
+that failed in this run (schedule.bad_gpus: never given a model again), and whether the
+run's Snakemake runs (a lock left by a killed one is stale: nothing of it runs).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from joulebench.core.backends import DeviceError, host_backend, kind_of
 from joulebench.core.concurrency import live_markers
 from joulebench.core.provenance import seconds_taken
 from joulebench.core.runtimes import STATUS_SKIPPED
+from joulebench.core.supervise import SNAKEMAKE_GONE
 from joulebench.safe_text import file_name, printable
 from joulebench.schedule.bad_gpus import bad_gpus
 from joulebench.schedule.job_parts import parse_job_key
@@ -47,12 +49,47 @@ def rows_path(device: str, model: str) -> str:
     return f"results/profile/{device}/rows/{model}.parquet"
 
 
+def snakemake_state(marks, here: list[int] | None, logs, slurm, now: float) -> dict:
+    """Is the run's Snakemake running? `here`: the Snakemakes running in the directory on
+    this host (observe.snakemake_processes; None: not known). A lock whose Snakemake is
+    gone is stale (kill -9 leaves it until `snakemake --unlock`): so say a job's log ending
+    "stopped: its Snakemake (pid N) is gone" written after the lock was taken, or, in a
+    local run, no Snakemake in this directory on this host. On SLURM (its Snakemake may run
+    on another login node, its jobs' Snakemake in their allocation) only a live one counts."""
+    out = {"locked": marks.locked, "incomplete": len(marks.incomplete), "pids": here or []}
+    out.update(running=marks.locked or bool(here), stale_lock=False, evidence="")
+    if here:
+        pids = ", ".join(str(pid) for pid in here)
+        out["evidence"] = f"Snakemake pid {pids} runs in this directory"
+    if not marks.locked or here:
+        return out
+    gone = [log for log in logs if log.snakemake_gone is not None]
+    after_lock = [log for log in gone if now - log.age_s >= (marks.lock_mtime or 0.0)]
+    if slurm is None and after_lock:
+        log = min(after_lock, key=lambda item: item.age_s)
+        why = SNAKEMAKE_GONE.format(pid=log.snakemake_gone)
+        out.update(running=False, stale_lock=True, evidence=f"{log.path} ends: {why}")
+    elif slurm is None and here is not None:
+        why = "no Snakemake runs in this directory on this host"
+        out.update(running=False, stale_lock=True, evidence=why)
+    return out
+
+
+def _snakemake(directory: Path, here, marks, logs, slurm, now: float):
+    """(snakemake_state, the marks as jobs are classified by): a stale lock is no Snakemake
+    running here, so no job of it runs. `here` None: the Snakemakes read from /proc."""
+    here = observe.snakemake_processes(directory) if here is None else here
+    state = snakemake_state(marks, here, logs, slurm, now)
+    return state, replace(marks, locked=False) if state["stale_lock"] else marks
+
+
 def _evidence(log: observe.JobLog, process, unread: int, marks, slurm, active_s) -> str:
     """Why `log`'s job is thought running ("" when it is not): `process` is the measuring
     process writing its rows, if one is; `unread` how many of its device's live markers
     have a process status cannot read (it counts them for its newest logs). A recent log
-    alone counts only while a Snakemake runs here (its lock): a job whose log stopped, whose
-    process is gone and whose Snakemake is gone is stopped, not measuring."""
+    alone counts only while a Snakemake runs here (its lock, not stale): a job whose log
+    stopped, whose process is gone and whose Snakemake is gone is stopped, not measuring;
+    so is one whose log says it stopped for its Snakemake's death."""
     if process is not None:
         return f"process {process.pid} is measuring it"
     if unread > 0:
@@ -60,8 +97,8 @@ def _evidence(log: observe.JobLog, process, unread: int, marks, slurm, active_s)
     jobid = marks.incomplete.get(rows_path(log.device, log.model))
     if jobid and slurm and slurm.get("states", {}).get(jobid) == SQUEUE_RUNNING:
         return f"SLURM job {jobid} is running"
-    if log.crashed or not marks.locked:  # no Snakemake here: a recent log is a dead job's
-        return ""
+    if log.crashed or log.snakemake_gone is not None or not marks.locked:
+        return ""  # no Snakemake here (or its job says it stopped): a dead job's log
     if log.age_s < active_s:
         return f"its log was written {format_duration(max(log.age_s, 0.0))} ago"
     return ""
@@ -69,7 +106,8 @@ def _evidence(log: observe.JobLog, process, unread: int, marks, slurm, active_s)
 
 def classify_jobs(logs, processes, marks, slurm, active_s: float):
     """(running, stopped): (log, evidence) of each model without rows yet, and the idle
-    baselines being measured, by the evidence for each (see _evidence)."""
+    baselines being measured, by the evidence for each (see _evidence; `marks.locked`:
+    a Snakemake runs here, a stale lock not counted)."""
     ours = {p.output: p for p in processes if p.here}
     unread = Counter(p.label for p in processes if p.here is None)
     running, stopped = [], []
@@ -259,10 +297,13 @@ def status_of(
     failures: int = FAILURES_SHOWN,
     now: float | None = None,
     markers: list[tuple[int, str]] | None = None,
+    snakemakes: list[int] | None = None,
     slurm_run=None,
     cache: dict | None = None,
 ) -> dict:
-    """Everything `joulebench status` shows, as plain data (see the module doc)."""
+    """Everything `joulebench status` shows, as plain data (see the module doc). `markers`
+    (this host's measuring markers) and `snakemakes` (the Snakemakes running in the
+    directory) are read from this host where not given."""
     directory = Path(directory)
     now = time.time() if now is None else now
     seen = observe.read_rows(directory, cache)
@@ -277,6 +318,7 @@ def status_of(
     marks = observe.snakemake_marks(directory)
     slurm = observe.slurm_jobs(directory, **({"run": slurm_run} if slurm_run else {}))
     processes = observe.measuring(directory, live_markers() if markers is None else markers)
+    snakemake, marks = _snakemake(directory, snakemakes, marks, logs, slurm, now)
     active_s = _active_s(plan, seconds_taken(rows))
     running, stopped = classify_jobs(logs, processes, marks, slurm, active_s)
     device_labels = sorted(set(plan.devices) | set(labels) | set(rows["device_label"].dropna()))
@@ -302,7 +344,7 @@ def status_of(
         "failures": last_failures(rows, failures),
         "bad_gpus": list(bad_gpus(directory).values()),  # marked bad in this run, with why
         "left_out": left_out_of_grades(rows) if len(rows) else {},
-        "snakemake": {"locked": marks.locked, "incomplete": len(marks.incomplete)},
+        "snakemake": snakemake,
         "slurm": None if slurm is None else {k: v for k, v in slurm.items() if k != "states"},
         "row_files": seen.files,
         "unreadable": seen.unreadable,

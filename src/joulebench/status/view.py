@@ -34,13 +34,23 @@ def _header(status: dict) -> list[str]:
         f"~{_d(plan['config_estimate_s'])} per configuration, "
         f"+{_d(plan['job_overhead_s'])} per model job"
     )
-    snake = status["snakemake"]
+    return lines + _snakemake(status["snakemake"])
+
+
+def _snakemake(snake: dict) -> list[str]:
+    """Whether the run's Snakemake runs; a stale lock (its Snakemake killed) with how to
+    resume."""
+    started = f"{snake['incomplete']} output(s) started and not finished (.snakemake/incomplete)"
+    if snake.get("stale_lock"):
+        return [
+            f"snakemake: not running (stopped): its lock is stale ({snake['evidence']}); {started}",
+            "  to resume: snakemake --unlock (with the run's options), then the run's "
+            "command again: what has no rows is measured again (the ETA below is for then)",
+        ]
     lock = "a Snakemake lock is held here" if snake["locked"] else "no Snakemake lock here"
-    lines.append(
-        f"snakemake: {lock}; {snake['incomplete']} output(s) started and not finished "
-        "(.snakemake/incomplete)"
-    )
-    return lines
+    if snake.get("evidence"):
+        lock += f" ({snake['evidence']})"
+    return [f"snakemake: {lock}; {started}"]
 
 
 def _eta(device: dict) -> str:
@@ -125,7 +135,8 @@ def _job(job: dict) -> str:
 
 
 def _jobs(status: dict) -> list[str]:
-    lines = ["", "measuring now:" if status["running"] else "measuring now: nothing"]
+    stopped = " (the run is stopped)" if status["snakemake"].get("stale_lock") else ""
+    lines = ["", "measuring now:" if status["running"] else f"measuring now: nothing{stopped}"]
     lines += [_job(job) for job in status["running"]]
     if status["stopped"]:
         lines.append("stopped without rows (failed or killed; a rerun measures them again):")
