@@ -13,6 +13,8 @@ package: docs/design.md.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import re
@@ -516,6 +518,26 @@ PROFILE = Table(
             timm that built the model
         host                  string   -      core.provenance.software
             the machine's host name
+        protocol_preset       string   -      {_ROW}
+            the protocol preset the row was measured under (default, strict, fast, smoke;
+            docs/protocol.md#presets); empty where nothing was measured
+        power_limit_w         float64  W      core.profile.setup_fields
+            the board's power limit in force while measuring (a method's, read back, else
+            the board's own as its meter read it); empty off a GPU
+        sensor_power_source   string   -      core.profile.setup_fields
+            which power reading the meter took (NVML's instant field, its 1 s average, the
+            energy counter...; the meter's power_source); empty off NVML
+        sensor_refresh_s      float64  s      core.profile.setup_fields
+            the sensor's refresh period the windows were sized to (the check's, else the
+            generation's published one); empty where the meter has none
+        runtime_version       string   -      core.profile.setup_fields
+            the exported runtime's version (onnxruntime, torch-tensorrt); empty for PyTorch
+            (torch_version is its version)
+        protocol_fingerprint  string   -      tables.protocol_fingerprint
+            a short hash of the fields that change a number (FINGERPRINT_FIELDS:
+            docs/columns.md#protocol-fingerprint): rows with the same one were measured under
+            the same setup; the summary's adds how its energy was made comparable across
+            boards (board_factor_source)
         start_time_utc        string   -      {_LOOP}
             when the configuration started, ISO 8601 UTC
         config_order          Int64    count  {_LOOP}
@@ -1407,8 +1429,8 @@ def columns_markdown() -> str:
         "",
         "Tables: "
         + ", ".join(f"[{t.name}](#{t.name})" for t in TABLES.values())  # GitHub keeps _
-        + "; the [statuses](#statuses) of a profile row; and the [flags](#flags) of the "
-        "`flags` columns.",
+        + "; the [statuses](#statuses) of a profile row; the [protocol fingerprint]"
+        "(#protocol-fingerprint); and the [flags](#flags) of the `flags` columns.",
         "",
     ]
     for table in TABLES.values():
@@ -1425,7 +1447,26 @@ def columns_markdown() -> str:
             meaning = c.meaning.replace("|", "\\|")
             lines.append(f"| `{c.name}` | {c.dtype} | {c.unit} | {meaning} | {producer} |")
         lines.append("")
-    return "\n".join(lines + _statuses_markdown() + flags_markdown())
+    return "\n".join(lines + _statuses_markdown() + _fingerprint_markdown() + flags_markdown())
+
+
+def _fingerprint_markdown() -> list[str]:
+    """What the protocol fingerprint hashes (FINGERPRINT_FIELDS)."""
+    return [
+        "## Protocol fingerprint",
+        "",
+        "`protocol_fingerprint` is 12 hex digits of the SHA-256 of these fields of a measured",
+        "row (JSON, keys sorted; numbers rounded to 3 decimals, empty ones null): the fields",
+        "that change a number beyond the configuration itself. Rows with the same fingerprint",
+        "were measured under the same setup; `joulebench merge` keeps rows whose fingerprints",
+        "differ apart. A board's own identity (UUID, serial, check id) is not hashed: a",
+        "pool's boards are made comparable by their factors (`board_factor`), not kept apart.",
+        "The profile's fingerprint has no `board_factor_source` (no factor is applied there);",
+        "the summary's has it.",
+        "",
+        ", ".join(f"`{name}`" for name in FINGERPRINT_FIELDS),
+        "",
+    ]
 
 
 def _statuses_markdown() -> list[str]:
@@ -1461,6 +1502,62 @@ def columns_text(table: str | None = None) -> str:
 def is_estimate_meter(meter) -> bool:
     """True for a meter that models energy (`estimate:<model>`) rather than reads a counter."""
     return isinstance(meter, str) and meter.startswith(ESTIMATE_METER_PREFIX)
+
+
+# The fields that change a number, beyond the configuration itself (docs/columns.md#protocol-
+# fingerprint): the GPU product and driver, which reading and its refresh, the power limit and
+# locked clock, the arithmetic, CUDA graphs, the runtime and its version, torch, timm, the
+# preset, how heat and the tail were handled, and how the energy was made comparable across
+# boards. A board's own identity (UUID, serial, check id) is not among them: a pool's boards
+# are made comparable by their factors (board_factor), not kept apart.
+FINGERPRINT_FIELDS = (
+    "device_name",
+    "driver_version",
+    "meter",
+    "sensor_power_source",
+    "sensor_refresh_s",
+    "power_limit_w",
+    "sm_clock_readback_mhz",
+    "fp32_math",
+    "cudnn_autotune",
+    "cuda_graphs",
+    "runtime",
+    "runtime_version",
+    "torch_version",
+    "timm_version",
+    "protocol_preset",
+    "thermal_state",
+    "tail_source",
+    "board_factor_source",
+)
+
+
+def _plain(value):
+    """A field as the fingerprint hashes it: empty for NA, whole watts and megahertz, a
+    refresh in ms; text as is."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, bool) or hasattr(value, "item") and isinstance(value.item(), bool):
+        return bool(value)
+    if isinstance(value, int | float) or hasattr(value, "item"):
+        return round(float(value), 3)
+    return str(value)
+
+
+def fingerprint_of(row) -> str:
+    """The protocol fingerprint of one row (a mapping): 12 hex digits of the SHA-256 of its
+    FINGERPRINT_FIELDS (absent ones empty); empty for a row that measured nothing."""
+    if row.get("status") not in ("ok", STATUS_INVALID):
+        return ""
+    fields = {name: _plain(row.get(name)) for name in FINGERPRINT_FIELDS}
+    text = json.dumps(fields, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def protocol_fingerprint(df: pd.DataFrame) -> pd.Series:
+    """Each row's protocol_fingerprint (fingerprint_of), as a string column."""
+    values = [fingerprint_of(row) for row in df.to_dict("records")]
+    return pd.Series(values, index=df.index, dtype="string")
 
 
 def impossible_energy(fields: dict) -> str:

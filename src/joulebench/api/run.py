@@ -76,7 +76,7 @@ def measure(
         _gate(bound, meters, quiet_wait_s).wait(name)
         step = bound.wrap_step(step)
         row = _run(step, sync, meters, config, images_per_step, idle.power_w)
-    known = {"name": name, "images": images_per_step}
+    known = {"name": name, "images": images_per_step, "preset": preset}
     measured = callable_row(bound, known, idle, *row)
     if measured["status"] != "ok":  # a value no measurement can have
         raise MeasurementError(
@@ -137,8 +137,9 @@ def callable_row(device: BoundDevice, known: dict, idle, result, info: dict, sta
     (FLAG_SIMULATED), as a profile row is."""
     import torch
 
-    from joulebench.core.profile import gpu_fields, result_fields
+    from joulebench.core.profile import gpu_fields, result_fields, setup_fields
     from joulebench.core.provenance import software, utc_now
+    from joulebench.tables import fingerprint_of
 
     row = {
         "device_label": device.label,
@@ -161,6 +162,9 @@ def callable_row(device: BoundDevice, known: dict, idle, result, info: dict, sta
         **result_fields(result, info),
     }
     row["flags"] = join_flags(row["flags"], [FLAG_SIMULATED] if device.simulated else [])
+    row["protocol_preset"] = known["preset"]
+    row.update(setup_fields(row, info))
+    row["protocol_fingerprint"] = fingerprint_of(row)
     return row
 
 

@@ -91,6 +91,7 @@ from joulebench.tables import (
     REPEAT_TABLE_COLUMNS,
     STATUS_INVALID,
     TRACE_TABLE_COLUMNS,
+    fingerprint_of,
     impossible_energy,
     short_reason,
 )
@@ -994,7 +995,36 @@ def config_row(job: ProfileJob, known: dict, phase: str, method: Method, outcome
     if row["is_simulated"]:  # a simulated GPU: never scored (analysis.score)
         extra.append(FLAG_SIMULATED)
     row["flags"] = join_flags(row["flags"], extra)
+    row["protocol_preset"] = (job.protocol or {}).get("preset") or DEFAULT_PRESET
+    row.update(setup_fields(row, outcome.meter_info))
+    row["protocol_fingerprint"] = fingerprint_of(row)
     return row
+
+
+def setup_fields(row: dict, meter_info: dict) -> dict:
+    """The setup a measured row's number depends on, from its meter and runtime (beside
+    the columns it has already): the power limit in force, which reading and its refresh,
+    the runtime's version."""
+    readback = row.get("power_limit_readback_w")
+    limit = readback if _finite(readback) else meter_info.get("power_limit_w")
+    detail = json.loads(row.get("runtime_detail") or "{}")
+    return {
+        "power_limit_w": float(limit) if _finite(limit) else math.nan,
+        "sensor_power_source": str(meter_info.get("power_source") or ""),
+        "sensor_refresh_s": _refresh_s(meter_info),
+        "runtime_version": str(
+            detail.get("ort_version") or detail.get("torch_tensorrt_version") or ""
+        ),
+    }
+
+
+def _finite(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _refresh_s(meter_info: dict) -> float:
+    value = meter_info.get("sensor_refresh_s", meter_info.get("refresh_s"))
+    return float(value) if _finite(value) else math.nan
 
 
 def base_key(job: ProfileJob, key: dict, phase: str = "inference") -> dict:
