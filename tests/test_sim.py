@@ -427,3 +427,83 @@ def test_heat_protocol_states_the_sustained_energy_and_removes_the_order_bias():
     fixed = he.order_bias(light, heat_error=0.05)
     before = he.order_bias(light)
     assert abs(fixed["thermal_part"]) < 0.01 < abs(before["thermal_part"])
+
+
+# ---------------------------------------------------------------- a wider physics (issue 40)
+
+
+def test_simulated_clocks_ramp_up_under_load_and_down_at_idle():
+    """With clocks that ramp (sim.ramp) the work draws its dynamic power only as far as the
+    clocks have risen, and after an idle stretch starts where they fell to."""
+    from joulebench.sim.ramp import ClockRamp
+
+    rig = simulated_gpu("hopper", ramp=ClockRamp(up_s=0.1, down_s=0.5))
+    start = rig.clock()
+    rig.gpu.busy(1.0, 300.0)
+    power = rig.gpu.signal.power_w
+    # a first-order rise of 100 ms behind the board's own 3 ms response (which lags it 3 %)
+    assert power(start + 0.1) == pytest.approx(60.0 + 240.0 * (1 - math.exp(-1.0)), rel=0.02)
+    assert power(start + 1.0) == pytest.approx(300.0, rel=1e-3)
+    rig.gpu.idle(0.5)  # the clocks fall to e^-1 of the way
+    restart = rig.clock()
+    rig.gpu.busy(0.05, 300.0)
+    assert power(restart + 0.02) == pytest.approx(
+        60.0 + 240.0 * (1 - (1 - math.exp(-1.0)) * math.exp(-0.2)), rel=0.03
+    )
+    with pytest.raises(ValueError, match="ramp"):  # no closed-form truth: it is simulated
+        rig.gpu.true_energy_per_batch_j(Workload(period_s=0.01))
+
+
+def test_simulated_sensor_reports_late_by_its_delay():
+    """A late sensor (sensor.delay_s) reports the window that ended that long before."""
+    for delay_s in (0.0, 0.012):
+        rig = simulated_gpu("hopper", noise_w=0.0, sensor={"delay_s": delay_s})
+        rig.gpu.idle(1.0)
+        edge = rig.clock()
+        rig.gpu.busy(1.0, 300.0)
+        sensor, refresh = rig.sensor, rig.sensor.refresh_s
+        k = math.ceil((edge + 0.015 - sensor.phase_s) / refresh)  # a refresh just after it
+        t = sensor.phase_s + k * refresh
+        rig.clock.advance_to(max(rig.clock(), t))
+        seen = t - delay_s
+        want = rig.gpu.signal.energy_j(seen - sensor.window_s, seen) / sensor.window_s
+        assert sensor.instant_mw() / 1000.0 == pytest.approx(want, abs=0.002)
+        assert 60.0 < want < 300.0  # the window holds the edge: the delay moves the reading
+
+
+def test_simulated_two_part_tail_is_exact_and_in_the_truth():
+    """A tail with a fast and a slow part (sim.tail's fast_share) integrates exactly, and
+    a long run's energy per batch is the analytic truth with it."""
+    from joulebench.sim.tail import Tail
+
+    tail = Tail(share=0.3, hold_s=0.0, tau_s=0.4, fast_share=0.5, fast_tau_s=0.02)
+    assert tail.integral_s(0.0, 60.0) == pytest.approx(0.5 * 0.4 + 0.5 * 0.02)
+    assert tail.shape(0.02) == pytest.approx(0.5 * math.exp(-0.05) + 0.5 * math.exp(-1.0))
+    work = Workload(period_s=0.02, duty=0.5)
+    rig = simulated_gpu("hopper", tail=tail, seed=3)
+    for _ in range(500):
+        rig.gpu.batch(work)
+    start_j = rig.gpu.signal.cumulative_j(rig.clock())
+    for _ in range(3000):
+        rig.gpu.batch(work)
+    per_batch = (rig.gpu.signal.cumulative_j(rig.clock()) - start_j) / 3000
+    assert per_batch == pytest.approx(rig.gpu.true_energy_per_batch_j(work), rel=1e-6)
+
+
+def test_wide_boards_draw_their_physics_and_simulate_their_truth():
+    """The wide experiment's boards draw each assumption they are asked to (the rest as
+    published), and its simulated truth is the closed form where one exists."""
+    from joulebench.sim import wide_experiment as we
+
+    boards = [we.WideBoard.drawn(s) for s in range(40)]
+    assert {b.window_s for b in boards[:2]} != {0.025}
+    assert min(b.delay_s for b in boards) < 0.003 and max(b.delay_s for b in boards) > 0.015
+    assert min(b.ramp.up_s for b in boards) < 0.02 and max(b.ramp.up_s for b in boards) > 0.2
+    tails = [b.tail for b in boards if b.tail]
+    assert 30 <= len(tails) < 40 and any(t.hold_s == 0 for t in tails)
+    assert max(t.fast_share for t in tails) > 0.5
+    plain = we.WideBoard.drawn(3, physics=("tail",))
+    assert plain.window_s == 0.025 and plain.delay_s == 0.0 and plain.ramp is None
+    work = we.WideWork(0.05, "regular", 1).workload()
+    simulated = we.steady_energy_per_batch_j(plain, work, seconds=2.0)
+    assert simulated == pytest.approx(plain.rig().gpu.true_energy_per_batch_j(work), rel=1e-9)

@@ -15,6 +15,7 @@ from joulebench.core.meters.nvidia_sensors import BOARD_NAMES, GENERATIONS, Sens
 from joulebench.core.meters.nvml import DEFAULT_INTERVAL_S, NvmlMeter
 from joulebench.sim.clock import SimClock
 from joulebench.sim.fake_pynvml import SimBoard, SimNvml
+from joulebench.sim.ramp import ClockRamp
 from joulebench.sim.sensor import SimSensor
 from joulebench.sim.tail import Tail
 from joulebench.sim.thermal import Thermal
@@ -61,6 +62,7 @@ def simulated_gpu(
     sensor: dict | None = None,
     thermal: Thermal | None = None,
     tail: Tail | None = None,
+    ramp: ClockRamp | None = None,
 ) -> SimRig:
     """A board of `generation` (a key of nvidia_sensors.GENERATIONS).
 
@@ -69,13 +71,17 @@ def simulated_gpu(
     settings (refresh_s, window_s to try sensors not in the table). `thermal`: heat
     (joulebench.sim.thermal; None: power independent of temperature, as before).
     `tail`: what the board draws after work stops (joulebench.sim.tail; None: idle
-    power at once).
+    power at once). `ramp`: clocks that rise slowly under load and fall at idle
+    (joulebench.sim.ramp; None: the work's power at once). A sensor reporting late:
+    `sensor={"delay_s": ...}`.
     """
     if generation not in GENERATIONS:
         raise ValueError(f"unknown generation {generation!r}; known: {sorted(GENERATIONS)}")
     spec = GENERATIONS[generation]
     clock = SimClock(start_s)
-    gpu = SimGpu(clock, idle_w=idle_w, tau_s=tau_s, thermal=thermal, tail=tail, seed=seed)
+    gpu = SimGpu(
+        clock, idle_w=idle_w, tau_s=tau_s, thermal=thermal, tail=tail, ramp=ramp, seed=seed
+    )
     sim_sensor = SimSensor(
         gpu.signal,
         spec,

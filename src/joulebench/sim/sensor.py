@@ -1,12 +1,22 @@
 """NVIDIA's on-board power sensor, simulated per GPU generation over a true power signal.
 
 The reading refreshes every `refresh_s` and is the mean true power over the last `window_s`
+<<<<<<< HEAD
 of each refresh period (a boxcar) plus noise (`noise_w`), in whole mW, constant between
 refreshes; the averaged field is the mean of the last second's readings. The energy counter
 (mJ from an arbitrary offset) adds each reading times `refresh_s` at its refresh, blind where
 the reading is (`counter="sensor"`, an assumption), or is the exact integral up to the last
 refresh (`counter="exact"`). The published behaviour and its sources:
 core.meters.nvidia_sensors, docs/measurement.md#the-protocol-against-simulated-sensors.
+=======
+of each refresh period (a boxcar; with `delay_s`, a window that ends that long before the
+refresh: a sensor reporting late, issue 40 item 11) plus noise (`noise_w`), in whole mW,
+constant between refreshes; the averaged field is the mean of the last second's readings.
+The energy counter (mJ from an arbitrary offset) adds each reading times `refresh_s` at its
+refresh, blind where the reading is (`counter="sensor"`, an assumption), or is the exact
+integral up to the last refresh (`counter="exact"`). The published behaviour and its sources:
+measure.meters.nvidia_sensors, docs/measurement.md#the-protocol-against-simulated-sensors.
+>>>>>>> 6050828
 State advances lazily: each query processes the refreshes up to the clock's now, in order
 (queries never go back in time), so nothing runs while nobody reads.
 """
@@ -41,6 +51,7 @@ class SimSensor:
         seed: int = 0,
         refresh_s: float | None = None,
         window_s: float | None = None,
+        delay_s: float = 0.0,
     ):
         if counter not in ("sensor", "exact"):
             raise ValueError(f"counter must be 'sensor' or 'exact', not {counter!r}")
@@ -51,13 +62,16 @@ class SimSensor:
             raise ValueError(
                 f"need 0 < window_s <= refresh_s, got {self.window_s}, {self.refresh_s}"
             )
+        if delay_s < 0:
+            raise ValueError(f"need delay_s >= 0, got {delay_s}")
+        self.delay_s = float(delay_s)
         self.counter = counter
         self.noise_w = float(noise_w)
         self.energy_offset_mj = int(energy_offset_mj)
         self._rng = np.random.default_rng(seed)
         start = signal.start_s
         # the first refresh whose whole window lies on the signal
-        self._k = math.ceil((start + self.window_s - phase_s) / self.refresh_s - 1e-9)
+        self._k = math.ceil((start + self.window_s + delay_s - phase_s) / self.refresh_s - 1e-9)
         self.phase_s = float(phase_s)
         self.reading_w = signal.power_w(start)  # before the first refresh: the start power
         self.refreshes = 0
@@ -73,7 +87,8 @@ class SimSensor:
     def _catch_up(self) -> None:
         now = self.clock()
         while (t := self._next_refresh_s()) <= now + 1e-12:
-            mean_w = self.signal.energy_j(t - self.window_s, t) / self.window_s
+            seen = t - self.delay_s  # the window ends this long before the refresh
+            mean_w = self.signal.energy_j(seen - self.window_s, seen) / self.window_s
             noisy = mean_w + (self._rng.normal(0.0, self.noise_w) if self.noise_w else 0.0)
             self.reading_w = round(max(noisy, 0.0) * 1000.0) / 1000.0  # whole mW
             self._recent.append(self.reading_w)

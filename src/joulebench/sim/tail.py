@@ -8,6 +8,10 @@ an excess of `share` of a dynamic power, that of the work that just stopped
 it holds for `hold_s`, then decays exponentially with `tau_s`; new work ends it. So the
 workload's own gaps draw the excess (part of its truth), and so do the protocol's phase
 shifts (which are not: core.tail takes them out). docs/protocol.md#the-power-tail.
+
+Wider (issue 40 item 11, off by default): a `fast_share` of the excess decays from the stop
+with `fast_tau_s` instead (a fall that is not a step: a fast and a slow part, with or without
+a plateau); `drawn_wide` draws them from ranges wider than any board reported.
 """
 
 from __future__ import annotations
@@ -32,10 +36,14 @@ class Tail:
     tau_s: float = 0.3
     scales: str = "dynamic"
     reference_busy_w: float = 300.0  # the busy power `constant` takes its share of
+    fast_share: float = 0.0  # of the excess decaying from the stop with fast_tau_s
+    fast_tau_s: float = 0.02
 
     def __post_init__(self):
         if not (0 <= self.share <= 1 and self.hold_s >= 0 and self.tau_s > 0):
             raise ValueError(f"need 0 <= share <= 1, hold_s >= 0, tau_s > 0: {self}")
+        if not (0 <= self.fast_share <= 1 and self.fast_tau_s > 0):
+            raise ValueError(f"need 0 <= fast_share <= 1 and fast_tau_s > 0: {self}")
         if self.scales not in SCALES:
             raise ValueError(f"scales must be one of {SCALES}, not {self.scales!r}")
 
@@ -46,7 +54,21 @@ class Tail:
 
     def shape(self, elapsed_s: float) -> float:
         """The excess `elapsed_s` after work stopped, as a share of its first value."""
+        slow = self._slow_at(elapsed_s)
+        if not self.fast_share:
+            return slow
+        fast = math.exp(-max(elapsed_s, 0.0) / self.fast_tau_s)
+        return (1 - self.fast_share) * slow + self.fast_share * fast
+
+    def _slow_at(self, elapsed_s: float) -> float:
+        """The plateau-then-decay part (1 at the stop)."""
         return math.exp(-max(elapsed_s - self.hold_s, 0.0) / self.tau_s)
+
+    def _slow_integral_s(self, start_s: float, end_s: float) -> float:
+        """The plateau-then-decay part's integral over [start, end] after the stop."""
+        flat = max(0.0, min(end_s, self.hold_s) - start_s)
+        a, b = max(start_s, self.hold_s), max(end_s, self.hold_s)
+        return flat + (self.tau_s * (self._slow_at(a) - self._slow_at(b)) if b > a else 0.0)
 
     def integral_s(self, start_s: float, duration_s: float) -> float:
         """The integral of `shape` from `start_s` to `start_s + duration_s` after the stop
@@ -54,23 +76,33 @@ class Tail:
         if duration_s <= 0:
             return 0.0
         end_s = start_s + duration_s
-        flat = max(0.0, min(end_s, self.hold_s) - start_s)
-        a, b = max(start_s, self.hold_s), max(end_s, self.hold_s)
-        decay = self.tau_s * (self.shape(a) - self.shape(b)) if b > a else 0.0
-        return flat + decay
+        slow = self._slow_integral_s(start_s, end_s)
+        if not self.fast_share:
+            return slow
+        f = self.fast_tau_s
+        fast = f * (math.exp(-start_s / f) - math.exp(-end_s / f))
+        return (1 - self.fast_share) * slow + self.fast_share * fast
 
-    def pieces(self, start_s: float, duration_s: float) -> list[tuple[float, float, float]]:
+    def pieces(self, start_s: float, duration_s: float) -> list[tuple[float, float, tuple]]:
         """An idle stretch from `start_s` after the stop, as signal segments: [(seconds,
-        excess at the segment's start (share of the first), decays?)]: the plateau, then
-        the decay."""
-        out = []
+        steady excess (share of the first), ((decaying excess at the segment's start, its
+        time constant), ...))]: the plateau, then the decay; the fast part over both."""
+        out, slow = [], 1.0 - self.fast_share
         if start_s < self.hold_s:
             flat = min(self.hold_s - start_s, duration_s)
-            out.append((flat, 1.0, 0.0))
+            out.append((flat, slow, self._fast_at(start_s)))
             start_s, duration_s = start_s + flat, duration_s - flat
         if duration_s > 0:
-            out.append((duration_s, self.shape(start_s), 1.0))
+            amplitude = self._slow_at(start_s)
+            first = ((amplitude if not self.fast_share else slow * amplitude, self.tau_s),)
+            out.append((duration_s, 0.0, first + self._fast_at(start_s)))
         return out
+
+    def _fast_at(self, start_s: float) -> tuple:
+        """The fast part's (amplitude, time constant) `start_s` after the stop (none: ())."""
+        if not self.fast_share:
+            return ()
+        return ((self.fast_share * math.exp(-start_s / self.fast_tau_s), self.fast_tau_s),)
 
 
 #: The simulated devices' boards (`sim:h100`, ...; their check target the same): an excess of

@@ -7,7 +7,8 @@ on it and moves the shared `SimClock`: `batch(workload)` (kernels at busy power,
 gap at idle power), `busy` / `idle` (the square wave of `joulebench check`), `sleep` (idle,
 so the protocol's pauses are idle time). Optional, each an assumption of this simulator:
 clock throttling under a power limit, inputs of zeros (`zeros_dynamic`), heat (`thermal=`,
-sim.thermal) and irregular work (a `Workload`'s jitter, host-bound duty and host pauses).
+sim.thermal), the power tail after work (`tail=`, sim.tail), clocks that ramp (`ramp=`,
+sim.ramp) and irregular work (a `Workload`'s jitter, host-bound duty and host pauses).
 What each models: docs/measurement.md#the-protocol-against-simulated-sensors.
 """
 
@@ -19,6 +20,7 @@ import random
 from dataclasses import dataclass
 
 from joulebench.sim.clock import SimClock
+from joulebench.sim.ramp import ClockRamp
 from joulebench.sim.tail import Tail
 from joulebench.sim.thermal import STEP_S, Thermal
 from joulebench.tables import INPUT_KINDS
@@ -41,7 +43,7 @@ class PowerSignal:
         self.tau_s = float(tau_s)
         self._t = [float(start_s)]  # segment starts
         self._target: list[float] = []
-        self._decay: list[tuple[float, float]] = []  # (decay_w, decay_tau_s) of each segment
+        self._decay: list[tuple[tuple[float, float], ...]] = []  # each segment's (w, tau)s
         self._p0 = [float(power_w)]  # power at each segment start
         self._e = [0.0]  # energy from start_s to each segment start
         self.end_s = float(start_s)
@@ -50,44 +52,57 @@ class PowerSignal:
     def start_s(self) -> float:
         return self._t[0]
 
-    def _terms(self, i: int) -> tuple[float, float, float, float]:
-        """(level, decaying amplitude K, its time constant, fast amplitude C) of segment i:
-        power(x) = level + K e^(-x/tau_d) + C e^(-x/tau), the first-order response to a
-        target level + A e^(-x/tau_d) that starts at the segment's first power."""
-        level, (decay_w, tau_d) = self._target[i], self._decay[i]
-        k = 0.0
-        if decay_w:
+    def _terms(self, i: int) -> tuple[float, list[tuple[float, float]], float]:
+        """(level, [(decaying amplitude K, its time constant)], fast amplitude C) of segment
+        i: power(x) = level + sum K e^(-x/tau_d) + C e^(-x/tau), the first-order response
+        to a target level + sum A e^(-x/tau_d) that starts at the segment's first power."""
+        level, c, terms = self._target[i], self._p0[i] - self._target[i], []
+        for decay_w, tau_d in self._decay[i]:
             k = decay_w * tau_d / (tau_d - self.tau_s) if tau_d != self.tau_s else decay_w
-        return level, k, tau_d, self._p0[i] - level - k
+            terms.append((k, tau_d))
+            c -= k
+        return level, terms, c
 
     def _seg_energy(self, i: int, x: float) -> float:
-        level, k, tau_d, c = self._terms(i)
+        level, terms, c = self._terms(i)
         energy = level * x
-        if k:
+        for k, tau_d in terms:
             energy += k * tau_d * -math.expm1(-x / tau_d)
         if self.tau_s:
             energy += c * self.tau_s * -math.expm1(-x / self.tau_s)
         return energy
 
     def _seg_power(self, i: int, x: float) -> float:
-        level, k, tau_d, c = self._terms(i)
-        power = level + (k * math.exp(-x / tau_d) if k else 0.0)
+        level, terms, c = self._terms(i)
+        power = level
+        for k, tau_d in terms:
+            power += k * math.exp(-x / tau_d)
         if self.tau_s:
             power += c * math.exp(-x / self.tau_s)
         return power
 
     def hold(
-        self, duration_s: float, target_w: float, decay_w: float = 0.0, decay_tau_s: float = 1.0
+        self,
+        duration_s: float,
+        target_w: float,
+        decay_w: float = 0.0,
+        decay_tau_s: float = 1.0,
+        *,
+        decays: tuple[tuple[float, float], ...] = (),
     ) -> None:
         """Append `duration_s` in which the power approaches `target_w` plus `decay_w` that
-        decays with `decay_tau_s` from the segment's start."""
+        decays with `decay_tau_s` from the segment's start (and each (w, tau) of `decays`,
+        negative for a rise: sim.ramp's clocks)."""
         if duration_s <= 0:
             return
-        if decay_w and not decay_tau_s > 0:
-            raise ValueError(f"decay_tau_s must be > 0, got {decay_tau_s}")
+        pairs = (((float(decay_w), float(decay_tau_s)),) if decay_w else ()) + tuple(
+            (float(w), float(tau)) for w, tau in decays if w
+        )
+        if any(not tau > 0 for _, tau in pairs):
+            raise ValueError(f"a decay's time constant must be > 0, got {pairs}")
         i = len(self._target)
         self._target.append(float(target_w))
-        self._decay.append((float(decay_w), float(decay_tau_s)))
+        self._decay.append(pairs)
         p_end = self._seg_power(i, duration_s)
         e_end = self._e[i] + self._seg_energy(i, duration_s)
         self.end_s = self._t[i] + duration_s
@@ -186,10 +201,13 @@ class SimGpu:
         zeros_dynamic: float = 0.85,
         thermal: Thermal | None = None,
         tail: Tail | None = None,
+        ramp: ClockRamp | None = None,
         seed: int = 0,
     ):
         self.clock = clock
         self.tail = tail
+        self.ramp = ramp
+        self.clock_state = 0.0  # how far the clocks have risen (sim.ramp; 0: idle clocks)
         self._work_w: float | None = None  # the level of the last work (the tail's source)
         self._stopped_s: float | None = None  # when it stopped (None: working, or no work)
         self.thermal = thermal.with_ref(idle_w) if thermal else None
@@ -236,40 +254,55 @@ class SimGpu:
         temperature of each piece and the temperature moves with the power drawn. `advance`
         moves the clock piece by piece, so timers (a meter's sampler) read the temperature
         as it was; a board whose clock moves by itself (sim.wall) leaves it. A level at or
-        below idle after work draws the board's tail on top (sim.tail)."""
-        for piece_s, level_w, decay_w in self._tail_pieces(seconds, power_w):
-            self._hold_piece(piece_s, level_w, decay_w, advance)
+        below idle after work draws the board's tail on top (sim.tail); with clocks that
+        ramp (sim.ramp), work draws its dynamic power as far as the clocks have risen."""
+        for piece_s, level_w, decays in self._tail_pieces(seconds, power_w):
+            self._hold_piece(piece_s, level_w, decays, advance)
 
-    def _tail_pieces(self, seconds: float, power_w: float) -> list[tuple[float, float, float]]:
-        """[(seconds, level, decaying excess at its start)] of a hold: the level alone while
-        working or without a tail; else the tail's plateau and decay on top of it."""
+    def _tail_pieces(self, seconds: float, power_w: float) -> list[tuple[float, float, tuple]]:
+        """[(seconds, level, ((decaying part at its start, its time constant), ...))] of a
+        hold: the level (short of it while the clocks rise) while working or without a
+        tail; else the tail's plateau and decay on top of it."""
         if power_w > self.idle_w + 1e-9:
-            self._work_w, self._stopped_s = power_w, None
-            return [(seconds, power_w, 0.0)]
+            return [(seconds, power_w, self._work_rise(seconds, power_w))]
+        if self.ramp is not None:
+            self.clock_state = self.ramp.after_idle(self.clock_state, seconds)
         if self.tail is None or self._work_w is None:
-            return [(seconds, power_w, 0.0)]
+            return [(seconds, power_w, ())]
         if self._stopped_s is None:
             self._stopped_s = self.signal.end_s
         excess_w = self.tail.excess_w(self._work_w, self.idle_w)
         elapsed_s = self.signal.end_s - self._stopped_s
         return [
-            (piece_s, power_w + excess_w * share * (1 - decays), excess_w * share * decays)
-            for piece_s, share, decays in self.tail.pieces(elapsed_s, seconds)
+            (piece_s, power_w + excess_w * flat, tuple((excess_w * w, tau) for w, tau in decays))
+            for piece_s, flat, decays in self.tail.pieces(elapsed_s, seconds)
         ]
 
-    def _hold_piece(self, seconds: float, level_w: float, decay_w: float, advance: bool) -> None:
-        """One piece of constant level (plus a decaying excess, with the tail's tau)."""
-        tau_s = self.tail.tau_s if self.tail is not None else 1.0
+    def _work_rise(self, seconds: float, power_w: float) -> tuple:
+        """Work of `seconds` at `power_w`: the power short of it while the clocks rise (a
+        decaying term; none without a ramp), and the level it reached (the tail's source)."""
+        self._stopped_s = None
+        if self.ramp is None:
+            self._work_w = power_w
+            return ()
+        dynamic_w = power_w - self.idle_w
+        rise = self.ramp.rise(self.clock_state, dynamic_w)
+        self.clock_state = self.ramp.after_work(self.clock_state, seconds)
+        self._work_w = self.idle_w + dynamic_w * self.clock_state
+        return rise
+
+    def _hold_piece(self, seconds: float, level_w: float, decays: tuple, advance: bool) -> None:
+        """One piece of constant level plus decaying parts ((watts at its start, tau), ...)."""
         if self.thermal is None:
-            self.signal.hold(seconds, level_w, decay_w, tau_s)
+            self.signal.hold(seconds, level_w, decays=decays)
             return
         left, done = seconds, 0.0
         while left > 1e-12:
             piece = min(left, STEP_S)
             factor = self.thermal.leakage_factor(self.temp_c)
-            excess_w = decay_w * math.exp(-done / tau_s) if decay_w else 0.0
-            self.signal.hold(piece, level_w * factor, excess_w * factor, tau_s)
-            mean_w = level_w + (excess_w * tau_s * -math.expm1(-piece / tau_s) / piece)
+            now = tuple((w * math.exp(-done / tau), tau) for w, tau in decays)
+            self.signal.hold(piece, level_w * factor, decays=tuple((w * factor, t) for w, t in now))
+            mean_w = level_w + sum(w * tau * -math.expm1(-piece / tau) / piece for w, tau in now)
             self.temp_c = self.thermal.after_c(self.temp_c, mean_w * factor, piece)
             left -= piece
             done += piece
@@ -335,7 +368,11 @@ class SimGpu:
         """Steady-state energy of one batch (host pauses' idle share included): with
         first-order smoothing (DC gain 1) the mean power over a period is the schedule's own,
         so this is exact without simulating. With heat: at die temperature `temp_c`, by
-        default the sustained one (`sustained_temperature_c`: this load run for ever)."""
+        default the sustained one (`sustained_temperature_c`: this load run for ever). Not
+        with clocks that ramp (their state over a batch is not the schedule's): simulate
+        it (sim.wide_experiment.steady_energy_per_batch_j)."""
+        if self.ramp is not None:
+            raise ValueError("no analytic truth with clocks that ramp: simulate the workload")
         energy_j, _ = self._batch_at(workload, temp_c)
         return energy_j
 
