@@ -15,7 +15,7 @@ constant between refreshes; the averaged field is the mean of the last second's 
 The energy counter (mJ from an arbitrary offset) adds each reading times `refresh_s` at its
 refresh, blind where the reading is (`counter="sensor"`, an assumption), or is the exact
 integral up to the last refresh (`counter="exact"`). The published behaviour and its sources:
-measure.meters.nvidia_sensors, docs/measurement.md#the-protocol-against-simulated-sensors.
+core.meters.nvidia_sensors, docs/measurement.md#the-protocol-against-simulated-sensors.
 >>>>>>> 6050828
 State advances lazily: each query processes the refreshes up to the clock's now, in order
 (queries never go back in time), so nothing runs while nobody reads.
