@@ -16,7 +16,8 @@ from conftest import SMOKE, snakemake
 from helpers.fake_gpus import A100, H200, fake_torch
 from helpers.fake_nvml import FakeNvml
 
-from joulebench.analysis.summary import gpu_spread
+from joulebench.analysis.boards import read_records
+from joulebench.analysis.summary import build_summary, gpu_spread
 from joulebench.core.devices import (
     AUTO,
     RESOLVED_ENV,
@@ -175,6 +176,8 @@ SPLIT_STUDY = {
     **POOL_STUDY,
     "models": POOL_STUDY["models"][:2],
     "methods": {"fp32": {"precision": "fp32"}, "cl": {"precision": "fp32", "channels_last": True}},
+    # each simulated board reads its reference levels first (board factors, issue 41)
+    "profile": {**POOL_STUDY["profile"], "board_reference": "on"},
 }
 
 
@@ -225,6 +228,20 @@ def test_a_pool_of_two_simulated_gpus_measures_each_model_once(tmp_path):
         assert (jobs["start"].iloc[1:].to_numpy() >= jobs["end"].iloc[:-1].to_numpy()).all()
     assert rows["gpu_uuid"].nunique() == 2
     assert rows["concurrent_measurements"].max() == 2
+    # each board read its reference levels once; the summary states board 1 by board 0
+    records = read_records(tmp_path / "results" / "boards")
+    assert set(records) == set(rows["gpu_uuid"])
+    summary = build_summary(rows, boards=records)
+    by_index = summary.set_index("gpu_index")
+    assert set(by_index.loc[0, "board_factor_source"]) == {"reference"}
+    assert set(by_index.loc[1, "board_factor_source"]) == {"fitted"}
+    assert (by_index.loc[1, "board_reference_uuid"] == uuids_by_index(uuids)[0]).all()
+    assert summary["pool_board_spread_fraction"].gt(0.005).all()  # the boards differ
+    assert summary["protocol_fingerprint"].nunique() == 1  # one setup, one reference board
+
+
+def uuids_by_index(uuids: dict) -> dict:
+    return {index: uuid for uuid, index in uuids.items()}
 
 
 # ------------------------------------------------------------------ each model on k GPUs

@@ -524,7 +524,7 @@ PROFILE = Table(
         power_limit_w         float64  W      core.profile.setup_fields
             the board's power limit in force while measuring (a method's, read back, else
             the board's own as its meter read it); empty off a GPU
-        sensor_power_source   string   -      core.profile.setup_fields
+        sensor_reading        string   -      core.profile.setup_fields
             which power reading the meter took (NVML's instant field, its 1 s average, the
             energy counter...; the meter's power_source); empty off NVML
         sensor_refresh_s      float64  s      core.profile.setup_fields
@@ -850,10 +850,47 @@ SUMMARY = Table(
         ),
         *_declare(
             """
-            gpu_spread_fraction   float64  ratio  analysis.summary.build_summary
+            gpu_spread_fraction   float64  ratio  analysis.summary._stated
                 (max - min) / mean of energy_per_image_j between the GPUs of one pool that
                 measured the same configuration (each_model_on: k labels, one GPU each
-                time): GPU-to-GPU variation; empty where one GPU measured it
+                time): GPU-to-GPU variation, after the board factors; empty where one GPU
+                measured it
+            energy_per_image_as_read_j float64 J  analysis.boards.apply_board_factors
+                energy_per_image_j as the row's own board read it, before its board factor
+                (the same where no factor applies)
+            board_factor          float64  ratio  analysis.boards.apply_board_factors
+                the row's board's reading of the reference levels per its pool's reference
+                board's (the slope of the line between them; 1 for the reference board):
+                energy_per_image_j is stated as the reference board reads it
+                (docs/measurement.md#boards-that-disagree); empty off a GPU, or where the
+                board read no reference levels
+            board_offset_w        float64  W      analysis.boards.apply_board_factors
+                the line's offset: the board reads board_factor x the reference board's
+                power + this
+            board_factor_ci95_rel float64  ratio  analysis.boards._restated
+                what the line may be off at the row's power (95 %), relative to its energy:
+                the energy's CI is widened by it; empty where no factor applies
+            board_factor_source   string   -      analysis.boards.apply_board_factors
+                reference (the pool's reference board: as read), fitted (stated as the
+                reference board reads it), none (a GPU whose board read no reference
+                levels: as read, and not comparable across the pool); empty off a GPU
+            board_reference_uuid  string   -      analysis.boards.apply_board_factors
+                the UUID of the pool's reference board; empty where none
+            pool_board_spread_fraction float64 ratio analysis.boards.apply_board_factors
+                how far the pool's boards disagree before any factor: (max - min) / mean of
+                their readings of the standard load; empty for a pool of one
+            sensor_uncertainty_rel float64 ratio  analysis.summary.absolute_ci
+                the sensor's own calibration uncertainty against true power (relative, 95 %:
+                what no CI here covers; published figures, sensor_uncertainty_source says
+                which); empty where none is known
+            sensor_uncertainty_source string -    analysis.summary.absolute_ci
+                where sensor_uncertainty_rel comes from, or why none is known
+            energy_per_image_abs_ci95_low_j float64 J analysis.summary.absolute_ci
+                lower end of the energy's interval against true power: its CI (the
+                measurement, and the board factor) widened by sensor_uncertainty_rel; empty
+                where that is not known
+            energy_per_image_abs_ci95_high_j float64 J analysis.summary.absolute_ci
+                upper end of that interval
             """
         ),
     ),
@@ -1462,7 +1499,8 @@ def _fingerprint_markdown() -> list[str]:
         "differ apart. A board's own identity (UUID, serial, check id) is not hashed: a",
         "pool's boards are made comparable by their factors (`board_factor`), not kept apart.",
         "The profile's fingerprint has no `board_factor_source` (no factor is applied there);",
-        "the summary's has it.",
+        "the summary's has it, `fitted` hashed as `reference` (both are the pool's reference",
+        "board's reading).",
         "",
         ", ".join(f"`{name}`" for name in FINGERPRINT_FIELDS),
         "",
@@ -1514,7 +1552,7 @@ FINGERPRINT_FIELDS = (
     "device_name",
     "driver_version",
     "meter",
-    "sensor_power_source",
+    "sensor_reading",
     "sensor_refresh_s",
     "power_limit_w",
     "sm_clock_readback_mhz",
@@ -1530,6 +1568,11 @@ FINGERPRINT_FIELDS = (
     "tail_source",
     "board_factor_source",
 )
+
+
+# Values of a field that state a number alike: a pool's reference board's rows (as read) and
+# its other boards' (through their factors) are both as the reference board reads them.
+FINGERPRINT_SAME = {"board_factor_source": {"fitted": "reference"}}
 
 
 def _plain(value):
@@ -1550,6 +1593,8 @@ def fingerprint_of(row) -> str:
     if row.get("status") not in ("ok", STATUS_INVALID):
         return ""
     fields = {name: _plain(row.get(name)) for name in FINGERPRINT_FIELDS}
+    for name, same in FINGERPRINT_SAME.items():
+        fields[name] = same.get(fields[name], fields[name])
     text = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -1558,6 +1603,53 @@ def protocol_fingerprint(df: pd.DataFrame) -> pd.Series:
     """Each row's protocol_fingerprint (fingerprint_of), as a string column."""
     values = [fingerprint_of(row) for row in df.to_dict("records")]
     return pd.Series(values, index=df.index, dtype="string")
+
+
+# The sensor's own calibration uncertainty against true power (relative, 95 %), by meter
+# kind, with where the figure comes from: what a CI of repeats can never cover.
+SENSOR_UNCERTAINTY = {
+    "nvml": (
+        0.05,
+        "NVIDIA states no accuracy after Kepler (NVML: +-5 % of draw on Fermi and Kepler); "
+        "boards of one product differ by about +-5 % in gain (SC'24, arXiv 2312.02741)",
+    ),
+    "amdsmi": (math.nan, "AMD states no accuracy for its power reading"),
+    "rapl": (
+        math.nan,
+        "Intel and AMD state no accuracy for RAPL (reported close to external meters on "
+        "Intel since Haswell)",
+    ),
+    "estimate": (math.nan, "an estimate: its power model's error is not known"),
+    "sim": (0.05, "a simulated sensor, drawn with the gain spread real boards show (sim.boards)"),
+}
+
+
+def sensor_uncertainty(meter: str) -> tuple[float, str]:
+    """(sensor_uncertainty_rel, sensor_uncertainty_source) of a row's meter."""
+    if not isinstance(meter, str) or not meter:
+        return math.nan, ""
+    kind = "sim" if meter.endswith(":sim") else meter.split(":")[0]
+    return SENSOR_UNCERTAINTY.get(kind, (math.nan, f"no figure known for meter {meter}"))
+
+
+# A board's reference readings (results/boards/<uuid>.json, core.board_reference), read by
+# the summary's board factors (analysis.boards): its levels, in the order they are read.
+BOARD_LEVELS = ("random", "zeros", "idle")
+BOARD_RECORD_VERSION = 1
+
+
+def check_board_record(record: dict) -> None:
+    """ValueError (or KeyError, TypeError) where a board's record is not one this version
+    writes, or holds what no board reads (a level's power not in (0, 3000] W)."""
+    if record.get("schema_version") != BOARD_RECORD_VERSION:
+        raise ValueError(f"schema_version {record.get('schema_version')!r}")
+    if not isinstance(record["uuid"], str) or not record["uuid"]:
+        raise ValueError("no uuid")
+    for level in BOARD_LEVELS:
+        values = record["levels"][level]
+        power, half = float(values["power_w"]), float(values["ci95_half_w"])
+        if not (0 < power <= POWER_LIMIT_W_MAX and (math.isnan(half) or half >= 0)):
+            raise ValueError(f"level {level}: {power} W +- {half}")
 
 
 def impossible_energy(fields: dict) -> str:

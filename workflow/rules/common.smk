@@ -38,6 +38,7 @@ from joulebench.report.figure_manifest import (
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
 from joulebench.core.quiet import cpu_others_share
+from joulebench.core.board_reference import BOARDS_DIR
 from joulebench.plan import HostLoad, measured_rows, one_line, plan_study
 from joulebench.prerun import (
     DRAWN_TRACE,
@@ -343,6 +344,7 @@ def get_profile_spec(wildcards):
         "idle_pre_s": config["profile"]["idle_pre_s"],
         "oom_retry": config["profile"]["oom_retry"],
         "check_first": config["profile"]["check_first"],
+        "board_reference": config["profile"]["board_reference"],
         "quiet_wait_s": config["profile"]["quiet_wait_s"],
         "timeout_s": config["profile"]["timeout_s"],
         "input_kind": config["profile"]["input_kind"],

@@ -14,7 +14,10 @@ rule summary:
     localrule: True
     conda:
         ENV
+    params:
+        boards=BOARDS_DIR,
     shell:
         "joulebench summary --profile={input.profile:q} --catalog={input.catalog:q} "
-        "--accuracy={input.accuracy:q} --output={output.parquet:q} --csv={output.csv:q} "
+        "--accuracy={input.accuracy:q} --boards={params.boards:q} "
+        "--output={output.parquet:q} --csv={output.csv:q} "
         "> {log:q} 2>&1"

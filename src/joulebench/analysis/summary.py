@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from joulebench.analysis.boards import apply_board_factors, read_records
 from joulebench.flags import FLAG_CI_CLIPPED, add_flag, canonical_flags
 from joulebench.safe_text import quantity
 from joulebench.table_io import conform, read_table, write_table
@@ -38,6 +39,8 @@ from joulebench.tables import (
     UNFUSED,
     energy_is_estimate,
     is_estimate_meter,
+    protocol_fingerprint,
+    sensor_uncertainty,
 )
 
 # "unknown": a summary from elsewhere gave top-1 without saying where it came from.
@@ -107,8 +110,13 @@ def build_summary(
     accuracy: pd.DataFrame | None = None,
     *,
     phase: str = "inference",
+    boards: dict[str, dict] | None = None,
 ) -> pd.DataFrame:
     """Join profile rows (PROFILE_COLUMNS) with catalog and accuracy rows, by model.
+
+    `boards`: the GPUs' reference readings by UUID (analysis.boards.read_records): a pool's
+    rows are stated as its reference board reads them (board_factor); the summary's
+    fingerprint says so.
 
     Rows carry their own phase (inference or train); `phase` fills it where a profile table
     written before phases existed has none, and names the phase of "not-profiled" rows.
@@ -170,10 +178,37 @@ def build_summary(
         out["accuracy_note"] = "no accuracy table"
     out["accuracy_source"] = out["accuracy_source"].fillna("none")
     out = out.rename(columns=_ACCURACY_RENAME)
+    return _stated(out, boards)
+
+
+def _stated(out: pd.DataFrame, boards: dict[str, dict] | None) -> pd.DataFrame:
+    """The joined rows as the summary states them: by their pool's reference board, the
+    spread between GPUs, the interval against true power, the fingerprint; in key order, in
+    declared form, impossible values invalid and CIs clipped at 0."""
+    out = apply_board_factors(out, boards or {})
     out["gpu_spread_fraction"] = gpu_spread(out)
+    out = absolute_ci(out)
+    out["protocol_fingerprint"] = protocol_fingerprint(out)
     out = out.sort_values(list(SUMMARY_KEY), kind="stable", na_position="last")
     out = conform(out.reindex(columns=list(SUMMARY_COLUMNS)), SUMMARY_COLUMNS)
     return clip_ci_low(_invalidate_impossible(out))
+
+
+def absolute_ci(rows: pd.DataFrame) -> pd.DataFrame:
+    """The sensor's own calibration uncertainty (tables.sensor_uncertainty) and the energy's
+    interval against true power: its CI's half-widths and that uncertainty added in
+    quadrature (energy_per_image_abs_ci95_low_j / _high_j; empty where it is not known)."""
+    out = rows.copy()
+    said = [sensor_uncertainty(m) for m in out["meter"]]
+    out["sensor_uncertainty_rel"] = [u for u, _ in said]
+    out["sensor_uncertainty_source"] = pd.Series([w for _, w in said], dtype="string")
+    energy = out["energy_per_image_j"].astype("float64")
+    extra = energy * out["sensor_uncertainty_rel"].astype("float64")
+    low = energy - out["energy_per_image_ci95_low_j"].astype("float64")
+    high = out["energy_per_image_ci95_high_j"].astype("float64") - energy
+    out["energy_per_image_abs_ci95_low_j"] = energy - np.hypot(low, extra)
+    out["energy_per_image_abs_ci95_high_j"] = energy + np.hypot(high, extra)
+    return out
 
 
 def gpu_spread(rows: pd.DataFrame) -> pd.Series:
@@ -195,13 +230,17 @@ def write_summary(df: pd.DataFrame, path: str | os.PathLike, csv_path=None) -> N
         write_table(df, csv_path, SUMMARY_COLUMNS)
 
 
-def run_summary(profile, output, *, catalog=None, accuracy=None, csv=None) -> pd.DataFrame:
+def run_summary(
+    profile, output, *, catalog=None, accuracy=None, csv=None, boards=None
+) -> pd.DataFrame:
     """`joulebench summary`: join the profile, catalog and accuracy tables (paths; catalog and
-    accuracy optional), write the summary (and its CSV twin)."""
+    accuracy optional), state a pool's rows by its reference board (`boards`: the folder of
+    the GPUs' reference readings, results/boards), write the summary (and its CSV twin)."""
     summary = build_summary(
         read_table(profile),
         read_table(catalog) if catalog else None,
         read_table(accuracy) if accuracy else None,
+        boards=read_records(boards) if boards else None,
     )
     write_summary(summary, output, csv)
     print(f"summary: {quantity(len(summary), 'row')} -> {output}", file=sys.stderr)

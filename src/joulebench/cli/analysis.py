@@ -21,7 +21,12 @@ def _cmd_summary(args) -> int:
     from joulebench.analysis.summary import run_summary
 
     run_summary(
-        args.profile, args.output, catalog=args.catalog, accuracy=args.accuracy, csv=args.csv
+        args.profile,
+        args.output,
+        catalog=args.catalog,
+        accuracy=args.accuracy,
+        csv=args.csv,
+        boards=args.boards,
     )
     return 0
 
@@ -33,6 +38,11 @@ def add_summary(sub) -> None:
     p.add_argument("--accuracy")
     p.add_argument("--output", required=True, help="summary parquet")
     p.add_argument("--csv", help="also write the summary as CSV")
+    p.add_argument(
+        "--boards",
+        help="the GPUs' reference readings (results/boards): a pool's rows as its reference "
+        "board reads them",
+    )
     p.set_defaults(func=_cmd_summary)
 
 

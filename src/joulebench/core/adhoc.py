@@ -84,13 +84,15 @@ def profile_now(
 def adhoc_spec(device: str, methods: dict, batch_sizes, protocol: dict, **keys) -> dict:
     """The profile spec of a model measured now, by `joulebench profile` or the Python API's
     `joulebench.profile`: the workflow's keys (common.smk's get_profile_spec; `keys` sets
-    any other of them), the GPU never checked first (a kept check report of it counts)."""
+    any other of them), the GPU never checked or referenced first (a kept check report of it
+    counts; a board factor is the summary's, not one model's)."""
     return {
         "torch_device": device,
         "methods": methods,
         "batch_sizes": list(batch_sizes),
         "protocol": protocol,
         "check_first": "off",
+        "board_reference": "off",
         **keys,
     }
 

@@ -31,6 +31,8 @@ from joulebench.config_schema import default
 from joulebench.core.arithmetic import applied as arithmetic_applied
 from joulebench.core.arithmetic import arithmetic_for
 from joulebench.core.backends import BoundDevice, KnobControl, KnobRefused, bound_device
+from joulebench.core.board_reference import BOARDS_DIR, reference_for
+from joulebench.core.board_reference import DEFAULT as BOARD_REFERENCE_DEFAULT
 from joulebench.core.config_time import (
     WARMUP_FULL,
     WARMUP_SHORT,
@@ -132,6 +134,9 @@ class ProfileJob:
     input_kind: str = default("profile.input_kind")  # the synthetic batch: random or zeros
     check_dir: str = "results/check"  # where `joulebench check` left its reports
     check_first: str = CHECK_FIRST_DEFAULT  # check the GPU first where none was (first_check)
+    boards_dir: str = BOARDS_DIR  # where boards' reference readings are kept
+    # read the GPU's reference levels first where none are kept (core.board_reference)
+    board_reference: str = BOARD_REFERENCE_DEFAULT
     quiet_wait_s: float = QUIET_WAIT_S  # wait this long at most for the device to be alone
     # how long a configuration may go without progress before it is stopped (a `timeout`
     # row, core.supervise); None: TIMEOUT_FACTOR x its estimate, at least the floor
@@ -146,8 +151,9 @@ class ProfileJob:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, MappingProxyType(dict(value)))
-        if self.check_first not in CHECK_FIRST:
-            raise ValueError(f"check_first must be one of {CHECK_FIRST}: {self.check_first!r}")
+        for name in ("check_first", "board_reference"):
+            if getattr(self, name) not in CHECK_FIRST:
+                raise ValueError(f"{name} must be one of {CHECK_FIRST}: {getattr(self, name)!r}")
         if self.input_kind not in INPUT_KINDS:
             raise ValueError(f"input_kind must be one of {INPUT_KINDS}, got {self.input_kind!r}")
         unknown = [p for p in self.phases if p not in PHASES]
@@ -166,8 +172,8 @@ class ProfileJob:
     ) -> ProfileJob:
         """A job from a profile spec: the config's keys (common.smk's get_profile_spec, or
         `joulebench profile`'s options, or the Python API's): torch_device, methods,
-        batch_sizes, protocol, idle_pre_s, oom_retry, meter, check_first, quiet_wait_s,
-        timeout_s, estimate, phases, train, workload, onnx_cache, input_kind, gpu,
+        batch_sizes, protocol, idle_pre_s, oom_retry, meter, check_first, board_reference,
+        quiet_wait_s, timeout_s, estimate, phases, train, workload, onnx_cache, input_kind, gpu,
         device_pool. A key left out (or null) takes the field's default. The one reading
         of a spec: the workflow's, `joulebench profile`'s and the API's jobs all come here."""
         spec = _checked_spec(spec)
@@ -237,7 +243,15 @@ _FLOAT_KEYS = ("idle_pre_s", "quiet_wait_s", "timeout_s")
 _SPEC_FIELDS = {"onnx_cache": "onnx_cache_dir"}  # a spec key -> its ProfileJob field
 # a spec's keys: read by from_spec itself; taken when not null; taken when not empty either
 _READ_KEYS = ("torch_device", "methods", "batch_sizes", "protocol", "estimate", "train")
-_SCALAR_KEYS = ("idle_pre_s", "oom_retry", "meter", "check_first", "quiet_wait_s", "timeout_s")
+_SCALAR_KEYS = (
+    "idle_pre_s",
+    "oom_retry",
+    "meter",
+    "check_first",
+    "board_reference",
+    "quiet_wait_s",
+    "timeout_s",
+)
 _NONEMPTY_KEYS = ("phases", "workload", "onnx_cache", "input_kind", "gpu", "device_pool")
 # every key a profile spec may hold; another is a mistake, said
 SPEC_KEYS = frozenset(_READ_KEYS + _SCALAR_KEYS + _NONEMPTY_KEYS)
@@ -336,7 +350,8 @@ class JobSession:
     def start(self, log) -> tuple[dict, object]:
         """The fields every row of the job shares, and the short idle read before the model.
         The device's latest check is found (by the meter's UUID): its meter options, heat,
-        idle temperature and tail are the session's from here on."""
+        idle temperature and tail are the session's from here on; a GPU never referenced
+        reads its reference levels once (core.board_reference)."""
         job = self.job
         base = self.row_base()
         restored = restore_left_by(job, self.knob_control)
@@ -353,6 +368,8 @@ class JobSession:
         base.update(gpu_fields(job.gpu, described))
         log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
         base.update(self._calibrated(described, refresh_s, log))
+        prefixed = lambda line: log(f"{job.model}: {line}")  # noqa: E731
+        reference_for(self.device, described, job.boards_dir, job.board_reference, prefixed)
         if not math.isfinite(self.idle_power_w) and math.isfinite(idle.power_w):
             # no idle job's baseline (the ad-hoc `joulebench profile`): the read before the
             # model stands in, so the phase shifts' idle time does not add its idle energy
@@ -1010,7 +1027,7 @@ def setup_fields(row: dict, meter_info: dict) -> dict:
     detail = json.loads(row.get("runtime_detail") or "{}")
     return {
         "power_limit_w": float(limit) if _finite(limit) else math.nan,
-        "sensor_power_source": str(meter_info.get("power_source") or ""),
+        "sensor_reading": str(meter_info.get("power_source") or ""),
         "sensor_refresh_s": _refresh_s(meter_info),
         "runtime_version": str(
             detail.get("ort_version") or detail.get("torch_tensorrt_version") or ""

@@ -28,11 +28,12 @@ from joulebench.core.backends.base import (
 from joulebench.core.backends.cuda import NvmlKnobs, cuda_native, nvml_state
 from joulebench.core.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.core.meters.nvidia_sensors import GENERATIONS
+from joulebench.sim.boards import NOMINAL, BoardVariation, drawn
 from joulebench.sim.faults import sim_fault
 from joulebench.sim.rig import SimCheckTarget, simulated_gpu
 from joulebench.sim.tail import DEVICE_TAIL
 from joulebench.sim.thermal import THERMAL
-from joulebench.sim.wall import WallSimGpu, sim_uuid
+from joulebench.sim.wall import IDLE_W, POWER_LIMITS_W, WallSimGpu, sim_uuid
 
 # sim:h100, or sim:h100:1 (board 1 of a pool of simulated H100s: its own UUID)
 SIM_PATTERN = r"sim:[a-z0-9]+(:[0-9]+)?"
@@ -74,13 +75,22 @@ def board_key(device: str, label: str) -> str:
     return device if board_index(device) is not None else label
 
 
+def board_variation(device: str, key: str) -> BoardVariation:
+    """A pool's board (`sim:h100:1`) has its own sensor gain and offset and its own silicon,
+    drawn from its UUID (sim.boards); a lone `sim:h100` is the nominal board."""
+    if board_index(device) is None:
+        return NOMINAL
+    limit_w = POWER_LIMITS_W.get(sim_generation(device), (700.0,))[0]
+    return drawn(sim_uuid(key), limit_w)
+
+
 def wall_sim_gpu(device: str, label: str) -> WallSimGpu:
     """The process's board for a `sim:` device (one per board_key: a pool's board is one
     whatever label reads it, as a GPU is; after a failover the label names another board),
     failing as the chaos hook says (sim.faults, JOULEBENCH_SIM_FAULT)."""
     key = board_key(device, label)
     if key not in _BOARDS:
-        board = WallSimGpu(sim_generation(device), key)
+        board = WallSimGpu(sim_generation(device), key, variation=board_variation(device, key))
         board.fault = sim_fault(board_index(device), board.board.uuid)
         _BOARDS[key] = board
     return _BOARDS[key]
@@ -177,12 +187,17 @@ class SimBackend(Backend):
         check of that very board (measure.calibration)."""
         self.check_prefer(device, prefer)
         generation = sim_generation(device)
+        variation = wall_sim_gpu(device, label).variation if label else NOMINAL
         rig = simulated_gpu(
             generation,
             phase_s=CHECK_PHASE_S,
             thermal=THERMAL[generation],
             tail=DEVICE_TAIL,
             board=_same_board(device, label) if label else None,
+            idle_w=IDLE_W * variation.idle_scale,
+            sensor={"gain": variation.gain, "offset_w": variation.offset_w},
+            silicon=variation.silicon,
+            nominal_idle_w=IDLE_W,
         )
         return DeviceCheckTarget(rig, device)
 

@@ -63,6 +63,8 @@ def simulated_gpu(
     thermal: Thermal | None = None,
     tail: Tail | None = None,
     ramp: ClockRamp | None = None,
+    silicon: float = 1.0,
+    nominal_idle_w: float | None = None,
 ) -> SimRig:
     """A board of `generation` (a key of nvidia_sensors.GENERATIONS).
 
@@ -73,14 +75,23 @@ def simulated_gpu(
     `tail`: what the board draws after work stops (joulebench.sim.tail; None: idle
     power at once). `ramp`: clocks that rise slowly under load and fall at idle
     (joulebench.sim.ramp; None: the work's power at once). A sensor reporting late:
-    `sensor={"delay_s": ...}`.
+    `sensor={"delay_s": ...}`; a board of its own (sim.boards): `sensor={"gain": ...,
+    "offset_w": ...}`, `silicon` and `idle_w`.
     """
     if generation not in GENERATIONS:
         raise ValueError(f"unknown generation {generation!r}; known: {sorted(GENERATIONS)}")
     spec = GENERATIONS[generation]
     clock = SimClock(start_s)
     gpu = SimGpu(
-        clock, idle_w=idle_w, tau_s=tau_s, thermal=thermal, tail=tail, ramp=ramp, seed=seed
+        clock,
+        idle_w=idle_w,
+        tau_s=tau_s,
+        thermal=thermal,
+        tail=tail,
+        ramp=ramp,
+        seed=seed,
+        silicon=silicon,
+        nominal_idle_w=nominal_idle_w,
     )
     sim_sensor = SimSensor(
         gpu.signal,

@@ -52,6 +52,8 @@ class SimSensor:
         refresh_s: float | None = None,
         window_s: float | None = None,
         delay_s: float = 0.0,
+        gain: float = 1.0,
+        offset_w: float = 0.0,
     ):
         if counter not in ("sensor", "exact"):
             raise ValueError(f"counter must be 'sensor' or 'exact', not {counter!r}")
@@ -65,6 +67,7 @@ class SimSensor:
         if delay_s < 0:
             raise ValueError(f"need delay_s >= 0, got {delay_s}")
         self.delay_s = float(delay_s)
+        self.gain, self.offset_w = float(gain), float(offset_w)  # a board's own (sim.boards)
         self.counter = counter
         self.noise_w = float(noise_w)
         self.energy_offset_mj = int(energy_offset_mj)
@@ -88,7 +91,8 @@ class SimSensor:
         now = self.clock()
         while (t := self._next_refresh_s()) <= now + 1e-12:
             seen = t - self.delay_s  # the window ends this long before the refresh
-            mean_w = self.signal.energy_j(seen - self.window_s, seen) / self.window_s
+            true_w = self.signal.energy_j(seen - self.window_s, seen) / self.window_s
+            mean_w = self.gain * true_w + self.offset_w
             noisy = mean_w + (self._rng.normal(0.0, self.noise_w) if self.noise_w else 0.0)
             self.reading_w = round(max(noisy, 0.0) * 1000.0) / 1000.0  # whole mW
             self._recent.append(self.reading_w)
@@ -115,8 +119,10 @@ class SimSensor:
 
     def energy_mj(self) -> int:
         self._catch_up()
-        if self.counter == "exact":
-            joules = self.signal.energy_j(self.signal.start_s, self._counted_to_s)
+        if self.counter == "exact":  # the integral, through this board's gain and offset
+            start = self.signal.start_s
+            joules = self.gain * self.signal.energy_j(start, self._counted_to_s)
+            joules += self.offset_w * (self._counted_to_s - start)
         else:
             joules = self._sensor_j
         return self.energy_offset_mj + int(joules * 1000)

@@ -25,6 +25,7 @@ from pathlib import Path
 from joulebench.core.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.core.meters.nvidia_sensors import GENERATIONS
 from joulebench.core.meters.nvml import NvmlMeter
+from joulebench.sim.boards import NOMINAL, BoardVariation
 from joulebench.sim.fake_pynvml import SimBoard, SimNvml
 from joulebench.sim.faults import SimFault, step_error
 from joulebench.sim.host import count_step
@@ -125,14 +126,23 @@ class WallSimGpu:
         idle_w: float = IDLE_W,
         clock: Callable[[], float] = time.monotonic,
         seed: int = 0,
+        variation: BoardVariation = NOMINAL,
     ):
         self.generation = generation  # a key of nvidia_sensors.GENERATIONS and BOARD
-        self.busy_w, self.idle_w = float(busy_w), float(idle_w)
+        self.variation = variation  # this board's own sensor and silicon (sim.boards)
+        idle_w = float(idle_w) * variation.idle_scale
+        self.busy_w, self.idle_w = float(busy_w), idle_w
         self.lock = threading.RLock()  # the meter's sampler thread reads while we work
         self.clock = _WallClock(clock)
         # the generation's heat, as the check's board has it (sim.backend.check_target)
         self.gpu = _WallGpu(
-            self.clock, idle_w=idle_w, thermal=THERMAL[generation], tail=DEVICE_TAIL, seed=seed
+            self.clock,
+            idle_w=idle_w,
+            thermal=THERMAL[generation],
+            tail=DEVICE_TAIL,
+            seed=seed,
+            silicon=variation.silicon,
+            nominal_idle_w=float(IDLE_W),
         )
         self.gpu.owner = self
         # the sensor's "now" is where the true power has been extended to (see catch_up)
@@ -142,6 +152,8 @@ class WallSimGpu:
             lambda: self.gpu.signal.end_s,
             phase_s=self.clock(),
             seed=seed,
+            gain=variation.gain,
+            offset_w=variation.offset_w,
         )
         self.sensor.owner = self
         self._level_w = self.idle_w
@@ -183,7 +195,7 @@ class WallSimGpu:
     def busy_level(self) -> tuple[float, float]:
         """(power, clock factor) of a step under the board's power limit, locked clock and
         heat: SimGpu's throttle (dynamic power with the cube of the clock)."""
-        power_w, _, f = self.gpu._throttled(self.busy_w, 1.0)
+        power_w, _, f = self.gpu._throttled(self.gpu.busy_power_w(self.busy_w), 1.0)
         return power_w, f
 
     def run(self, step: Callable[[], object]) -> Callable[[], object]:

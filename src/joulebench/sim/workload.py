@@ -203,8 +203,13 @@ class SimGpu:
         tail: Tail | None = None,
         ramp: ClockRamp | None = None,
         seed: int = 0,
+        silicon: float = 1.0,
+        nominal_idle_w: float | None = None,
     ):
         self.clock = clock
+        self.silicon = float(silicon)  # this board's dynamic power for the same work (sim.boards)
+        # a workload's busy power is the nominal board's: its dynamic part is above this idle
+        self.nominal_idle_w = float(idle_w if nominal_idle_w is None else nominal_idle_w)
         self.tail = tail
         self.ramp = ramp
         self.clock_state = 0.0  # how far the clocks have risen (sim.ramp; 0: idle clocks)
@@ -310,7 +315,7 @@ class SimGpu:
                 self.clock.advance_to(self.signal.end_s)
 
     def busy_power_w(self, workload_busy_w: float, input_kind: str = "random") -> float:
-        dynamic = workload_busy_w - self.idle_w
+        dynamic = (workload_busy_w - self.nominal_idle_w) * self.silicon
         if input_kind == "zeros":
             dynamic *= self.zeros_dynamic
         return self.idle_w + dynamic
