@@ -50,9 +50,10 @@ def main() -> None:
                 for s in range(args.seeds)
             ]
             d = pd.concat(frames, ignore_index=True)
+            holds = np.mean(d["ci_holds"]) * 100
+            took = time.time() - started
             print(f"| {name} | {'on' if heat else 'off'} | {len(d)} | {_pct(d['before'])} | "
-                  f"{_pct(d['after'])} | {_pct(d['exact_after'])} | "
-                  f"{np.mean(d['ci_holds']) * 100:.1f} % |  ({time.time() - started:.0f} s)")  # fmt: skip
+                  f"{_pct(d['after'])} | {_pct(d['exact_after'])} | {holds:.1f} % | ({took:.0f} s)")  # fmt: skip
 
 
 if __name__ == "__main__":
