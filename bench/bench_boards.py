@@ -52,8 +52,9 @@ def main() -> None:
             d = pd.concat(frames, ignore_index=True)
             holds = np.mean(d["ci_holds"]) * 100
             took = time.time() - started
-            print(f"| {name} | {'on' if heat else 'off'} | {len(d)} | {_pct(d['before'])} | "
-                  f"{_pct(d['after'])} | {_pct(d['exact_after'])} | {holds:.1f} % | ({took:.0f} s)")  # fmt: skip
+            cells = [name, "on" if heat else "off", str(len(d)), _pct(d["before"])]
+            cells += [_pct(d["after"]), _pct(d["exact_after"]), f"{holds:.1f} %"]
+            print("| " + " | ".join(cells) + f" | ({took:.0f} s)")
 
 
 if __name__ == "__main__":
