@@ -18,6 +18,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from joulebench.analysis.boards import apply_board_factors
 from joulebench.core.board_reference import reference_s
 from joulebench.core.protocol import ProtocolSettings
 from joulebench.sim.board_experiment import PoolCase, disagreement, pool_table
@@ -46,7 +47,13 @@ def main() -> None:
         for heat in (False, True):
             started = time.time()
             frames = [
-                disagreement(pool_table(PoolCase(args.boards, spread, heat=heat, seed=s), settings))
+                disagreement(
+                    pool_table(
+                        PoolCase(args.boards, spread, heat=heat, seed=s),
+                        apply_board_factors,
+                        settings,
+                    )
+                )
                 for s in range(args.seeds)
             ]
             d = pd.concat(frames, ignore_index=True)

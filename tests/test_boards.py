@@ -144,7 +144,7 @@ def test_after_the_factors_two_boards_agree_within_a_percent():
     (each board's noise-free reading through them) within 1 % (p95), and the measured
     energies too, against a drawn spread of several percent before."""
     strict = ProtocolSettings.from_dict({"preset": "strict"})
-    d = disagreement(pool_table(PoolCase(boards=4, seed=3), strict))
+    d = disagreement(pool_table(PoolCase(boards=4, seed=3), apply_board_factors, strict))
     assert d["before"].quantile(0.95) > 0.03
     assert d["exact_after"].quantile(0.95) < 0.01
     assert d["after"].quantile(0.95) < 0.015 and d["ci_holds"].mean() >= 0.9

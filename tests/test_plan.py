@@ -23,6 +23,7 @@ from joulebench.core.config_time import (
     config_min_s,
     format_duration,
 )
+from joulebench.core.board_reference import reference_s
 from joulebench.core.first_check import SIMULATED_CHECK_S, check_s
 from joulebench.plan import format_plan, one_line, plan_study, slurm_settings
 from joulebench.prerun import load_study
@@ -276,8 +277,8 @@ def test_skipped_configurations_cost_about_nothing():
         refresh_s = None if skipped.label == "cpu" else planning.DEFAULT_REFRESH_S
         job_s = planning.JOB_START_S + 2.0 + method_s(refresh_s)
         assert skipped.model_job_s == pytest.approx(job_s + 2 * planning.SKIPPED_CONFIG_S)
-        first_check_s = skipped.check_s  # a GPU's check before its first job (0 on the CPU)
-        assert first_check_s == (0.0 if skipped.label == "cpu" else check_s())
+        first_check_s = skipped.check_s  # a GPU's check and reference readings (0 on a CPU)
+        assert first_check_s == (0.0 if skipped.label == "cpu" else check_s() + reference_s())
         assert skipped.estimate_s == pytest.approx(
             planning.JOB_START_S + 10.0 + first_check_s + 5 * job_s
         )
@@ -290,20 +291,24 @@ def test_skipped_configurations_cost_about_nothing():
 
 
 def test_each_gpu_is_checked_once_before_its_first_job_where_wanted():
-    """issue 33: a GPU's first job runs `joulebench check` (its heat and tail) once; the plan
-    counts it once per device (a pool's GPUs at once), never on a CPU, on a simulated GPU
-    only with check_first: on (seconds of simulated time), never with off."""
+    """issue 33: a GPU's first job runs `joulebench check` (its heat and tail) once, and
+    (issue 41) reads its reference levels once; the plan counts them once per device (a
+    pool's GPUs at once), never on a CPU, on a simulated GPU only with `on` (seconds of
+    simulated time), never with off."""
     devices = {"h200": ["cuda:0", "cuda:1"], "cpu": "cpu", "sim": "sim:h100"}
     auto = {d.label: d.check_s for d in plan_study(study(), MODELS, devices, None).devices}
-    assert auto == {"h200": pytest.approx(check_s()), "cpu": 0.0, "sim": 0.0}
+    assert auto == {"h200": pytest.approx(check_s() + reference_s()), "cpu": 0.0, "sim": 0.0}
     assert 5 * 60 < check_s() < 9 * 60  # the default check: about 7 min
-    on = study(profile={"idle_pre_s": 2.0, "check_first": "on"})
+    assert 30 < reference_s() < 90  # the reference readings: about a minute
+    profile = {"idle_pre_s": 2.0, "board_reference": "off"}
+    on = study(profile={**profile, "check_first": "on"})
     sim = {d.label: d.check_s for d in plan_study(on, MODELS, devices, None).devices}
     assert sim["sim"] == SIMULATED_CHECK_S and sim["cpu"] == 0.0
-    off = study(profile={"idle_pre_s": 2.0, "check_first": "off"})
+    off = study(profile={**profile, "check_first": "off"})
     assert all(d.check_s == 0.0 for d in plan_study(off, MODELS, devices, None).devices)
     text = format_plan(plan_study(study(), MODELS, devices, None))
-    assert "check_first: each GPU is checked once before its first job" in text
+    assert "each GPU is checked once before its first job" in text
+    assert "reads its reference levels once" in text
 
 
 @pytest.mark.slow

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from joulebench.config_schema import default
 from joulebench.core.backends import Libraries, NativePrecisions, backend_for, kind_of
+from joulebench.core.board_reference import DEFAULT as BOARD_REFERENCE_DEFAULT
+from joulebench.core.board_reference import first_reference_s
 from joulebench.core.config_time import (
     config_cost,
     config_min_s,
@@ -233,7 +235,7 @@ def plan_study(
     pools = as_pools(devices)
     raw = config.get("protocol")
     configs = _phase_configs(config)
-    idle_pre_s, idle_s, split, check_first, wait_s = _job_keys(config)
+    idle_pre_s, idle_s, split, check_first, wait_s, reference = _job_keys(config)
     load = replace(load or HostLoad(), wait_s=wait_s)
     n_models = len(models)
     device_plans = [
@@ -249,7 +251,7 @@ def plan_study(
             steps,
             done,
             split,
-            first_check_s(check_first, members[0]),
+            first_check_s(check_first, members[0]) + first_reference_s(reference, members[0]),
             load,
         )
         for label, members in pools.items()
@@ -289,7 +291,7 @@ def plan_study(
     return plan
 
 
-def _job_keys(config: dict) -> tuple[float, float, str, str, float]:
+def _job_keys(config: dict) -> tuple[float, float, str, str, float, str]:
     """The profile and idle keys the plan reads, with the workflow's defaults."""
     profile = config.get("profile") or {}
     return (
@@ -298,6 +300,7 @@ def _job_keys(config: dict) -> tuple[float, float, str, str, float]:
         profile.get("split", DEFAULT_SPLIT),
         profile.get("check_first", CHECK_FIRST_DEFAULT),
         float(profile.get("quiet_wait_s", WAIT_S)),
+        profile.get("board_reference", BOARD_REFERENCE_DEFAULT),
     )
 
 
@@ -523,9 +526,10 @@ def _notes(plan: Plan, configs, device_plans) -> list[str]:
     if checked:
         each = ", ".join(f"{d.label} ~{format_duration(d.check_s)}" for d in checked)
         notes.append(
-            f"check_first: each GPU is checked once before its first job (its heat and power "
-            f"tail: {each}; the GPUs of a pool at once), counted in its estimate; a GPU a "
-            "kept check covers skips it (profile.check_first: off never checks)"
+            f"check_first, board_reference: each GPU is checked once before its first job "
+            f"(its heat and power tail) and reads its reference levels once ({each}; the GPUs "
+            "of a pool at once), counted in its estimate; a GPU with a kept check or reading "
+            "skips them (profile.check_first, profile.board_reference: off never does)"
         )
     if plan.configurations > 1000:
         notes.append("analysis: measured on a small study; a large summary takes longer")
@@ -670,7 +674,8 @@ def format_plan(plan: Plan) -> str:
         if check_s:
             lines.append(
                 f"  plus ~{format_duration(check_s)} where a group is the first on a GPU (its "
-                "check, once per GPU: profile.check_first)"
+                "check and reference readings, once per GPU: profile.check_first, "
+                "profile.board_reference)"
             )
         if s.group_runtime_limit_s and s.group_estimate_s > s.group_runtime_limit_s:
             lines.append(

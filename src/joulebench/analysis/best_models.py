@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from joulebench.analysis.boards import spread_lines
 from joulebench.analysis.score import left_out_of_grades
 from joulebench.safe_text import printable, quantity
 
@@ -153,6 +154,10 @@ def _end_lines(results: Path) -> list[str]:
         return lines
     scores = pd.read_parquet(scores_path)
     lines.append("  grades:   " + graded_text(scores))
+    summary_path = results / "summary.parquet"
+    if summary_path.is_file():
+        summary = pd.read_parquet(summary_path)
+        lines += ["  boards:   " + line for line in spread_lines(summary)]
     best, note = best_per_energy_band(scores)
     lines.append("")
     if best.empty:

@@ -201,3 +201,44 @@ def _restate_parts(rows, line: BoardLine, seconds, as_read, restated) -> None:
     rows["energy_gpu_per_image_j"] = np.where(np.isfinite(gpu), restated, gpu)
     node = rows["energy_node_per_image_j"].to_numpy(float)
     rows["energy_node_per_image_j"] = node - np.where(np.isfinite(gpu), as_read - restated, 0.0)
+
+
+def spread_lines(summary: pd.DataFrame) -> list[str]:
+    """One line per pool of several boards: how far its boards disagree as read, how its
+    rows are stated, what the factors add to their CIs, and boards without readings."""
+    if "pool_board_spread_fraction" not in summary.columns:  # a summary from before boards
+        return []
+    lines = []
+    on_gpu = summary["gpu_uuid"].notna() & summary["gpu_uuid"].ne("")
+    for pool, rows in summary[on_gpu].groupby("device_pool"):
+        boards = rows["gpu_uuid"].nunique()
+        if boards < 2:
+            continue
+        spread = rows["pool_board_spread_fraction"].dropna()
+        referenced = rows.loc[rows["board_factor_source"].isin([REFERENCE, FITTED]), "gpu_uuid"]
+        text = f"{pool}: {boards} boards"
+        if len(spread):
+            text += f", {spread.iloc[0]:.1%} apart as read (the standard load)"
+        if referenced.nunique() > 1:
+            ref = rows["board_reference_uuid"].dropna().iloc[0]
+            widest = rows["board_factor_ci95_rel"].max()
+            text += f"; rows stated as board {ref} reads them (CIs widened by <= {widest:.1%})"
+        missing = boards - referenced.nunique()
+        if missing:
+            text += f"; {missing} without reference readings: as read, not comparable"
+        lines.append(text)
+    return lines
+
+
+def records_line(records: dict[str, dict]) -> str:
+    """While a run goes on (status): the boards that read their reference levels, and how
+    far apart they read the standard load, per product."""
+    by_name: dict[str, list[float]] = {}
+    for record in records.values():
+        power = record["levels"]["random"]["power_w"]
+        by_name.setdefault(record.get("device_name") or "GPU", []).append(power)
+    parts = []
+    for name, powers in sorted(by_name.items()):
+        apart = (max(powers) - min(powers)) / float(np.mean(powers)) if len(powers) > 1 else 0.0
+        parts.append(f"{len(powers)} x {name}" + (f", {apart:.1%} apart as read" if apart else ""))
+    return "boards referenced: " + "; ".join(parts) if parts else ""

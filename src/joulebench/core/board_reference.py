@@ -47,6 +47,15 @@ def reference_s(simulated: bool = False) -> float:
     return WARM_S + SETTLE_S + len(LEVELS) * WINDOWS * WINDOW_S
 
 
+def first_reference_s(setting: str, device: str) -> float:
+    """What a profile job spends reading its GPU's reference levels first (the plan counts
+    it once per GPU): 0 where `setting` does not want them for `device`'s kind."""
+    from joulebench.core.backends import kind_of
+
+    backend = kind_of(device)
+    return reference_s(backend.simulated) if wanted(setting, backend) else 0.0
+
+
 def read_levels(target, progress=lambda line: None) -> dict[str, dict]:
     """{level: {power_w, ci95_half_w, windows}}: each level's mean power over WINDOWS
     windows of WINDOW_S, on the board's own meter, after WARM_S of the standard load."""

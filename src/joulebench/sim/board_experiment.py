@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,10 +92,11 @@ def board_rows(case: PoolCase, i: int, settings: ProtocolSettings) -> tuple[dict
     return record, rows
 
 
-def pool_table(case: PoolCase, settings: ProtocolSettings | None = None) -> pd.DataFrame:
-    """Every workload on every board of the case, as read and restated by the factors."""
-    from joulebench.analysis.boards import apply_board_factors
-
+def pool_table(
+    case: PoolCase, restate: Callable, settings: ProtocolSettings | None = None
+) -> pd.DataFrame:
+    """Every workload on every board of the case, as read and restated by the factors
+    (`restate`: analysis.boards.apply_board_factors, above the simulator)."""
     settings = settings or ProtocolSettings()
     records, rows = {}, []
     for i in range(case.boards):
@@ -104,12 +106,12 @@ def pool_table(case: PoolCase, settings: ProtocolSettings | None = None) -> pd.D
     df = pd.DataFrame(rows).assign(status="ok", device_pool="pool")
     for col in ("energy_gpu_per_image_j", "energy_node_per_image_j"):
         df[col] = df.get(col, np.nan)
-    measured = apply_board_factors(df, records)
+    measured = restate(df, records)
     # the factors alone: each board's noise-free reading of the workload through them
     exact = df.assign(
         energy_per_image_j=df["true_read_j"], throughput_img_s=df["throughput_img_s_true"]
     )
-    measured["true_restated_j"] = apply_board_factors(exact, records)["energy_per_image_j"]
+    measured["true_restated_j"] = restate(exact, records)["energy_per_image_j"]
     return measured
 
 

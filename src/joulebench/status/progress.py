@@ -20,8 +20,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from joulebench.analysis.boards import read_records, records_line
 from joulebench.analysis.score import left_out_of_grades
 from joulebench.core.backends import DeviceError, host_backend, kind_of
+from joulebench.core.board_reference import BOARDS_DIR
 from joulebench.core.concurrency import live_markers
 from joulebench.core.provenance import seconds_taken
 from joulebench.core.runtimes import STATUS_SKIPPED
@@ -343,6 +345,8 @@ def status_of(
         "stopped": [_job_dict(log, "") for log, _ in stopped],
         "failures": last_failures(rows, failures),
         "bad_gpus": list(bad_gpus(directory).values()),  # marked bad in this run, with why
+        # the boards' reference readings so far, and how far apart they read (analysis.boards)
+        "boards": records_line(read_records(directory / BOARDS_DIR)),
         "left_out": left_out_of_grades(rows) if len(rows) else {},
         "snakemake": snakemake,
         "slurm": None if slurm is None else {k: v for k, v in slurm.items() if k != "states"},

@@ -211,6 +211,7 @@ def format_status(status: dict) -> str:
         return f"{status['study']}: from_summary: this study measures nothing"
     lines = _header(status) + [""] + device_table(status)
     lines += _jobs(status) + _failures(status) + _bad_gpus(status) + _left_out(status)
+    lines += ["", status["boards"]] if status.get("boards") else []
     lines += _footer(status)
     return "\n".join(printable(line) for line in lines)
 
