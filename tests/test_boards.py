@@ -148,3 +148,17 @@ def test_after_the_factors_two_boards_agree_within_a_percent():
     assert d["before"].quantile(0.95) > 0.03
     assert d["exact_after"].quantile(0.95) < 0.01
     assert d["after"].quantile(0.95) < 0.015 and d["ci_holds"].mean() >= 0.9
+
+
+def test_the_end_of_a_run_and_the_page_say_how_far_the_boards_were_apart():
+    from joulebench.analysis.boards import spread_lines
+    from joulebench.analysis.summary import absolute_ci
+    from joulebench.report.how_measured import how_comparable
+
+    records = {"a": _record("a", REF), "b": _record("b", _board(1.04, 5.0))}
+    rows = apply_board_factors(_rows().assign(meter="nvml"), records)
+    (line,) = spread_lines(rows)
+    assert line.startswith("h100: 3 boards, 5.5% apart as read (the standard load); rows ")
+    assert "stated as board a reads them" in line and "1 without reference readings" in line
+    (said,) = how_comparable(absolute_ci(rows))
+    assert line in said["text"] and "NVIDIA states no accuracy after Kepler" in said["text"]

@@ -12,7 +12,7 @@ from helpers.figure_study import default_study_as_run, study_tables
 
 from joulebench.analysis.score import score_summary
 from joulebench.core.protocol import PRESETS, ProtocolSettings
-from joulebench.report.how_measured import ESTIMATE_CAVEAT, how_measured
+from joulebench.report.how_measured import ESTIMATE_CAVEAT, how_comparable, how_measured
 from joulebench.report.webapp import page_data, page_table
 
 
@@ -122,7 +122,10 @@ def test_the_page_carries_it_and_its_template_types_no_protocol_number(as_run):
     "4 by default" or "5 s" (the old strict protocol, hand-written)."""
     summary, scores = as_run
     meta = page_data(summary, scores, protocol={"preset": "fast"})["meta"]
-    assert meta["how"] == how_measured(page_table(summary, scores), {"preset": "fast"})
+    said = how_measured(page_table(summary, scores), {"preset": "fast"})
+    assert meta["how"] == said + how_comparable(summary)
+    (cover,) = how_comparable(summary)  # what an interval covers, from the summary (issue 41)
+    assert cover["title"] == "What the intervals cover" and "not whether" in cover["text"]
     template = (resources.files("joulebench.report") / "webapp_assets" / "page.html").read_text()
     how = template[template.index('<section id="how"') :]
     how = how[: how.index("</section>")]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from joulebench.analysis.boards import spread_lines
 from joulebench.flags import FLAG_CI_TARGET_NOT_MET, has_flag
 from joulebench.tables import energy_is_estimate
 
@@ -45,6 +46,36 @@ def how_measured(table: pd.DataFrame, protocol: Mapping | None) -> list[dict]:
     if said:
         out.append({"title": "As measured", "text": said})
     return out
+
+
+def how_comparable(summary: pd.DataFrame) -> list[dict]:
+    """The paragraph on what an interval covers and how a pool's boards were made
+    comparable (analysis.boards), from the summary's own rows; none for a summary without
+    those columns (from before them)."""
+    if "sensor_uncertainty_source" not in summary.columns:
+        return []
+    rows = _measured(summary)
+    text = (
+        "Each interval is the 95 % confidence interval of one configuration's windows: how "
+        "well its own sensor was read, not whether that sensor reads true."
+    )
+    lines = spread_lines(summary)
+    if lines:
+        text += (
+            " Boards of one product read the same work differently (their sensors' gain and "
+            "offset, their silicon); each board read the same reference levels once, and its "
+            "rows are stated as its pool's reference board reads them, the interval widened by "
+            "what that may be off: " + "; ".join(lines) + "."
+        )
+    sources = rows["sensor_uncertainty_source"].dropna().unique().tolist()
+    if sources:
+        text += (
+            " The sensor's own calibration is not in the interval: "
+            + "; ".join(sources)
+            + ". Against true power (another lab's meter, a datasheet) the wider interval "
+            "energy_per_image_abs_ci95_low_j to _high_j holds it."
+        )
+    return [{"title": "What the intervals cover", "text": text}]
 
 
 def _measured(table: pd.DataFrame) -> pd.DataFrame:

@@ -39,7 +39,7 @@ from joulebench.analysis.score import (
 )
 from joulebench.analysis.summary import SUMMARY_KEY
 from joulebench.flags import page_meta as flags_meta
-from joulebench.report.how_measured import how_measured
+from joulebench.report.how_measured import how_comparable, how_measured
 from joulebench.report.palettes import page_palettes
 from joulebench.table_io import atomic_write, read_table
 from joulebench.tables import PAGE, SUMMARY_COLUMNS, energy_is_estimate
@@ -216,7 +216,7 @@ def page_data(
         "energy_scope": next(iter(table["energy_scope"].dropna()), "device"),
         "co2e_g_per_j": co2e_g_per_j(table),
         "flags": flags_meta(),
-        "how": how_measured(table, protocol),
+        "how": how_measured(table, protocol) + how_comparable(summary),
     }
     columns = list(PAGE_COLUMNS)
     return {"meta": meta, "columns": columns, "data": {c: encode_column(table[c]) for c in columns}}
