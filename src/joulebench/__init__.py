@@ -4,7 +4,7 @@ The package is split by stage: catalog/, core/, accuracy/, analysis/, report/, w
 data contract (tables), the config path (study) and the command line (cli) at the top. The
 map: docs/design.md; every output column: docs/columns.md. The Python API (api/,
 docs/api.md): `joulebench.measure(step, ...)`, `joulebench.profile(model, ...)`,
-`joulebench.Monitor(device)`.
+`joulebench.Monitor(device)`; `joulebench.load(path)` reads a release or a summary.
 """
 
 import importlib
@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 # start-up); named, not imported: the root is the lowest layer, the API above the stages.
 # The measuring stage's package is `joulebench.core`, so `joulebench.measure` is only the API's.
 _API = (
+    "load",
     "Measurement",
     "MeasurementError",
     "Monitor",
@@ -26,6 +27,8 @@ _API = (
 
 
 def __getattr__(name: str):
+    if name == "load":  # a release or a summary as a table (no torch: analysis.release)
+        return importlib.import_module("joulebench.analysis.release").load
     if name in _API:
         return getattr(importlib.import_module("joulebench.api"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

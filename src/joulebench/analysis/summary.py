@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from joulebench.analysis.boards import apply_board_factors, read_records
+from joulebench.analysis.release_files import verified_summary
 from joulebench.flags import FLAG_CI_CLIPPED, add_flag, canonical_flags
 from joulebench.safe_text import quantity
 from joulebench.table_io import conform, read_table, write_table
@@ -543,7 +544,8 @@ def _fill_missing(df: pd.DataFrame, path) -> pd.DataFrame:
 
 
 def read_summary(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a summary (parquet or csv) from anywhere, check it, return it in declared form.
+    """Read a summary (parquet or csv, or a release folder: analysis.release_files) from
+    anywhere, check it, return it in declared form.
 
     Missing optional columns are left empty (accuracy_source: "none", or "unknown" where a
     top-1 is given); an old runtime name reads as today's (tensorrt: ort-tensorrt), an old
@@ -551,6 +553,7 @@ def read_summary(path: str | os.PathLike) -> pd.DataFrame:
     impossible values raise SummaryError naming column, row and value; CI lower bounds
     below 0 J are raised to 0 and flagged `ci-clipped`.
     """
+    path = verified_summary(path)  # a release folder: its version and checksums checked
     df = read_table(path)
     if str(path).endswith(".csv"):
         df = _coerce_csv(df)

@@ -44,6 +44,8 @@ COMMANDS = (
     analysis.add_label,
     analysis.add_figures,
     analysis.add_webapp,
+    analysis.add_publish,
+    analysis.add_merge,
     measure.add_check,
     measure.add_idle,
     tools.add_devices,
@@ -84,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from joulebench.accuracy.datasets import DatasetError
     from joulebench.analysis.best_configs import DecisionError
+    from joulebench.analysis.release_files import ReleaseError
     from joulebench.analysis.summary import SummaryError
     from joulebench.catalog.models import ModelSelectionError
     from joulebench.catalog.workloads import WorkloadError
@@ -105,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         DeviceError,
         ModelSelectionError,
         NoGoodGpu,
+        ReleaseError,
         SettingsError,
         SummaryError,
         TableError,

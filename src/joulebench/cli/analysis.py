@@ -228,3 +228,41 @@ def add_webapp(sub) -> None:
     add_settings(p, "the score's grade_thresholds")
     p.add_argument("--output", required=True)
     p.set_defaults(func=_cmd_webapp)
+
+
+def _cmd_publish(args) -> int:
+    """A finished run as a release folder others can load, check and merge."""
+    from joulebench.analysis.release import publish
+
+    path = publish(args.run, args.release_dir, name=args.name)
+    say(f"release -> {path} (checked by: sha256sum -c SHA256SUMS, or joulebench.load)")
+    return 0
+
+
+def add_publish(sub) -> None:
+    p = sub.add_parser("publish", help="a finished run as a versioned release folder")
+    p.add_argument("--run", default=".", help="the run's folder (holding results/)")
+    p.add_argument(
+        "--output", "-o", dest="release_dir", required=True, help="the release folder to write"
+    )
+    p.add_argument("--name", help="the release's name (default: the run folder's)")
+    p.set_defaults(func=_cmd_publish)
+
+
+def _cmd_merge(args) -> int:
+    """Runs and releases joined: what agrees, what is kept apart, what disagrees."""
+    from joulebench.analysis.merge import merge
+
+    report = merge(args.inputs, args.release_dir, name=args.name)
+    say(report)
+    return 0
+
+
+def add_merge(sub) -> None:
+    p = sub.add_parser("merge", help="join runs and releases into one release folder")
+    p.add_argument("inputs", nargs="+", help="release folders, run folders or summaries")
+    p.add_argument(
+        "--output", "-o", dest="release_dir", required=True, help="the merged release's folder"
+    )
+    p.add_argument("--name", help="the merged release's name (default: the output folder's)")
+    p.set_defaults(func=_cmd_merge)

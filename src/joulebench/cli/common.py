@@ -256,5 +256,16 @@ def add_settings(p, what: str) -> None:
 
 
 def add_summary_input(p) -> None:
-    """`--summary` of a command that reads a study's results (ours or published)."""
-    p.add_argument("--summary", default="results/summary.parquet", help="ours or published")
+    """`--summary` of a command that reads a study's results (ours or published), or
+    `--from-release` (a release folder: its version and checksums checked)."""
+    p.add_argument(
+        "--summary",
+        default="results/summary.parquet",
+        help="ours or published (parquet, CSV or a release folder)",
+    )
+    p.add_argument(
+        "--from-release",
+        dest="summary",
+        metavar="DIR",
+        help="a release folder (joulebench publish): read after its checksums are checked",
+    )
