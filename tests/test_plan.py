@@ -16,6 +16,7 @@ from joulebench import plan as planning
 from joulebench.core import config_time
 from joulebench.core.backends import NativePrecisions
 from joulebench.core.backends.cuda import cuda_native
+from joulebench.core.board_reference import reference_s
 from joulebench.core.config_time import (
     Eta,
     config_cost,
@@ -23,7 +24,6 @@ from joulebench.core.config_time import (
     config_min_s,
     format_duration,
 )
-from joulebench.core.board_reference import reference_s
 from joulebench.core.first_check import SIMULATED_CHECK_S, check_s
 from joulebench.plan import format_plan, one_line, plan_study, slurm_settings
 from joulebench.prerun import load_study

@@ -45,6 +45,8 @@ FLAG_SHORT_WINDOW = "short-window"
 # The summary and the score (analysis)
 FLAG_CI_CLIPPED = "ci-clipped"
 FLAG_HIGH_SPREAD = "high-spread"
+# A merge of runs (analysis.merge)
+FLAG_RUNS_DISAGREE = "runs-disagree"
 
 _NVML = "joulebench.core.meters.nvml.NvmlMeter._flags"
 _AMDSMI = "joulebench.core.meters.amdsmi.AmdSmiMeter._flags"
@@ -191,6 +193,13 @@ FLAGS: dict[str, Flag] = {
             "a 95% CI lower bound below 0 J was raised to 0",
             False,
             ("joulebench.analysis.summary.clip_ci_low",),
+        ),
+        Flag(
+            FLAG_RUNS_DISAGREE,
+            "a merge's later run measured this configuration with the same setup, and the "
+            "two energies differ by more than their CIs together allow (comparisons.csv)",
+            False,
+            ("joulebench.analysis.merge.join",),
         ),
         Flag(
             FLAG_HIGH_SPREAD,

@@ -891,6 +891,13 @@ SUMMARY = Table(
                 where that is not known
             energy_per_image_abs_ci95_high_j float64 J analysis.summary.absolute_ci
                 upper end of that interval
+            run                   string   -      analysis.merge.join
+                the run (or release) that measured the row, in a merged table (joulebench
+                merge); empty in a run's own summary
+            run_factor            float64  ratio  analysis.merge.run_factors
+                in a merged table, the slope of the line from this row's run's reference
+                board to the first run's (its energies are stated as that board reads them;
+                docs/releases.md#merge); empty for the first run, and where no factor applies
             """
         ),
     ),

@@ -242,3 +242,18 @@ def records_line(records: dict[str, dict]) -> str:
         apart = (max(powers) - min(powers)) / float(np.mean(powers)) if len(powers) > 1 else 0.0
         parts.append(f"{len(powers)} x {name}" + (f", {apart:.1%} apart as read" if apart else ""))
     return "boards referenced: " + "; ".join(parts) if parts else ""
+
+
+def restate_through(rows: pd.DataFrame, line: BoardLine) -> pd.DataFrame:
+    """Measured `rows` already stated by one board (their run's reference board) stated by
+    another through `line` (another run's reference board: a merge's run factor), what the
+    line may be off added to what their own factors may be."""
+    out = rows.copy()
+    measured = out["status"].eq("ok").fillna(False).to_numpy(bool)
+    if not measured.any():
+        return out
+    before = out.loc[measured, "board_factor_ci95_rel"].astype("float64").fillna(0.0)
+    restated = _restated(out.loc[measured], line)
+    restated["board_factor_ci95_rel"] = np.hypot(before, restated["board_factor_ci95_rel"])
+    out.loc[measured] = restated
+    return out

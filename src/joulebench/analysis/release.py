@@ -52,19 +52,32 @@ def publish(
     run: str | Path = ".", output: str | Path = "release", *, name: str | None = None
 ) -> Path:
     """Write the release of the run in folder `run` (its results/summary.parquet and what
-    lies beside it) to `output`, atomically: a folder built beside it, then renamed into
-    place (a former release there is replaced; any other folder is refused)."""
+    lies beside it) to `output`, atomically (write_release)."""
     results = Path(run) / "results"
     summary_path = results / SUMMARY_FILE
     if not summary_path.is_file():
         raise ReleaseError(f"{run}: no {summary_path} (run the study first; docs/releases.md)")
-    summary = read_summary(summary_path)
+    files = {}
+    for pattern, into in COPIED:
+        for source in sorted(results.glob(pattern)):
+            files[(Path(into) / source.name).as_posix()] = source
+    return write_release(
+        output, read_summary(summary_path), name or Path(run).resolve().name, files
+    )
+
+
+def write_release(
+    output: str | Path, summary: pd.DataFrame, name: str, files: dict, extra: dict | None = None
+) -> Path:
+    """A release folder at `output`: the summary (parquet and CSV), `files` (release path ->
+    a source file copied, or a text written), the columns page, the datasheet, the manifest
+    (with `extra` keys) and the checksums; built beside `output`, then renamed into place (a
+    former release there is replaced; any other folder is refused)."""
     output = Path(output)
     _check_output(output)
-    name = name or Path(run).resolve().name
-    building = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent or "."))
+    building = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
     try:
-        _fill(building, results, summary, name)
+        _fill(building, summary, name, files, extra or {})
         _into_place(building, output)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
@@ -80,23 +93,24 @@ def _check_output(output: Path) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
 
 
-def _fill(folder: Path, results: Path, summary: pd.DataFrame, name: str) -> None:
+def _fill(folder: Path, summary: pd.DataFrame, name: str, files: dict, extra: dict) -> None:
     """Every file of the release in `folder`, the checksums last."""
     write_table(summary, folder / SUMMARY_FILE, SUMMARY_COLUMNS)
     write_table(summary, folder / "summary.csv", SUMMARY_COLUMNS)
-    files = [SUMMARY_FILE, "summary.csv"]
-    for pattern, into in COPIED:
-        for source in sorted(results.glob(pattern)):
-            target = Path(into) / source.name
-            (folder / target).parent.mkdir(parents=True, exist_ok=True)
+    names = [SUMMARY_FILE, "summary.csv"]
+    for target, source in sorted(files.items()):
+        (folder / target).parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(source, str):
+            (folder / target).write_text(source)
+        else:
             shutil.copyfile(source, folder / target)
-            files.append(target.as_posix())
-    manifest = manifest_of(summary, name, files)
+        names.append(target)
+    manifest = {**manifest_of(summary, name, names), **extra}
     (folder / "COLUMNS.md").write_text(columns_page())
     (folder / "DATASHEET.md").write_text(datasheet(summary, manifest))
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    files += ["COLUMNS.md", "DATASHEET.md", MANIFEST]
-    (folder / SUMS).write_text(sums_text(folder, files))
+    names += ["COLUMNS.md", "DATASHEET.md", MANIFEST]
+    (folder / SUMS).write_text(sums_text(folder, names))
 
 
 def _into_place(building: Path, output: Path) -> None:
