@@ -32,6 +32,9 @@ SKIPPED = {
     "a SLURM cluster with GPUs; tests/test_slurm.py runs a tiny study through this profile",
     ".venv/bin/snakemake --cores all --configfile my-study.yaml": "my-study.yaml stands for "
     "the reader's own study file",
+    ".venv/bin/joulebench merge --output merged release .": "merges the release the README's "
+    "command before it publishes (each command here runs in a clone of its own); "
+    "tests/test_release.py merges runs, releases and summaries",
 }
 # Run where an NVIDIA GPU is visible, skipped elsewhere.
 NEEDS_GPU = {
@@ -127,6 +130,8 @@ def check_output(command: str, clone: Path, out: str) -> None:
         assert (clone / "results" / "webapp" / "index.html").is_file()
         assert (clone / "results" / "figures" / "accuracy_vs_energy.png").is_file()
         assert "joulebench: done." in out and "Most accurate model per energy band" in out
+    if "joulebench publish " in command:
+        assert (clone / "release" / "SHA256SUMS").is_file() and "release -> release" in out
     if "joulebench recommend " in command:
         assert "ranked by energy per image" in out and "mJ/image" in out
     if "joulebench profile " in command:
