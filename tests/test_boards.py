@@ -134,8 +134,9 @@ def test_a_boards_reference_is_read_once_and_kept(tmp_path):
 
 def test_the_reference_levels_see_the_boards_own_sensor_and_silicon():
     """Board 0 and board 1 of a simulated pool read the same loads differently."""
-    zero = read_levels(bound_device("sim:h100:0", "h").check_target())
-    one = read_levels(bound_device("sim:h100:1", "h").check_target())
+    zero, _ = read_levels(bound_device("sim:h100:0", "h").check_target())
+    one, windows = read_levels(bound_device("sim:h100:1", "h").check_target())
+    assert len(windows) == 9 and all(w["end"] > w["start"] for w in windows)
     assert abs(zero["random"]["power_w"] / one["random"]["power_w"] - 1) > 0.01
 
 
@@ -162,3 +163,58 @@ def test_the_end_of_a_run_and_the_page_say_how_far_the_boards_were_apart():
     assert "stated as board a reads them" in line and "1 without reference readings" in line
     (said,) = how_comparable(absolute_ci(rows))
     assert line in said["text"] and "NVIDIA states no accuracy after Kepler" in said["text"]
+
+
+def test_a_board_calibrated_against_an_external_meter_states_its_pool_in_true_watts(tmp_path):
+    """Issue 41 item 2: the board's sensor fitted against an external meter (here the
+    simulated board's true power, read every 0.25 s of simulated time)."""
+    from joulebench.core.calibration import CalibrationError, calibrate, csv_samples, fit
+    from joulebench.sim.backend import wall_sim_gpu
+
+    device = bound_device("sim:h100:2", "test-calibrate")
+    target = device.check_target()
+    truth = wall_sim_gpu("sim:h100:2", "test-calibrate").variation
+    result = calibrate(target, read=lambda: target.rig.gpu.signal.power_w(target.clock()))
+    c = result["calibration"]
+    assert c["gain"] == pytest.approx(truth.gain, rel=2e-3)
+    assert c["offset_w"] == pytest.approx(truth.offset_w, abs=1.5)
+    assert 0.01 <= c["rel_uncertainty"] < 0.02 and c["windows"] == 9
+    # a CSV the meter logged: the same line from its rows
+    rows = [
+        (w["start"] + 0.5, (w["power_w"] - c["offset_w"]) / c["gain"]) for w in result["windows"]
+    ]
+    rows += [(w["end"] - 0.5, t) for w, (_, t) in zip(result["windows"], rows, strict=False)]
+    csv = tmp_path / "meter.csv"
+    pd.DataFrame(rows, columns=["time", "watts"]).to_csv(csv, index=False)
+    again = fit(result["windows"], csv_samples(csv), 0.01)
+    assert again["gain"] == pytest.approx(c["gain"], rel=1e-6)
+    with pytest.raises(CalibrationError, match="cover 0 of 9 windows"):
+        fit(result["windows"], [(0.0, 100.0), (1.0, 100.0)], 0.01)
+    (tmp_path / "bad.csv").write_text("t,w\n1,2\n")
+    with pytest.raises(CalibrationError, match="needs a time column"):
+        csv_samples(tmp_path / "bad.csv")
+    # the summary: a pool whose reference board is calibrated is stated in true watts
+    records = {
+        "a": _record("a", REF) | {"calibration": {"gain": 1.05, "offset_w": 10.0,
+                                                   "rel_uncertainty": 0.012, "windows": 9}},
+        "b": _record("b", _board(1.04, 5.0)),
+    }  # fmt: skip
+    out = apply_board_factors(_rows(), records)
+    a, b = out.iloc[0], out.iloc[1]
+    assert a["board_factor_source"] == b["board_factor_source"] == "calibrated"
+    assert a["energy_per_image_j"] == pytest.approx((200.0 - 10.0) / 1.05 / 100.0)
+    assert b["energy_per_image_j"] == pytest.approx(a["energy_per_image_j"], rel=1e-6)
+    assert a["sensor_uncertainty_rel"] == 0.012
+    assert "calibrated against an external meter" in a["sensor_uncertainty_source"]
+
+
+def test_an_external_meter_that_reads_no_line_is_one_line(tmp_path, capsys):
+    """A meter that reads a constant (not the board) fits no line: said, nothing kept."""
+    from joulebench.cli import main
+
+    argv = ["check", "--device", "sim:h100:1", "--boards-dir", str(tmp_path)]
+    argv += ["--external-command", "echo 250 W"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("joulebench: error: the external meter's readings cover")
+    assert err.count("\n") == 1 and not list(tmp_path.iterdir())

@@ -872,8 +872,10 @@ SUMMARY = Table(
                 the energy's CI is widened by it; empty where no factor applies
             board_factor_source   string   -      analysis.boards.apply_board_factors
                 reference (the pool's reference board: as read), fitted (stated as the
-                reference board reads it), none (a GPU whose board read no reference
-                levels: as read, and not comparable across the pool); empty off a GPU
+                reference board reads it), calibrated (the reference board was calibrated
+                against an external meter: true watts), none (a GPU whose board read no
+                reference levels: as read, and not comparable across the pool); empty off
+                a GPU
             board_reference_uuid  string   -      analysis.boards.apply_board_factors
                 the UUID of the pool's reference board; empty where none
             pool_board_spread_fraction float64 ratio analysis.boards.apply_board_factors
@@ -1657,6 +1659,12 @@ def check_board_record(record: dict) -> None:
         power, half = float(values["power_w"]), float(values["ci95_half_w"])
         if not (0 < power <= POWER_LIMIT_W_MAX and (math.isnan(half) or half >= 0)):
             raise ValueError(f"level {level}: {power} W +- {half}")
+    calibration = record.get("calibration")
+    if calibration is not None:  # core.calibration: a sensor within a factor 2 of the truth
+        gain, offset = float(calibration["gain"]), float(calibration["offset_w"])
+        rel = float(calibration["rel_uncertainty"])
+        if not (0.5 <= gain <= 2 and abs(offset) <= POWER_LIMIT_W_MAX and 0 <= rel <= 1):
+            raise ValueError(f"calibration: gain {gain}, offset {offset} W, +- {rel}")
 
 
 def impossible_energy(fields: dict) -> str:

@@ -24,7 +24,9 @@ import pandas as pd
 from joulebench.stats import t_quantile
 from joulebench.tables import BOARD_LEVELS, check_board_record
 
-REFERENCE, FITTED, NONE = "reference", "fitted", "none"  # board_factor_source
+# board_factor_source: the pool's reference board (as read), a board through its factor, a
+# board without readings; and a pool whose reference board was calibrated (true watts)
+REFERENCE, FITTED, NONE, CALIBRATED = "reference", "fitted", "none", "calibrated"
 Z95 = 1.959964
 
 
@@ -110,7 +112,8 @@ def pool_lines(rows: pd.DataFrame, records: dict[str, dict]) -> dict[str, BoardL
         if read.empty:
             continue
         order = read.assign(i=read["gpu_index"].astype("Float64").fillna(1e9))
-        ref = order.sort_values(["i", "gpu_uuid"]).iloc[0]["gpu_uuid"]
+        order["calibrated"] = [0 if "calibration" in records[u] else 1 for u in order["gpu_uuid"]]
+        ref = order.sort_values(["calibrated", "i", "gpu_uuid"]).iloc[0]["gpu_uuid"]
         for uuid in read["gpu_uuid"]:
             lines[uuid] = (
                 BoardLine(uuid, ref) if uuid == ref else fit_line(records[uuid], records[ref])
@@ -147,6 +150,8 @@ def apply_board_factors(summary: pd.DataFrame, records: dict[str, dict]) -> pd.D
     out["pool_board_spread_fraction"] = pool_spread(out, records)
     for col in ("board_factor", "board_offset_w", "board_factor_ci95_rel"):
         out[col] = np.nan
+    out["sensor_uncertainty_rel"] = np.nan  # the meter's figure (summary.absolute_ci), or a
+    out["sensor_uncertainty_source"] = pd.Series("", index=out.index, dtype="string")  # calibration
     out["board_reference_uuid"] = pd.Series(pd.NA, index=out.index, dtype="string")
     for uuid, line in lines.items():
         rows = on_gpu & out["gpu_uuid"].eq(uuid)
@@ -159,6 +164,28 @@ def apply_board_factors(summary: pd.DataFrame, records: dict[str, dict]) -> pd.D
             out.loc[measured] = _restated(out.loc[measured], line)
         elif measured.any():
             out.loc[measured, "board_factor_ci95_rel"] = 0.0
+    for uuid in {line.reference_uuid for line in lines.values()}:
+        if "calibration" in records[uuid]:
+            out = _calibrated(out, uuid, records[uuid]["calibration"])
+    return out
+
+
+def _calibrated(out: pd.DataFrame, reference: str, calibration: dict) -> pd.DataFrame:
+    """The rows stated by a calibrated reference board, in true watts: through its line
+    against the external meter (core.calibration), whose uncertainty is then the sensor's."""
+    rows = out["board_reference_uuid"].eq(reference).fillna(False)
+    line = BoardLine(reference, "external meter", calibration["gain"], calibration["offset_w"])
+    measured = rows & out["status"].eq("ok").fillna(False)
+    if measured.any():
+        keep = out.loc[measured, "board_factor_ci95_rel"].astype("float64")
+        out.loc[measured] = _restated(out.loc[measured], line)
+        out.loc[measured, "board_factor_ci95_rel"] = keep
+    out.loc[rows, "board_factor_source"] = CALIBRATED
+    out.loc[rows, "sensor_uncertainty_rel"] = calibration["rel_uncertainty"]
+    out.loc[rows, "sensor_uncertainty_source"] = (
+        f"calibrated against an external meter ({calibration.get('windows', '?')} windows, "
+        f"its accuracy {calibration.get('external_accuracy', float('nan')):.1%})"
+    )
     return out
 
 
@@ -215,7 +242,9 @@ def spread_lines(summary: pd.DataFrame) -> list[str]:
         if boards < 2:
             continue
         spread = rows["pool_board_spread_fraction"].dropna()
-        referenced = rows.loc[rows["board_factor_source"].isin([REFERENCE, FITTED]), "gpu_uuid"]
+        referenced = rows.loc[
+            rows["board_factor_source"].isin([REFERENCE, FITTED, CALIBRATED]), "gpu_uuid"
+        ]
         text = f"{pool}: {boards} boards"
         if len(spread):
             text += f", {spread.iloc[0]:.1%} apart as read (the standard load)"

@@ -201,8 +201,15 @@ def absolute_ci(rows: pd.DataFrame) -> pd.DataFrame:
     quadrature (energy_per_image_abs_ci95_low_j / _high_j; empty where it is not known)."""
     out = rows.copy()
     said = [sensor_uncertainty(m) for m in out["meter"]]
-    out["sensor_uncertainty_rel"] = [u for u, _ in said]
-    out["sensor_uncertainty_source"] = pd.Series([w for _, w in said], dtype="string")
+    given = out.get("sensor_uncertainty_source", pd.Series("", index=out.index))
+    calibrated = given.fillna("").astype(str).ne("").to_numpy()  # a calibration's (boards)
+    rel = np.array([u for u, _ in said], dtype=float)
+    source = np.array([w for _, w in said], dtype=object)
+    if calibrated.any():
+        rel[calibrated] = out.loc[calibrated, "sensor_uncertainty_rel"].astype(float)
+        source[calibrated] = given[calibrated].astype(str)
+    out["sensor_uncertainty_rel"] = rel
+    out["sensor_uncertainty_source"] = pd.Series(source, index=out.index, dtype="string")
     energy = out["energy_per_image_j"].astype("float64")
     extra = energy * out["sensor_uncertainty_rel"].astype("float64")
     low = energy - out["energy_per_image_ci95_low_j"].astype("float64")

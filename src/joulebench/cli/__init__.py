@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     from joulebench.catalog.models import ModelSelectionError
     from joulebench.catalog.workloads import WorkloadError
     from joulebench.core.backends import DeviceError
+    from joulebench.core.calibration import CalibrationError
     from joulebench.core.protocol import SettingsError
     from joulebench.schedule.bad_gpus import NoGoodGpu
     from joulebench.study import ConfigError
@@ -102,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             check_outputs(args)
             return args.func(args)
     except (
+        CalibrationError,
         ConfigError,
         DatasetError,
         DecisionError,

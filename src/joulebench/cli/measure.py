@@ -290,7 +290,14 @@ def add_idle(sub) -> None:
 
 
 def _cmd_check(args) -> int:
-    """Can this machine's energy numbers be trusted? A pass/warn/fail table and a JSON report."""
+    """Can this machine's energy numbers be trusted? A pass/warn/fail table and a JSON report;
+    with an external meter, the board calibrated against it instead (core.calibration)."""
+    if args.external_command or args.external_csv:
+        from joulebench.core.calibration import run_calibration
+
+        say(run_calibration(args.device, args.external_command, args.external_csv,
+                            args.external_accuracy, args.boards_dir))  # fmt: skip
+        return 0
     from joulebench.check.command import run_check
     from joulebench.check.report import FAIL, format_table
     from joulebench.core.meters import MeterUnavailable
@@ -325,6 +332,23 @@ def add_check(sub) -> None:
     p.add_argument("--idle-s", type=POSITIVE, help="seconds of idle power (default 10)")
     add_meter(p, meter_help="force one of the device's meters", tdp_help=TDP_HELP)
     p.add_argument("--output", "-o", help="default results/check/<device>.json")
+    meter = p.add_mutually_exclusive_group()
+    meter.add_argument(
+        "--external-command",
+        help="calibrate the board: a command (no shell) that prints the watts an external meter "
+        "reads on it, run every 0.25 s while the board reads its reference levels",
+    )
+    meter.add_argument(
+        "--external-csv",
+        help="calibrate the board: a CSV (time, watts) an external meter logs meanwhile",
+    )
+    p.add_argument(
+        "--external-accuracy",
+        type=number(minimum=0, maximum=0.5),
+        default=0.01,
+        help="the external meter's own relative accuracy (default 0.01)",
+    )
+    p.add_argument("--boards-dir", default="results/boards", help="where the board's record goes")
     p.set_defaults(func=_cmd_check)
 
 

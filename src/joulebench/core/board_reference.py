@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,11 +57,14 @@ def first_reference_s(setting: str, device: str) -> float:
     return reference_s(backend.simulated) if wanted(setting, backend) else 0.0
 
 
-def read_levels(target, progress=lambda line: None) -> dict[str, dict]:
-    """{level: {power_w, ci95_half_w, windows}}: each level's mean power over WINDOWS
-    windows of WINDOW_S, on the board's own meter, after WARM_S of the standard load."""
+def read_levels(target, progress=lambda line: None) -> tuple[dict[str, dict], list[dict]]:
+    """({level: {power_w, ci95_half_w, windows}}, [each window: level, start and end in
+    epoch seconds, power_w]): each level's mean power over WINDOWS windows of WINDOW_S, on
+    the board's own meter, after WARM_S of the standard load (the windows' times let an
+    external meter's log be matched to them: core.calibration)."""
     meter = target.meter()
-    out = {}
+    levels, windows = {}, []
+    epoch = time.time() - target.clock()
     with meter:
         target.busy(WARM_S, "random")
         for level, inputs in LEVELS:
@@ -68,11 +72,15 @@ def read_levels(target, progress=lambda line: None) -> dict[str, dict]:
             if inputs is None:
                 target.sync()
                 target.sleep(SETTLE_S)
-            powers = [_window_w(target, meter, inputs) for _ in range(WINDOWS)]
-            s = spread(powers)
+            for _ in range(WINDOWS):
+                start = target.clock() + epoch
+                power = _window_w(target, meter, inputs)
+                windows.append({"level": level, "start": start, "end": target.clock() + epoch,
+                                "power_w": power})  # fmt: skip
+            s = spread([w["power_w"] for w in windows if w["level"] == level])
             half = s.ci95_half_width if math.isfinite(s.ci95_half_width) else 0.0
-            out[level] = {"power_w": s.mean, "ci95_half_w": half, "windows": s.n}
-    return out
+            levels[level] = {"power_w": s.mean, "ci95_half_w": half, "windows": s.n}
+    return levels, windows
 
 
 def _window_w(target, meter, inputs: str | None) -> float:
@@ -122,11 +130,19 @@ def reference_for(device: BoundDevice, detail: dict, boards_dir, setting: str, l
         f"once (about {took:.0f} s; profile.board_reference: off skips it)")  # fmt: skip
     emit("stage", doing="the GPU's reference readings", deadline_s=deadline_s(took))
     try:
-        levels = read_levels(device.check_target(), lambda line: log(line))
+        levels, windows = read_levels(device.check_target(), lambda line: log(line))
     except Exception as exc:  # readings that cannot be taken leave the rows without a factor
         log(f"reference: failed ({type(exc).__name__}: {exc}); no board factor for its rows")
         return None
-    record = {
+    record = record_of(key, detail, levels, windows)
+    write_record(record, board_path(boards_dir, key[0]))
+    return record
+
+
+def record_of(key: tuple, detail: dict, levels: dict, windows: list, **more) -> dict:
+    """A board's record: what it is (UUID, driver, power limit, product), when, its levels
+    and windows (and a calibration, where one was made)."""
+    return {
         "schema_version": BOARD_RECORD_VERSION,
         "uuid": key[0],
         "driver_version": key[1],
@@ -134,9 +150,9 @@ def reference_for(device: BoundDevice, detail: dict, boards_dir, setting: str, l
         "device_name": str(detail.get("device_name", "")),
         "measured_utc": utc_now(),
         "levels": levels,
+        "windows": windows,
+        **more,
     }
-    write_record(record, board_path(boards_dir, key[0]))
-    return record
 
 
 def write_record(record: dict, path: Path) -> Path:

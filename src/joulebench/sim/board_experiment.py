@@ -69,7 +69,7 @@ def board_rows(case: PoolCase, i: int, settings: ProtocolSettings) -> tuple[dict
     """(board i's reference record, its rows: one per workload, as a summary holds them)."""
     uuid, variation = case.variation(i)
     rig = _rig(case, variation, i)
-    levels = read_levels(SimCheckTarget(rig))
+    levels, _ = read_levels(SimCheckTarget(rig))
     record = {"uuid": uuid, "levels": levels}
     rows = []
     for w, (busy_w, period_s, duty) in enumerate(WORKLOADS):
