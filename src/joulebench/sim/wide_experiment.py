@@ -151,6 +151,20 @@ def fitted(fit, sensor) -> dict:
     return out
 
 
+def true_calibration(board: WideBoard):
+    """The board's tail as a perfect check would hand it to the protocol (its excess after
+    the check's load, its shape), with the uncertainty the protocol always granted: the
+    protocol's own error on this physics, the fits' apart."""
+    from joulebench.core.tail import TailCalibration
+
+    tail, dynamic = board.tail, CHECK_LOAD_W - IDLE_W
+    if tail is None:
+        return TailCalibration(0.0, dynamic, 0.0, 0.01, "truth")
+    excess_w = tail.excess_w(CHECK_LOAD_W, IDLE_W)
+    fast = {"fast_share": tail.fast_share, "fast_tau_s": tail.fast_tau_s}
+    return TailCalibration(excess_w, dynamic, tail.hold_s, tail.tau_s, "truth", **fast)
+
+
 def check_board(board: WideBoard, settings=None):
     """(sensor fit, tail fit) of the check's tail step and square wave on `board`."""
     from joulebench.check.gpu import sensor_and_tail
