@@ -138,8 +138,7 @@ def fitted(fit, sensor) -> dict:
     out.update({k: math.nan for k in ("share", "hold_s", "length_s", "shift_share", "rel_unc")})
     if fit is None:
         return out
-    shape = TailShape(fit.hold_s, fit.tau_s, getattr(fit, "fast_share", 0.0),
-                      getattr(fit, "fast_tau_s", 0.02))  # fmt: skip
+    shape = fit.shape if hasattr(fit, "shape") else TailShape(fit.hold_s, fit.tau_s)
     share = fit.share
     out.update(
         share=share,
