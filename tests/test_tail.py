@@ -270,3 +270,61 @@ def test_without_phase_shifts_there_is_no_tail_to_take_out():
         "tail_source": "",
         "tail_correction": 0.0,
     }
+
+
+# ---------------------------------------------------------------- a wider physics (issue 40)
+
+
+def test_a_clock_ramp_is_not_read_as_a_slow_fall():
+    """A board whose clocks ramp up for 100 ms under load, with a tail that falls from the
+    stop (no plateau) and a sensor 5 ms late: the check reads the tail's share, no plateau,
+    and an interval that holds the truth; the square wave's window interval holds the
+    true 25 ms. Before issue 40 the ramp was read as a slow fall after the stop (the rise
+    time at its 16 ms cap): two thirds of the share, a plateau of 0.16 s where there is
+    none, a window of 73 ms, and no interval at all."""
+    from joulebench.sim.ramp import ClockRamp
+
+    tail = Tail(share=0.25, hold_s=0.0, tau_s=0.4)
+    rig = simulated_gpu("hopper", phase_s=0.037, tail=tail, ramp=ClockRamp(0.1, 0.3),
+                        sensor={"delay_s": 0.005}, seed=1)  # fmt: skip
+    target = SimCheckTarget(rig)
+    with target.meter() as meter:
+        sensor, fit = sensor_and_tail(target, CheckSettings(), meter, meter.sensor, print)
+    # before issue 40: a share of 0.167 with a plateau of 0.158 s, a window of 73 ms
+    assert fit.share == pytest.approx(0.25, rel=0.10) and fit.hold_s < 0.03
+    assert fit.tau_s == pytest.approx(0.4, rel=0.2)
+    assert sensor.window_s == pytest.approx(0.025, rel=0.10)
+    assert sensor.window_low_s <= 0.025 <= sensor.window_high_s
+    assert fit.share_low <= 0.25 <= fit.share_high and fit.share_high - fit.share_low < 0.1
+    cal = tail_from_report({"protocol": {"tail": fit.as_dict()}})
+    assert cal.rel_uncertainty >= max(0.15, fit.rel_uncertainty)
+
+
+def test_a_fit_that_is_unsure_widens_the_protocols_bound():
+    """The check's own uncertainty reaches the protocol's CI (never below the 15 % it
+    always granted), and a fast part of the tail is integrated as fitted."""
+    tail = {"excess_w": 48.0, "load_dynamic_w": 240.0, "hold_s": 0.0, "tau_s": 0.3}
+    old = tail_from_report({"protocol": {"tail": tail}})
+    sure = tail_from_report({"protocol": {"tail": {**tail, "rel_uncertainty": 0.05}}})
+    unsure = tail_from_report({"protocol": {"tail": {**tail, "rel_uncertainty": 0.6}}})
+    assert old.rel_uncertainty == sure.rel_uncertainty == 0.15 and unsure.rel_uncertainty == 0.6
+    waits = [0.006] * 32
+    assert shift_tail(unsure, waits, 240.0).bound_j == pytest.approx(
+        4 * shift_tail(old, waits, 240.0).bound_j
+    )
+    fast = tail_from_report({"protocol": {"tail": {**tail, "fast_share": 0.5, "fast_tau_s": 0.01}}})
+    slow_part, fast_part = 0.3 * -math.expm1(-0.006 / 0.3), 0.01 * -math.expm1(-0.6)
+    assert fast.shape.integral_s(0.0, 0.006) == pytest.approx(0.5 * slow_part + 0.5 * fast_part)
+
+
+def test_the_excess_after_host_bound_work_spans_its_compute_phases():
+    """A host-bound window's mean says little of what its compute phases drew: the most its
+    readings saw is a third candidate, so an excess that follows the compute phase's own
+    power (issue 40 item 11) is inside the bound."""
+    cal = TailCalibration(excess_w=48.0, load_dynamic_w=240.0, hold_s=0.1, tau_s=0.3)
+    mean_only = cal.excess_after(48.0)  # 20 % busy at 240 W above idle
+    with_peak = cal.excess_after(48.0, 300.0)  # its compute phases drew 300 W above idle
+    assert mean_only == cal.excess_after(48.0, None)
+    truth = 0.2 * 300.0
+    assert not mean_only[0] - mean_only[1] <= truth <= mean_only[0] + mean_only[1]
+    assert with_peak[0] - with_peak[1] <= truth <= with_peak[0] + with_peak[1]

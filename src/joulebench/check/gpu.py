@@ -129,10 +129,21 @@ def tail_rows(fit: TailFit | None, settings: CheckSettings) -> list[Row]:
     if fit is None:
         detail = "too few readings after the load stopped to fit"
         return [Row("tail", name, WARN, detail=detail) for name in TAIL_ROWS]
+    wider = (
+        ""
+        if fit.preferred == fit.model
+        else (f"; a {fit.preferred} shape fits better: its fast part is in the interval")
+    )
+    interval = (
+        f" (95 %: {fit.share_low:.1%}-{fit.share_high:.1%}; a phase shift's excess "
+        f"+-{fit.rel_uncertainty:.0%}{wider})"
+        if math.isfinite(fit.share_low)
+        else ""
+    )
     return [
         Row("tail", TAIL_ROWS[0], PASS, fit.excess_w, "W",
             detail=f"{fit.share:.1%} of the load's {fit.load_dynamic_w:.0f} W above idle, "
-            "right after it stopped: the protocol takes it out of its phase shifts"),
+            f"right after it stopped{interval}: the protocol takes it out of its phase shifts"),
         Row("tail", TAIL_ROWS[1], PASS, fit.hold_s, "s", detail="before the excess decays"),
         Row("tail", TAIL_ROWS[2], PASS, fit.tau_s, "s",
             detail=f"time constant of the decay (fit rms {fit.rms_w:.2f} W over "
@@ -176,6 +187,10 @@ def sensor_rows(fit: SensorFit | None, expected: SensorSpec | None) -> list[Row]
         detail = published
         if want and off > SENSOR_TOLERANCE:
             detail += "; this GPU differs: the protocol uses the measured refresh period"
+        if name == "averaging window" and math.isfinite(fit.window_low_s):
+            stands = "; the published stands" if fit.window_source == "published" else ""
+            detail += (f"; the square wave allows {fit.window_low_s * 1e3:.1f}-"
+                       f"{fit.window_high_s * 1e3:.1f} ms (95 %){stands}")  # fmt: skip
         rows.append(
             Row(
                 "sensor",
@@ -366,9 +381,9 @@ def sensor_and_tail(target, settings: CheckSettings, meter, expected, progress):
     tail = _fit_tail(tail_data, settings, window_s, 0.0, None)
     progress(f"sensor: square-wave load ({settings.square_s:g} s)")
     times, watts, busy = square_wave(target, settings, meter.read_power_w)
-    fit = fit_sensor(times, watts, busy, tail=calibration(tail))
+    fit = fit_sensor(times, watts, busy, calibration(tail), expected and expected.window_s)
     if fit is not None:
-        tail = _fit_tail(tail_data, settings, fit.window_s, fit.lag_s, fit.rise_s) or tail
+        tail = _fit_tail(tail_data, settings, fit.window_s, fit.lag_s, fit.rise_s, fit) or tail
     return fit, tail
 
 
@@ -379,10 +394,17 @@ def calibration(fit: TailFit | None) -> TailCalibration | None:
     )
 
 
-def _fit_tail(data, settings: CheckSettings, window_s, lag_s, rise_s) -> TailFit | None:
+def _fit_tail(data, settings: CheckSettings, window_s, lag_s, rise_s, sensor=None):
+    """The tail step's fit; with the sensor fit (`sensor`), over its intervals too."""
     if data is None:
         return None
     times, watts, stops, busy_w = data
+    ranges = {}
+    if sensor is not None:
+        ranges = {
+            "window_range_s": (sensor.window_low_s, sensor.window_high_s),
+            "rise_range_s": (sensor.rise_low_s, sensor.rise_high_s),
+        }
     return fit_tail(
         times,
         watts,
@@ -392,6 +414,7 @@ def _fit_tail(data, settings: CheckSettings, window_s, lag_s, rise_s) -> TailFit
         lag_s=lag_s,
         span_s=settings.tail_idle_s,
         rise_s=rise_s,
+        **{k: v for k, v in ranges.items() if all(map(math.isfinite, v))},
     )
 
 

@@ -4,8 +4,13 @@ The method of Yang, Adamek, Armour (SC24): run a load whose busy and idle stretc
 on the host clock, read the power as fast as the driver allows, and fit a boxcar sensor model
 to what comes back. The refresh period comes from the instants the reading changes (a
 least-squares line through them); the averaging window, the driver's latency and the board's
-rise/fall time constant from a least-squares fit of each reading as idle + (busy - idle) x
-(the smoothed busy share of its window): a coarse grid, then a compass search.
+response from a least-squares fit of each reading as idle + (busy - idle) x (the smoothed
+busy share of its window) - a slow part of the rise: a coarse grid, then a compass search.
+The start and stop edges are fitted apart (issue 40 item 11): a rise time at the starts, a
+fall time at the stops, and the share of the rise that comes slowly (clocks ramping up
+under load, `ramp_s`), so a slow start is never read as a slow fall or a narrow window. The
+window's interval is where the fit's residual stays within what its noise allows
+(`window_low_s`, `window_high_s`: wide where the model does not fit).
 docs/measurement.md#joulebench-check-your-machine-before-a-study (the sensor fit).
 """
 
@@ -17,7 +22,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 MIN_CHANGES = 6
-MAX_RISE_S = 0.016  # the longest rise/fall time constant tried
+MAX_RISE_S = 0.016  # the longest response time constant tried (the board's own)
+RAMPS_S = (0.01, 0.03, 0.1, 0.3)  # the slow part of the rise: its coarse time constants
+RAMP_BOUNDS_S = (0.003, 1.0)
+RAMP_TAUS_S = (0.0, 0.003, 0.008)  # the response times the coarse grid tries a ramp with
+TAUS_S = (0.0, 0.0005, 0.001, 0.002, 0.003, 0.005, 0.008, 0.012, MAX_RISE_S)  # coarse
+CHI2_95 = 3.84  # a 95 % interval: the residual may grow by this many noise variances
 
 
 @dataclass
@@ -25,12 +35,19 @@ class SensorFit:
     refresh_s: float
     window_s: float
     lag_s: float  # the window ends this long before the change is seen
-    rise_s: float  # the board's rise/fall time constant that fitted best
+    rise_s: float  # the board's rise time constant that fitted best (its fast part)
     idle_w: float
     busy_w: float
     rms_w: float  # residual of the boxcar model
     refreshes: int  # refresh periods fitted
     changes: int  # changes of the reading seen
+    ramp_s: float = math.nan  # the slow part of the rise: its time constant...
+    ramp_w: float = 0.0  # ...and how far short of busy it starts (0: none)
+    window_low_s: float = math.nan  # the window's 95 % interval (see the module doc)
+    window_high_s: float = math.nan
+    rise_low_s: float = math.nan  # the response time's
+    rise_high_s: float = math.nan
+    window_source: str = "fit"  # or "published": inside the interval, the published stands
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -75,30 +92,63 @@ def _ramp_integral(x: np.ndarray, tau: float) -> np.ndarray:
     return xp - tau * -np.expm1(-xp / tau)
 
 
-class _SmoothedLoad:
-    """The busy indicator of the known load through a first-order system of time constant tau,
-    integrated over time on a fine grid, so any window's mean is two interpolations. With a
-    tail (a Tail: core.tail's shape after each busy stretch, until the next, at its share
-    of the busy level above idle), the indicator holds it too."""
+def _edges_area(x: np.ndarray, busy: np.ndarray, rise_s: float, fall_s: float) -> np.ndarray:
+    """The integral up to each x of the busy indicator through the board's response: a first
+    order of `rise_s` at each start, of `fall_s` at each stop (each edge settled before the
+    next: the stretches are 0.3 s and more)."""
+    x = np.asarray(x, dtype=float)[:, None]
+    starts, stops = busy[None, :, 0], busy[None, :, 1]
+    return (_ramp_integral(x - starts, rise_s) - _ramp_integral(x - stops, fall_s)).sum(axis=1)
 
-    def __init__(
-        self, busy: np.ndarray, tau: float, start: float, stop: float, dt: float, tail=None
-    ):
-        self.grid = np.arange(start, stop + dt, dt)
-        area = np.zeros_like(self.grid)
-        for b0, b1 in busy:
-            area += _ramp_integral(self.grid - b0, tau) - _ramp_integral(self.grid - b1, tau)
-        if tail is not None:
-            area += tail.share * _tail_area(self.grid, busy, tail.shape, tau)
-        self.area = area
 
-    def share(self, ends: np.ndarray, window_s: np.ndarray) -> np.ndarray:
-        """Mean smoothed busy indicator over [end - W, end]: rows W, columns refreshes."""
-        x1 = np.broadcast_to(ends[None, :], (len(window_s), len(ends)))
-        x0 = x1 - window_s[:, None]
-        a1 = np.interp(x1, self.grid, self.area)
-        a0 = np.interp(x0, self.grid, self.area)
-        return (a1 - a0) / window_s[:, None]
+def _slow_rise_area(x: np.ndarray, busy: np.ndarray, ramp_s: float, tau: float) -> np.ndarray:
+    """The integral up to each x of the slow part of the rise: inside each busy stretch the
+    board's response (tau) times exp(-(t - start) / ramp_s), the clocks short of their
+    level; after the stop what was left of it falls with the response."""
+    x = np.asarray(x, dtype=float)[:, None]
+    starts, stops = busy[None, :, 0], busy[None, :, 1]
+    inside = np.clip(np.minimum(x, stops) - starts, 0.0, None)
+    area = ramp_s * -np.expm1(-inside / ramp_s)
+    if tau > 0:
+        k = tau * ramp_s / (tau + ramp_s)  # the response and the ramp's product decays so
+        area = area - k * -np.expm1(-inside / k)
+        length = stops - starts
+        left = -np.expm1(-length / tau) * np.exp(-length / ramp_s)  # at the stop
+        area = area + left * _ramp_integral(x - stops, 0.0) - left * _ramp_integral(x - stops, tau)
+    return area.sum(axis=1)
+
+
+def _window_means(grid, area, ends, windows) -> np.ndarray:
+    """Mean over [end - W, end] of what `area` integrates (on `grid`): rows W, columns ends."""
+    x1 = np.broadcast_to(ends[None, :], (len(windows), len(ends)))
+    x0 = x1 - np.asarray(windows)[:, None]
+    return (np.interp(x1, grid, area) - np.interp(x0, grid, area)) / np.asarray(windows)[:, None]
+
+
+def _levels_ramp(base: np.ndarray, slow: np.ndarray | None, r: np.ndarray):
+    """(sse, idle, busy, ramp_w) of readings ~ idle + (busy - idle) base - ramp_w slow, for
+    each row of the (rows, K) shares at once (centred normal equations); a ramp that would
+    raise the start (ramp_w < 0) is no ramp: fitted without."""
+    rc = r - r.mean()
+    bc = base - base.mean(axis=-1, keepdims=True)
+    s_bb, s_br, s_rr = (bc**2).sum(axis=-1), (bc * rc).sum(axis=-1), float((rc**2).sum())
+    slope = np.where(s_bb > 0, s_br / np.where(s_bb > 0, s_bb, 1.0), 0.0)
+    sse = s_rr - slope * s_br
+    idle = r.mean() - slope * base.mean(axis=-1)
+    out = [sse, idle, idle + slope, np.zeros_like(sse)]
+    if slow is None:
+        return tuple(out)
+    sc = slow - slow.mean(axis=-1, keepdims=True)
+    s_ss, s_bs, s_sr = (sc**2).sum(axis=-1), (bc * sc).sum(axis=-1), (sc * rc).sum(axis=-1)
+    det = s_bb * s_ss - s_bs**2
+    ok = det > 1e-12 * np.maximum(s_bb * s_ss, 1e-300)
+    det = np.where(ok, det, 1.0)
+    b2, c2 = (s_ss * s_br - s_bs * s_sr) / det, (s_bb * s_sr - s_bs * s_br) / det
+    sse2 = s_rr - b2 * s_br - c2 * s_sr
+    better = ok & (c2 < 0) & (sse2 < sse)
+    idle2 = r.mean() - b2 * base.mean(axis=-1) - c2 * slow.mean(axis=-1)
+    return (np.where(better, sse2, sse), np.where(better, idle2, idle),
+            np.where(better, idle2 + b2, idle + slope), np.where(better, -c2, 0.0))  # fmt: skip
 
 
 def _tail_area(x: np.ndarray, busy: np.ndarray, tail, rise_s: float = 0.0) -> np.ndarray:
@@ -125,67 +175,139 @@ def _settling(since: np.ndarray, jump, rise_s: float) -> np.ndarray:
     return np.where(since >= 0, np.nan_to_num(left), 0.0)
 
 
-def _grid_fit(ends, readings, loads: dict, windows, lags):
-    """Best (sse, W, s, tau, idle, busy) over the grid; readings ~ a + b * share."""
-    best = (math.inf,) + (math.nan,) * 5
-    r = readings
-    r_mean = r.mean()
-    for tau, load in loads.items():
-        for lag in lags:
-            share = load.share(ends - lag, windows)  # (W, K)
-            f_mean = share.mean(axis=1, keepdims=True)
-            fc = share - f_mean
-            var = (fc**2).sum(axis=1)
-            cov = (fc * (r - r_mean)).sum(axis=1)
-            slope = np.where(var > 0, cov / np.where(var > 0, var, 1.0), 0.0)
-            intercept = r_mean - slope * f_mean[:, 0]
-            sse = ((r[None, :] - intercept[:, None] - slope[:, None] * share) ** 2).sum(axis=1)
-            i = int(np.argmin(sse))
-            if sse[i] < best[0]:
-                a, b = float(intercept[i]), float(intercept[i] + slope[i])
-                best = (float(sse[i]), float(windows[i]), float(lag), float(tau), a, b)
-    return best
+class _TailAreas:
+    """The tail's part of the busy indicator's integral (a TailCalibration: its shape after
+    each stretch at its share of the busy level above idle, through the fall), on a fine
+    grid for each coarse response time, between them by interpolation: the compass search
+    reads it at any response time without recomputing it."""
+
+    def __init__(self, grid: np.ndarray, busy: np.ndarray, tail):
+        self.grid, self.taus = grid, np.asarray(TAUS_S)
+        zero = np.zeros_like(grid)
+        self.areas = [
+            tail.share * _tail_area(grid, busy, tail.shape, tau) if tail else zero for tau in TAUS_S
+        ]
+
+    def at(self, x: np.ndarray, tau: float) -> np.ndarray:
+        i = int(np.clip(np.searchsorted(self.taus, tau) - 1, 0, len(self.taus) - 2))
+        w = (tau - self.taus[i]) / (self.taus[i + 1] - self.taus[i])
+        low, high = (
+            np.interp(x, self.grid, self.areas[i]),
+            np.interp(x, self.grid, self.areas[i + 1]),
+        )
+        return (1 - w) * low + w * high
 
 
-def _levels(share: np.ndarray, r: np.ndarray) -> tuple[float, float, float]:
-    """Least squares r ~ idle + (busy - idle) * share: (sse, idle, busy)."""
-    f_mean, r_mean = share.mean(), r.mean()
-    fc = share - f_mean
-    var = float((fc**2).sum())
-    slope = float((fc * (r - r_mean)).sum()) / var if var > 0 else 0.0
-    idle = r_mean - slope * f_mean
-    sse = float(((r - idle - slope * share) ** 2).sum())
-    return sse, float(idle), float(idle + slope)
+def _grid_fit(seen, readings, busy, tails: _TailAreas, period):
+    """The coarse grid over (window, lag) for each (response time, slow rise): the best
+    (sse, (window, lag, response, log ramp)) of each pair, best first: distinct basins."""
+    grid = tails.grid
+    windows = np.linspace(period / 30, period, 30)
+    lags = np.linspace(-period / 10, period, 34, endpoint=False)
+    starts = []
+    for tau, tail_area in zip(TAUS_S, tails.areas, strict=True):
+        area = _edges_area(grid, busy, tau, tau) + tail_area
+        ramps = RAMPS_S if tau in RAMP_TAUS_S else ()  # a ramp masks the response's detail
+        slows = {None: None, **{r: _slow_rise_area(grid, busy, r, tau) for r in ramps}}
+        for ramp, slow_area in slows.items():
+            best = (math.inf, None)
+            for lag in lags:
+                base = _window_means(grid, area, seen - lag, windows)
+                slow = None if ramp is None else _window_means(grid, slow_area, seen - lag, windows)
+                sse = _levels_ramp(base, slow, readings)[0]
+                i = int(np.argmin(sse))
+                if sse[i] < best[0]:
+                    log_ramp = math.log(ramp or RAMPS_S[1])
+                    best = (float(sse[i]), (windows[i], lag, tau, log_ramp))
+            starts.append(best)
+    return sorted(starts, key=lambda item: item[0])
 
 
-def _share_direct(
-    ends: np.ndarray, window_s: float, busy: np.ndarray, tau: float, tail=None
-) -> np.ndarray:
-    """Mean smoothed busy indicator over [end - W, end], computed exactly (no grid); with a
-    tail (see _SmoothedLoad), its part too."""
-    x1 = ends[:, None]
-    x0 = x1 - window_s
-    b0, b1 = busy[None, :, 0], busy[None, :, 1]
-    area = (
-        _ramp_integral(x1 - b0, tau)
-        - _ramp_integral(x0 - b0, tau)
-        - _ramp_integral(x1 - b1, tau)
-        + _ramp_integral(x0 - b1, tau)
-    ).sum(axis=1)
-    if tail is not None:
-        upper = _tail_area(ends, busy, tail.shape, tau)
-        area = area + tail.share * (upper - _tail_area(ends - window_s, busy, tail.shape, tau))
-    return area / window_s
+class _Square:
+    """The square wave's readings and the model's parameters x = (window, lag, response
+    time, log ramp): the shares each reading sees, the residual, its noise and intervals."""
+
+    def __init__(self, seen, readings, busy, tails: _TailAreas, period):
+        self.seen, self.readings, self.busy, self.tails = seen, readings, busy, tails
+        self.period = period
+        self.lower = (period / 1000, -period / 10, 0.0, math.log(RAMP_BOUNDS_S[0]))
+        self.upper = (period, period, MAX_RISE_S, math.log(RAMP_BOUNDS_S[1]))
+        self.steps = (period / 30, period * 1.1 / 34, 0.001, 0.5)
+        self.min_steps = (1e-5, 1e-5, 1e-5, 0.005)
+
+    def shares(self, x) -> tuple[np.ndarray, np.ndarray]:
+        """(base, slow) shares of each reading: exact but the tail's (_TailAreas)."""
+        window, lag, tau, log_ramp = x
+        ends, busy, ramp = self.seen - lag, self.busy, math.exp(log_ramp)
+
+        def mean(area):
+            return (area(ends) - area(ends - window)) / window
+
+        base = mean(lambda e: _edges_area(e, busy, tau, tau) + self.tails.at(e, tau))
+        return base, mean(lambda e: _slow_rise_area(e, busy, ramp, tau))
+
+    def levels(self, x) -> tuple[float, float, float, float]:
+        """(sse, idle, busy, ramp_w) at x."""
+        base, slow = self.shares(x)
+        return tuple(float(v[0]) for v in _levels_ramp(base[None], slow[None], self.readings))
+
+    def cost(self, x) -> float:
+        return self.levels(x)[0]
+
+    def search(self, x, free=(0, 1, 2, 3), max_iter=400):
+        """(sse, x) of the compass search over the coordinates `free` from x."""
+        x, free = np.array(x, dtype=float), list(free)
+
+        def sse(y):
+            full = x.copy()
+            full[free] = y
+            return self.cost(full)
+
+        pick = lambda v: [v[i] for i in free]  # noqa: E731
+        best, y = _pattern_search(sse, x[free], pick(self.steps), pick(self.lower),
+                                  pick(self.upper), pick(self.min_steps), max_iter)  # fmt: skip
+        x[free] = y
+        return best, x
+
+    def noise(self, x, sse_min: float) -> float:
+        """The readings' noise variance: the residual's, or where the edges move the
+        reading (a model that does not fit there) its mean square there, the larger."""
+        base, slow = self.shares(x)
+        _, idle, busy_w, ramp_w = self.levels(x)
+        fitted = idle + (busy_w - idle) * base - ramp_w * slow
+        moved = (np.abs(base - np.round(base)) > 0.02) | (slow > 0.02)
+        misfit = float(((self.readings - fitted)[moved] ** 2).mean()) if moved.any() else 0.0
+        return max(sse_min / max(len(self.readings) - 7, 1), misfit)
+
+    def interval(self, x, sse_min: float, index: int, step: float) -> tuple[float, float]:
+        """The values of x[index] whose best fit (the others but the ramp searched briefly)
+        keeps the residual within CHI2_95 noise variances of the best: walked outwards from
+        x in `step`s to the first beyond, and one step more (the walk's resolution)."""
+        limit = sse_min + CHI2_95 * self.noise(x, sse_min)
+        free = [i for i in (0, 1, 2) if i != index]
+        ends = []
+        for sign in (-1.0, 1.0):
+            value = x[index]
+            while self.lower[index] <= value + sign * step <= self.upper[index]:
+                y = np.array(x, dtype=float)
+                y[index] = value + sign * step
+                if self.search(y, free, max_iter=40)[0] > limit:
+                    break
+                value = y[index]
+            ends.append(min(max(value + sign * step, self.lower[index]), self.upper[index]))
+        return ends[0], ends[1]
 
 
 def _pattern_search(sse, start, steps, lower, upper, min_step=1e-5, max_iter=400):
     """Minimise sse(x) from `start` by compass search: try +-step on each coordinate, move
-    to the best improvement, halve the steps when none improves."""
+    to the best improvement, halve the steps when none improves, until every step is below
+    `min_step` (a number, or one per coordinate)."""
     x = np.array(start, dtype=float)
     steps = np.array(steps, dtype=float)
+    min_steps = np.broadcast_to(np.asarray(min_step, dtype=float), steps.shape)
     best = sse(x)
     for _ in range(max_iter):
-        if steps.max() < min_step:
+        if (steps < min_steps).all():
             break
         trials = []
         for i in range(len(x)):
@@ -202,16 +324,9 @@ def _pattern_search(sse, start, steps, lower, upper, min_step=1e-5, max_iter=400
     return best, x
 
 
-def fit_sensor(t_s, power_w, busy_intervals, tail=None) -> SensorFit | None:
-    """Fit refresh period and boxcar window to readings taken under a known square-wave load.
-
-    `busy_intervals`: (start, end) host times of the busy stretches, on the same clock as t_s.
-    `tail`: the board's power tail after work (a core.tail.TailCalibration, from the
-    check's tail step: its shape and its excess as a share of the load's power above idle),
-    drawn into the model between the two levels: a board that stays above idle after each
-    stretch would otherwise read as a narrow window (docs/protocol.md).
-    None when the reading changed too rarely to tell (e.g. a driver that never refreshes).
-    """
+def _readings(t_s, power_w):
+    """(refresh period, refresh instants as seen, the reading after each, changes seen), or
+    None where the reading changed too rarely to tell."""
     t, w = np.asarray(t_s, dtype=float), np.asarray(power_w, dtype=float)
     ok = np.isfinite(t) & np.isfinite(w)
     t, w = t[ok], w[ok]
@@ -227,40 +342,57 @@ def fit_sensor(t_s, power_w, busy_intervals, tail=None) -> SensorFit | None:
         return None
     seen = phase + period * np.arange(k0, k1 + 1)
     readings = w[np.clip(np.searchsorted(t, seen + period / 2), 0, len(w) - 1)]
+    return period, seen, readings, len(changes)
+
+
+def fit_sensor(
+    t_s, power_w, busy_intervals, tail=None, published_window_s: float | None = None
+) -> SensorFit | None:
+    """Fit refresh period and boxcar window to readings taken under a known square-wave load.
+
+    `busy_intervals`: (start, end) host times of the busy stretches, on the same clock as t_s.
+    `tail`: the board's power tail after work (a core.tail.TailCalibration, from the
+    check's tail step: its shape and its excess as a share of the load's power above idle),
+    drawn into the model between the two levels: a board that stays above idle after each
+    stretch would otherwise read as a narrow window (docs/protocol.md). Where the window's
+    interval holds `published_window_s` (the fit cannot tell them apart) the published one
+    stands, with the lag and response time that fit best at it (`window_source`).
+    None when the reading changed too rarely to tell (e.g. a driver that never refreshes).
+    """
+    found = _readings(t_s, power_w)
+    if found is None:
+        return None
+    period, seen, readings, changes = found
     busy = np.asarray(busy_intervals, dtype=float).reshape(-1, 2)
-    dt = min(period / 400, 0.0002)
     span = (seen[0] - 2 * period, seen[-1] + period)
-
-    def loads(taus):
-        return {float(tau): _SmoothedLoad(busy, float(tau), *span, dt, tail) for tau in taus}
-
-    # 1. a coarse grid over (window, lag, rise time), vectorised over windows
-    coarse_w = np.linspace(period / 30, period, 30)
-    coarse_s = np.linspace(-period / 10, period, 34, endpoint=False)
-    taus = [0.0, 0.0005, 0.001, 0.002, 0.003, 0.005, 0.008, 0.012, MAX_RISE_S]
-    starts = []
-    for tau, load in loads(taus).items():  # the best point of each rise time: distinct basins
-        sse, w0, s0, *_ = _grid_fit(seen, readings, {tau: load}, coarse_w, coarse_s)
-        starts.append((sse, (w0, s0, tau)))
-    starts.sort(key=lambda item: item[0])
-
-    # 2. a compass search from the best few: the minimum is narrow in lag and window
-    def cost(x) -> float:
-        return _levels(_share_direct(seen - x[1], x[0], busy, x[2], tail), readings)[0]
-
-    lower, upper = (period / 1000, -period / 10, 0.0), (period, period, MAX_RISE_S)
-    steps = (coarse_w[1] - coarse_w[0], coarse_s[1] - coarse_s[0], 0.001)
-    results = [_pattern_search(cost, x, steps, lower, upper) for _, x in starts[:4]]
-    _, (window, lag, tau) = min(results, key=lambda item: item[0])
-    sse, idle, busy_w = _levels(_share_direct(seen - lag, window, busy, tau, tail), readings)
+    # 1. a coarse grid; 2. a compass search from the best few basins: the minimum is narrow
+    dt = min(period / 400, 0.0002)
+    tails = _TailAreas(np.arange(span[0], span[1] + dt, dt), busy, tail)
+    starts = _grid_fit(seen, readings, busy, tails, period)
+    square = _Square(seen, readings, busy, tails, period)
+    sse, x = min((square.search(x) for _, x in starts[:3]), key=lambda item: item[0])
+    low, high = square.interval(x, sse, 0, period / 50)
+    source = "fit"
+    if published_window_s is not None and low <= published_window_s <= high:
+        x[0], source = published_window_s, "published"
+        sse, x = square.search(x, (1, 2, 3))
+    rise_low, rise_high = square.interval(x, sse, 2, MAX_RISE_S / 16)
+    _, idle, busy_w, ramp_w = square.levels(x)
     return SensorFit(
         refresh_s=period,
-        window_s=window,
-        lag_s=lag,
-        rise_s=tau,
-        idle_w=float(idle),
-        busy_w=float(busy_w),
+        window_s=float(x[0]),
+        lag_s=float(x[1]),
+        rise_s=float(x[2]),
+        idle_w=idle,
+        busy_w=busy_w,
         rms_w=math.sqrt(sse / len(readings)),
         refreshes=len(readings),
-        changes=len(changes),
+        changes=changes,
+        ramp_s=math.exp(x[3]) if ramp_w > 0 else math.nan,
+        ramp_w=ramp_w,
+        window_low_s=low,
+        window_high_s=high,
+        rise_low_s=rise_low,
+        rise_high_s=rise_high,
+        window_source=source,
     )

@@ -60,6 +60,7 @@ _MAX_CHUNK_STEPS = 1_000_000
 SENSOR_SWING = 0.1  # see expected_cv
 SPREAD_FACTOR = 3.0  # see spread_flags
 EDGE_STEP_SHARE = 0.6  # see _counted_to_window
+PEAK_PERCENTILE = 95  # a window's readings' peak: what its compute phases drew (core.tail)
 
 
 class SettingsError(ValueError):
@@ -565,7 +566,11 @@ def repeat_row(
     state = _window_state(reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s)
     # the phase-shift delays ran no work: their (idle) energy is not the images'
     shift_j = state.idle_power_w * shift_s if shift_s and math.isfinite(idle_power_w) else 0.0
-    shifted = _shifts_tail(tail, waits, energy_j - shift_j, energy_s - shift_s, state.idle_power_w)
+    power = _trace_power(reading.trace)
+    peak_w = float(np.percentile(power, PEAK_PERCENTILE)) if power.size else math.nan
+    shifted = _shifts_tail(
+        tail, waits, energy_j - shift_j, energy_s - shift_s, state.idle_power_w, peak_w
+    )
     if shifted.excess_j and state.state != AS_RUN:  # the work's own power sets its heat
         state = _window_state(
             reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s, shifted.excess_j
@@ -574,7 +579,6 @@ def repeat_row(
     work_j = (energy_j - shift_j - shifted.excess_j) * state.factor  # at the stated state
     idle_j = state.idle_sustained_w * (energy_s - shift_s)
     trace_j = float(reading.energy_trace_j)
-    power = _trace_power(reading.trace)
     if step_ms is not None:
         p50, p95 = (float(v) for v in np.percentile(step_ms, [50, 95]))
     else:
@@ -618,14 +622,18 @@ def repeat_row(
     }
 
 
-def _shifts_tail(tail, waits, work_j: float, work_s: float, idle_w: float) -> ShiftTail:
+def _shifts_tail(
+    tail, waits, work_j: float, work_s: float, idle_w: float, peak_w: float = math.nan
+) -> ShiftTail:
     """The phase shifts' tail (core.tail) after work drawing (work_j / work_s) - idle_w
-    above idle: estimated from the window with its shifts' idle energy out, then once more
-    with the first estimate's excess out too. Nothing without an idle power."""
+    above idle, its readings peak_w at most (PEAK_PERCENTILE): estimated from the window
+    with its shifts' idle energy out, then once more with the first estimate's excess out
+    too. Nothing without an idle power."""
     if not (math.isfinite(idle_w) and work_s > 0 and any(w > 0 for w in waits)):
         return ShiftTail()
-    first = shift_tail(tail, waits, work_j / work_s - idle_w)
-    return shift_tail(tail, waits, (work_j - first.excess_j) / work_s - idle_w)
+    peak = peak_w - idle_w if math.isfinite(peak_w) else None
+    first = shift_tail(tail, waits, work_j / work_s - idle_w, peak)
+    return shift_tail(tail, waits, (work_j - first.excess_j) / work_s - idle_w, peak)
 
 
 def _window_state(

@@ -8,6 +8,8 @@ fake_pynvml.py  a pynvml stand-in over simulated boards, for the real NVML meter
 rig.py        one simulated GPU wired up (simulated_gpu)
 experiment.py the protocol and a naive reading against the truth (tests, bench, docs)
 heat_experiment.py  the protocol against heat and irregular work: the sustained truth, order bias
+tail.py, ramp.py  the power tail after work, clocks that ramp up under load and down at idle
+wide_experiment.py  the check's fits and the protocol against a physics wider than theirs
 """
 
 from joulebench.sim.clock import SimClock

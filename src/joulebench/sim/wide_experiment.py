@@ -138,8 +138,7 @@ def fitted(fit, sensor) -> dict:
     out.update({k: math.nan for k in ("share", "hold_s", "length_s", "shift_share", "rel_unc")})
     if fit is None:
         return out
-    shape = TailShape(fit.hold_s, fit.tau_s, getattr(fit, "fast_share", 0.0),
-                      getattr(fit, "fast_tau_s", 0.02))  # fmt: skip
+    shape = fit.shape if hasattr(fit, "shape") else TailShape(fit.hold_s, fit.tau_s)
     share = fit.share
     out.update(
         share=share,
@@ -149,6 +148,20 @@ def fitted(fit, sensor) -> dict:
         rel_unc=getattr(fit, "rel_uncertainty", math.nan),
     )
     return out
+
+
+def true_calibration(board: WideBoard):
+    """The board's tail as a perfect check would hand it to the protocol (its excess after
+    the check's load, its shape), with the uncertainty the protocol always granted: the
+    protocol's own error on this physics, the fits' apart."""
+    from joulebench.core.tail import TailCalibration
+
+    tail, dynamic = board.tail, CHECK_LOAD_W - IDLE_W
+    if tail is None:
+        return TailCalibration(0.0, dynamic, 0.0, 0.01, "truth")
+    excess_w = tail.excess_w(CHECK_LOAD_W, IDLE_W)
+    fast = {"fast_share": tail.fast_share, "fast_tau_s": tail.fast_tau_s}
+    return TailCalibration(excess_w, dynamic, tail.hold_s, tail.tau_s, "truth", **fast)
 
 
 def check_board(board: WideBoard, settings=None):
