@@ -12,7 +12,8 @@ from joulebench.safe_text import printable
 
 def _counts(values: pd.Series) -> str:
     """'fp32 (20), fp16 (10)': each value with how many rows hold it, most first."""
-    counts = values.dropna().astype(str).value_counts()
+    text = values.dropna().astype(str)
+    counts = text[text != ""].value_counts()  # an empty field (no driver off a GPU) is none
     return ", ".join(f"{printable(v)} ({n})" for v, n in counts.items()) or "none"
 
 
