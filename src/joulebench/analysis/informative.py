@@ -61,7 +61,8 @@ def features(models, reference: pd.DataFrame, catalog: pd.DataFrame | None = Non
 
 def _log(values: pd.Series) -> pd.Series:
     """The log where positive, NaN elsewhere (an unknown size is no size)."""
-    return np.log(values.where(values > 0)).astype(float)
+    v = values.astype(float)
+    return np.log(v.where(v > 0))
 
 
 def _number(values: pd.Series) -> pd.Series:
