@@ -152,6 +152,7 @@ def test_stages_are_subpackages_that_say_what_they_are():
         "prerun",
         "rule_settings",
         "safe_text",
+        "selection",
         "stats",
     ]
     assert flat == [*top, "study", "table_io", "tables"]
@@ -195,7 +196,7 @@ LAYERS = (
     ("joulebench.report",),
     # a study before and while it runs: prerun calls each stage's validator, the plan and
     # status read a study through it
-    ("joulebench.prerun", "joulebench.plan", "joulebench.status"),
+    ("joulebench.prerun", "joulebench.plan", "joulebench.status", "joulebench.selection"),
     # rule_settings names the stage functions the commands call (by name, not imported)
     ("joulebench.cli", "joulebench.__main__", "joulebench.rule_settings"),
 )

@@ -59,6 +59,7 @@ from joulebench.study import (
 from joulebench.safe_text import printable  # every message printed (Snakefile)
 from joulebench.catalog.workloads import named_entry, parse_entry, workload_entries
 from joulebench.rule_settings import settings_json
+from joulebench.selection import Selection, select
 
 
 def get_config_sources():
@@ -167,14 +168,23 @@ FIT_TABLES = list(FIT_TABLE_COLUMNS)
 # Custom workloads (docs/workloads.md): name -> entry; jobs get the entry, files the name.
 WORKLOADS = {} if FROM_SUMMARY else workload_entries(config["models"])
 
+# Which models are measured, in what order (order, budget: joulebench.selection); the rest
+# are catalogued and predicted. Decided where the DAG is built, not in a cluster's job.
+SELECTION = (
+    select(config, MODELS, POOLS)
+    if workflow.local_exec and not FROM_SUMMARY
+    else Selection(MODELS)
+)
+MEASURED_MODELS = SELECTION.models
+
 # label -> its profile jobs' keys: one per model, or one per model and method where a pool
 # shares few models (schedule.job_parts; profile: {split: ...}).
 JOBS = {
     label: job_keys(
-        MODELS,
+        MEASURED_MODELS,
         job_methods(
             config["profile"]["split"],
-            len(MODELS),
+            len(MEASURED_MODELS),
             len(POOLS[label]),
             list(config["methods"]),
         ),
@@ -289,7 +299,7 @@ def get_job_trace(wildcards):
     the first device)."""
     want = config["figures"]["trace"]
     device = want["device_label"] or next(iter(DEVICES))
-    model = want["model"] or MODELS[0]
+    model = want["model"] or MEASURED_MODELS[0]
     # its job, or its first method's where a pool splits models by method
     job = next(k for k in JOBS[device] if parse_job_key(k)[0] == model)
     return f"results/profile/{device}/trace/{job}.parquet"
@@ -329,6 +339,11 @@ def get_pin_option(wildcards):
 def get_job_model(wildcards):
     """The model a profile job measures (its key: the model, or model+method)."""
     return parse_job_key(wildcards.job)[0]
+
+
+def get_profile_priority(wildcards):
+    """Earlier in the study's order, sooner measured (order: informative)."""
+    return SELECTION.priority(parse_job_key(wildcards.job)[0])
 
 
 def get_profile_spec(wildcards):
@@ -494,8 +509,16 @@ def start_message():
     load = (
         HostLoad(cpu_others_share()) if workflow.local_exec else None
     )  # this host, now
-    plan = plan_study(config, MODELS, POOLS, None, native, done=done, load=load)
-    return f"joulebench: {one_line(plan)}"
+    plan = plan_study(
+        config, MEASURED_MODELS, POOLS, None, native, done=done, load=load
+    )
+    line = f"joulebench: {one_line(plan)}"
+    if SELECTION.left:
+        line += (
+            f"; {SELECTION.left} more models predicted, not measured (budget: "
+            f"{config['budget']['gpu_h']:g} device-hours)"
+        )
+    return line
 
 
 def end_message():

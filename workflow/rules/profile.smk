@@ -35,6 +35,7 @@ rule profile:
         trace="results/profile/{device}/trace/{job}.parquet",
     log:
         "logs/profile/{device}/{job}.log",
+    priority: get_profile_priority
     conda:
         ENV
     threads: get_measure_threads

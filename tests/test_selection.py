@@ -1,0 +1,56 @@
+"""Which models a study measures, in what order (joulebench.selection, issue 42)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from conftest import REPO
+
+from joulebench.prerun import load_study
+from joulebench.selection import budget_s, select
+
+MODELS = [
+    "resnet18.a1_in1k",
+    "resnet50.a1_in1k",
+    "mobilenetv3_small_100.lamb_in1k",
+    "efficientnet_b0.ra_in1k",
+    "convnext_atto.d2_in1k",
+    "deit_tiny_patch16_224.fb_in1k",
+    "vit_base_patch16_224.augreg2_in21k_ft_in1k",
+    "regnety_040.ra3_in1k",
+    "resnet101.a1h_in1k",
+    "levit_128.fb_dist_in1k",
+]
+POOLS = {"cpu": ["cpu"]}
+
+
+def _study(**keys) -> dict:
+    config = load_study(None, REPO)
+    config.update(keys)
+    return config
+
+
+def test_the_config_order_measures_every_model_as_listed(tmp_path):
+    chosen = select(_study(), MODELS, POOLS, tmp_path)
+    assert chosen.models == MODELS and chosen.left == 0
+
+
+def test_a_budget_buys_the_informative_orders_head_and_a_larger_one_goes_on(tmp_path):
+    config = _study(order="informative", budget={"gpu_h": None})
+    everything = select(config, MODELS, POOLS, tmp_path)
+    assert sorted(everything.models) == sorted(MODELS) and everything.left == 0
+    model_s = everything.model_s
+    small = select({**config, "budget": {"gpu_h": 3.5 * model_s / 3600}}, MODELS, POOLS, tmp_path)
+    assert len(small.models) == 3 and small.left == 7
+    assert small.models == everything.models[:3]  # the order's head
+    assert small.priority(small.models[0]) > small.priority(small.models[2]) > 0
+    # two of them measured (rows on disk): kept, and a larger budget measures the next ones
+    rows = tmp_path / "profile" / "cpu" / "rows"
+    rows.mkdir(parents=True)
+    for model, energy in zip(small.models[:2], (0.5, 2.0), strict=True):
+        pd.DataFrame(
+            {"model": [model], "status": ["ok"], "energy_per_image_j": [energy]}
+        ).to_parquet(rows / f"{model}.parquet")
+    larger = select({**config, "budget": {"gpu_h": 6.5 * model_s / 3600}}, MODELS, POOLS, tmp_path)
+    assert larger.models[:2] == small.models[:2] and len(larger.models) == 6
+    assert larger.measured == small.models[:2]
+    assert budget_s({"budget": {"gpu_h": 2}}) == 7200 and budget_s({}) is None
