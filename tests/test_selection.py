@@ -54,3 +54,33 @@ def test_a_budget_buys_the_informative_orders_head_and_a_larger_one_goes_on(tmp_
     assert larger.models[:2] == small.models[:2] and len(larger.models) == 6
     assert larger.measured == small.models[:2]
     assert budget_s({"budget": {"gpu_h": 2}}) == 7200 and budget_s({}) is None
+
+
+def test_plan_says_what_a_budget_buys(tmp_path, monkeypatch, capsys):
+    import yaml
+
+    from joulebench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    study = tmp_path / "study.yaml"
+    study.write_text(yaml.safe_dump({"models": MODELS, "order": "informative"}))
+    assert main(["plan", "--configfile", str(study), "--budget", "3m"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("budget: "))
+    assert line.startswith("budget: 0.05 device-hours buy ") and " of 10 models " in line
+    assert "in the informative order" in line and "predicted with their intervals" in line
+    assert "the front: about " in out and "an estimate" in out
+
+
+def test_a_duration_is_hours_minutes_seconds_or_days():
+    import argparse
+
+    import pytest
+
+    from joulebench.cli.common import hours_type
+
+    assert hours_type("8h") == 8 and hours_type("90m") == 1.5 and hours_type("3600s") == 1
+    assert hours_type("2d") == 48 and hours_type("0.5") == 0.5
+    for bad in ("soon", "-1h", "0", "inf"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            hours_type(bad)

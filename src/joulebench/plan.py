@@ -862,11 +862,13 @@ def plan_for(
     gpus: int | None = None,
     calibrated: bool = False,
     log=None,
+    budget_h: float | None = None,
 ) -> str:
     """`joulebench plan`: what the study (config.yaml, or a study file over it) costs, with
     its SLURM allocations from `profile` (default profiles/slurm); `gpus`: as if on a node
     with that many GPUs like the study's first (see with_gpus); `calibrated`: each
-    configuration run for a moment on its device first (`calibrate`, progress to `log`).
+    configuration run for a moment on its device first (`calibrate`, progress to `log`);
+    `budget_h`: the study's budget in device-hours (joulebench.selection), said what it buys.
     Models already measured in this directory's results/ are counted as done."""
     import time
 
@@ -883,6 +885,9 @@ def plan_for(
     devices = resolve_pools(config["devices"])
     if gpus is not None:
         devices = with_gpus(devices, gpus)
+    budget = ""
+    if budget_h is not None or (config.get("budget") or {}).get("gpu_h") is not None:
+        models, budget = _budgeted(config, models, as_pools(devices), budget_h)
     native = native_by_label(representatives(devices))
     slurm = Path(profile or workflow_root() / "profiles" / "slurm")
     if slurm.resolve().is_relative_to(Path.cwd()):
@@ -897,4 +902,24 @@ def plan_for(
     load = HostLoad(cpu_others_share())  # the host as it is now
     plan = plan_study(config, models, devices, slurm, native, steps, done, load=load)
     plan = less_made(plan, made_here(Path.cwd(), models))
-    return f"study: {study}\n{took}" + format_plan(plan)
+    if budget:  # the catalog covers every model: the predicted ones are predicted from it
+        plan.catalog_s = catalog_s(config, len(resolve_models(config["models"])))
+    return f"study: {study}\n{took}{budget}" + format_plan(plan)
+
+
+def _budgeted(config: dict, models: list[str], pools: dict, budget_h) -> tuple[list[str], str]:
+    """The models a budget buys (joulebench.selection), and the lines saying so."""
+    from joulebench.selection import budget_lines, select
+
+    if budget_h is not None:
+        config = {**config, "budget": {"gpu_h": budget_h}}
+    chosen = select(config, models, pools, Path.cwd() / "results")
+    return chosen.models, "\n".join(budget_lines(chosen, config, len(models))) + "\n"
+
+
+def catalog_s(config: dict, n_models: int) -> float:
+    """The catalog stage's estimate: every model of the study, measured or predicted."""
+    per_job = int(
+        (config.get("catalog") or {}).get("models_per_job", default("catalog.models_per_job"))
+    )
+    return math.ceil(n_models / per_job) * CATALOG_JOB_S + n_models * CATALOG_MODEL_S

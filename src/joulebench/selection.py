@@ -104,3 +104,39 @@ def _costs_s(config: dict, models: list[str], pools: dict) -> tuple[float, float
         sum(d.model_job_s for d in plan.devices),
         sum(d.check_s * d.gpus for d in plan.devices),
     )
+
+
+# Front recall of the informative order on timm's published tables (bench/bench_order.py,
+# docs/benchmarks.md: time per image standing in for energy; the worse of the GPU and CPU
+# tables): share of the models measured -> share of the front's members measured.
+FRONT_RECALL = ((0.10, 0.576), (0.25, 0.970), (0.40, 1.0))
+
+
+def front_recall(share: float) -> float:
+    """The front recall the benches saw at a share measured (interpolated; 0 at 0)."""
+    points = ((0.0, 0.0), *FRONT_RECALL, (1.0, 1.0))
+    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
+        if share <= x1:
+            return y0 + (y1 - y0) * (share - x0) / (x1 - x0)
+    return 1.0
+
+
+def budget_lines(chosen: Selection, config: dict, n_models: int) -> list[str]:
+    """What a budget buys (`joulebench plan --budget`): models measured and predicted, and,
+    in the informative order, the share of the front the benches say it measures."""
+    hours = (chosen.budget_s or 0.0) / 3600.0
+    measured = len(chosen.models)
+    share = measured / n_models if n_models else 1.0
+    lines = [
+        f"budget: {hours:g} device-hours buy {measured:,} of {n_models:,} models "
+        f"({share:.0%}; {chosen.model_s / 60:.1f} device-min a model, one-offs counted), "
+        f"in the {config.get('order', 'config')} order; {chosen.left:,} predicted with "
+        "their intervals (docs/predictions.md)"
+    ]
+    if config.get("order") == "informative" and share < 1:
+        lines.append(
+            f"  the front: about {front_recall(share):.0%} of its members measured "
+            f"(an estimate: the informative order on timm's tables at {share:.0%} measured, "
+            "docs/benchmarks.md)"
+        )
+    return lines

@@ -52,6 +52,18 @@ def number(kind: type = float, *, minimum=None, above=None, maximum=None) -> Cal
 
 
 COUNT = number(int, minimum=1)  # threads, repeats, workers, GPUs, rows
+_UNITS_H = {"h": 1.0, "m": 1 / 60, "min": 1 / 60, "s": 1 / 3600, "d": 24.0}
+
+
+def hours_type(text: str) -> float:
+    """A duration in hours: `8h`, `90m`, `3600s`, `2d`, or a bare number of hours (> 0)."""
+    import re
+
+    found = re.fullmatch(r"\s*([0-9.eE+-]+)\s*(h|min|m|s|d)?\s*", text)
+    if not found:
+        raise argparse.ArgumentTypeError(f"must be a duration such as 8h or 90m, got {text!r}")
+    hours = number(above=0, maximum=1e6)(found[1]) * _UNITS_H[found[2] or "h"]
+    return hours
 
 
 def batch_size_type() -> Callable[[str], float]:

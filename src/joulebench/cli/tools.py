@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from joulebench.cli.common import COUNT, POSITIVE, default, say
+from joulebench.cli.common import COUNT, POSITIVE, default, hours_type, say
 
 
 def _cmd_resolve(args) -> int:
@@ -52,7 +52,7 @@ def _cmd_plan(args) -> int:
     def progress(line: str) -> None:
         say(line, file=sys.stderr, flush=True)
 
-    say(plan_for(args.configfile, args.profile, args.gpus, args.calibrate, progress))
+    say(plan_for(args.configfile, args.profile, args.gpus, args.calibrate, progress, args.budget))
     return 0
 
 
@@ -66,6 +66,12 @@ def add_plan(sub) -> None:
         action="store_true",
         help="run each configuration for a moment on its device first (a few s per model): "
         "the estimate then follows its measured step time",
+    )
+    p.add_argument(
+        "--budget",
+        type=hours_type,
+        help="what a budget of device time buys (8h, 90m, 3600s; a number is hours): the "
+        "models measured in the study's order, the rest predicted",
     )
     p.set_defaults(func=_cmd_plan)
 
