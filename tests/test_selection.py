@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from conftest import REPO
 
+from joulebench.plan import model_costs_s
 from joulebench.prerun import load_study
 from joulebench.selection import budget_s, select
 
@@ -30,16 +31,22 @@ def _study(**keys) -> dict:
 
 
 def test_the_config_order_measures_every_model_as_listed(tmp_path):
-    chosen = select(_study(), MODELS, POOLS, tmp_path)
+    chosen = select(_study(), MODELS, POOLS, tmp_path, model_costs_s)
     assert chosen.models == MODELS and chosen.left == 0
 
 
 def test_a_budget_buys_the_informative_orders_head_and_a_larger_one_goes_on(tmp_path):
     config = _study(order="informative", budget={"gpu_h": None})
-    everything = select(config, MODELS, POOLS, tmp_path)
+    everything = select(config, MODELS, POOLS, tmp_path, model_costs_s)
     assert sorted(everything.models) == sorted(MODELS) and everything.left == 0
     model_s = everything.model_s
-    small = select({**config, "budget": {"gpu_h": 3.5 * model_s / 3600}}, MODELS, POOLS, tmp_path)
+    small = select(
+        {**config, "budget": {"gpu_h": 3.5 * model_s / 3600}},
+        MODELS,
+        POOLS,
+        tmp_path,
+        model_costs_s,
+    )
     assert len(small.models) == 3 and small.left == 7
     assert small.models == everything.models[:3]  # the order's head
     assert small.priority(small.models[0]) > small.priority(small.models[2]) > 0
@@ -50,7 +57,13 @@ def test_a_budget_buys_the_informative_orders_head_and_a_larger_one_goes_on(tmp_
         pd.DataFrame(
             {"model": [model], "status": ["ok"], "energy_per_image_j": [energy]}
         ).to_parquet(rows / f"{model}.parquet")
-    larger = select({**config, "budget": {"gpu_h": 6.5 * model_s / 3600}}, MODELS, POOLS, tmp_path)
+    larger = select(
+        {**config, "budget": {"gpu_h": 6.5 * model_s / 3600}},
+        MODELS,
+        POOLS,
+        tmp_path,
+        model_costs_s,
+    )
     assert larger.models[:2] == small.models[:2] and len(larger.models) == 6
     assert larger.measured == small.models[:2]
     assert budget_s({"budget": {"gpu_h": 2}}) == 7200 and budget_s({}) is None

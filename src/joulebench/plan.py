@@ -913,8 +913,18 @@ def _budgeted(config: dict, models: list[str], pools: dict, budget_h) -> tuple[l
 
     if budget_h is not None:
         config = {**config, "budget": {"gpu_h": budget_h}}
-    chosen = select(config, models, pools, Path.cwd() / "results")
+    chosen = select(config, models, pools, Path.cwd() / "results", model_costs_s)
     return chosen.models, "\n".join(budget_lines(chosen, config, len(models))) + "\n"
+
+
+def model_costs_s(config: dict, models: list[str], pools: dict) -> tuple[float, float]:
+    """(one model's planned cost, the study's one-offs) in device-seconds: a model's job on
+    every device of the study; each GPU's check and reference readings, once."""
+    plan = plan_study(config, models[:1] or ["one"], pools, None)
+    return (
+        sum(d.model_job_s for d in plan.devices),
+        sum(d.check_s * d.gpus for d in plan.devices),
+    )
 
 
 def catalog_s(config: dict, n_models: int) -> float:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from joulebench.safe_text import quantity
+
 ORDERS = ("config", "informative")
 
 
@@ -60,17 +62,19 @@ def measured_models(results: Path) -> dict[str, float]:
 
 
 def select(
-    config: dict, models: list[str], pools: dict, results: str | Path = "results"
+    config: dict, models: list[str], pools: dict, results: str | Path = "results", costs_s=None
 ) -> Selection:
     """The study's Selection (see the module): everything in the config's order unless the
-    study asks for the informative order or a budget."""
+    study asks for the informative order or a budget. `costs_s(config, models, pools)`: (one
+    model's planned cost, the study's one-offs) in device-seconds (joulebench.plan.model_costs_s,
+    handed in: the plan reads this module for --budget)."""
     budget = budget_s(config)
     if config.get("order", "config") == "config" and budget is None:
         return Selection(list(models))
     measured = measured_models(Path(results))
     done = [m for m in models if m in measured]
     order = _order(config, models, measured, Path(results))
-    model_s, once_s = _costs_s(config, models, pools)
+    model_s, once_s = costs_s(config, models, pools)
     if budget is None:
         return Selection(done + order, done, 0, model_s)
     room = max(budget - once_s - len(done) * model_s, 0.0)
@@ -92,18 +96,6 @@ def _order(config: dict, models: list[str], measured: dict, results: Path) -> li
     known = {m: e for m, e in measured.items() if m in set(models) and math.isfinite(e)}
     ranked = informative_order(feats, known)
     return [m for m in ranked if m in set(left)] + [m for m in left if m not in set(ranked)]
-
-
-def _costs_s(config: dict, models: list[str], pools: dict) -> tuple[float, float]:
-    """(one model's planned cost, the study's one-offs) in device-seconds: a model's job on
-    every device of the study; each GPU's check and reference readings, once."""
-    from joulebench.plan import plan_study
-
-    plan = plan_study(config, models[:1] or ["one"], pools, None)
-    return (
-        sum(d.model_job_s for d in plan.devices),
-        sum(d.check_s * d.gpus for d in plan.devices),
-    )
 
 
 # Front recall of the informative order on timm's published tables (bench/bench_order.py,
@@ -128,7 +120,7 @@ def budget_lines(chosen: Selection, config: dict, n_models: int) -> list[str]:
     measured = len(chosen.models)
     share = measured / n_models if n_models else 1.0
     lines = [
-        f"budget: {hours:g} device-hours buy {measured:,} of {n_models:,} models "
+        f"budget: {hours:g} device-hours buy {measured:,} of {quantity(n_models, 'model')} "
         f"({share:.0%}; {chosen.model_s / 60:.1f} device-min a model, one-offs counted), "
         f"in the {config.get('order', 'config')} order; {chosen.left:,} predicted with "
         "their intervals (docs/predictions.md)"

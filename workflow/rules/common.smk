@@ -59,6 +59,7 @@ from joulebench.study import (
 from joulebench.safe_text import printable  # every message printed (Snakefile)
 from joulebench.catalog.workloads import named_entry, parse_entry, workload_entries
 from joulebench.rule_settings import settings_json
+from joulebench.plan import model_costs_s
 from joulebench.selection import Selection, select
 
 
@@ -171,7 +172,7 @@ WORKLOADS = {} if FROM_SUMMARY else workload_entries(config["models"])
 # Which models are measured, in what order (order, budget: joulebench.selection); the rest
 # are catalogued and predicted. Decided where the DAG is built, not in a cluster's job.
 SELECTION = (
-    select(config, MODELS, POOLS)
+    select(config, MODELS, POOLS, costs_s=model_costs_s)
     if workflow.local_exec and not FROM_SUMMARY
     else Selection(MODELS)
 )

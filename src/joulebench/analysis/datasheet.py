@@ -7,7 +7,7 @@ import pandas as pd
 
 from joulebench.analysis.boards import spread_lines
 from joulebench.flags import FLAGS, split_flags
-from joulebench.safe_text import printable
+from joulebench.safe_text import printable, quantity
 
 
 def _counts(values: pd.Series) -> str:
@@ -46,9 +46,10 @@ def _measured(summary: pd.DataFrame, ok: pd.DataFrame) -> list[str]:
     return [
         "## What was measured",
         "",
-        f"- {len(summary)} rows, {len(ok)} measured (`ok`); the others by status: "
+        f"- {quantity(len(summary), 'row')}, {len(ok)} measured (`ok`); the others by status: "
         f"{_counts(summary.loc[summary['status'] != 'ok', 'status'])}.",
-        f"- {summary['model'].nunique()} models; phases: {_counts(ok['phase'])}; methods: "
+        f"- {quantity(summary['model'].nunique(), 'model')}; phases: {_counts(ok['phase'])}; "
+        f"methods: "
         f"{_counts(ok['method'])}; batch sizes: {_counts(ok['batch_size_requested'])}.",
         f"- Devices: {_counts(ok['device_name'])}; drivers: {_counts(ok['driver_version'])}.",
         f"- Software: torch {_counts(ok['torch_version'])}; timm {_counts(ok['timm_version'])}.",
@@ -96,8 +97,9 @@ def _limits(summary: pd.DataFrame, ok: pd.DataFrame) -> list[str]:
         "it: " + ("; ".join(printable(s) for s in sources) or "not known") + ". "
         "energy_per_image_abs_ci95_low_j / _high_j add it where it is known.",
         f"- Estimated energies (a power model, not a counter): "
-        f"{int(ok['energy_is_estimate'].fillna(False).sum())} rows.",
-        f"- Simulated GPUs (never scored): {int(ok['is_simulated'].fillna(False).sum())} rows.",
+        f"{quantity(int(ok['energy_is_estimate'].fillna(False).sum()), 'row')}.",
+        "- Simulated GPUs (never scored): "
+        f"{quantity(int(ok['is_simulated'].fillna(False).sum()), 'row')}.",
         f"- Rows with a flag that keeps them off the front: {_counts(invalidating)}.",
         "- Energy was measured with the weights said in `weights` (random weights draw the "
         "power of the same arithmetic; accuracy comes from `accuracy_source`).",

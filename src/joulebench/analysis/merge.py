@@ -26,6 +26,7 @@ from joulebench.analysis.boards import fit_line, read_records, restate_through
 from joulebench.analysis.release_files import ReleaseError, is_release
 from joulebench.analysis.summary import SUMMARY_KEY, read_summary
 from joulebench.flags import FLAG_RUNS_DISAGREE, add_flag
+from joulebench.safe_text import quantity
 from joulebench.tables import FINGERPRINT_FIELDS, fingerprint_of
 
 
@@ -195,7 +196,7 @@ def merge_text(runs: list[Run], merged: pd.DataFrame, comparisons: pd.DataFrame,
     """MERGE.md: the inputs, the run factors, and per later run what was joined, kept apart
     and compared."""
     lines = [f"# Merge of {', '.join(r.name for r in runs)}", ""]
-    lines += [f"- {r.name}: {len(r.summary)} rows" for r in runs]
+    lines += [f"- {r.name}: {quantity(len(r.summary), 'row')}" for r in runs]
     lines += ["", "Run factors (a later run stated as the first run's reference board reads):"]
     none = "- none: no GPU product both runs read reference levels on (as their boards read)"
     lines += [f"- {f}" for f in factors] or [none]
@@ -207,7 +208,8 @@ def merge_text(runs: list[Run], merged: pd.DataFrame, comparisons: pd.DataFrame,
 def _run_lines(run: Run, merged: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]:
     mine = merged[merged["run"] == run.name]
     apart = mine[mine["device_label"].str.endswith(f"@{run.name}")]
-    lines = [f"{run.name}: {len(mine) - len(apart)} rows joined (the same setup, or a device "
+    joined = quantity(len(mine) - len(apart), "row")
+    lines = [f"{run.name}: {joined} joined (the same setup, or a device "
              f"the merged table did not hold); {len(apart)} kept apart"]  # fmt: skip
     if len(apart):
         labels = ", ".join(sorted(apart["device_label"].unique()))
@@ -215,12 +217,12 @@ def _run_lines(run: Run, merged: pd.DataFrame, comparisons: pd.DataFrame) -> lis
     these = comparisons[comparisons["other_run"] == run.name] if len(comparisons) else comparisons
     if len(these):
         why = these.loc[these["outcome"] != "compared", "outcome"].value_counts()
-        lines += [f"- {n} configurations {what}" for what, n in why.items()]
+        lines += [f"- {quantity(n, 'configuration')} {what}" for what, n in why.items()]
         compared = these[these["outcome"] == "compared"]
         if len(compared):
             diff = compared["rel_diff"].abs()
             lines.append(
-                f"- {len(compared)} configurations both measured with one setup: "
+                f"- {quantity(len(compared), 'configuration')} both measured with one setup: "
                 f"{int(compared['agree'].sum())} agree within their CIs, "
                 f"{int((~compared['agree']).sum())} do not (flagged runs-disagree); "
                 f"|difference| median {diff.median():.1%}, p95 {diff.quantile(0.95):.1%}"
