@@ -55,6 +55,7 @@ def test_every_table_of_the_workflow_is_declared():
         "trace",
         "accuracy",
         "summary",
+        "predicted",
         "scores",
         "factor_fits",
         "accuracy_fits",

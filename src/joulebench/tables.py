@@ -906,6 +906,63 @@ SUMMARY = Table(
     key=("phase", "device_label", "method", "model", "batch_size_requested"),
 )
 
+# --- stage 7b: predictions for the models not measured (issue 42) ----------------------------
+
+_PREDICT = "analysis.predict._group"
+SOURCES = ("measured", "predicted")  # `source`: how a row's numbers were got
+
+PREDICTED = Table(
+    "predicted",
+    "results/predicted.parquet",
+    "(phase, device, method, batch size, estimated or not) measured, x catalog model not "
+    "measured there: its energy and throughput predicted, with intervals (docs/predictions.md)",
+    (
+        *_same(SUMMARY, "phase", "device_label", "method", "batch_size_requested"),
+        *_same(SUMMARY, "energy_is_estimate", "model"),
+        *_declare(
+            f"""
+            source                string   -      {_PREDICT}
+                predicted: a prediction from the catalog and the rows measured, not a
+                measurement (measured rows are the summary's)
+            energy_per_image_j    float64  J      analysis.predict._fill
+                the predicted energy per image (per sample in train); empty with a note
+                where nothing is predicted
+            energy_per_image_j_pi_low float64 J   analysis.predict._fill
+                lower end of its prediction interval at pi_level
+            energy_per_image_j_pi_high float64 J  analysis.predict._fill
+                upper end of its prediction interval
+            energy_pi_factor      float64  ratio  analysis.predict._fill
+                the interval as a factor: sqrt(high / low) (x/÷ this factor)
+            throughput_img_s      float64  img/s  analysis.predict._fill
+                the predicted images (samples) per second
+            throughput_img_s_pi_low float64 img/s analysis.predict._fill
+                lower end of its prediction interval at pi_level
+            throughput_img_s_pi_high float64 img/s analysis.predict._fill
+                upper end of its prediction interval
+            throughput_pi_factor  float64  ratio  analysis.predict._fill
+                the interval as a factor: sqrt(high / low)
+            pi_level              float64  ratio  {_PREDICT}
+                the intervals' stated level (0.9: 90 % of models like this inside)
+            pi_method             string   -      {_PREDICT}
+                how the interval was made (CV+ over the group's measured models)
+            kin                   string   -      {_PREDICT}
+                its closest kin among the measured: arch (the same architecture and input
+                size), stem, family or none; its interval is calibrated on models alike
+            n_measured            Int64    count  {_PREDICT}
+                models measured in the group the prediction learnt from
+            energy_cv_coverage    float64  ratio  analysis.predict._fill
+                the group's own check: the share of its measured models inside the
+                interval made without them (5-fold); near pi_level where the level holds
+            throughput_cv_coverage float64 ratio  analysis.predict._fill
+                the same for throughput
+            note                  string   -      {_PREDICT}
+                why nothing is predicted (too few measured, no catalog size); else empty
+            """
+        ),
+    ),
+    key=("phase", "device_label", "method", "batch_size_requested", "energy_is_estimate", "model"),
+)
+
 # --- stage 8: scores and fits -----------------------------------------------------------------
 
 _SCORE = "analysis.score.score_summary"
@@ -1440,6 +1497,7 @@ TABLES: dict[str, Table] = {
         TRACE,
         ACCURACY,
         SUMMARY,
+        PREDICTED,
         SCORES,
         *FIT_TABLES,
         BEST_CONFIGS,

@@ -44,6 +44,7 @@ COMMANDS = (
     analysis.add_label,
     analysis.add_figures,
     analysis.add_webapp,
+    analysis.add_predict,
     analysis.add_publish,
     analysis.add_merge,
     measure.add_check,

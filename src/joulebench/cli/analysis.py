@@ -14,6 +14,7 @@ from joulebench.cli.common import (
     number,
     say,
 )
+from joulebench.safe_text import quantity
 
 
 def _cmd_summary(args) -> int:
@@ -228,6 +229,37 @@ def add_webapp(sub) -> None:
     add_settings(p, "the score's grade_thresholds")
     p.add_argument("--output", required=True)
     p.set_defaults(func=_cmd_webapp)
+
+
+def _cmd_predict(args) -> int:
+    """Every catalog model not measured, predicted with an interval (docs/predictions.md)."""
+    from joulebench.analysis.predict import PI_LEVEL, run_predict
+
+    level = PI_LEVEL if args.level is None else args.level
+    out = run_predict(args.rows, args.catalog, args.output, level=level)
+    done = out["energy_per_image_j"].notna()
+    groups = out.groupby(["phase", "device_label", "method", "batch_size_requested"]).ngroups
+    rows, groups = quantity(len(out), "row"), quantity(groups, "group")
+    say(
+        f"predicted {done.sum():,} of {rows} in {groups} at "
+        f"{level:.0%} (the rest say why in `note`) -> {args.output}"
+    )
+    return 0
+
+
+def add_predict(sub) -> None:
+    p = sub.add_parser(
+        "predict", help="predict the models a run did not measure, with checked intervals"
+    )
+    p.add_argument("--rows", required=True, help="a profile or summary table: its ok rows")
+    p.add_argument("--catalog", required=True, help="a catalog table (results/catalog.parquet)")
+    p.add_argument("--output", "-o", required=True, help="the predictions' parquet")
+    p.add_argument(
+        "--level",
+        type=number(minimum=0.5, maximum=0.99),
+        help="the intervals' level (default: analysis.predict.PI_LEVEL, 0.9)",
+    )
+    p.set_defaults(func=_cmd_predict)
 
 
 def _cmd_publish(args) -> int:
