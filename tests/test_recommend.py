@@ -272,3 +272,42 @@ def test_a_very_long_name_is_cut_and_never_pads_every_line():
     table = [line for line in text.splitlines() if line.startswith("  ")]
     assert len(table) == 22 and max(map(len, table)) < 200
     assert "n" * 59 + "…" in text and "n" * 61 not in text
+
+
+def test_predicted_configurations_are_named_apart_never_ranked():
+    """A predicted configuration whose interval reaches below the best measured one is named
+    as a prediction to measure; one out of reach, or missing a limit, is not."""
+
+    def row(model, method, batch, energy, low, high):
+        return {
+            "phase": "inference",
+            "device_label": "gpu",
+            "method": method,
+            "batch_size_requested": batch,
+            "energy_is_estimate": False,
+            "model": model,
+            "source": "predicted",
+            "energy_per_image_j": energy,
+            "energy_per_image_j_pi_low": low,
+            "energy_per_image_j_pi_high": high,
+            "throughput_img_s": 900.0,
+            "pi_level": 0.9,
+        }
+
+    predicted = pd.DataFrame(
+        [
+            row("big", "fp16", 256, 0.012, 0.007, 0.020),  # might beat mid fp16/64 (9 mJ)
+            row("mid", "int8", 64, 0.020, 0.015, 0.030),  # out of reach
+            row("small", "fp16", 256, 0.002, 0.001, 0.003),  # below the top-1 floor
+        ]
+    )
+    rec = recommend(decision_summary(), min_top1=75, predicted=predicted)
+    assert _ranked(rec) == [("mid", "fp16", 64), ("big", "fp16", 64)]  # measured only
+    assert rec.predicted["model"].tolist() == ["big"]
+    text = format_recommendation(rec)
+    assert (
+        "PREDICTED" in text
+        and "big fp16 batch 256: predicted 12 mJ/image (90% interval 7-20)" in text
+    ), text
+    assert "int8" not in text and "small fp16 batch 256" not in text
+    assert recommend(decision_summary(), min_top1=75).predicted is None

@@ -214,7 +214,8 @@ def get_final_outputs():
     ]
     if FROM_SUMMARY:
         return analysis
-    return ["results/catalog.parquet", "results/profile.parquet", *analysis]
+    measured = ["results/catalog.parquet", "results/profile.parquet"]
+    return [*measured, "results/predicted.parquet", *analysis]
 
 
 # Each rule's `--settings`: exactly the keyword arguments of the function its command calls

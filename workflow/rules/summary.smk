@@ -21,3 +21,23 @@ rule summary:
         "--accuracy={input.accuracy:q} --boards={params.boards:q} "
         "--output={output.parquet:q} --csv={output.csv:q} "
         "> {log:q} 2>&1"
+
+
+# Stage 7b: every catalogued model a group did not measure, predicted with an interval checked
+# on the group's measured rows (docs/predictions.md); empty where every model was measured.
+
+
+rule predict:
+    input:
+        summary="results/summary.parquet",
+        catalog="results/catalog.parquet",
+    output:
+        "results/predicted.parquet",
+    log:
+        "logs/predict.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "joulebench predict --rows={input.summary:q} --catalog={input.catalog:q} "
+        "--output={output:q} > {log:q} 2>&1"

@@ -34,7 +34,7 @@ from joulebench.analysis.best_configs import (
 from joulebench.analysis.score import DEFAULT_INVALID_FLAGS, DEFAULT_MAX_ENERGY_CV
 from joulebench.core.host_bound import HOST_BOUND_BELOW
 from joulebench.flags import FLAG_HOST_BOUND, FLAG_SIMULATED, has_flag
-from joulebench.safe_text import printable
+from joulebench.safe_text import printable, quantity
 
 CLOSEST_SHOWN = 5
 CELL_MAX_CHARS = 60  # a table's widest cell; a longer name ends in "…"
@@ -166,6 +166,7 @@ class Recommendation:
     left_out: dict[str, int] = field(default_factory=dict)
     energy: str = "total"
     all_configs: bool = False
+    predicted: pd.DataFrame | None = None  # predicted contenders (predicted_contenders)
 
 
 def _close(name: str, choices: Sequence[str]) -> str:
@@ -213,9 +214,12 @@ def recommend(
     max_energy_cv: float | None = DEFAULT_MAX_ENERGY_CV,
     all_configs: bool = False,
     include_simulated: bool = False,
+    predicted: pd.DataFrame | None = None,
 ) -> Recommendation:
     """Rank the comparable inference configurations meeting the limits by energy per image;
-    with `include_simulated` a simulated GPU's too, in a section of their own.
+    with `include_simulated` a simulated GPU's too, in a section of their own. `predicted`
+    (tables.PREDICTED): the predicted configurations that might spend less than the best
+    measured one are named apart, as predictions, never ranked (predicted_contenders).
 
     Raises DecisionError for an unknown device or current configuration, and for limits no
     configuration meets (naming the closest configurations and what each misses by how much).
@@ -254,7 +258,35 @@ def recommend(
     if not all_configs:
         ranked = ranked.drop_duplicates(["device_label", "simulated", "estimate", "model"])
     ranked = _with_savings(ranked, current_rows)
-    return Recommendation(limits, ranked, current, current_rows, left_out, energy, all_configs)
+    contenders = (
+        predicted_contenders(predicted, summary, ranked, limits) if energy == "total" else None
+    )
+    return Recommendation(
+        limits, ranked, current, current_rows, left_out, energy, all_configs, contenders
+    )
+
+
+def predicted_contenders(
+    predicted: pd.DataFrame | None, summary: pd.DataFrame, ranked: pd.DataFrame, limits: Limits
+) -> pd.DataFrame | None:
+    """The predicted inference configurations (not measured) meeting the limits whose 90 %
+    interval reaches below the least measured energy of their device and kind of meter: a
+    measurement could change the answer. Their top-1 is the summary's (catalog and accuracy
+    rows hold every model); their latency comes from the predicted throughput."""
+    if predicted is None or predicted.empty:
+        return None
+    rows = predicted[(predicted["phase"] == "inference") & predicted["energy_per_image_j"].notna()]
+    top1 = summary.dropna(subset=["top1"]).drop_duplicates("model").set_index("model")["top1"]
+    rows = rows.assign(
+        top1=rows["model"].map(top1).astype(float),
+        latency_ms=1000.0 * rows["batch_size_requested"] / rows["throughput_img_s"],
+        estimate=rows["energy_is_estimate"].fillna(False).astype(bool),
+    )
+    rows = rows[limits.meets(rows)]
+    best = ranked[~ranked["simulated"]].groupby(["device_label", "estimate"])["energy_j"].min()
+    reach = rows.set_index(["device_label", "estimate"]).index.map(best.to_dict())
+    rows = rows[rows["energy_per_image_j_pi_low"].to_numpy(float) < reach.to_numpy(float)]
+    return rows.sort_values(["device_label", "estimate", "energy_per_image_j", "model"])
 
 
 def _impossible(limits: Limits, ok: pd.DataFrame) -> str:
@@ -362,6 +394,31 @@ def _saving_text(r) -> str:
     return r["saving_note"] or "–"
 
 
+def _contender_lines(predicted: pd.DataFrame | None, device, est, top: int) -> list[str]:
+    """The predicted configurations that might beat the section's first, said as such."""
+    if predicted is None:
+        return []
+    mine = predicted[(predicted["device_label"] == device) & (predicted["estimate"] == est)]
+    if mine.empty:
+        return []
+    lines = [
+        f"  not measured, PREDICTED (docs/predictions.md): {quantity(len(mine), 'configuration')} "
+        "might spend less than the first above (their interval reaches below it); measure "
+        "before choosing:"
+    ]
+    for r in mine.head(top).itertuples():
+        lines.append(
+            printable(
+                f"    {r.model} {r.method} batch {r.batch_size_requested}: predicted "
+                f"{_mj(r.energy_per_image_j)} mJ/image ({r.pi_level:.0%} interval "
+                f"{_mj(r.energy_per_image_j_pi_low)}-{_mj(r.energy_per_image_j_pi_high)})"
+            )
+        )
+    if len(mine) > top:
+        lines.append(f"    ... and {len(mine) - top} more")
+    return lines
+
+
 def format_recommendation(rec: Recommendation, top: int = 10) -> str:
     """The ranked table(s) as plain text, a section per device, simulated or not and kind
     of meter."""
@@ -413,6 +470,8 @@ def format_recommendation(rec: Recommendation, top: int = 10) -> str:
             lines.append(f"  least energy: {first['model']} {configuration_text(first)}")
         if any(host):
             lines.append(HOST_BOUND_NOTE)
+        if not sim:
+            lines += _contender_lines(rec.predicted, device, est, top)
     if rec.current is not None:
         for _, cur in rec.current_rows.iterrows():
             note = "" if cur["valid"] else printable(f", not comparable: {cur['why_not']}")

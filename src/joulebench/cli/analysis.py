@@ -124,9 +124,23 @@ def _cmd_recommend(args) -> int:
         energy=args.energy,
         all_configs=args.all,
         include_simulated=args.include_simulated,
+        predicted=_predicted(args.predicted, args.energy_scope),
     )
     say(format_recommendation(rec, top=args.top))
     return 0
+
+
+def _predicted(path, energy_scope: str):
+    """The predicted table `recommend --predicted` names apart (the device's own energy:
+    none beside a node-scope ranking)."""
+    from joulebench.table_io import read_table
+
+    if path is None:
+        return None
+    if energy_scope != "device":
+        say("recommend: predictions are of the device's energy: not shown beside node scope")
+        return None
+    return read_table(path)
 
 
 def add_recommend(sub) -> None:
@@ -151,6 +165,11 @@ def add_recommend(sub) -> None:
     p.add_argument("--all", action="store_true", help="every configuration, not one per model")
     add_include_simulated(p)
     p.add_argument("--top", type=COUNT, default=10, help="rows shown per device (10)")
+    p.add_argument(
+        "--predicted",
+        help="results/predicted.parquet: name the predicted configurations that might spend "
+        "less, apart and as predictions (never ranked)",
+    )
     p.set_defaults(func=_cmd_recommend)
 
 
