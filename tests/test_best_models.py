@@ -162,3 +162,19 @@ def test_a_summary_without_the_batch_run_shows_the_batch_asked_for():
     assert "nan" not in text
     first, second = (row.split() for row in text.splitlines()[1:])
     assert first[first.index("fp32") + 1] == "16" and second[second.index("fp32") + 1] == "-"
+
+
+def test_the_end_of_a_run_counts_the_predicted_configurations(tmp_path):
+    from joulebench.analysis.best_models import predicted_lines
+
+    assert predicted_lines(tmp_path / "predicted.parquet") == []  # none made
+    pd.DataFrame(
+        {
+            "model": ["a", "b", "c"],
+            "energy_per_image_j": [0.1, 0.2, float("nan")],
+            "pi_level": [0.9, 0.9, 0.9],
+        }
+    ).to_parquet(tmp_path / "predicted.parquet")
+    (line,) = predicted_lines(tmp_path / "predicted.parquet")
+    assert "2 configurations of 2 models not measured, with 90% intervals" in line
+    assert "1 not predicted" in line

@@ -121,7 +121,8 @@ def budget_lines(chosen: Selection, config: dict, n_models: int) -> list[str]:
     share = measured / n_models if n_models else 1.0
     lines = [
         f"budget: {hours:g} device-hours buy {measured:,} of {quantity(n_models, 'model')} "
-        f"({share:.0%}; {chosen.model_s / 60:.1f} device-min a model, one-offs counted), "
+        f"({share:.0%}; {chosen.model_s / 60:.1f} device-min a model on a quiet host, one-offs "
+        f"counted), "
         f"in the {config.get('order', 'config')} order; {chosen.left:,} predicted with "
         "their intervals (docs/predictions.md)"
     ]

@@ -135,6 +135,24 @@ def end_of_run(results: str | Path = "results") -> str:
     return printable("\n".join(_end_lines(Path(results))), newlines=True)
 
 
+def predicted_lines(path: Path) -> list[str]:
+    """How many configurations were predicted rather than measured, where any were."""
+    if not path.is_file():
+        return []
+    predicted = pd.read_parquet(path, columns=["model", "energy_per_image_j", "pi_level"])
+    done = predicted["energy_per_image_j"].notna()
+    if not len(predicted):
+        return []
+    level = predicted["pi_level"].dropna()
+    level = f"{level.iloc[0]:.0%}" if len(level) else "their"
+    return [
+        f"  predicted: {quantity(int(done.sum()), 'configuration')} of "
+        f"{predicted.loc[done, 'model'].nunique():,} models not measured, with {level} intervals "
+        f"({path}; hollow on the page; docs/predictions.md)"
+        + (f"; {int((~done).sum()):,} not predicted (see `note`)" if (~done).any() else "")
+    ]
+
+
 def _end_lines(results: Path) -> list[str]:
     lines = ["joulebench: done."]
     page = results / "webapp" / "index.html"
@@ -158,6 +176,7 @@ def _end_lines(results: Path) -> list[str]:
     if summary_path.is_file():
         summary = pd.read_parquet(summary_path)
         lines += ["  boards:   " + line for line in spread_lines(summary)]
+    lines += predicted_lines(results / "predicted.parquet")
     best, note = best_per_energy_band(scores)
     lines.append("")
     if best.empty:
