@@ -83,6 +83,15 @@ def test_plan_says_what_a_budget_buys(tmp_path, monkeypatch, capsys):
     assert line.startswith("budget: 0.05 device-hours buy ") and " of 10 models " in line
     assert "in the informative order" in line and "predicted with their intervals" in line
     assert "the front: about " in out and "an estimate" in out
+    assert "the predictions: 90 % intervals of about x/÷" in out
+
+
+def test_the_expected_interval_narrows_as_more_is_measured():
+    from joulebench.selection import INTERVAL_FACTOR, interval_factor
+
+    assert interval_factor(0.01) == interval_factor(0.10) == INTERVAL_FACTOR[0][1]
+    assert interval_factor(0.10) > interval_factor(0.15) > interval_factor(0.20)
+    assert interval_factor(0.9) == INTERVAL_FACTOR[-1][1]
 
 
 def test_a_duration_is_hours_minutes_seconds_or_days():

@@ -113,9 +113,27 @@ def front_recall(share: float) -> float:
     return 1.0
 
 
+# The median 90 % interval factor (x/÷) of a prediction on timm's tables (bench/bench_predict.py,
+# docs/benchmarks.md: each architecture a model, the worse of the GPU and CPU tables), by the
+# share measured; below the first share, the first (at least that wide).
+INTERVAL_FACTOR = ((0.10, 1.54), (0.20, 1.44), (0.40, 1.38))
+
+
+def interval_factor(share: float) -> float:
+    """The median interval factor the bench saw at a share measured (interpolated)."""
+    points = INTERVAL_FACTOR
+    if share <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
+        if share <= x1:
+            return y0 + (y1 - y0) * (share - x0) / (x1 - x0)
+    return points[-1][1]
+
+
 def budget_lines(chosen: Selection, config: dict, n_models: int) -> list[str]:
     """What a budget buys (`joulebench plan --budget`): models measured and predicted, and,
-    in the informative order, the share of the front the benches say it measures."""
+    in the informative order, the share of the front the benches say it measures; the
+    predictions' expected interval width."""
     hours = (chosen.budget_s or 0.0) / 3600.0
     measured = len(chosen.models)
     share = measured / n_models if n_models else 1.0
@@ -131,5 +149,12 @@ def budget_lines(chosen: Selection, config: dict, n_models: int) -> list[str]:
             f"  the front: about {front_recall(share):.0%} of its members measured "
             f"(an estimate: the informative order on timm's tables at {share:.0%} measured, "
             "docs/benchmarks.md)"
+        )
+    if chosen.left:
+        below = "at least " if share <= INTERVAL_FACTOR[0][0] else ""
+        lines.append(
+            f"  the predictions: 90 % intervals of about x/÷{interval_factor(share):.2f} "
+            f"({below}the median on timm's tables at {share:.0%} measured, an estimate; each "
+            "run checks its own, docs/predictions.md)"
         )
     return lines
