@@ -24,10 +24,21 @@ import numpy as np
 import pandas as pd
 
 from joulebench.analysis.score import SCORE_GROUP, front_energy, grades_of, parse_grade_thresholds
+from joulebench.table_io import TableError, conform, read_table
+from joulebench.tables import PREDICTED
 
 RANGE_DASH = "–"  # between the best and the worst grade: "B–D"
 # The energy a prediction is of (analysis.predict: the summary's energy_per_image_j)
 PREDICTED_ENERGY = {"energy_kind": "total", "energy_scope": "device"}
+
+
+def compares_predicted_energy(scores: pd.DataFrame) -> bool:
+    """Whether `scores` compare the energy a prediction is of (PREDICTED_ENERGY): only then
+    may a prediction be drawn on their energy axis or placed against their front."""
+    for column, value in PREDICTED_ENERGY.items():
+        if column in scores and set(scores[column].dropna()) - {value}:
+            return False
+    return True
 
 
 def index_at(front_e, energy) -> np.ndarray:
@@ -110,3 +121,15 @@ def grade_ranges(
     return pd.DataFrame(
         {"grade_range": grade_range, "grade_range_note": notes}, index=predicted.index
     ).astype("string")
+
+
+def read_predicted(path) -> pd.DataFrame:
+    """`joulebench predict`'s table (tables.PREDICTED), as the page and the figures read it:
+    TableError (one line) where it lacks a column they draw from."""
+    table = read_table(path)
+    need = [*SCORE_GROUP, "model", "energy_per_image_j", "energy_per_image_j_pi_low"]
+    need += ["energy_per_image_j_pi_high", "pi_level"]
+    missing = [c for c in need if c not in table.columns]
+    if missing:
+        raise TableError(f"{path}: no column {', '.join(missing)} (joulebench predict's table)")
+    return conform(table.reindex(columns=PREDICTED.names), PREDICTED.dtypes)
