@@ -96,7 +96,7 @@ const jbDom = (function () {
   // A predicted row's grade range ("B–D"): outlined, never on a grade's colour, as it is no
   // grade; "–" where there is none.
   function gradeRangeChip(range) {
-    const s = el("span", "grade range", range || "–");
+    const s = el("span", "grade grade-range", range || "–");
     s.setAttribute("title", range ? "grade range of a prediction: from its interval's low to its high energy, not a grade" : "no grade range");
     return s;
   }

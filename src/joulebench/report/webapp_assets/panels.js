@@ -242,7 +242,8 @@ const jbPanels = (function (D, url, dom) {
       else if (r.est) s.append(badge("est", "estimated"));
       return s;
     });
-    line("95% CI", (r) => (r.pred ? D.predictedWords(r, fmtEnergy) : D.fmtCi(r, fmtEnergy)));
+    const ci = rows.some((r) => r.pred) ? "95% CI, or the prediction's interval" : "95% CI";
+    line(ci, (r) => (r.pred ? D.predictedWords(r, fmtEnergy) : D.fmtCi(r, fmtEnergy)));
     line("CV", D.fmtCv);
     line("Top-1", (r) => D.fmtPct(r.acc));
     line("Top-5", (r) => D.fmtPct(D.num(r.top5)));
