@@ -1272,3 +1272,50 @@ def test_a_sweeps_legend_keeps_long_line_labels_whole(tmp_path, monkeypatch):
     for name in names.values():
         assert f"{name} · fp16 · b64" in texts
     assert not [t for t in texts if t.endswith("…")]
+
+
+def test_predictions_are_drawn_hollow_with_their_interval_never_on_the_front(tmp_path, monkeypatch):
+    """joulebench predict's rows of the group: white rings in the predictions' colour, a
+    horizontal bar over each interval, a legend entry naming its level, and the front drawn
+    through measured points only; none where the scores compare another energy."""
+    from helpers.page_study import synthetic_predictions, synthetic_summary
+    from matplotlib.collections import LineCollection, PathCollection
+
+    from joulebench.report.palettes import PREDICTED_COLOR
+
+    summary = synthetic_summary(40, unmeasured=8)
+    predicted = synthetic_predictions(summary)
+    seen = {}
+    _watch_saves(monkeypatch, lambda fig, stem: seen.update(fig=fig))
+    scores = score_summary(summary)
+    figures.accuracy_vs_energy(scores, tmp_path / "a", device_label="gpu", predicted=predicted)
+    ax = seen["fig"].axes[0]
+    texts = [t.get_text() for t, _ in _drawn_texts(seen["fig"])]
+    assert "predicted (90 % interval)" in texts
+    assert any("predicted, not measured: 8 models" in t for t in texts)
+    ring_colour = np.array([*bytes.fromhex(PREDICTED_COLOR[1:])]) / 255
+    rings = [
+        c
+        for c in ax.collections
+        if isinstance(c, PathCollection)
+        and len(c.get_edgecolors())
+        and np.allclose(c.get_edgecolors()[0][:3], ring_colour)
+    ]
+    assert len(rings) == 1 and len(rings[0].get_offsets()) == 8
+    assert np.allclose(rings[0].get_facecolors()[0], [1, 1, 1, 1])  # hollow, on white
+    gpu = predicted[predicted["device_label"] == "gpu"].sort_values("energy_per_image_j")
+    x = np.sort(rings[0].get_offsets()[:, 0])
+    scale = x / gpu["energy_per_image_j"].to_numpy()
+    assert np.allclose(scale, scale[0])  # the predicted energies, in the axis' unit
+    (bars,) = [
+        c for c in ax.collections if isinstance(c, LineCollection) and len(c.get_segments()) == 8
+    ]
+    for (x0, y0), (x1, y1) in (s[:2] for s in bars.get_segments()):
+        assert y0 == y1 and x1 / x0 == pytest.approx(1.4**2)  # horizontal, low to high
+    front = ax.lines[0].get_xdata()
+    assert not np.isin(np.round(x, 9), np.round(front, 9)).any()  # joined to nothing
+    seen.clear()
+    dynamic = score_summary(summary, energy="dynamic")
+    figures.accuracy_vs_energy(dynamic, tmp_path / "b", device_label="gpu", predicted=predicted)
+    texts = [t.get_text() for t, _ in _drawn_texts(seen["fig"])]
+    assert not any("predicted" in t for t in texts)

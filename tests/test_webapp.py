@@ -14,7 +14,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers.page_study import CHROMIUM, CHROMIUM_ARGS, DEVICES, synthetic_summary
+from helpers.page_study import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    DEVICES,
+    synthetic_predictions,
+    synthetic_summary,
+)
 
 from joulebench.analysis.score import GRADES, SCORE_GROUP, score_summary
 from joulebench.flags import FLAGS
@@ -80,6 +86,46 @@ def test_page_table_joins_scores_one_row_per_summary_row():
     cpu = table["device_label"] == "cpu"
     assert table.loc[cpu & (table["status"] == "ok"), "energy_is_estimate"].all()
     assert not table.loc[~cpu, "energy_is_estimate"].any()
+
+
+def test_page_table_adds_predictions_apart_with_a_grade_range_never_a_grade():
+    summary = synthetic_summary(40, unmeasured=8)
+    predicted = synthetic_predictions(summary)
+    scores = score_summary(summary)
+    table = page_table(summary, scores, predicted)
+    measured = table[table["source"] == "measured"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(measured, page_table(summary, scores), check_dtype=False)
+    pred = table[table["source"] == "predicted"]
+    assert len(pred) == len(predicted) == 16  # 8 models on 2 devices
+    assert (pred["status"] == "predicted").all() and not pred["scored"].any()
+    assert pred["grade"].isna().all() and pred["on_front"].isna().all()
+    assert pred["grade_range"].str.fullmatch(r"[A-G](–[A-G])?").all()
+    assert measured["grade_range"].isna().all() and measured["energy_pi_factor"].isna().all()
+    # a prediction's model columns are the summary's row of that model
+    model = summary.drop_duplicates("model").set_index("model")
+    for column in ("top1", "family", "params", "flops_per_image", "accuracy_source"):
+        want = model.loc[pred["model"], column].to_numpy()
+        assert (pred[column].to_numpy() == want).all(), column
+    np.testing.assert_array_equal(pred["scored_energy_per_image_j"], pred["energy_per_image_j"])
+    e, lo, hi = (
+        pred[c].astype(float)
+        for c in ("energy_per_image_j", "energy_per_image_j_pi_low", "energy_per_image_j_pi_high")
+    )
+    assert ((lo < e) & (e < hi)).all()
+    data = page_data(summary, scores, predicted=predicted)
+    assert data["meta"]["predicted_rows"] == 16 and data["meta"]["rows"] == len(table)
+
+
+def test_predictions_of_another_energy_than_the_scored_one_are_not_drawn():
+    summary = synthetic_summary(30, unmeasured=5)
+    predicted = synthetic_predictions(summary)
+    scores = score_summary(summary, energy="dynamic")
+    pred = page_table(summary, scores, predicted).query("source == 'predicted'")
+    assert pred["scored_energy_per_image_j"].isna().all()
+    assert pred["score_note"].str.contains("not the energy scored here").all()
+    assert (pred["grade_range"] == "").all()  # no front of that energy to place it against
+    ok = predicted.assign(energy_per_image_j=np.nan)  # a note, nothing predicted: left out
+    assert page_table(summary, scores, ok)["source"].eq("measured").all()
 
 
 def test_page_table_marks_estimates_by_meter_name_when_flag_is_missing():
@@ -1132,9 +1178,99 @@ def test_model_and_method_names_are_read_whole_in_the_table(browser, as_run_site
     app.context.close()
 
 
+@pytest.fixture(scope="module")
+def predicted_site(tmp_path_factory):
+    """A 60-model study whose 12 models are not measured but predicted on both devices."""
+    summary = synthetic_summary(60, unmeasured=12)
+    predicted = synthetic_predictions(summary)
+    scores = score_summary(summary)
+    path = build_page(
+        summary, scores, tmp_path_factory.mktemp("pred") / "index.html", predicted=predicted
+    )
+    return path, page_table(summary, scores, predicted)
+
+
+@needs_browser
+def test_a_prediction_is_drawn_apart_and_says_it_was_not_measured(browser, predicted_site):
+    """A predicted point: a hollow ring on white in the predictions' colour, with a bar over
+    its interval (which a measured point never has); its card, table row and legend say
+    predicted, with its interval and a grade range, and the switch hides the predictions."""
+    path, t = predicted_site
+    app = App(browser, path)
+    page = app.page
+    pred = t[(t["source"] == "predicted") & (t["device_label"] == "gpu")]
+    row = pred.iloc[3]
+    page.uncheck('input[data-facet="device_label"][value="cpu"]')
+    page.fill("#search", row["model"])
+    app.visible(1)
+    page.mouse.move(0, 0)
+    rgb = app.canvas_rgb()
+    box = page.locator("#canvas").bounding_box()
+    cx = int(62 + (box["width"] - 62 - 18) / 2)
+    cy = int(14 + (box["height"] - 14 - 46) / 2)
+    assert (rgb[cy, cx] >= 225).all(), rgb[cy, cx]  # hollow: white inside
+    colour = _hex_rgb(palettes.PREDICTED_COLOR)
+    ring = [rgb[cy + dy, cx + dx] for dx in range(-6, 7) for dy in range(-6, 7)]
+    assert min(np.abs(p - colour).max() for p in ring) <= 40
+    for dx in (-40, -20, 20, 40):  # the interval's bar, both sides
+        bar = [rgb[cy + dy, cx + dx] for dy in (-1, 0, 1)]
+        assert min(np.abs(p - colour).max() for p in bar) <= 60, (dx, bar)
+    expect(page.locator("#legend")).to_contain_text("predicted (90 % interval), not measured")
+    app.hover_plot_center()
+    card = page.locator("#card")
+    expect(card).to_be_visible()
+    expect(card.locator(".name")).to_have_text(row["model"])
+    expect(card).to_contain_text("predicted (90 % interval ")
+    expect(card).to_contain_text(", not measured")
+    expect(card.locator(".grade-range")).to_have_text(row["grade_range"])
+    expect(card).not_to_contain_text("95% CI")
+    expect(page.locator("#table tbody tr.row")).to_have_count(2)  # and its not-profiled row
+    tr = page.locator("#table tbody tr.row.predicted")
+    expect(tr.locator("td").last).to_have_text("predicted")
+    expect(tr.locator(".grade-range")).to_have_text(row["grade_range"])
+    page.fill("#search", "")
+    measured = len(expected_rows(t, (t["device_label"] == "gpu") & (t["source"] == "measured")))
+    app.visible(measured + len(pred))
+    expect(page.locator("#predicted-field")).to_be_visible()
+    page.uncheck("#show-predicted")
+    app.visible(measured)
+    assert "pred=0" in page.evaluate("location.hash")
+    _save_artifact(page, "page-predicted.png")
+    app.assert_clean()
+    app.context.close()
+
+
+@needs_browser
+def test_without_predictions_the_switch_is_absent(app):
+    expect(app.page.locator("#predicted-field")).to_be_hidden()
+    expect(app.page.locator("#predicted-banner")).to_be_hidden()
+    expect(app.page.locator("#legend")).not_to_contain_text("predicted")
+    app.assert_clean()
+
+
 def _save_artifact(page, name: str) -> None:
     """A full-page screenshot to $JOULEBENCH_TEST_ARTIFACTS (CI keeps it), when set."""
     if os.environ.get("JOULEBENCH_TEST_ARTIFACTS"):
         folder = Path(os.environ["JOULEBENCH_TEST_ARTIFACTS"])
         folder.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(folder / name), full_page=True)
+
+
+def test_the_command_draws_the_predictions_it_is_given(tmp_path, capsys):
+    from joulebench.cli import main
+
+    summary = synthetic_summary(30, unmeasured=6)
+    summary.to_parquet(tmp_path / "summary.parquet")
+    score_summary(summary).to_parquet(tmp_path / "scores.parquet")
+    synthetic_predictions(summary).to_parquet(tmp_path / "predicted.parquet")
+    argv = ["webapp", "--summary", str(tmp_path / "summary.parquet")]
+    argv += ["--scores", str(tmp_path / "scores.parquet"), "--output", str(tmp_path / "i.html")]
+    assert main([*argv, "--predicted", str(tmp_path / "predicted.parquet")]) == 0
+    assert embedded_data((tmp_path / "i.html").read_text("utf-8"))["meta"]["predicted_rows"] == 12
+    assert main(argv) == 0  # optional: without it, no prediction
+    assert embedded_data((tmp_path / "i.html").read_text("utf-8"))["meta"]["predicted_rows"] == 0
+    summary[["model"]].to_parquet(tmp_path / "bare.parquet")
+    capsys.readouterr()
+    assert main([*argv, "--predicted", str(tmp_path / "bare.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert "no column phase" in err and "joulebench predict" in err and len(err.splitlines()) == 1

@@ -30,8 +30,11 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "score": ("joulebench.analysis.score:score_summary", ()),
     "fits": ("joulebench.analysis.fits:run_fits", ()),
     "best-configs": ("joulebench.analysis.best_configs:run_best_configs", ()),
-    "figures": ("joulebench.report.figures:run_figures", ("trace_path", "best_configs_path")),
-    "webapp": ("joulebench.report.webapp:run_webapp", ()),
+    "figures": (
+        "joulebench.report.figures:run_figures",
+        ("trace_path", "best_configs_path", "predicted_path"),
+    ),
+    "webapp": ("joulebench.report.webapp:run_webapp", ("predicted_path",)),
 }
 
 # Which rows count: the score section's, read by the score, the fits and the decisions

@@ -306,6 +306,14 @@ PROFILE_STATUSES: dict[str, str] = {
     "and finite): its numbers kept, the reason names the value",
 }
 STATUS_INVALID = "invalid"
+# Statuses a later table gives rows that no profile row has.
+STATUS_NOT_PROFILED = "not-profiled"
+STATUS_PREDICTED = "predicted"
+LATER_STATUSES: dict[str, str] = {
+    STATUS_NOT_PROFILED: "the summary's row of a catalogued model no profile row mentions",
+    STATUS_PREDICTED: "the page's row of a model not measured in its group: a prediction with "
+    "its interval (the predicted table), never graded (a grade range instead)",
+}
 _STATUSES = ", ".join(PROFILE_STATUSES)
 _ROW = "core.profile.config_row"
 _JOB = "core.profile.JobSession.row_base"
@@ -1414,6 +1422,36 @@ PAGE = Table(
             "energy_index",
             "score_note",
         ),
+        *_declare(
+            """
+            source                string   -      report.webapp.page_table
+                measured (a summary row) or predicted (a row of the predicted table, status
+                predicted: energy_per_image_j, scored_energy_per_image_j and throughput_img_s
+                hold the predictions, the catalog and accuracy columns are the summary's for
+                that model, and no measurement column is filled)
+            """
+        ),
+        *_same(
+            PREDICTED,
+            "energy_per_image_j_pi_low",
+            "energy_per_image_j_pi_high",
+            "energy_pi_factor",
+            "throughput_img_s_pi_low",
+            "throughput_img_s_pi_high",
+            "pi_level",
+            "kin",
+            "n_measured",
+            "energy_cv_coverage",
+        ),
+        *_declare(
+            """
+            grade_range           string   -      analysis.grade_ranges.grade_ranges
+                a predicted row's grades, from its interval's low energy to its high one,
+                against the measured front of its score group ("B–D"; one letter where both
+                agree); never a grade. Empty for measured rows and where no range can be
+                said (score_note says why)
+            """
+        ),
     ),
     key=SUMMARY.key,
 )
@@ -1585,6 +1623,8 @@ def _statuses_markdown() -> list[str]:
         "|---|---|",
     ]
     lines += [f"| `{name}` | {meaning} |" for name, meaning in PROFILE_STATUSES.items()]
+    lines += ["", "Later tables add:", "", "| status | meaning |", "|---|---|"]
+    lines += [f"| `{name}` | {meaning} |" for name, meaning in LATER_STATUSES.items()]
     return [*lines, ""]
 
 

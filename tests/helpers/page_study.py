@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from joulebench.analysis.summary import build_summary
-from joulebench.tables import ACCURACY_COLUMNS, CATALOG_COLUMNS, PROFILE_COLUMNS
+from joulebench.tables import ACCURACY_COLUMNS, CATALOG_COLUMNS, PREDICTED, PROFILE_COLUMNS
 
 CHROMIUM = Path(os.environ.get("JOULEBENCH_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -35,10 +35,13 @@ def synthetic_summary(
     extra_names=(),
     failed: bool = True,
     seed: int = 0,
+    unmeasured: int = 0,
 ) -> pd.DataFrame:
     """A summary shaped like a real study: accuracy rising with energy plus noise, one row per
     (device, method, model), an estimated CPU device, one model without top-1 and (`failed`)
-    a failed and a never-profiled model. Energies are made up; nothing here is a measurement."""
+    a failed and a never-profiled model; the `unmeasured` models before the last have no
+    profile row (not-profiled: synthetic_predictions predicts them). Energies are made up;
+    nothing here is a measurement."""
     rng = np.random.default_rng(seed)
     names = ["resnet50.a1_in1k", *extra_names]
     families = ["resnet", *["vit"] * len(extra_names)]
@@ -68,6 +71,8 @@ def synthetic_summary(
     for d, (label, meter, device_name, torch_device) in enumerate(devices):
         for m, method in enumerate(methods):
             for i, name in enumerate(names):
+                if len(names) - 1 - unmeasured <= i < len(names) - 1:
+                    continue
                 e = 10 ** log_e[i] * (25 if d else 1) * (0.6**m) * rng.uniform(0.95, 1.05)
                 cv = rng.uniform(0.004, 0.04)
                 half = 1.96 * cv * e / 2
@@ -110,3 +115,43 @@ def synthetic_summary(
         catalog.loc[len(catalog)] = {**catalog.iloc[1].to_dict(), **skipped}
     profile = pd.DataFrame(rows).reindex(columns=list(PROFILE_COLUMNS))
     return build_summary(profile, catalog, accuracy.reindex(columns=list(ACCURACY_COLUMNS)))
+
+
+def synthetic_predictions(summary: pd.DataFrame, factor: float = 1.4) -> pd.DataFrame:
+    """tables.PREDICTED rows for the summary's not-profiled models in each of its measured
+    groups: the energy its params imply in synthetic_summary's world (x 25 on an estimated
+    device), the interval x/÷ `factor`. Made up, and made by hand: no fit is run."""
+    ok = summary[summary["status"] == "ok"]
+    lost = summary[summary["status"] == "not-profiled"].drop_duplicates("model")
+    lost = lost[~lost["model"].isin(["broken.syn_in1k", "skipped.syn_in1k"])]
+    log_e = (np.log10(lost["params"].astype(float)) - 8.6) / 0.8 - 2
+    keys = ["phase", "device_label", "method", "batch_size_requested", "energy_is_estimate"]
+    parts = []
+    for key, _ in ok.groupby(keys):
+        e = 10 ** log_e.to_numpy() * (25 if key[4] else 1)
+        t = 250 / e
+        part = pd.DataFrame(
+            {
+                **dict(zip(keys, key, strict=True)),
+                "model": lost["model"].to_numpy(),
+                "source": "predicted",
+                "energy_per_image_j": e,
+                "energy_per_image_j_pi_low": e / factor,
+                "energy_per_image_j_pi_high": e * factor,
+                "energy_pi_factor": factor,
+                "throughput_img_s": t,
+                "throughput_img_s_pi_low": t / factor,
+                "throughput_img_s_pi_high": t * factor,
+                "throughput_pi_factor": factor,
+                "pi_level": 0.9,
+                "pi_method": "by hand",
+                "kin": "family",
+                "n_measured": ok["model"].nunique(),
+                "energy_cv_coverage": 0.9,
+                "throughput_cv_coverage": 0.9,
+                "note": pd.NA,
+            }
+        )
+        parts.append(part)
+    out = pd.concat(parts, ignore_index=True).reindex(columns=PREDICTED.names)
+    return out.astype(PREDICTED.dtypes)

@@ -35,6 +35,7 @@ from joulebench.tables import (
     PROFILE_COLUMNS,
     RUNTIME_ALIASES,
     STATUS_INVALID,
+    STATUS_NOT_PROFILED,
     SUMMARY,
     SUMMARY_COLUMNS,
     UNFUSED,
@@ -46,7 +47,6 @@ from joulebench.tables import (
 
 # "unknown": a summary from elsewhere gave top-1 without saying where it came from.
 ACCURACY_SOURCES = ("measured", "reference", "none", "unknown")
-STATUS_NOT_PROFILED = "not-profiled"
 CI_LOW_COLUMNS = ("energy_per_image_ci95_low_j", "dynamic_energy_per_image_ci95_low_j")
 SPREAD_COLUMNS = (
     "energy_per_image_std_j",

@@ -216,6 +216,7 @@ def _cmd_figures(args) -> int:
         args.outdir,
         trace_path=args.trace,
         best_configs_path=args.best_configs,
+        predicted_path=args.predicted,
         **settings,
     )
     return 0
@@ -228,6 +229,11 @@ def add_figures(sub) -> None:
     p.add_argument("--fits-dir", required=True)
     p.add_argument("--trace", help="a power-trace parquet for the trace figure")
     p.add_argument("--best-configs", help="best_configs parquet (default: from the summary)")
+    p.add_argument(
+        "--predicted",
+        help="joulebench predict's table: the accuracy-vs-energy figure draws the models not "
+        "measured hollow, with their interval",
+    )
     add_settings(p, "figures section, less trace_table")
     p.add_argument("--outdir", required=True)
     p.set_defaults(func=_cmd_figures)
@@ -237,7 +243,8 @@ def _cmd_webapp(args) -> int:
     """The study as one self-contained HTML page (works from file://, no network)."""
     from joulebench.report.webapp import run_webapp
 
-    run_webapp(args.summary, args.scores, args.output, **command_settings("webapp", args.settings))
+    settings = command_settings("webapp", args.settings)
+    run_webapp(args.summary, args.scores, args.output, predicted_path=args.predicted, **settings)
     return 0
 
 
@@ -245,6 +252,11 @@ def add_webapp(sub) -> None:
     p = sub.add_parser("webapp", help="the interactive web page, one offline HTML file")
     p.add_argument("--summary", required=True)
     p.add_argument("--scores", required=True)
+    p.add_argument(
+        "--predicted",
+        help="joulebench predict's table: the models not measured, drawn apart (hollow, with "
+        "their interval and a grade range, never a grade)",
+    )
     add_settings(p, "the score's grade_thresholds")
     p.add_argument("--output", required=True)
     p.set_defaults(func=_cmd_webapp)

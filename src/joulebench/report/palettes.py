@@ -39,6 +39,8 @@ INK = "#1d2330"  # dark text
 # The page: points without a grade, and one colour for each model in the comparison (so it
 # holds at most as many models) and for each Pareto front drawn (a dark one first).
 PAGE_NO_GRADE = "#a3a8b0"
+# Predictions' rings and interval bars (figures; the page when it colours by grade)
+PREDICTED_COLOR = "#4b5563"
 PAGE_COMPARE = OKABE_ITO[:6]
 PAGE_FRONTS = (OKABE_ITO[6], *OKABE_ITO[:5])  # black, blue, orange, green, vermillion, purple
 
@@ -67,6 +69,7 @@ def page_palettes() -> dict:
         "grade": dict(GRADE_COLORS),
         "grade_ink": dict(GRADE_INK),
         "no_grade": PAGE_NO_GRADE,
+        "predicted": PREDICTED_COLOR,
         "series": list(FAMILY_COLORS),
         "other": OTHER_GREY,
         "compare": list(PAGE_COMPARE),

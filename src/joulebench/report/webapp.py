@@ -31,6 +31,11 @@ import numpy as np
 import pandas as pd
 
 from joulebench import __version__
+from joulebench.analysis.grade_ranges import (
+    PREDICTED_ENERGY,
+    compares_predicted_energy,
+    grade_ranges,
+)
 from joulebench.analysis.score import (
     GRADES,
     SCORE_GROUP,
@@ -42,7 +47,12 @@ from joulebench.flags import page_meta as flags_meta
 from joulebench.report.how_measured import how_comparable, how_measured
 from joulebench.report.palettes import page_palettes
 from joulebench.table_io import atomic_write, read_table
-from joulebench.tables import PAGE, SUMMARY_COLUMNS, energy_is_estimate
+from joulebench.tables import (
+    PAGE,
+    STATUS_PREDICTED,
+    SUMMARY_COLUMNS,
+    energy_is_estimate,
+)
 
 DEFAULT_TITLE = "joulebench: energy and accuracy of image classifiers"
 # Relative to results/webapp/index.html: the repository's docs folder.
@@ -55,11 +65,20 @@ PAGE_COLUMNS: tuple[str, ...] = tuple(PAGE.names)
 PAGE_SUMMARY_COLUMNS: tuple[str, ...] = tuple(
     c.name for c in PAGE.columns if c.name in SUMMARY_COLUMNS and not c.renamed_from
 )
+# The page's own columns (a row's source, the grade range) and the predicted table's.
+PAGE_OWN_COLUMNS = ("source", "grade_range")
+PAGE_PREDICTED_COLUMNS: tuple[str, ...] = tuple(
+    c.name for c in PAGE.columns if c.origin == "predicted"
+)
 PAGE_SCORE_COLUMNS: dict[str, str] = {
     (c.renamed_from.partition(".")[2] or c.name): c.name
     for c in PAGE.columns
-    if c.name not in PAGE_SUMMARY_COLUMNS
+    if c.name not in (*PAGE_SUMMARY_COLUMNS, *PAGE_OWN_COLUMNS, *PAGE_PREDICTED_COLUMNS)
 }
+# A predicted row's columns of its model, taken from the summary's row of that model.
+PAGE_MODEL_COLUMNS: tuple[str, ...] = tuple(
+    c.name for c in PAGE.columns if c.origin in ("catalog", "accuracy")
+)
 
 # The page's script, in the order it is put together: the pure data first (also run under
 # node by the tests), the URL state, DOM helpers, plot, tables, panels, and the start.
@@ -73,13 +92,32 @@ _JSON_ESCAPES = str.maketrans(
 _PLACEHOLDER = re.compile(r"\{\{([A-Z_]+)\}\}")
 
 
-def page_table(summary: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+def page_table(
+    summary: pd.DataFrame,
+    scores: pd.DataFrame,
+    predicted: pd.DataFrame | None = None,
+    *,
+    grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
+) -> pd.DataFrame:
+    """PAGE_COLUMNS: one row per summary row (source measured), then one per prediction of
+    `predicted` (tables.PREDICTED; None: none) with its grade range (predicted_rows)."""
+    measured = measured_rows(summary, scores)
+    if predicted is None or predicted.empty:
+        return measured
+    rows = predicted_rows(predicted, summary, scores, grade_thresholds=grade_thresholds)
+    if rows.empty:
+        return measured
+    return pd.concat([measured, rows], ignore_index=True)[list(PAGE_COLUMNS)]
+
+
+def measured_rows(summary: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     """One row per summary row, PAGE_COLUMNS: the summary joined with its scores by key.
 
     Rows without a score row (scores computed from another summary) keep empty scores;
     `energy_is_estimate` follows tables.energy_is_estimate (the meter's name where the row
     does not say), so the page can badge every estimate. `flags` are the score stage's
-    where it gave them (they add high-spread to the summary's own).
+    where it gave them (they add high-spread to the summary's own). `source` is measured;
+    the predicted table's columns and the grade range stay empty.
     """
     key = list(SUMMARY_KEY)
     missing = [c for c in PAGE_SUMMARY_COLUMNS if c not in summary.columns]
@@ -96,7 +134,53 @@ def page_table(summary: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     host = out["host_is_estimate"].astype("boolean").fillna(False)
     # energy_scope node: the headline holds the host's part, an estimate where that is
     out["energy_is_estimate"] = out["energy_is_estimate"] | (node & host)
+    out["source"] = "measured"
+    for column in (*PAGE_PREDICTED_COLUMNS, "grade_range"):
+        out[column] = pd.Series(None, index=out.index, dtype=PAGE[column].dtype)
     return out[list(PAGE_COLUMNS)]
+
+
+def predicted_rows(
+    predicted: pd.DataFrame,
+    summary: pd.DataFrame,
+    scores: pd.DataFrame,
+    *,
+    grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
+) -> pd.DataFrame:
+    """The page's rows of the predictions (tables.PREDICTED), PAGE_COLUMNS: each with the
+    catalog and accuracy columns of the summary's row of its model, status predicted, never
+    scored, and its grade range (analysis.grade_ranges). A row with a note (nothing
+    predicted) is left out. Its energy is the device's total, what was predicted: it is the
+    scored energy only where the scores compare that energy, else it stays off the plot,
+    the note says why. A model the summary measured under the same key is never doubled."""
+    energy = pd.to_numeric(predicted["energy_per_image_j"], errors="coerce")
+    pred = predicted[(energy > 0).fillna(False).to_numpy(bool)].reset_index(drop=True)
+    models = summary.drop_duplicates("model").set_index("model")[list(PAGE_MODEL_COLUMNS)]
+    out = pred.join(models, on="model")
+    out = out[~_measured_here(out, summary)].reset_index(drop=True)
+    ranges = grade_ranges(out, scores, grade_thresholds=grade_thresholds)
+    out["source"] = "predicted"
+    out["status"] = STATUS_PREDICTED
+    out["grade_range"] = ranges["grade_range"]
+    out = out.assign(**PREDICTED_ENERGY, scored=False)
+    drawn = compares_predicted_energy(scores)
+    out["scored_energy_per_image_j"] = out["energy_per_image_j"] if drawn else float("nan")
+    note = ranges["grade_range_note"].fillna("")
+    if not drawn:
+        note = note.where(note == "", note + "; ") + _OTHER_ENERGY
+    out["score_note"] = note.mask(note == "", pd.NA)
+    return out.reindex(columns=list(PAGE_COLUMNS))
+
+
+_OTHER_ENERGY = "predicted as the device's total energy, not the energy scored here: not drawn"
+
+
+def _measured_here(rows: pd.DataFrame, summary: pd.DataFrame) -> np.ndarray:
+    """Which of `rows` have an ok summary row under the same key (SUMMARY_KEY)."""
+    key = list(SUMMARY_KEY)
+    ok = summary[(summary["status"] == "ok").fillna(False).astype(bool)][key].drop_duplicates()
+    joined = rows[key].astype(object).merge(ok.astype(object).assign(_ok=True), on=key, how="left")
+    return joined["_ok"].fillna(False).astype(bool).to_numpy()
 
 
 def _json_values(column: pd.Series) -> list:
@@ -189,8 +273,10 @@ def page_data(
     generated_by: str | None = None,
     grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
     protocol: Mapping | None = None,
+    predicted: pd.DataFrame | None = None,
 ) -> dict:
-    """What the page embeds: meta plus the rows column by column, each as `encode_column`.
+    """What the page embeds: meta plus the rows column by column, each as `encode_column`;
+    `predicted` (tables.PREDICTED) adds the predictions as rows of their own (page_table).
 
     The meta carries what the script would otherwise retype: the score's comparison group
     (SCORE_GROUP), the colours (palettes.py), the flags (flags.py: separator, meanings,
@@ -198,13 +284,15 @@ def page_data(
     study's protocol section, None where not known, and the rows), so page, score and
     figures cannot drift apart and no number on the page is typed by hand.
     """
-    table = page_table(summary, scores)
-    kinds = table["energy_kind"].dropna().unique().tolist()
+    table = page_table(summary, scores, predicted, grade_thresholds=grade_thresholds)
+    measured = table[(table["source"] == "measured").to_numpy(bool)]
+    kinds = measured["energy_kind"].dropna().unique().tolist()
     thresholds = parse_grade_thresholds(grade_thresholds)
     meta = {
         "title": title,
         "generated_by": generated_by or f"joulebench {__version__}",
         "rows": len(table),
+        "predicted_rows": len(table) - len(measured),
         "energy_kind": kinds[0] if len(kinds) == 1 else ("mixed" if kinds else "total"),
         "grades": list(GRADES),
         "grade_thresholds": thresholds,
@@ -213,10 +301,10 @@ def page_data(
         "score_group": list(SCORE_GROUP),
         "palettes": page_palettes(),
         # the headline energy (energy_scope) and the page's unit switch (analysis.carbon)
-        "energy_scope": next(iter(table["energy_scope"].dropna()), "device"),
-        "co2e_g_per_j": co2e_g_per_j(table),
+        "energy_scope": next(iter(measured["energy_scope"].dropna()), "device"),
+        "co2e_g_per_j": co2e_g_per_j(measured),
         "flags": flags_meta(),
-        "how": how_measured(table, protocol) + how_comparable(summary),
+        "how": how_measured(measured, protocol) + how_comparable(summary),
     }
     columns = list(PAGE_COLUMNS)
     return {"meta": meta, "columns": columns, "data": {c: encode_column(table[c]) for c in columns}}
@@ -284,12 +372,14 @@ def build_page(
     grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
     docs_href: str = DEFAULT_DOCS_HREF,
     protocol: Mapping | None = None,
+    predicted: pd.DataFrame | None = None,
 ) -> Path:
     """Write the page for a summary (SUMMARY_COLUMNS) and its scores (SCORE_COLUMNS).
 
     scores None: scored here with the defaults. Written atomically (temp file, rename).
     `grade_thresholds` should be the ones the scores were made with; the page prints them.
     `protocol`: the protocol section the summary was measured with (None: not known).
+    `predicted`: the models not measured, predicted (tables.PREDICTED; None: none).
     """
     if scores is None:
         scores = score_summary(summary, grade_thresholds=grade_thresholds)
@@ -303,6 +393,7 @@ def build_page(
         generated_by=generated_by,
         grade_thresholds=grade_thresholds,
         protocol=protocol,
+        predicted=predicted,
     )
     text = render_page(data, docs_href=docs_href)
     path = Path(out_path)
@@ -317,11 +408,14 @@ def run_webapp(
     *,
     grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
     protocol: Mapping | None = None,
+    predicted_path=None,
 ) -> Path:
     """`joulebench webapp`: the page for a summary and its scores (paths); the score's grade
     thresholds are printed on the page (the rest of the score it reads from the scores), and
     the protocol section the summary was measured with says how (None: not known, as for a
-    summary from elsewhere)."""
+    summary from elsewhere). `predicted_path`: `joulebench predict`'s table (None: none),
+    its predictions drawn apart from the measurements."""
+    from joulebench.analysis.grade_ranges import read_predicted
     from joulebench.analysis.summary import read_summary
 
     path = build_page(
@@ -330,6 +424,7 @@ def run_webapp(
         output,
         grade_thresholds=grade_thresholds,
         protocol=protocol,
+        predicted=read_predicted(predicted_path) if predicted_path else None,
     )
     print(f"web page -> {path}", file=sys.stderr)
     return path
@@ -344,5 +439,6 @@ __all__ = [
     "page_data",
     "page_script",
     "page_table",
+    "predicted_rows",
     "render_page",
 ]

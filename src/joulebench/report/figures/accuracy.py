@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 import joulebench.report.figures.plot as plot
+from joulebench.analysis.grade_ranges import compares_predicted_energy
 from joulebench.analysis.score import GRADES, SCORE_GROUP
 from joulebench.report.figures.registry import Inputs, figure
 from joulebench.report.figures.rows import (
@@ -23,7 +24,7 @@ from joulebench.report.figures.rows import (
     pick_group,
     status_reason,
 )
-from joulebench.report.palettes import GRADE_COLORS, OFF_FRONT_GREY
+from joulebench.report.palettes import GRADE_COLORS, OFF_FRONT_GREY, PREDICTED_COLOR
 
 _FLAGGED_NOTE = re.compile(r"flagged ([^\s:(;]+)")
 
@@ -70,12 +71,15 @@ def accuracy_vs_energy(
     batch_size: int | None = None,
     law: pd.DataFrame | None = None,
     secondary_unit: str | None = None,
+    predicted: pd.DataFrame | None = None,
 ) -> list[Path]:
     """Top-1 against energy per image (log x) in one score group, coloured by grade, with the
     front as the staircase 'best accuracy for at most this energy', and (given `law`, the
     fits' accuracy_law table) the form of the accuracy-energy law BIC picks for the group,
     the others listed with how much worse they fit; `secondary_unit` (a key of
-    plot.SECONDARY_UNITS) adds a top axis in Wh or gCO2e per 1,000 images.
+    plot.SECONDARY_UNITS) adds a top axis in Wh or gCO2e per 1,000 images; `predicted`
+    (joulebench predict's table) adds the group's predictions, hollow with their interval as
+    a horizontal bar, never joined to the front (predicted_in_group).
 
     Rows kept off the front by a flag (other-load, high-spread, ...) but holding energy and
     top-1 are drawn hollow and named in the legend; when every row is flagged the figure
@@ -97,6 +101,8 @@ def accuracy_vs_energy(
     handles = _draw_graded(ax, graded, scale)
     by_flag = reasons[shown.index[~shown["scored"].fillna(False).astype(bool)]]
     handles += _draw_flagged(ax, shown, by_flag, scale)
+    guessed = predicted_in_group(predicted, scores, row)
+    handles += _draw_predicted(ax, guessed, scale)
     law_note = ""
     if law is not None and len(graded):
         law_note = _draw_law(ax, law, row, graded["energy_per_image_j"], scale, handles)
@@ -113,6 +119,8 @@ def accuracy_vs_energy(
         lines.append(f"none graded: {counted(by_flag)} (score.invalid_flags)")
     elif len(by_flag):
         lines.append("hollow: flagged, not graded (score.invalid_flags)")
+    if len(guessed):
+        lines.append(f"predicted, not measured: {plot.models_text(len(guessed))} (no grade)")
     hidden = counted(reasons[_same_setting(scores, row) & ~drawn])
     lines += [f"not shown: {hidden}" if hidden else "", law_note]
     plot.top_legend(fig, handles, "\n".join(x for x in lines if x), ncol=8)
@@ -205,6 +213,41 @@ def _draw_flagged(ax, shown: pd.DataFrame, by_flag: pd.Series, scale: float) -> 
     return handles
 
 
+def predicted_in_group(predicted: pd.DataFrame | None, scores: pd.DataFrame, row) -> pd.DataFrame:
+    """The predictions of `row`'s score group with an energy and a top-1 (the scores' top-1
+    of the model: the summary keeps a row of every catalogued model); none where the scores
+    compare another energy than the one predicted (dynamic, or the node's)."""
+    if predicted is None or predicted.empty or not compares_predicted_energy(scores):
+        return pd.DataFrame(columns=[*SCORE_GROUP, "model", "top1", "energy_per_image_j"])
+    sel = (pd.to_numeric(predicted["energy_per_image_j"], errors="coerce") > 0).fillna(False)
+    sel = sel.to_numpy(bool).copy()
+    for k in SCORE_GROUP:
+        sel &= matches(predicted[k], row[k])
+    known = scores.dropna(subset=["top1"]).drop_duplicates("model").set_index("model")["top1"]
+    out = predicted[sel].assign(top1=lambda p: p["model"].map(known).astype(float))
+    return out[np.isfinite(out["top1"].to_numpy(float))]
+
+
+def _draw_predicted(ax, guessed: pd.DataFrame, scale: float) -> list:
+    """Predictions: hollow rings with their interval as a horizontal bar, under the measured
+    points and joined to nothing; their legend entry names the interval's level."""
+    if guessed.empty:
+        return []
+    e = guessed["energy_per_image_j"].to_numpy(float) * scale
+    lo = guessed["energy_per_image_j_pi_low"].to_numpy(float) * scale
+    hi = guessed["energy_per_image_j_pi_high"].to_numpy(float) * scale
+    bars = np.vstack([np.maximum(e - lo, 0), np.maximum(hi - e, 0)])
+    style = {"color": PREDICTED_COLOR, "zorder": 1.5}
+    ax.errorbar(e, guessed["top1"], xerr=np.nan_to_num(bars), fmt="none", elinewidth=0.6,
+                capsize=1.2, capthick=0.6, alpha=0.85, **style)  # fmt: skip
+    ax.scatter(e, guessed["top1"], facecolors="white", edgecolors=PREDICTED_COLOR, s=12, lw=0.7,
+               zorder=1.6)  # fmt: skip
+    levels = pd.to_numeric(guessed["pi_level"], errors="coerce").dropna().unique()
+    level = f"{100 * levels[0]:.3g} % interval" if len(levels) == 1 else "interval"
+    marker = {"marker": "o", "mfc": "white", "mec": PREDICTED_COLOR, "ms": 3.5}
+    return [Line2D([], [], lw=0.6, label=f"predicted ({level})", **marker, **style)]
+
+
 def _draw_law(ax, law: pd.DataFrame, row, energy_j: pd.Series, scale: float, handles) -> str:
     """The winning form (lowest BIC, fitted on every scored model of the group) as a dashed
     curve over the group's energies, with a legend entry; returns the line naming the forms
@@ -251,12 +294,13 @@ def _in_scope(scores: pd.DataFrame, want: dict) -> pd.Series:
     return scope
 
 
-@figure("accuracy_vs_energy", needs=("scores", "fits"))
+@figure("accuracy_vs_energy", needs=("scores", "fits", "predicted"))
 def _draw(inputs: Inputs, stem) -> list[Path]:
     return accuracy_vs_energy(
         inputs.scores,
         stem,
         law=inputs.fits.get("accuracy_law"),
         secondary_unit=inputs.secondary_unit,
+        predicted=inputs.predicted,
         **inputs.group,
     )

@@ -17,7 +17,7 @@ import pandas as pd
 
 from joulebench.report.figure_names import FIGURE_NAMES
 
-TABLES = ("summary", "scores", "fits", "trace", "best_configs")
+TABLES = ("summary", "scores", "fits", "trace", "best_configs", "predicted")
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class Inputs:
     max_energy_cv: float | None  # the spread check still to apply (None: the scores' flags)
     why: str  # why rows have no comparable energy, counted: the reason a figure is empty
     secondary_unit: str | None
+    predicted: pd.DataFrame | None = None  # joulebench predict's table (None: none given)
 
     @property
     def device_label(self) -> str | None:

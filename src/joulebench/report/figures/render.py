@@ -29,6 +29,7 @@ def render_all(
     trace_config: dict | None = None,
     best: pd.DataFrame | None = None,
     secondary_unit: str | None = None,
+    predicted: pd.DataFrame | None = None,
 ) -> dict[str, list[Path]]:
     """Every figure into `outdir/<name>.{pdf,png}`, and which were not made (nothing to draw:
     their files say why) into `outdir/figures.tsv` (report.figure_manifest).
@@ -41,7 +42,8 @@ def render_all(
     device of figures (3), (4) and (6). `trace_config` picks the trace of figure (5) (keys
     device_label, model, method, batch_size; unset: the first configuration in the table).
     `best`: the best configurations (results/best_configs.parquet) for figure (8); None:
-    computed here from the summary by the same rules.
+    computed here from the summary by the same rules. `predicted`: joulebench predict's
+    table (tables.PREDICTED; None: none), drawn apart in the accuracy-vs-energy figure.
     """
     missing = [name for name in FIGURE_NAMES if name not in REGISTRY]
     if missing:  # each figure module registers on import, in report.figures' __init__
@@ -69,6 +71,7 @@ def render_all(
         max_energy_cv=cv,
         why=not_comparable(summary, max_energy_cv=cv),  # why a fits figure may be empty
         secondary_unit=secondary_unit,
+        predicted=predicted,
     )
     drawn = {}
     for name in FIGURE_NAMES:
@@ -106,12 +109,15 @@ def run_figures(
     trace: dict | None = None,
     best_configs_path=None,
     secondary_unit: str | None = None,
+    predicted_path=None,
 ) -> dict[str, list[Path]]:
     """`joulebench figures`: every figure from the tables' paths (summary, scores, the fits'
-    folder, optionally a power trace) and the config's figures section: `group` and `trace`
-    pick what figures show (null keys: chosen automatically). The section's `trace_table` (the
-    trace with from_summary) is the workflow's input, given here as `trace_path`."""
+    folder, optionally a power trace and `joulebench predict`'s table) and the config's
+    figures section: `group` and `trace` pick what figures show (null keys: chosen
+    automatically). The section's `trace_table` (the trace with from_summary) is the
+    workflow's input, given here as `trace_path`."""
     from joulebench.analysis.fits import read_fits
+    from joulebench.analysis.grade_ranges import read_predicted
     from joulebench.analysis.summary import read_summary
 
     paths = render_all(
@@ -124,6 +130,7 @@ def run_figures(
         trace_config={k: v for k, v in (trace or {}).items() if v is not None},
         best=read_table(best_configs_path) if best_configs_path else None,
         secondary_unit=secondary_unit,
+        predicted=read_predicted(predicted_path) if predicted_path else None,
     )
     made = [name for name, p in paths.items() if not getattr(p, "why", "")]
     print(f"figures: {len(made)} of {len(paths)} made -> {outdir}", file=sys.stderr)

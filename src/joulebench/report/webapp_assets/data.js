@@ -64,6 +64,9 @@ const jbData = (function () {
     function Row(id) {
       this.id = id;
       this.est = false; // the energy is an estimate
+      this.pred = false; // a prediction (source predicted), not a measurement
+      this.lo = NaN; // a prediction's interval, J per image (pi_level)
+      this.hi = NaN;
       this.dyn = false; // the energy is the one above idle
       this.energy = NaN; // the scored energy, J per image
       this.acc = NaN; // top-1, %
@@ -93,7 +96,9 @@ const jbData = (function () {
 
   // The rows the figures plot (report/figures.py, _has_point): status ok, a finite energy
   // above 0 and a finite top-1. A failed row that carries an energy is in the table only.
-  const isPlottable = (r) => r.status === "ok" && r.energy > 0 && !isNaN(r.acc);
+  // A prediction is plotted apart (hollow, with its interval), where its energy is the one
+  // the page compares (its scored energy: none where it is not).
+  const isPlottable = (r) => (r.status === "ok" || r.pred) && r.energy > 0 && !isNaN(r.acc);
 
   function makeRows(cols, meta) {
     const Row = rowType(cols);
@@ -104,8 +109,10 @@ const jbData = (function () {
       const r = new Row(i);
       r.est = r.energy_is_estimate === true || estimateMeter(i);
       r.dyn = dynamic(i);
-      const fallback = r.dyn ? r.dynamic_energy_per_image_j : r.energy_per_image_j;
+      r.pred = r.source === "predicted";
+      const fallback = r.pred ? null : r.dyn ? r.dynamic_energy_per_image_j : r.energy_per_image_j;
       r.energy = num(r.scored_energy_per_image_j ?? fallback);
+      if (r.pred) [r.lo, r.hi] = [num(r.energy_per_image_j_pi_low), num(r.energy_per_image_j_pi_high)];
       r.acc = num(r.top1);
       r.plottable = isPlottable(r);
       // Decisions follow the score's rules: a row counts where the score stage scored it.
@@ -187,6 +194,7 @@ const jbData = (function () {
       units: energyUnits(meta),
       flags: flagInfo(meta.flags),
       plottable: rows.filter((r) => r.plottable).length,
+      predicted: rows.filter((r) => r.pred).length,
       fronts: makeFronts(rows),
       familyColor: familyColors(rows, palette.series),
       latRange: log10Range(rows.filter((r) => r.comparable).map((r) => r.latency)),
@@ -244,7 +252,8 @@ const jbData = (function () {
 
   // ---------------------------------------------------------------- filters and decisions
   // What the page shows: `filters` are { facets: column -> Set of keys (absent: all),
-  // terms, accMin, accMax, eMin, eMax (NaN: none), budget (ms per batch, NaN: none), bestOnly }.
+  // terms, accMin, accMax, eMin, eMax (NaN: none), budget (ms per batch, NaN: none), bestOnly,
+  // predicted (false: predictions hidden) }.
   const bestMode = (filters) => !isNaN(filters.budget) || filters.bestOnly;
 
   // The filters as one test of a row; a facet's answer is worked out once per distinct value.
@@ -256,6 +265,7 @@ const jbData = (function () {
       tests.push((r) => ok(r.id));
     }
     const { terms, accMin, accMax, eMin, eMax } = filters;
+    if (filters.predicted === false) tests.push((r) => !r.pred);
     if (terms.length) tests.push((r) => terms.every((t) => r.text.includes(t)));
     if (!isNaN(accMin)) tests.push((r) => r.acc >= accMin);
     if (!isNaN(accMax)) tests.push((r) => r.acc <= accMax);
@@ -365,7 +375,7 @@ const jbData = (function () {
   function estimateShare(rows) {
     let est = 0, of = 0;
     for (const r of rows) {
-      if (!(r.energy > 0)) continue;
+      if (!(r.energy > 0) || r.pred) continue;
       of++;
       if (r.est) est++;
     }
@@ -392,17 +402,18 @@ const jbData = (function () {
     return m[3] ? "without energy" : "without top-1";
   }
 
-  // The rows graded, and the others counted by why, most first: { graded, of, reasons:
-  // [[reason, n], ...] }.
+  // The measured rows graded, and the others counted by why, most first: { graded, of,
+  // reasons: [[reason, n], ...], predicted } (predictions are never graded: counted apart).
   function gradedCount(rows) {
     const counts = new Map();
-    let graded = 0;
+    let graded = 0, predicted = 0;
     for (const r of rows) {
-      if (r.grade) graded++;
+      if (r.pred) predicted++;
+      else if (r.grade) graded++;
       else counts.set(ungradedReason(r), (counts.get(ungradedReason(r)) || 0) + 1);
     }
     const reasons = [...counts].sort((a, b) => b[1] - a[1] || COLLATOR.compare(a[0], b[0]));
-    return { graded, of: rows.length, reasons };
+    return { graded, of: rows.length - predicted, reasons, predicted };
   }
 
   // ---------------------------------------------------------------- order
@@ -518,6 +529,14 @@ const jbData = (function () {
   function ciHalfPct(r) {
     const hi = ciOf(r).hi;
     return isNaN(hi) || !(r.energy > 0) ? "" : ` ±${sig((100 * (hi - r.energy)) / r.energy, 2)}%`;
+  }
+
+  // A prediction as every view says it: "predicted (90 % interval 12 mJ–25 mJ), not measured".
+  function predictedWords(r, fmtEnergy) {
+    const level = num(r.pi_level);
+    const pct = isNaN(level) ? "" : `${sig(100 * level, 3)} % `;
+    const span = isNaN(r.lo) || isNaN(r.hi) ? "" : ` (${pct}interval ${fmtEnergy(r.lo)}–${fmtEnergy(r.hi)})`;
+    return `predicted${span}, not measured`;
   }
 
   function fmtCv(r) {
@@ -668,6 +687,7 @@ const jbData = (function () {
     ciOf,
     fmtCi,
     ciHalfPct,
+    predictedWords,
     fmtCv,
     energyWord,
     scopeWord,

@@ -93,6 +93,14 @@ const jbDom = (function () {
     return s;
   }
 
+  // A predicted row's grade range ("B–D"): outlined, never on a grade's colour, as it is no
+  // grade; "–" where there is none.
+  function gradeRangeChip(range) {
+    const s = el("span", "grade grade-range", range || "–");
+    s.setAttribute("title", range ? "grade range of a prediction: from its interval's low to its high energy, not a grade" : "no grade range");
+    return s;
+  }
+
   function debounce(fn, ms) {
     let t = 0;
     return () => {
@@ -126,5 +134,5 @@ const jbDom = (function () {
     setTimeout(() => URL.revokeObjectURL(url), 30000);
   }
 
-  return { $, LABEL_MAX, balanced, str, clip, U, el, words, runText, label, inkOn, badge, wrapName, gradeChip, debounce, oncePerFrame, download };
+  return { $, LABEL_MAX, balanced, str, clip, U, el, words, runText, label, inkOn, badge, wrapName, gradeChip, gradeRangeChip, debounce, oncePerFrame, download };
 })();

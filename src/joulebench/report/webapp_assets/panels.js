@@ -85,6 +85,7 @@ const jbPanels = (function (D, url, dom) {
       eMax: readNumber("energy-max"),
       budget: budget > 0 ? budget : NaN,
       bestOnly: $("best-only").checked,
+      predicted: $("show-predicted").checked,
     };
     const colorBy = document.querySelector("input[name=colorby]:checked").value;
     return { filters, colorBy, unit: $("unit").value };
@@ -93,14 +94,15 @@ const jbPanels = (function (D, url, dom) {
   // The settings as url.encodeView takes them.
   function viewState(settings) {
     const inputs = Object.fromEntries(TYPED.map((id) => [id, $(id).value]));
-    const { facets, bestOnly } = settings.filters;
-    return { inputs, bestOnly, colorBy: settings.colorBy, facets };
+    const { facets, bestOnly, predicted } = settings.filters;
+    return { inputs, bestOnly, colorBy: settings.colorBy, facets, showPredicted: predicted };
   }
 
   // Set the controls to a view (url.decodeView).
   function applyView(view) {
     for (const id of TYPED) $(id).value = view.inputs[id];
     $("best-only").checked = view.bestOnly;
+    $("show-predicted").checked = view.showPredicted !== false;
     document.querySelectorAll("input[name=colorby]").forEach((r) => (r.checked = r.value === view.colorBy));
     for (const [col] of FACETS) {
       const allowed = view.facets[col];
@@ -148,6 +150,10 @@ const jbPanels = (function (D, url, dom) {
       on.filters();
     });
     $("best-only").addEventListener("change", on.filters);
+    // the predictions' switch: on where there are any, absent where there are none
+    $("predicted-field").hidden = !study.predicted;
+    $("predicted-count").textContent = D.fmtInt(study.predicted);
+    $("show-predicted").addEventListener("change", on.filters);
     document.querySelectorAll("input[name=colorby]").forEach((r) => r.addEventListener("change", on.look));
     if (!study.meta.co2e_g_per_j) {
       const co2e = $("unit").querySelector("option[value=co2e]");
@@ -158,6 +164,7 @@ const jbPanels = (function (D, url, dom) {
     $("reset").addEventListener("click", () => {
       for (const id of TYPED) $(id).value = "";
       $("best-only").checked = false;
+      $("show-predicted").checked = true;
       document.querySelectorAll("#facets input").forEach((b) => (b.checked = true));
       on.filters();
     });
@@ -227,14 +234,16 @@ const jbPanels = (function (D, url, dom) {
         tr.append(td);
       }
     };
-    line("Grade", (r) => dom.gradeChip(r.grade, study.palette.grade));
+    line("Grade", (r) => (r.pred ? dom.gradeRangeChip(r.grade_range) : dom.gradeChip(r.grade, study.palette.grade)));
     line("Efficiency index", (r) => D.fmtNum(r.efficiency_index));
     line(`Energy / image (${D.energyWord(study.meta)})`, (r) => {
       const s = el("span", null, fmtEnergy(r.energy) + " ");
-      if (r.est) s.append(badge("est", "estimated"));
+      if (r.pred) s.append(badge("pred", "predicted"));
+      else if (r.est) s.append(badge("est", "estimated"));
       return s;
     });
-    line("95% CI", (r) => D.fmtCi(r, fmtEnergy));
+    const ci = rows.some((r) => r.pred) ? "95% CI, or the prediction's interval" : "95% CI";
+    line(ci, (r) => (r.pred ? D.predictedWords(r, fmtEnergy) : D.fmtCi(r, fmtEnergy)));
     line("CV", D.fmtCv);
     line("Top-1", (r) => D.fmtPct(r.acc));
     line("Top-5", (r) => D.fmtPct(D.num(r.top5)));
@@ -263,7 +272,7 @@ const jbPanels = (function (D, url, dom) {
         const row = el("div", "bar-row");
         row.setAttribute("title", r.model || "");
         const track = el("div", "bar-track");
-        const bar = el("div", "bar" + (r.est && format === "energy" ? " est" : ""));
+        const bar = el("div", "bar" + ((r.est || r.pred) && format === "energy" ? " est" : ""));
         bar.style.width = (isNaN(v) || max <= 0 ? 0 : (100 * v) / max).toFixed(1) + "%";
         bar.style.backgroundColor = study.palette.compare[k];
         track.append(bar);
@@ -333,6 +342,8 @@ const jbPanels = (function (D, url, dom) {
     $("estimate-banner").hidden = !share.est;
     $("estimate-share").textContent = D.estimateWords(share);
     $("graded").replaceChildren(gradedWords(D.gradedCount(rows)));
+    $("predicted-banner").hidden = !study.predicted;
+    $("predicted-share").textContent = predictedSentence(study);
     describeMeasurement(meta.how || []);
     const t = meta.grade_thresholds;
     const letters = Object.keys(t);
@@ -349,6 +360,17 @@ const jbPanels = (function (D, url, dom) {
     if (!reasons.length) return words(head);
     const why = reasons.flatMap(([reason, n], k) => [k ? ", " : "", `${D.fmtInt(n)} `, U(reason)]);
     return words(head, " Not graded: ", ...why, " (each row's note says why; flagged rows stay on the plot and in the table).");
+  }
+
+  // "12 rows are predictions, not measurements: ...", from the rows.
+  function predictedSentence(study) {
+    const n = study.predicted;
+    if (!n) return "";
+    const levels = new Set(study.rows.filter((r) => r.pred).map((r) => D.num(r.pi_level)));
+    const level = levels.size === 1 ? [...levels][0] : NaN;
+    const pct = isNaN(level) ? "" : `${D.sig(100 * level, 3)} % `;
+    const what = n === 1 ? "One row is a prediction" : `${D.fmtInt(n)} rows are predictions`;
+    return `${what} for models not measured, from the catalog and the models measured in the same group, each with its ${pct}interval.`;
   }
 
   // "How it was measured": paragraphs the page was built with (report/how_measured.py, from

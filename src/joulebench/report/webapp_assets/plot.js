@@ -40,13 +40,15 @@ const jbPlot = (function (D, dom) {
     return out;
   }
 
-  // The axes' ranges: the points on show with a little room (log10 energy, top-1).
+  // The axes' ranges: the points on show with a little room (log10 energy, top-1); a
+  // prediction's whole interval is on show.
   function domains(points) {
     let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
     for (const r of points) {
-      const lx = Math.log10(r.energy);
-      if (lx < x0) x0 = lx;
-      if (lx > x1) x1 = lx;
+      const lo = r.pred && r.lo > 0 ? Math.log10(r.lo) : Math.log10(r.energy);
+      const hi = r.pred && r.hi > 0 ? Math.log10(r.hi) : Math.log10(r.energy);
+      if (lo < x0) x0 = lo;
+      if (hi > x1) x1 = hi;
       if (r.acc < y0) y0 = r.acc;
       if (r.acc > y1) y1 = r.acc;
     }
@@ -92,7 +94,9 @@ const jbPlot = (function (D, dom) {
       bucketOf = D.perValue(cols.grade, (g) => (graded(g) ? meta.grades.indexOf(g) : meta.grades.length));
     }
     const styles = buckets.flatMap((b) => [0, 1].map((hollow) => ({ ...b, hollow: hollow === 1 })));
-    return { styles, styleOf: (r) => 2 * bucketOf(r.id) + (r.est ? 1 : 0) };
+    // a prediction has no grade: by grade it takes the predictions' own colour
+    const predColor = (r) => (colorBy === "family" ? buckets[bucketOf(r.id)].color : palette.predicted);
+    return { styles, styleOf: (r) => 2 * bucketOf(r.id) + (r.est ? 1 : 0), predColor };
   }
 
   // ---------------------------------------------------------------- rasterised points
@@ -320,6 +324,8 @@ const jbPlot = (function (D, dom) {
       ctx.rect(M.l, M.t, f.pw, f.ph);
       ctx.clip();
       drawFronts(ctx, f, this.#fronts);
+      const { predColor } = pointStyles(this.#study, this.#look.colorBy);
+      drawPredicted(ctx, f, this.#view.points.filter((r) => r.pred), predColor);
       ctx.restore();
       this.#drawPoints(ctx, f, dpr);
       if (!this.#view.points.length) {
@@ -373,8 +379,9 @@ const jbPlot = (function (D, dom) {
       ctx.fillStyle = "#1d2330";
       ctx.textAlign = "center";
       ctx.textBaseline = "bottom";
-      const anyEst = points.some((r) => r.est);
-      const allEst = anyEst && points.every((r) => r.est);
+      const measured = points.filter((r) => !r.pred);
+      const anyEst = measured.some((r) => r.est);
+      const allEst = anyEst && measured.every((r) => r.est);
       const estNote = allEst ? ", estimated" : anyEst ? ", partly estimated: hollow points" : "";
       const u = units[unit];
       const what = unit === "j" ? "Energy per image (J" : `Energy (${u.axis} ${u.per}`;
@@ -394,10 +401,12 @@ const jbPlot = (function (D, dom) {
       const { styles, styleOf } = pointStyles(this.#study, this.#look.colorBy);
       const px = (this.#px = new Float32Array(n)), py = (this.#py = new Float32Array(n));
       const style = new Uint16Array(n), start = new Int32Array(styles.length + 1);
+      // predictions are drawn apart (drawPredicted), under the measured points
       for (let i = 0; i < n; i++) {
         const r = points[i];
         px[i] = sx(r.energy);
         py[i] = sy(r.acc);
+        if (r.pred) continue;
         style[i] = styleOf(r);
         start[style[i] + 1]++;
       }
@@ -405,6 +414,7 @@ const jbPlot = (function (D, dom) {
       // the points grouped by style (a counting sort), each batch a slice
       const xs = new Float32Array(n), ys = new Float32Array(n), next = start.slice(0, -1);
       for (let i = 0; i < n; i++) {
+        if (points[i].pred) continue;
         const j = next[style[i]]++;
         xs[j] = px[i];
         ys[j] = py[i];
@@ -489,6 +499,43 @@ const jbPlot = (function (D, dom) {
     ctx.setLineDash([]);
   }
 
+  // Predictions: each a horizontal bar over its interval (with end ticks) and a hollow
+  // ring on white at its point, in its colour; never joined to a front. Measured points are
+  // drawn over them.
+  function drawPredicted(ctx, { sx, sy }, rows, colorOf) {
+    const byColor = new Map();
+    for (const r of rows) {
+      const c = colorOf(r);
+      if (!byColor.has(c)) byColor.set(c, []);
+      byColor.get(c).push(r);
+    }
+    const R = POINT_RADIUS_PX + 0.6;
+    for (const [color, rs] of byColor) {
+      ctx.strokeStyle = color;
+      ctx.lineWidth = 1.5;
+      ctx.beginPath();
+      for (const r of rs) {
+        if (!(r.lo > 0 && r.hi > 0)) continue;
+        const y = Math.round(sy(r.acc) - 0.5) + 0.5, x0 = sx(r.lo), x1 = sx(r.hi); // crisp
+        ctx.moveTo(x0, y);
+        ctx.lineTo(x1, y);
+        ctx.moveTo(x0, y - 3);
+        ctx.lineTo(x0, y + 3);
+        ctx.moveTo(x1, y - 3);
+        ctx.lineTo(x1, y + 3);
+      }
+      ctx.stroke();
+      ctx.fillStyle = "#fff";
+      ctx.lineWidth = 1.6;
+      for (const r of rs) {
+        ctx.beginPath();
+        ctx.arc(sx(r.energy), sy(r.acc), R, 0, 2 * Math.PI);
+        ctx.fill();
+        ctx.stroke();
+      }
+    }
+  }
+
   function ring(ctx, x, y, r, color, width) {
     ctx.beginPath();
     ctx.arc(x, y, r, 0, 2 * Math.PI);
@@ -522,9 +569,10 @@ const jbPlot = (function (D, dom) {
       s.append(el("span", null, text));
       box.append(s);
     };
+    const measured = points.filter((r) => !r.pred);
     if (colorBy === "grade") {
       const counts = {};
-      for (const r of points) counts[r.grade || ""] = (counts[r.grade || ""] || 0) + 1;
+      for (const r of measured) counts[r.grade || ""] = (counts[r.grade || ""] || 0) + 1;
       for (const g of meta.grades) key(palette.grade[g], `${g} (${counts[g] || 0})`);
       if (counts[""]) key(palette.no_grade, `no grade (${counts[""]})`);
     } else {
@@ -535,7 +583,17 @@ const jbPlot = (function (D, dom) {
       const n = rest.reduce((s, [, c]) => s + c, 0);
       if (n) key(palette.other, `${rest.length} other famil${rest.length === 1 ? "y" : "ies"} (${n})`);
     }
-    if (points.some((r) => r.est)) key(null, "hollow: estimated energy", "hollow");
+    if (measured.some((r) => r.est)) key(null, "hollow: estimated energy", "hollow");
+    const predicted = points.length - measured.length;
+    if (predicted) {
+      const level = D.num(points.find((r) => r.pred).pi_level);
+      const pct = isNaN(level) ? "" : ` (${D.sig(100 * level, 3)} % interval)`;
+      const s = el("span", "key pred-key");
+      const i = el("i", "pred");
+      i.style.setProperty("--pc", colorBy === "grade" ? palette.predicted : "#555");
+      s.append(i, el("span", null, `hollow with a bar: predicted${pct}, not measured (${D.fmtInt(predicted)}; a grade range, never a grade)`));
+      box.append(s);
+    }
     legendFronts(box, study, view, fronts);
   }
 
@@ -569,6 +627,7 @@ const jbPlot = (function (D, dom) {
 
   // The hover card: a row's numbers, their uncertainty and provenance.
   function fillCard(card, study, r, fmtEnergy) {
+    if (r.pred) return fillPredictedCard(card, study, r, fmtEnergy);
     const { num, sig, fmtPct, fmtNum, fmtCount, fmtGflops } = D;
     card.replaceChildren(label("div", "name", r.model));
     const badges = el("div", "badges");
@@ -608,6 +667,36 @@ const jbPlot = (function (D, dom) {
     add("Versions", words("torch ", U(r.torch_version), " · timm ", U(r.timm_version), " · driver ", U(r.driver_version)));
     add("Started (UTC)", str(r.start_time_utc));
     if (r.status !== "ok") add("Status", words(U(r.status), ": ", U(r.reason)));
+    if (r.score_note) add("Note", r.score_note);
+    card.append(dl);
+  }
+
+  // A prediction's card: what was predicted and how well such predictions held, its grade
+  // range; nothing of a measurement (no CI, meter, host or versions: nothing ran).
+  function fillPredictedCard(card, study, r, fmtEnergy) {
+    const { num, fmtPct, fmtNum, fmtCount, fmtGflops } = D;
+    card.replaceChildren(label("div", "name", r.model));
+    const badges = el("div", "badges");
+    badges.append(dom.gradeRangeChip(r.grade_range), badge("pred", "predicted"));
+    if (r.est) badges.append(badge("est", "estimated energies in its group"));
+    card.append(badges);
+    const dl = el("dl");
+    const add = (k, v) => {
+      const dd = el("dd");
+      dd.append(v instanceof Node ? v : String(v));
+      dl.append(el("dt", null, k), dd);
+    };
+    add("Energy / image", `${fmtEnergy(r.energy)}: ${D.predictedWords(r, fmtEnergy)}`);
+    add("Grade range", r.grade_range ? `${r.grade_range} (from its interval's ends; no grade)` : "–");
+    const tLo = num(r.throughput_img_s_pi_low), tHi = num(r.throughput_img_s_pi_high);
+    add("Throughput", `${fmtNum(r.throughput_img_s)} img/s` + (isNaN(tLo) ? "" : ` (${fmtNum(tLo)}–${fmtNum(tHi)})`));
+    const cov = num(r.energy_cv_coverage);
+    add("Checked", `${fmtNum(r.n_measured)} models measured in its group; held out, ${isNaN(cov) ? "–" : Math.round(100 * cov) + " %"} of them fell inside their interval`);
+    add("Closest kin measured", str(r.kin));
+    add("Top-1", r.accuracy_source ? words(fmtPct(r.acc), " (", U(r.accuracy_source), ")") : fmtPct(r.acc));
+    add("Params · GFLOPs", `${fmtCount(r.params)} · ${fmtGflops(r.flops_per_image)}`);
+    dl.append(el("div", "sep"));
+    add("Run", dom.runText(r));
     if (r.score_note) add("Note", r.score_note);
     card.append(dl);
   }

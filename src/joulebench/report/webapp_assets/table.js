@@ -158,7 +158,7 @@ const jbTable = (function (D, dom) {
     }
 
     #rowOf(r) {
-      const tr = el("tr", "row" + (r.status !== "ok" ? " failed" : ""));
+      const tr = el("tr", "row" + (r.pred ? " predicted" : r.status !== "ok" ? " failed" : ""));
       tr.dataset.id = String(r.id);
       const picked = this.#picked.has(r.id);
       if (picked) tr.classList.add("picked");
@@ -181,6 +181,9 @@ const jbTable = (function (D, dom) {
       td.classList.add(c.key === "model" ? "model" : "name");
       td.append(dom.wrapName(r[c.key]));
       td.setAttribute("title", str(r[c.key]));
+    } else if (c.key === "energy" && r.pred) {
+      td.append(fmtEnergy(r.energy), " ", badge("pred", "predicted"));
+      td.setAttribute("title", D.predictedWords(r, fmtEnergy));
     } else if (c.key === "energy") {
       td.append(fmtEnergy(r.energy));
       if (!isNaN(D.ciOf(r).lo) && D.ciHalfPct(r)) {
@@ -190,9 +193,10 @@ const jbTable = (function (D, dom) {
       }
       if (r.est) td.append(" ", badge("est", "estimated"));
     } else if (c.key === "grade") {
-      td.append(dom.gradeChip(r.grade, study.palette.grade));
+      td.append(r.pred ? dom.gradeRangeChip(r.grade_range) : dom.gradeChip(r.grade, study.palette.grade));
     } else if (c.key === "status") {
       td.textContent = str(r.status);
+      if (r.pred) td.setAttribute("title", D.predictedWords(r, fmtEnergy) + (r.score_note ? `\n${str(r.score_note)}` : ""));
       const flags = D.flagsInOrder(r, study.flags);
       if (flags.length) {
         const more = flags.length > 1 ? ` +${flags.length - 1}` : "";

@@ -13,8 +13,9 @@ const jbUrl = (function () {
     ["latency_max_ms", "latency-budget"],
   ];
 
-  // `view`: { inputs: input id -> text, bestOnly, colorBy, facets: column -> Set of the
-  // ticked keys (absent or undefined: all ticked) } -> "#..." ("" for the default view).
+  // `view`: { inputs: input id -> text, bestOnly, showPredicted (false: predictions hidden),
+  // colorBy, facets: column -> Set of the ticked keys (absent or undefined: all ticked) } ->
+  // "#..." ("" for the default view).
   function encodeView(view) {
     const p = new URLSearchParams();
     for (const [k, id] of INPUTS) {
@@ -22,6 +23,7 @@ const jbUrl = (function () {
       if (v) p.set(k, v);
     }
     if (view.bestOnly) p.set("best", "1");
+    if (view.showPredicted === false) p.set("pred", "0");
     if (view.colorBy !== "grade") p.set("color", view.colorBy);
     for (const [col, allowed] of Object.entries(view.facets)) {
       if (!allowed) continue;
@@ -42,7 +44,7 @@ const jbUrl = (function () {
       const key = "f." + col;
       facets[col] = p.has(key) ? new Set(p.getAll(key).filter(Boolean)) : null;
     }
-    return { inputs, bestOnly: p.get("best") === "1", colorBy: p.get("color") === "family" ? "family" : "grade", facets };
+    return { inputs, bestOnly: p.get("best") === "1", showPredicted: p.get("pred") !== "0", colorBy: p.get("color") === "family" ? "family" : "grade", facets };
   }
 
   return { INPUTS, encodeView, decodeView };
