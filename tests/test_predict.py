@@ -151,3 +151,11 @@ def test_the_command_reads_a_summary_and_writes_the_table(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([*argv, str(tmp_path / "catalog.parquet"), "-o", str(out), "--level", "nan"])
     assert run_predict(tmp_path / "rows.parquet", tmp_path / "catalog.parquet", out).shape[0]
+
+
+def test_a_thin_catalog_with_parameters_only_still_predicts():
+    catalog = _catalog(80).drop(columns=["macs_per_image", "activations_per_image"])
+    y = _truth(_catalog(80))
+    out = predict(_rows(catalog, y, np.arange(80) % 2 == 0), catalog)
+    assert out["energy_per_image_j"].notna().all() and out["note"].isna().all()
+    assert np.isfinite(out["energy_pi_factor"]).all()

@@ -277,6 +277,23 @@ def get_summary(wildcards):
     return REPLOT_SUMMARY or RUN_SUMMARY
 
 
+# The predictions (stage 7b), drawn apart on the figures and the page; none for a published
+# summary (from_summary: no catalog to predict from).
+PREDICTED = "results/predicted.parquet"
+
+
+def get_webapp_inputs(wildcards):
+    inputs = {"summary": get_summary(wildcards), "scores": "results/scores.parquet"}
+    if not FROM_SUMMARY:
+        inputs["predicted"] = PREDICTED
+    return inputs
+
+
+def get_predicted_option(wildcards, input):
+    """--predicted for figures and webapp where the DAG made predictions."""
+    return shell_option("predicted", input.predicted) if "predicted" in input.keys() else ""
+
+
 def get_figure_inputs(wildcards):
     inputs = {
         "summary": get_summary(wildcards),
@@ -287,6 +304,8 @@ def get_figure_inputs(wildcards):
     trace = get_trace(wildcards)
     if trace:
         inputs["trace"] = trace
+    if not FROM_SUMMARY:
+        inputs["predicted"] = PREDICTED
     return inputs
 
 

@@ -26,11 +26,13 @@ rule figures:
     params:
         settings=get_figures_settings(),
         trace=get_trace_option,
+        predicted=get_predicted_option,
         outdir=get_figures_outdir,
         fits_dir=get_fits_dir,
     shell:
         "joulebench figures --summary={input.summary:q} --scores={input.scores:q} "
         "--fits-dir={params.fits_dir:q} {params.trace} --best-configs={input.best_configs:q} "
+        "{params.predicted} "
         "--settings={params.settings:q} "
         "--outdir={params.outdir:q} > {log:q} 2>&1"
 
@@ -40,8 +42,7 @@ rule figures:
 
 rule webapp:
     input:
-        summary=get_summary,
-        scores="results/scores.parquet",
+        unpack(get_webapp_inputs),
     output:
         "results/webapp/index.html",
     log:
@@ -51,6 +52,7 @@ rule webapp:
         ENV
     params:
         settings=get_webapp_settings(),
+        predicted=get_predicted_option,
     shell:
         "joulebench webapp --summary={input.summary:q} --scores={input.scores:q} "
-        "--settings={params.settings:q} --output={output:q} > {log:q} 2>&1"
+        "{params.predicted} --settings={params.settings:q} --output={output:q} > {log:q} 2>&1"

@@ -92,8 +92,7 @@ class Kinship:
     size; and the closest kin level between them (an index into KINS). Made once per catalog."""
 
     def __init__(self, feats: pd.DataFrame):
-        x = feats[list(NEAR)].to_numpy(float)
-        x = np.where(np.isfinite(x), x, np.nanmean(x, axis=0))
+        x = _filled(feats[list(NEAR)].to_numpy(float), np.ones(len(feats), bool))
         spread = x.std(axis=0)
         x = x / np.where(spread > 0, spread, 1.0)
         near = np.exp(-((x[:, None, :] - x[None, :, :]) ** 2).sum(axis=2) / (2 * BANDWIDTH**2))
@@ -107,6 +106,15 @@ class Kinship:
         self.weight = weight * near
         np.fill_diagonal(self.weight, 0.0)  # a model says nothing of itself
         np.fill_diagonal(self.level, len(KINS) - 1)
+
+
+def _filled(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """A missing size as the mean of `rows`' known ones; a size no row knows as 0 (a column
+    the catalog lacks then says nothing, rather than NaN in every prediction)."""
+    known = np.isfinite(x) & rows[:, None]
+    count = known.sum(axis=0)
+    mean = np.where(count > 0, np.where(known, x, 0.0).sum(axis=0) / np.maximum(count, 1), 0.0)
+    return np.where(np.isfinite(x), x, mean)
 
 
 def _name_likeness(arch: pd.Series) -> np.ndarray:
@@ -147,12 +155,9 @@ class Fit:
 def _design(feats: pd.DataFrame, train: np.ndarray) -> np.ndarray:
     """The sizes standardised on the training models (a missing one: their mean), the
     squares and product of MACs and activations (a sum of their costs, not a product), 1."""
-    x = feats[list(SIZES)].to_numpy(float)
-    mean = np.nanmean(np.where(train[:, None], x, np.nan), axis=0)
-    mean = np.where(np.isfinite(mean), mean, 0.0)
-    x = np.where(np.isfinite(x), x, mean)
+    x = _filled(feats[list(SIZES)].to_numpy(float), train)
     spread = x[train].std(axis=0)
-    x = (x - mean) / np.where(spread > 0, spread, 1.0)
+    x = (x - x[train].mean(axis=0)) / np.where(spread > 0, spread, 1.0)
     m, a = x[:, 0], x[:, 2]
     return np.column_stack([x, m * m, a * a, m * a, np.ones(len(x))])
 

@@ -49,6 +49,7 @@ from joulebench.report.palettes import page_palettes
 from joulebench.table_io import atomic_write, read_table
 from joulebench.tables import (
     PAGE,
+    STATUS_NOT_PROFILED,
     STATUS_PREDICTED,
     SUMMARY_COLUMNS,
     energy_is_estimate,
@@ -100,13 +101,16 @@ def page_table(
     grade_thresholds: Mapping[str, float] | Sequence[float] | None = None,
 ) -> pd.DataFrame:
     """PAGE_COLUMNS: one row per summary row (source measured), then one per prediction of
-    `predicted` (tables.PREDICTED; None: none) with its grade range (predicted_rows)."""
+    `predicted` (tables.PREDICTED; None: none) with its grade range (predicted_rows). A
+    model's `not-profiled` row goes where it has predicted rows: they say more."""
     measured = measured_rows(summary, scores)
     if predicted is None or predicted.empty:
         return measured
     rows = predicted_rows(predicted, summary, scores, grade_thresholds=grade_thresholds)
     if rows.empty:
         return measured
+    stand_in = (measured["status"] == STATUS_NOT_PROFILED) & measured["model"].isin(rows["model"])
+    measured = measured[~stand_in.fillna(False).astype(bool)]
     return pd.concat([measured, rows], ignore_index=True)[list(PAGE_COLUMNS)]
 
 
