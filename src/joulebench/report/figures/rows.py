@@ -18,7 +18,7 @@ from joulebench.analysis.score import (
     ENERGY_COLUMNS,
     invalidating_flag,
 )
-from joulebench.tables import energy_is_estimate
+from joulebench.tables import STATUS_NOT_PROFILED, energy_is_estimate
 
 # What places a row in a group or a series. A row without one of these (the summary's own
 # not-profiled rows have no device, method or batch size) cannot be placed: figures leave it
@@ -110,8 +110,9 @@ def energy_base(df: pd.DataFrame) -> str:
 
 
 # Statuses that are no failure: not run here by design (an emulated precision, tf32 or CUDA
-# graphs where the device has none); a note counts them by their own word.
-NOT_FAILED = {"skipped": "skipped"}
+# graphs where the device has none), or a catalogued model the study did not measure (its
+# budget, or its list: predicted where the run predicts); a note counts them by their word.
+NOT_FAILED = {"skipped": "skipped", STATUS_NOT_PROFILED: "not measured"}
 
 
 def status_reason(status: str) -> str:
