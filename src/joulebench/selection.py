@@ -151,10 +151,11 @@ def budget_lines(chosen: Selection, config: dict, n_models: int) -> list[str]:
             "docs/benchmarks.md)"
         )
     if chosen.left:
-        below = "at least " if share <= INTERVAL_FACTOR[0][0] else ""
+        first = INTERVAL_FACTOR[0][0]
+        at = max(share, first)  # the bench measured no smaller share: at least its width
         lines.append(
-            f"  the predictions: 90 % intervals of about x/÷{interval_factor(share):.2f} "
-            f"({below}the median on timm's tables at {share:.0%} measured, an estimate; each "
-            "run checks its own, docs/predictions.md)"
+            f"  the predictions: 90 % intervals of {'at least' if share < first else 'about'} "
+            f"x/÷{interval_factor(share):.2f} (an estimate: the median on timm's tables at "
+            f"{at:.0%} measured; each run checks its own, docs/predictions.md)"
         )
     return lines
