@@ -291,7 +291,11 @@ def get_webapp_inputs(wildcards):
 
 def get_predicted_option(wildcards, input):
     """--predicted for figures and webapp where the DAG made predictions."""
-    return shell_option("predicted", input.predicted) if "predicted" in input.keys() else ""
+    return (
+        shell_option("predicted", input.predicted)
+        if "predicted" in input.keys()
+        else ""
+    )
 
 
 def get_figure_inputs(wildcards):
