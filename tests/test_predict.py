@@ -159,3 +159,14 @@ def test_a_thin_catalog_with_parameters_only_still_predicts():
     out = predict(_rows(catalog, y, np.arange(80) % 2 == 0), catalog)
     assert out["energy_per_image_j"].notna().all() and out["note"].isna().all()
     assert np.isfinite(out["energy_pi_factor"]).all()
+
+
+def test_a_study_that_measured_everything_predicts_nothing_and_a_small_one_says_why():
+    catalog = _catalog(12)
+    y = _truth(catalog)
+    out = predict(_rows(catalog, y, np.ones(12, bool)), catalog)
+    assert out.empty and list(out.columns) == PREDICTED.names
+    out = predict(_rows(catalog, y, np.arange(12) < 4), catalog)
+    assert len(out) == 8 and out["energy_per_image_j"].isna().all()
+    assert out["note"].str.startswith("not predicted: 4 models").all()
+    assert predict(_rows(catalog, y, np.zeros(12, bool)), catalog).empty  # no group at all

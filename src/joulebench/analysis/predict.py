@@ -244,7 +244,7 @@ def predict(rows: pd.DataFrame, catalog: pd.DataFrame, level: float = PI_LEVEL) 
         for key, group in ok.groupby(list(GROUP), dropna=False, sort=True)
     ]
     frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    return conform(frame, PREDICTED.dtypes)
+    return conform(frame.reindex(columns=PREDICTED.names), PREDICTED.dtypes)
 
 
 def _measured_rows(rows: pd.DataFrame) -> pd.DataFrame:
@@ -270,6 +270,8 @@ def _group(key: dict, group: pd.DataFrame, feats, kinship, level: float) -> pd.D
         .median()
     )  # a model measured on several boards: its median
     out = feats.loc[~feats["model"].isin(logs.index), ["model"]].reset_index(drop=True)
+    if out.empty:  # the group measured every catalogued model
+        return out
     out = out.assign(**key, source="predicted", pi_level=level, pi_method=PI_METHOD)
     known = feats["model"].isin(logs.index).to_numpy()
     sized = np.isfinite(feats["log_macs"].to_numpy()) | np.isfinite(feats["log_params"].to_numpy())
