@@ -19,7 +19,7 @@ from joulebench.core.concurrency import NodeMeasurements
 from joulebench.core.devices import check_devices
 from joulebench.core.meters.estimate import EstimateMeter
 from joulebench.core.meters.node import ESTIMATE_NO_DRAM, NO_GPU, NodeMeter
-from joulebench.core.protocol import ProtocolSettings, expected_cv, measure
+from joulebench.core.protocol import BoardState, ProtocolSettings, expected_cv, measure
 from joulebench.flags import FLAG_HOST_SHARED
 from joulebench.schedule.slots import (
     measure_threads,
@@ -164,7 +164,7 @@ def test_the_protocol_gives_each_part_per_image_and_the_node_total(tmp_path):
         node,
         images_per_step=2,
         settings=settings,
-        idle_power_w=60.0,
+        board=BoardState(60.0),
         clock=rig.clock,
         sleep=rig.gpu.sleep,
     )
@@ -223,7 +223,7 @@ def test_a_simulated_gpu_draws_busy_power_while_steps_run():
             meter,
             images_per_step=1,
             settings=settings,
-            idle_power_w=board.idle_w,  # as the workflow passes its idle baseline
+            board=BoardState(board.idle_w),  # as the workflow passes its idle baseline
         )
     # A step holds the board at 300 W for at least 10 ms (longer when the host preempts the
     # spin), the gaps between steps draw 60 W: per image at least ~3 J, and the mean power

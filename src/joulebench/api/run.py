@@ -117,6 +117,7 @@ def _gate(device: BoundDevice, meters: Callable, wait_s: float):
 
 def _run(step, sync, meters: Callable, config: dict, images_per_step: int, idle_w: float):
     """(protocol result, meter description, start time): windows sized to this meter."""
+    from joulebench.core.protocol import BoardState
     from joulebench.core.protocol import measure as run_protocol
     from joulebench.core.provenance import utc_now
 
@@ -126,7 +127,7 @@ def _run(step, sync, meters: Callable, config: dict, images_per_step: int, idle_
         started = utc_now(precise=True)
         result = run_protocol(
             step, sync, meter, images_per_step=images_per_step, settings=settings,
-            idle_power_w=idle_w,
+            board=BoardState(idle_w),
         )  # fmt: skip
         return result, {**meter.describe(), "meter_reasons": reasons}, started
 

@@ -45,13 +45,13 @@ from joulebench.core.first_check import CHECK_FIRST, report_for
 from joulebench.core.first_check import DEFAULT as CHECK_FIRST_DEFAULT
 from joulebench.core.gpu_faults import fault_kind
 from joulebench.core.hangs import HangRule, method_label
-from joulebench.core.heat import HeatCalibration
 from joulebench.core.heat import from_report as heat_from_report
 from joulebench.core.host_bound import host_bound_fields
 from joulebench.core.knobs import applied, restore_leftover
 from joulebench.core.methods import Method, parse_methods
 from joulebench.core.protocol import (
     DEFAULT_PRESET,
+    BoardState,
     ProtocolSettings,
     measure,
     measure_idle,
@@ -75,7 +75,6 @@ from joulebench.core.supervise import (
     emit,
     in_worker,
 )
-from joulebench.core.tail import TailCalibration
 from joulebench.core.tail import from_report as tail_from_report
 from joulebench.core.train import TrainSpec
 from joulebench.flags import (
@@ -296,11 +295,10 @@ class JobSession:
         self.job = job
         self.device = device
         self.settings: ProtocolSettings = job.settings  # sized to the meter at the start
-        self.idle_power_w: float = job.idle_power_w  # else the idle read before the model
+        # the idle baseline (else the idle read before the model) and, from the board's check,
+        # its heat, the die's idle temperature and its power tail: as the protocol takes them
+        self.board = BoardState(job.idle_power_w)
         self.meter_options: dict = dict(job.meter_options)  # and the check's (refresh_s)
-        self.heat: HeatCalibration | None = None  # the board's, from its check
-        self.idle_temperature_c: float = math.nan  # the die at idle, from the same check
-        self.tail: TailCalibration | None = None  # the board's power tail, from the check
         self.refresh_s: float | None = None  # the meter's refresh period (NVML)
         self._node = NodeMeasurements(job.device_label)
         self._knobs: KnobControl | None = None
@@ -370,11 +368,11 @@ class JobSession:
         base.update(self._calibrated(described, refresh_s, log))
         prefixed = lambda line: log(f"{job.model}: {line}")  # noqa: E731
         reference_for(self.device, described, job.boards_dir, job.board_reference, prefixed)
-        if not math.isfinite(self.idle_power_w) and math.isfinite(idle.power_w):
+        if not math.isfinite(self.board.idle_power_w) and math.isfinite(idle.power_w):
             # no idle job's baseline (the ad-hoc `joulebench profile`): the read before the
             # model stands in, so the phase shifts' idle time does not add its idle energy
             # to the images' (docs/protocol.md)
-            self.idle_power_w = float(idle.power_w)
+            self.board = replace(self.board, idle_power_w=float(idle.power_w))
         return base, idle
 
     def row_base(self) -> dict:
@@ -406,8 +404,13 @@ class JobSession:
             self.device, described, job.check_dir, job.check_first,
             lambda line: log(f"{job.model}: {line}"),
         )  # fmt: skip
-        self.heat, self.idle_temperature_c = heat_from_report(check)
-        self.tail = tail_from_report(check)
+        heat, idle_temperature_c = heat_from_report(check)
+        self.board = replace(
+            self.board,
+            heat=heat,
+            idle_temperature_c=idle_temperature_c,
+            tail=tail_from_report(check),
+        )
         self.meter_options.update(self.device.meter_options_from_check(check))
         self.refresh_s = self.meter_options.get("refresh_s", refresh_s)
         return checked_fields(check)
@@ -699,10 +702,7 @@ def _build_and_measure(
                 meter,
                 images_per_step=batch_size,
                 settings=settings,
-                idle_power_w=session.idle_power_w,
-                heat=session.heat,
-                idle_temperature_c=session.idle_temperature_c,
-                tail=session.tail,
+                board=session.board,
                 progress=_stage,
             )
             emit("stage", doing="tracing the GPU's busy share")
