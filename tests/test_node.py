@@ -63,10 +63,9 @@ def test_gpu_jobs_are_pinned_by_uuid():
     uuids = pinned_uuids({"a100": "cuda:0", "h200": "cuda:1", "cpu": "cpu"}, torch=torch)
     assert uuids == {"a100": A100.uuid, "h200": H200.uuid}  # as CUDA_VISIBLE_DEVICES takes it
     env = {}
-    spec = pin_to_gpu({"torch_device": "cuda:1", "methods": {}}, uuids["h200"], env=env)
+    assert pin_to_gpu("cuda:1", uuids["h200"], env=env) == "cuda:0"  # the only GPU it sees
     assert env["CUDA_VISIBLE_DEVICES"] == H200.uuid
-    assert spec["torch_device"] == "cuda:0"  # the only GPU the job sees
-    assert pin_to_gpu({"torch_device": "cpu"}, None, env=env) == {"torch_device": "cpu"}
+    assert pin_to_gpu("cpu", None, env=env) == "cpu"
 
 
 # ------------------------------------------------------------------ the whole-node meter
