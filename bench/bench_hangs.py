@@ -32,12 +32,13 @@ def job_deadlines(study: dict, model: str):
     order, the protocol's longest warm-up)."""
     from joulebench.core.config_time import config_cost, warmup_kinds
     from joulebench.core.hangs import HangRule
+    from joulebench.core.job_spec import job_spec
     from joulebench.core.profile import ProfileJob
     from joulebench.core.protocol import ProtocolSettings
     from joulebench.core.supervise import deadline_s
 
-    spec = {k: study[k] for k in ("methods", "batch_sizes")}
-    job = ProfileJob.from_spec(model, "gpu", {**spec, "torch_device": "cuda"})
+    spec = job_spec("cuda", {k: study[k] for k in ("methods", "batch_sizes")})
+    job = ProfileJob(model, "gpu", spec)
     settings = ProtocolSettings.from_dict(study.get("protocol"), "sensor")
     configs = [job.configs()[i] for i in job.measurement_order()]
     kinds = warmup_kinds([(phase, method.name) for phase, method, _ in configs])

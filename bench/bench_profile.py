@@ -65,16 +65,14 @@ def window_vs_bare(model_name: str, batch_size: int, seconds: float, rounds: int
 
 def job_share(model_name: str) -> tuple[float, float, float]:
     config = yaml.safe_load((REPO / "config.yaml").read_text())
-    spec = {
-        "torch_device": "cpu",
-        "methods": config["methods"],
-        "batch_sizes": config["batch_sizes"],
-        "protocol": {},
-    }
+    from joulebench.core.job_spec import job_spec
+
+    study = {"methods": config["methods"], "batch_sizes": config["batch_sizes"]}
+    spec = job_spec("cpu", study).to_json()
     with tempfile.TemporaryDirectory() as tmp:
         out = {k: str(Path(tmp) / f"{k}.parquet") for k in ("rows", "repeats", "trace")}
         cmd = [sys.executable, "-m", "joulebench", "profile-job", model_name]
-        cmd += ["--device-label", "cpu", "--spec", json.dumps(spec), "--threads", "2"]
+        cmd += ["--device-label", "cpu", "--spec", spec, "--threads", "2"]
         cmd += ["--output", out["rows"], "--repeats-output", out["repeats"]]
         cmd += ["--trace-output", out["trace"]]
         env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
@@ -94,6 +92,7 @@ def overhead_rows(model_name: str, device: str, sizes: list[int]) -> list[dict]:
     counted as one refresh period per window."""
     import pandas as pd
 
+    from joulebench.core.job_spec import JobSpec
     from joulebench.core.methods import parse_methods
     from joulebench.core.profile import ProfileJob, run_profile
 
@@ -102,10 +101,12 @@ def overhead_rows(model_name: str, device: str, sizes: list[int]) -> list[dict]:
         job = ProfileJob(
             model=model_name,
             device_label="bench",
-            torch_device=device,
-            methods=list(parse_methods(specs).values()),
-            batch_sizes=sizes,
-            idle_pre_s=0.5,
+            spec=JobSpec(
+                torch_device=device,
+                methods=list(parse_methods(specs).values()),
+                batch_sizes=sizes,
+                idle_pre_s=0.5,
+            ),
             threads=1,
             check_dir=tmp,  # no check: as run
         )

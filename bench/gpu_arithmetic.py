@@ -121,27 +121,27 @@ def jobs(args) -> list[tuple[str, str, dict, list[int]]]:
 
 
 def run(args, log):
-    """Every job's rows (a DataFrame) through the profile code (ProfileJob.from_spec,
+    """Every job's rows (a DataFrame) through the profile code (job_spec,
     run_profile)."""
     import pandas as pd
 
     from joulebench.catalog.models import resolve_models
+    from joulebench.core.job_spec import job_spec
     from joulebench.core.profile import ProfileJob, run_profile
 
     frames = []
     label = args.device.replace(":", "")
     for section, entry, methods, batches in jobs(args):
         model = resolve_models([entry])[0]
-        spec = {
-            "torch_device": args.device,
+        study = {
             "methods": methods,
             "batch_sizes": batches,
             "protocol": PROTOCOL,
-            "idle_pre_s": 1.0,
             # a kept check of this GPU (gpu_check.py --keep) states the rows; none is run here
-            "check_first": "off",
+            "profile": {"idle_pre_s": 1.0, "check_first": "off"},
         }
-        rows = run_profile(ProfileJob.from_spec(model, label, spec), log=log).rows
+        spec = job_spec(args.device, study)
+        rows = run_profile(ProfileJob(model, label, spec), log=log).rows
         frames.append(rows.assign(section=section))
     return pd.concat(frames, ignore_index=True)
 

@@ -61,6 +61,7 @@ def one(job, method, batch: int) -> dict:
 def main() -> int:
     import pandas as pd
 
+    from joulebench.core.job_spec import job_spec
     from joulebench.core.methods import PRESETS, parse_methods
     from joulebench.core.profile import ProfileJob
 
@@ -76,8 +77,8 @@ def main() -> int:
     methods = parse_methods({m: PRESETS[m] for m in args.methods})
     rows = []
     for model in args.models:
-        spec = {"torch_device": args.device, "methods": {}, "batch_sizes": args.batches}
-        job = ProfileJob.from_spec(model, args.device.replace(":", ""), spec)
+        spec = job_spec(args.device, {"methods": {}, "batch_sizes": args.batches})
+        job = ProfileJob(model, args.device.replace(":", ""), spec)
         for method in methods.values():
             for batch in args.batches:
                 try:

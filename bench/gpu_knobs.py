@@ -19,19 +19,26 @@ import sys
 import time
 from pathlib import Path
 
-SPEC = {
-    "torch_device": "cuda:0",
+STUDY = {  # a study's sections (core.job_spec.job_spec)
     "batch_sizes": [64],
     "protocol": {"repeats": 3, "min_repeat_s": 2.0, "warmup_max_s": 10.0},
-    "idle_pre_s": 1.0,
+    "profile": {"idle_pre_s": 1.0},
 }
 KILLED = """
 import sys
+from joulebench.core.job_spec import job_spec
 from joulebench.core.profile import ProfileJob, run_profile
-spec = {**%r, "methods": {"capped": {"precision": sys.argv[2], "power_limit": 0.5}},
-        "protocol": {"repeats": 3, "min_repeat_s": 60.0}}
-run_profile(ProfileJob.from_spec(sys.argv[1], "h200", spec))
+study = {**%r, "methods": {"capped": {"precision": sys.argv[2], "power_limit": 0.5}},
+         "protocol": {"repeats": 3, "min_repeat_s": 60.0}}
+run_profile(ProfileJob(sys.argv[1], "h200", job_spec(sys.argv[3], study)))
 """
+
+
+def job(model: str, device: str, methods: dict):
+    from joulebench.core.job_spec import job_spec
+    from joulebench.core.profile import ProfileJob
+
+    return ProfileJob(model, "h200", job_spec(device, {**STUDY, "methods": methods}))
 
 
 def limit_w(device: str) -> float:
@@ -47,7 +54,7 @@ def limit_w(device: str) -> float:
 
 def main() -> int:
     from joulebench.core.knobs import state_dir
-    from joulebench.core.profile import ProfileJob, run_profile
+    from joulebench.core.profile import run_profile
 
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
@@ -57,14 +64,15 @@ def main() -> int:
     p.add_argument("--precision", default="fp16", help="fp32 for a dry run on a CPU")
     args = p.parse_args()
     out, device = Path(args.out), args.device
-    SPEC.update(torch_device=device, batch_sizes=[args.batch_size])
+    STUDY.update(batch_sizes=[args.batch_size])
     seen = {"before_w": limit_w(device)}
     methods = {"fp16": {"precision": args.precision, "power_limit": [1.0, 0.8, 0.6, 0.5]}}
-    job = ProfileJob.from_spec(args.model, "h200", {**SPEC, "methods": methods})
-    rows = run_profile(job).rows
+    rows = run_profile(job(args.model, device, methods)).rows
     rows.to_parquet(out / "knobs.parquet")
     seen["after_sweep_w"] = limit_w(device)
-    killed = subprocess.Popen([sys.executable, "-c", KILLED % (SPEC,), args.model, args.precision])
+    killed = subprocess.Popen(
+        [sys.executable, "-c", KILLED % (STUDY,), args.model, args.precision, device]
+    )
     deadline = time.monotonic() + 120
     while not list((state_dir() / "knobs").glob("*.json")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -75,10 +83,8 @@ def main() -> int:
     seen["after_kill_w"] = limit_w(device)
     seen["record_left"] = [str(x) for x in (state_dir() / "knobs").glob("*.json")]
     lines = []
-    job = ProfileJob.from_spec(
-        args.model, "h200", {**SPEC, "methods": {"fp16": {"precision": args.precision}}}
-    )
-    next_rows = run_profile(job, log=lines.append).rows
+    next_job = job(args.model, device, {"fp16": {"precision": args.precision}})
+    next_rows = run_profile(next_job, log=lines.append).rows
     seen["next_job_log"] = lines
     seen["next_job_status"] = next_rows.status.tolist()
     seen["after_next_job_w"] = limit_w(device)

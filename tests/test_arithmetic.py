@@ -26,6 +26,7 @@ from joulebench.core.arithmetic import (
 )
 from joulebench.core.backends import backend_for
 from joulebench.core.backends.cuda import cuda_native
+from joulebench.core.job_spec import JobSpec
 from joulebench.core.methods import Method, parse_methods
 from joulebench.core.profile import ProfileJob, run_profile
 from joulebench.core.protocol import ProtocolSettings
@@ -161,12 +162,14 @@ def _job(methods: dict, torch_device: str = "cpu") -> ProfileJob:
     return ProfileJob(
         model="jbarith_spy",
         device_label="dev",
-        torch_device=torch_device,
-        methods=list(parse_methods(methods).values()),
-        batch_sizes=[2],
-        settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
+        spec=JobSpec(
+            torch_device=torch_device,
+            methods=list(parse_methods(methods).values()),
+            batch_sizes=[2],
+            settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
+            idle_pre_s=0.05,
+        ),
         idle_power_w=1.0,
-        idle_pre_s=0.05,
         threads=1,
     )
 

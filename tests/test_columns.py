@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from conftest import FAST_PROTOCOL, REPO
 from helpers.dotted import resolve
+from helpers.profile_job import job_of
 
 from joulebench import tables
 from joulebench.accuracy.reference import reference_accuracy
@@ -22,7 +23,7 @@ from joulebench.analysis.score import score_summary
 from joulebench.analysis.summary import build_summary
 from joulebench.catalog.build import build_catalog
 from joulebench.check.report import CheckReport, Row
-from joulebench.core.profile import ProfileJob, run_profile
+from joulebench.core.profile import run_profile
 from joulebench.report.webapp import page_table
 
 SRC = REPO / "src" / "joulebench"
@@ -180,7 +181,7 @@ def small_run():
         "idle_pre_s": 0.05,
         "workload": ENTRY,
     }
-    job = ProfileJob.from_spec("tiny_net.build", "cpu", spec, idle_power_w=1.0, threads=1)
+    job = job_of("tiny_net.build", "cpu", spec, idle_power_w=1.0, threads=1)
     out = run_profile(job, log=lambda s: None)
     catalog = build_catalog([ENTRY], log=lambda s: None)
     accuracy = reference_accuracy(list(catalog["model"]), {}, {})

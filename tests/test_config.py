@@ -159,8 +159,9 @@ def test_the_schemas_protocol_is_the_preset_and_the_settings_a_user_turns():
 
 
 def test_objects_built_from_the_schema_equal_the_code_defaults():
+    from helpers.profile_job import spec_of
+
     from joulebench.core.methods import Method, parse_methods
-    from joulebench.core.profile import ProfileJob
     from joulebench.core.protocol import ProtocolSettings
     from joulebench.core.train import TrainSpec
 
@@ -184,7 +185,7 @@ def test_objects_built_from_the_schema_equal_the_code_defaults():
         "estimate": {"tdp_w": None},
     }
     minimal = {"torch_device": "cpu", "methods": top["methods"], "batch_sizes": [1]}
-    assert ProfileJob.from_spec("m", "cpu", full) == ProfileJob.from_spec("m", "cpu", minimal)
+    assert spec_of(full) == spec_of(minimal)
 
 
 def _schema_config(**keys) -> dict:

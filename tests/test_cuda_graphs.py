@@ -20,6 +20,7 @@ from joulebench.core.arithmetic import IEEE, Arithmetic, applied
 from joulebench.core.backends import backend_for, bound_device
 from joulebench.core.backends.cuda import cuda_native
 from joulebench.core.cuda_graphs import GraphStep, capture, graph_step
+from joulebench.core.job_spec import JobSpec
 from joulebench.core.methods import PRESETS, Method, parse_methods
 from joulebench.core.profile import ProfileJob, run_profile
 from joulebench.core.protocol import ProtocolSettings
@@ -186,14 +187,16 @@ def _job(device="cpu", phases=("inference",)) -> ProfileJob:
     return ProfileJob(
         model="jbgraph_net",
         device_label="dev",
-        torch_device=device,
-        methods=list(parse_methods(methods).values()),
-        batch_sizes=[2],
-        settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
+        spec=JobSpec(
+            torch_device=device,
+            methods=list(parse_methods(methods).values()),
+            batch_sizes=[2],
+            settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
+            idle_pre_s=0.05,
+            phases=list(phases),
+        ),
         idle_power_w=1.0,
-        idle_pre_s=0.05,
         threads=1,
-        phases=list(phases),
     )
 
 

@@ -16,6 +16,7 @@ from joulebench.analysis.summary import build_summary
 from joulebench.catalog.build import build_catalog, catalog_row
 from joulebench.catalog.counting import count
 from joulebench.catalog.deploy_form import to_deploy_form
+from joulebench.core.job_spec import JobSpec
 from joulebench.core.methods import Method, parse_methods
 from joulebench.core.profile import ProfileJob, build, run_profile
 from joulebench.core.protocol import ProtocolSettings
@@ -201,14 +202,16 @@ def test_profile_rows_say_which_form_was_measured():
     job = ProfileJob(
         model="mobileone_s0",
         device_label="cpu",
-        torch_device="cpu",
-        methods=list(parse_methods(specs).values()),
-        batch_sizes=[1],
-        settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
+        spec=JobSpec(
+            torch_device="cpu",
+            methods=list(parse_methods(specs).values()),
+            batch_sizes=[1],
+            settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
+            idle_pre_s=0.05,
+            phases=["inference", "train"],
+        ),
         idle_power_w=1.0,
-        idle_pre_s=0.05,
         threads=1,
-        phases=["inference", "train"],
     )
     rows = conform(run_profile(job, log=lambda s: None).rows, PROFILE_COLUMNS)
     assert (rows.status == "ok").all(), rows.reason.tolist()

@@ -119,6 +119,7 @@ def test_devices_and_slots_treat_it_as_a_device_of_its_own(npu):
 def test_a_profile_on_the_new_kind_reads_its_meter(npu):
     from conftest import FAST_PROTOCOL
 
+    from joulebench.core.job_spec import JobSpec
     from joulebench.core.methods import parse_methods
     from joulebench.core.profile import ProfileJob, run_profile
     from joulebench.core.protocol import ProtocolSettings
@@ -126,12 +127,14 @@ def test_a_profile_on_the_new_kind_reads_its_meter(npu):
     job = ProfileJob(
         model="tiny_net",
         device_label="n0",
-        torch_device="npu:0",
-        methods=list(parse_methods({"fp32": {"precision": "fp32"}}).values()),
-        batch_sizes=[2],
-        settings=ProtocolSettings(**FAST_PROTOCOL),
-        idle_pre_s=0.05,
-        workload=str(TESTS / "workloads" / "tiny_net.py") + ":build",
+        spec=JobSpec(
+            torch_device="npu:0",
+            methods=list(parse_methods({"fp32": {"precision": "fp32"}}).values()),
+            batch_sizes=[2],
+            settings=ProtocolSettings(**FAST_PROTOCOL),
+            idle_pre_s=0.05,
+            workload=str(TESTS / "workloads" / "tiny_net.py") + ":build",
+        ),
         check_dir=str(TESTS / "no-checks-here"),
     )
     (row,) = run_profile(job, log=lambda line: None).rows.to_dict("records")

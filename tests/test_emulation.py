@@ -21,6 +21,7 @@ from joulebench.core.backends.cpu import cpu_flags, native_from_cpuinfo
 from joulebench.core.backends.cuda import cuda_native
 from joulebench.core.backends.rocm import rocm_native
 from joulebench.core.emulation import method_verdict, native_by_label, verdict
+from joulebench.core.job_spec import JobSpec
 from joulebench.core.methods import Method, parse_methods
 from joulebench.core.profile import ProfileJob, run_profile
 from joulebench.core.protocol import ProtocolSettings
@@ -291,12 +292,14 @@ def _job() -> ProfileJob:
     return ProfileJob(
         model="jbemu_tiny",
         device_label="cpu",
-        torch_device="cpu",
-        methods=list(parse_methods(METHODS).values()),
-        batch_sizes=[2],
-        settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
+        spec=JobSpec(
+            torch_device="cpu",
+            methods=list(parse_methods(METHODS).values()),
+            batch_sizes=[2],
+            settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
+            idle_pre_s=0.05,
+        ),
         idle_power_w=1.0,
-        idle_pre_s=0.05,
         threads=1,
     )
 

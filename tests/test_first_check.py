@@ -93,10 +93,9 @@ def test_a_profile_job_on_a_simulated_gpu_checks_it_first_and_states_its_rows(tm
     cpu_job = profile_job.job("jbtest_tiny", batch_sizes=(1,))
     job = replace(
         cpu_job,
-        torch_device="sim:a100",
+        spec=replace(cpu_job.spec, torch_device="sim:a100", check_first="on"),
         device_label="test-first-job",
         check_dir=str(tmp_path),
-        check_first="on",
     )
     (row,) = run_profile(job).rows.to_dict("records")
     assert row["status"] == "ok", row["reason"]
@@ -113,10 +112,9 @@ def test_a_kept_report_no_board_can_have_is_not_read_and_no_row_is_negative(tmp_
     cpu_job = profile_job.job("jbtest_tiny", batch_sizes=(1,))
     job = replace(
         cpu_job,
-        torch_device="sim:a100",
+        spec=replace(cpu_job.spec, torch_device="sim:a100", check_first="on"),
         device_label="test-implausible",
         check_dir=str(tmp_path),
-        check_first="on",
     )
     (first,) = run_profile(job).rows.to_dict("records")
     (kept,) = (tmp_path / "gpus").glob("*.json")

@@ -14,6 +14,8 @@ from conftest import FAST_PROTOCOL, REPO, SMOKE, snakemake
 from joulebench.core.gpu_failover import Failover, failover_for
 from joulebench.core.gpu_faults import FAULT_KINDS, fault_kind
 from joulebench.core.job_runner import supervised_job
+from joulebench.core.job_spec import JobSpec, job_spec
+from joulebench.core.profile import ProfileJob
 from joulebench.core.supervise import WorkerRun
 from joulebench.schedule.bad_gpus import bad_gpus, mark_bad
 from joulebench.schedule.lease import lease_gpu
@@ -92,12 +94,12 @@ def _collector():
 
 def test_a_job_moves_once_and_then_gives_up_what_is_left(pool):
     lines, (a, b) = [], pool
-    failover = failover_for({"torch_device": "sim:h100:0"}, pool, "h100 m", "h100", lines.append)
+    failover = failover_for(_device("sim:h100:0"), pool, "h100 m", "h100", lines.append)
     rows, failed = _collector()
     with failover:
-        assert failover.spec["gpu"]["uuid"] == a["uuid"]
+        assert failover.spec.gpu["uuid"] == a["uuid"]
         assert failover.on_fault(_run(1, done=[0]), 0, 4, failed, lines.append) == 1
-        assert failover.spec["gpu"]["uuid"] == b["uuid"] and rows == []
+        assert failover.spec.gpu["uuid"] == b["uuid"] and rows == []
         assert set(bad_gpus()) == {a["uuid"]}
         assert failover.on_fault(_run(2, "ecc", done=[1]), 1, 4, failed, lines.append) == 4
     assert [(p, s) for p, s, _ in rows] == [(2, "not-measured"), (3, "not-measured")]
@@ -107,12 +109,12 @@ def test_a_job_moves_once_and_then_gives_up_what_is_left(pool):
     frame = pd.DataFrame({"config_order": [1, 2, 3, 4]})
     noted = failover.noted(frame)["gpu_failed"].fillna("").tolist()
     assert noted[0] == "" and noted[1].startswith(a["uuid"]) and noted[3].startswith(b["uuid"])
-    later = failover_for({"torch_device": "sim:h100:0"}, pool, "h100 n", "h100", lines.append)
+    later = failover_for(_device("sim:h100:0"), pool, "h100 n", "h100", lines.append)
     assert later.start_reason().startswith("every GPU of the pool failed in this run")
 
 
 def test_a_configuration_that_fails_on_the_next_gpu_too_is_its_own_fault(pool):
-    failover = failover_for({"torch_device": "sim:h100:0"}, pool, "h100 m", "h100", print)
+    failover = failover_for(_device("sim:h100:0"), pool, "h100 m", "h100", print)
     rows, failed = _collector()
     with failover:
         assert failover.on_fault(_run(0, "cuda"), 0, 2, failed, print) == 0
@@ -124,7 +126,7 @@ def test_a_configuration_that_fails_on_the_next_gpu_too_is_its_own_fault(pool):
 
 def test_a_lone_gpu_that_fails_leaves_its_jobs_not_measured(pool):
     rows, failed = _collector()
-    lone = Failover({"torch_device": "sim:h100"}, holder="g m", label="g")
+    lone = Failover(_device("sim:h100"), holder="g m", label="g")
     assert lone.start_reason() == ""
     fault = {**_run(0).fault, "uuid": "GPU-lone", "index": 0}
     run = WorkerRun(
@@ -132,23 +134,26 @@ def test_a_lone_gpu_that_fails_leaves_its_jobs_not_measured(pool):
     )
     assert lone.on_fault(run, 3, 5, failed, print) == 5  # before its first: from where it began
     assert [p for p, _, _ in rows] == [3, 4] and rows[0][2].endswith("the device has no other GPU")
-    again = Failover({"torch_device": "sim:h100"}, holder="g n", label="g")
+    again = Failover(_device("sim:h100"), holder="g n", label="g")
     assert again.start_reason().startswith("GPU-lone (index 0) failed: xid: xid!")
 
 
 # ------------------------------------------------------------------ a job on a pool of 2
 
 
-def _spec() -> dict:
-    return {
-        "torch_device": "sim:h100:0",
+def _spec() -> JobSpec:
+    study = {
         "methods": {"fp32": {"precision": "fp32"}},
         "batch_sizes": [1, 2],
         "protocol": FAST_PROTOCOL,
-        "workload": f"{BAD}:good",
-        "idle_pre_s": 0.05,
-        "quiet_wait_s": 0,
+        "profile": {"idle_pre_s": 0.05, "quiet_wait_s": 0},
     }
+    return job_spec("sim:h100:0", study, workload=f"{BAD}:good")
+
+
+def _device(torch_device: str) -> JobSpec:
+    """A spec of nothing to measure on `torch_device`: what failover reads of it."""
+    return JobSpec(torch_device=torch_device, methods=(), batch_sizes=())
 
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
@@ -157,8 +162,8 @@ def test_a_gpu_that_fails_leaves_the_pool_and_the_job_goes_on(kind, pool, monkey
     a, b = pool
     lines, start = [], time.monotonic()
     with failover_for(_spec(), pool, "h100 bad.good", "h100", lines.append) as failover:
-        rows, _, _ = supervised_job("bad.good", "h100", failover.spec, idle=None, threads=1,
-                                    log=lines.append, failover=failover)  # fmt: skip
+        job = ProfileJob("bad.good", "h100", failover.spec, threads=1)
+        rows, _, _ = supervised_job(job, idle=None, log=lines.append, failover=failover)
     rows = rows.sort_values("config_order")
     assert rows["status"].tolist() == ["ok", "ok"], rows["reason"].tolist()
     assert rows["gpu_uuid"].tolist() == [a["uuid"], b["uuid"]]  # the second: measured again
@@ -176,8 +181,8 @@ def test_a_job_on_a_pool_with_no_good_gpu_left_measures_nothing(pool):
     for record in pool:
         mark_bad(record, "nvml", "GPU is lost", device_label="h100")
     with failover_for(_spec(), pool, "h100 bad.good", "h100", print) as failover:
-        rows, _, _ = supervised_job("bad.good", "h100", failover.spec, idle=None, threads=1,
-                                    log=print, failover=failover)  # fmt: skip
+        job = ProfileJob("bad.good", "h100", failover.spec, threads=1)
+        rows, _, _ = supervised_job(job, idle=None, log=print, failover=failover)
     assert rows["status"].tolist() == ["not-measured", "not-measured"]
     assert rows["reason"].str.startswith("every GPU of the pool failed in this run").all()
 

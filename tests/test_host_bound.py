@@ -130,7 +130,8 @@ def test_a_simulated_gpu_row_says_its_busy_share_and_flags_a_host_bound_one():
     rows = {}
     for model, batch in (("jbtest_tiny", 1), ("jbtest_wide", 64)):
         cpu_job = profile_job.job(model, batch_sizes=(batch,))
-        job = replace(cpu_job, torch_device="sim:h100", device_label="test-host-bound")
+        spec = replace(cpu_job.spec, torch_device="sim:h100")
+        job = replace(cpu_job, spec=spec, device_label="test-host-bound")
         (row,) = run_profile(job).rows.to_dict("records")
         assert row["status"] == "ok", row["reason"]
         rows[model] = row

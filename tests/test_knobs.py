@@ -161,7 +161,7 @@ def test_sigterm_while_capped_restores_before_the_process_ends():
 
 
 def sim_job(methods: dict, label: str, **protocol):
-    from joulebench.core.profile import ProfileJob
+    from helpers.profile_job import job_of
 
     spec = {
         "torch_device": "sim:h100",
@@ -171,7 +171,7 @@ def sim_job(methods: dict, label: str, **protocol):
         "idle_pre_s": 0.05,
         "workload": TINY,
     }
-    return ProfileJob.from_spec("tiny_net.build", label, spec, idle_power_w=60.0, threads=1)
+    return job_of("tiny_net.build", label, spec, idle_power_w=60.0, threads=1)
 
 
 @pytest.fixture
@@ -214,11 +214,13 @@ def test_without_permission_the_rows_are_skipped_with_the_fix(board):
 
 KILLED_JOB = """
 import sys
+from joulebench.core.job_spec import job_spec
 from joulebench.core.profile import ProfileJob, run_profile
-spec = {"torch_device": "sim:h100", "methods": {"capped": {"power_limit_w": 250}},
-        "batch_sizes": [1], "idle_pre_s": 0.05, "workload": sys.argv[2],
-        "protocol": {"repeats": 3, "min_repeat_s": 60, "warmup_min_s": 0.05}}
-run_profile(ProfileJob.from_spec("tiny_net.build", sys.argv[1], spec, idle_power_w=60.0, threads=1))
+study = {"methods": {"capped": {"power_limit_w": 250}}, "batch_sizes": [1],
+         "profile": {"idle_pre_s": 0.05},
+         "protocol": {"repeats": 3, "min_repeat_s": 60, "warmup_min_s": 0.05}}
+spec = job_spec("sim:h100", study, workload=sys.argv[2])
+run_profile(ProfileJob("tiny_net.build", sys.argv[1], spec, idle_power_w=60.0, threads=1))
 """
 
 

@@ -178,20 +178,26 @@ def test_what_the_backend_read_back_lands_in_its_columns():
 
 
 def test_a_sweep_expands_into_the_job_s_methods():
-    from joulebench.core.profile import ProfileJob
+    from helpers.profile_job import job_of
 
-    job = ProfileJob.from_spec(
+    job = job_of(
         "resnet18", "cpu", {"torch_device": "cpu", "methods": SWEEP_CONFIG, "batch_sizes": [1]}
     )
-    assert [m.name for m in job.methods][1:] == ["fp16@1.0", "fp16@0.8", "fp16@0.6", "fp16@0.5"]
+    assert [m.name for m in job.spec.methods][1:] == [
+        "fp16@1.0",
+        "fp16@0.8",
+        "fp16@0.6",
+        "fp16@0.5",
+    ]
     # a CPU has no limit to set
     assert job.configs_ask_knobs() and job.bind_device().knob_control() is None
 
 
 def test_a_sweep_on_a_cpu_gives_rows_that_say_what_was_asked_and_why_not_measured():
     from conftest import FAST_PROTOCOL
+    from helpers.profile_job import job_of
 
-    from joulebench.core.profile import ProfileJob, run_profile
+    from joulebench.core.profile import run_profile
 
     spec = {
         "torch_device": "cpu",
@@ -201,7 +207,7 @@ def test_a_sweep_on_a_cpu_gives_rows_that_say_what_was_asked_and_why_not_measure
         "idle_pre_s": 0.05,
         "workload": f"{REPO}/tests/workloads/tiny_net.py:build",
     }
-    job = ProfileJob.from_spec("tiny_net.build", "cpu", spec, idle_power_w=1.0, threads=1)
+    job = job_of("tiny_net.build", "cpu", spec, idle_power_w=1.0, threads=1)
     rows = run_profile(job, log=lambda s: None).rows.set_index("method")
     assert list(rows.index) == ["fp32", "capped@0.8", "capped@0.6"]
     assert rows.loc["fp32", "status"] == "ok"

@@ -19,7 +19,7 @@ from joulebench.core.concurrency import NodeMeasurements
 from joulebench.core.devices import check_devices
 from joulebench.core.meters.estimate import EstimateMeter
 from joulebench.core.meters.node import ESTIMATE_NO_DRAM, NO_GPU, NodeMeter
-from joulebench.core.protocol import ProtocolSettings, expected_cv, measure
+from joulebench.core.protocol import BoardState, ProtocolSettings, expected_cv, measure
 from joulebench.flags import FLAG_HOST_SHARED
 from joulebench.schedule.slots import (
     measure_threads,
@@ -63,10 +63,9 @@ def test_gpu_jobs_are_pinned_by_uuid():
     uuids = pinned_uuids({"a100": "cuda:0", "h200": "cuda:1", "cpu": "cpu"}, torch=torch)
     assert uuids == {"a100": A100.uuid, "h200": H200.uuid}  # as CUDA_VISIBLE_DEVICES takes it
     env = {}
-    spec = pin_to_gpu({"torch_device": "cuda:1", "methods": {}}, uuids["h200"], env=env)
+    assert pin_to_gpu("cuda:1", uuids["h200"], env=env) == "cuda:0"  # the only GPU it sees
     assert env["CUDA_VISIBLE_DEVICES"] == H200.uuid
-    assert spec["torch_device"] == "cuda:0"  # the only GPU the job sees
-    assert pin_to_gpu({"torch_device": "cpu"}, None, env=env) == {"torch_device": "cpu"}
+    assert pin_to_gpu("cpu", None, env=env) == "cpu"
 
 
 # ------------------------------------------------------------------ the whole-node meter
@@ -164,7 +163,7 @@ def test_the_protocol_gives_each_part_per_image_and_the_node_total(tmp_path):
         node,
         images_per_step=2,
         settings=settings,
-        idle_power_w=60.0,
+        board=BoardState(60.0),
         clock=rig.clock,
         sleep=rig.gpu.sleep,
     )
@@ -223,7 +222,7 @@ def test_a_simulated_gpu_draws_busy_power_while_steps_run():
             meter,
             images_per_step=1,
             settings=settings,
-            idle_power_w=board.idle_w,  # as the workflow passes its idle baseline
+            board=BoardState(board.idle_w),  # as the workflow passes its idle baseline
         )
     # A step holds the board at 300 W for at least 10 ms (longer when the host preempts the
     # spin), the gaps between steps draw 60 W: per image at least ~3 J, and the mean power

@@ -122,12 +122,11 @@ def test_a_pools_gpus_are_leased_by_uuid_with_nvmls_index_and_serial(tmp_path):
     assert [r["pin"] for r in records] == [a.uuid, b.uuid]
     assert pool_leases({"h200": "cuda:0"}, torch=torch, nvml=nvml) == {}  # one GPU: no pool
     env = {}
-    spec = {"torch_device": "cuda:0", "methods": {}}
-    first, pinned = lease_from_pool(spec, records, "h200 m1", env=env, folder=tmp_path)
-    assert env["CUDA_VISIBLE_DEVICES"] == a.uuid and pinned["torch_device"] == "cuda:0"
-    assert pinned["gpu"] == {"uuid": records[0]["uuid"], "index": 1, "serial": "1650924060001"}
-    second, pinned = lease_from_pool(spec, records, "h200 m2", env=env, folder=tmp_path)
-    assert env["CUDA_VISIBLE_DEVICES"] == b.uuid and pinned["gpu"]["index"] == 0  # the free one
+    first, device, gpu = lease_from_pool(records, "h200 m1", env=env, folder=tmp_path)
+    assert env["CUDA_VISIBLE_DEVICES"] == a.uuid and device == "cuda:0"
+    assert gpu == {"uuid": records[0]["uuid"], "index": 1, "serial": "1650924060001"}
+    second, device, gpu = lease_from_pool(records, "h200 m2", env=env, folder=tmp_path)
+    assert env["CUDA_VISIBLE_DEVICES"] == b.uuid and gpu["index"] == 0  # the free one
     first.release()
     second.release()
 
@@ -136,9 +135,9 @@ def test_simulated_gpus_form_a_pool_of_distinct_boards(tmp_path):
     (records,) = pool_leases(SIM_POOL).values()
     assert [r["index"] for r in records] == [0, 1] and records[0]["pin"] is None
     assert len({r["uuid"] for r in records}) == 2
-    lease, spec = lease_from_pool({"torch_device": "sim:h100:0"}, records, "x", folder=tmp_path)
+    lease, device, gpu = lease_from_pool(records, "x", folder=tmp_path)
     with lease:
-        assert spec["torch_device"] == "sim:h100:0" and spec["gpu"]["uuid"] == records[0]["uuid"]
+        assert device == "sim:h100:0" and gpu["uuid"] == records[0]["uuid"]
     from joulebench.sim.backend import wall_sim_gpu
 
     board = wall_sim_gpu("sim:h100:1", "test-pool-board")
@@ -311,9 +310,9 @@ def test_the_idle_row_of_a_pool_names_the_gpu_it_read(tmp_path):
     from joulebench.core.idle import run_idle
 
     (records,) = pool_leases(SIM_POOL).values()
-    lease, spec = lease_from_pool({"torch_device": "sim:h100:0"}, records, "x", folder=tmp_path)
+    lease, device, _ = lease_from_pool(records, "x", folder=tmp_path)
     with lease:
-        row = run_idle("h100", spec["torch_device"], tmp_path / "idle.parquet", duration_s=0.3)
+        row = run_idle("h100", device, tmp_path / "idle.parquet", duration_s=0.3)
     assert row["gpu_uuid"] == records[0]["uuid"]
     assert pd.read_parquet(tmp_path / "idle.parquet")["gpu_uuid"].tolist() == [row["gpu_uuid"]]
 

@@ -86,14 +86,15 @@ def test_a_following_batch_size_gets_the_short_warm_up():
     from dataclasses import replace
 
     j = job("jbtest_tiny", methods=("fp32", "bf16"), batch_sizes=(1, 2))
-    j = replace(j, settings=replace(j.settings, warmup_min_s=0.6, warmup_max_s=3.0))
+    settings = replace(j.spec.settings, warmup_min_s=0.6, warmup_max_s=3.0)
+    j = replace(j, spec=replace(j.spec, settings=settings))
     out = run_profile(j, log=lambda s: None)
     rows = out.rows.sort_values("config_order")
     assert rows.warmup_kind.tolist() == ["full", "short", "full", "short"]
     full, short = rows[rows.warmup_kind == "full"], rows[rows.warmup_kind == "short"]
     assert (full.warmup_s >= 0.6).all()
     assert (short.warmup_s < 0.6).all()
-    assert (short.warmup_iters >= j.settings.warmup_min_iters).all()
+    assert (short.warmup_iters >= j.spec.settings.warmup_min_iters).all()
     assert kind_of_settings(j, True) == ("short", 0.0)
     assert kind_of_settings(j, False) == ("full", 0.6)
 
@@ -267,23 +268,26 @@ def test_the_eta_starts_from_the_plans_estimate_of_each_configuration():
     specs = {"fp32": {"precision": "fp32"}, "fp16": {"precision": "fp16"}}
     j = job("jbtest_tiny", methods=("fp32", "fp16"), batch_sizes=(1, 4), specs=specs)
     configs = [j.configs()[i] for i in j.measurement_order()]
-    full = config_cost(j.settings).total_s
-    short = config_cost(j.settings, warmup="short").total_s
+    full = config_cost(j.spec.settings).total_s
+    short = config_cost(j.spec.settings, warmup="short").total_s
     assert full > short
     expected = []
     for k, (_, method, _) in enumerate(configs):
         follows = k > 0 and configs[k - 1][1].name == method.name
         emulated = method_verdict(j.bind_device(), method).skip_reason
         expected.append(0.0 if emulated else short if follows else full)
-    assert job_estimates_s(j, j.bind_device(), j.settings, None) == pytest.approx(expected)
+    assert job_estimates_s(j, j.bind_device(), j.spec.settings, None) == pytest.approx(expected)
 
 
 def test_a_spec_key_no_job_reads_is_an_error():
     """The profile spec is checked as a rule's --settings are: a typo is said, not dropped."""
-    from joulebench.core.profile import SPEC_KEYS, ProfileJob
+    from joulebench.core.job_spec import JobSpec, job_spec
 
-    spec = {"torch_device": "cpu", "methods": {"fp32": {}}, "batch_sizes": [1]}
-    assert ProfileJob.from_spec("m", "cpu", spec).batch_sizes == (1,)
-    with pytest.raises(ValueError, match=r"unknown key\(s\) \['batch_size'\]"):
-        ProfileJob.from_spec("m", "cpu", {**spec, "batch_size": 8})
-    assert {"torch_device", "methods", "batch_sizes", "protocol"} <= SPEC_KEYS
+    study = {"methods": {"fp32": {}}, "batch_sizes": [1]}
+    spec = job_spec("cpu", study)
+    assert spec.batch_sizes == (1,) and JobSpec.from_json(spec.to_json()) == spec
+    text = spec.to_json()[:-1] + ', "batch_size": 8}'
+    with pytest.raises(ValueError, match=r"^job spec: unknown key\(s\) \['batch_size'\]$"):
+        JobSpec.from_json(text)
+    with pytest.raises(ValueError, match=r"profile: unknown key\(s\) \['idle_s'\]"):
+        job_spec("cpu", {**study, "profile": {"idle_s": 1}})

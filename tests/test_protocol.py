@@ -20,6 +20,7 @@ from joulebench.core.protocol import (
     PRESETS,
     PROTOCOL_TRACE_COLUMNS,
     REPEAT_COLUMNS,
+    BoardState,
     ProtocolSettings,
     SettingsError,
     measure,
@@ -134,7 +135,7 @@ def run(device, meter, clock, images_per_step=8, idle_power_w=math.nan, **settin
         meter,
         images_per_step=images_per_step,
         settings=ProtocolSettings(**{**FAST, **settings}),
-        idle_power_w=idle_power_w,
+        board=BoardState(idle_power_w),
         rng=random.Random(0),
         clock=clock,
         sleep=device.sleep,
@@ -641,12 +642,10 @@ def test_rows_are_stated_at_the_sustained_temperature_when_the_boards_heat_is_kn
         meter,
         images_per_step=8,
         settings=ProtocolSettings(**FAST),
-        idle_power_w=50.0,
         rng=random.Random(0),
         clock=clock,
         sleep=device.sleep,
-        heat=cal,
-        idle_temperature_c=35.0,
+        board=BoardState(50.0, 35.0, heat=cal),
     )
     rows = result.repeats
     assert (rows["thermal_state"] == "sustained").all()

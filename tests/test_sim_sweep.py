@@ -39,8 +39,10 @@ READ_BACK_W = {"fp32@1.0": 400.0, "fp32@0.8": 320.0, "fp32@0.6": 240.0, "fp32@0.
 def study(tmp_path_factory):
     """The sweep measured once on a fresh simulated A100, as a summary (no catalog or
     accuracy: energy is what is ranked)."""
+    from helpers.profile_job import job_of
+
     from joulebench.analysis.summary import run_summary
-    from joulebench.core.profile import ProfileJob, run_profile
+    from joulebench.core.profile import run_profile
     from joulebench.sim.backend import _BOARDS, wall_sim_gpu
 
     folder = tmp_path_factory.mktemp("sim-sweep")
@@ -57,7 +59,7 @@ def study(tmp_path_factory):
             "idle_pre_s": 0.05,
             "workload": TINY,
         }
-        job = ProfileJob.from_spec("tiny_net.build", label, spec, idle_power_w=60.0, threads=1)
+        job = job_of("tiny_net.build", label, spec, idle_power_w=60.0, threads=1)
         rows = run_profile(job, log=lambda s: None).rows
         assert board.power_limit_mw == 400_000  # restored after the sweep
     finally:

@@ -11,36 +11,37 @@ import time
 
 import pytest
 from conftest import FAST_PROTOCOL, REPO
+from helpers.profile_job import spec_of
 
 from joulebench.core import supervise
 from joulebench.core.hangs import HUNG_FLOOR_S, HangRule, parse_hangs, worst_case_s
 from joulebench.core.job_runner import Orphaned, _why, supervised_job
-from joulebench.core.profile import run_job
+from joulebench.core.profile import ProfileJob, run_job
 
 BAD = str(REPO / "tests" / "workloads" / "bad.py")
 
 
-def _spec(entry: str, batch_sizes=(1, 4), **profile) -> dict:
-    return {
-        "torch_device": "cpu",
-        "methods": {"fp32": {"precision": "fp32"}},
-        "batch_sizes": list(batch_sizes),
-        "protocol": {**FAST_PROTOCOL, "repeats": 2},
-        "workload": entry,
-        "idle_pre_s": 0.05,
-        "quiet_wait_s": 0,
-        **profile,
-    }
+def _spec(entry: str, batch_sizes=(1, 4), **profile):
+    return spec_of(
+        {
+            "torch_device": "cpu",
+            "methods": {"fp32": {"precision": "fp32"}},
+            "batch_sizes": list(batch_sizes),
+            "protocol": {**FAST_PROTOCOL, "repeats": 2},
+            "workload": entry,
+            "idle_pre_s": 0.05,
+            "quiet_wait_s": 0,
+            **profile,
+        }
+    )
 
 
 def _run(function: str, tmp_path, batch_sizes=(1, 4), **profile):
     lines = []
     entry = f"{BAD}:{function}"
     outputs = tuple(tmp_path / f"{n}.parquet" for n in ("rows", "repeats", "trace"))
-    rows, repeats, _ = supervised_job(
-        f"bad.{function}", "cpu", _spec(entry, batch_sizes, **profile), idle=None, threads=1,
-        log=lines.append, outputs=outputs,
-    )  # fmt: skip
+    job = ProfileJob(f"bad.{function}", "cpu", _spec(entry, batch_sizes, **profile), threads=1)
+    rows, repeats, _ = supervised_job(job, idle=None, log=lines.append, outputs=outputs)
     assert all(p.exists() for p in outputs) and not (tmp_path / "rows.parquet.parts").exists()
     return rows, repeats, lines
 
@@ -168,10 +169,9 @@ def test_after_a_hang_a_worker_measures_under_the_short_deadline(tmp_path, monke
 
 
 def test_a_worker_that_never_starts_twice_ends_the_job_with_not_measured_rows(tmp_path):
-    spec = _spec(f"{BAD}:good")
-    spec["torch_device"] = "cpu"
-    spec["idle_pre_s"] = -1.0  # the worker's job refuses it before any configuration
-    rows, _, _ = supervised_job("bad.good", "cpu", spec, idle=None, threads=1, log=print)
+    job = ProfileJob("bad.good", "cpu", _spec(f"{BAD}:good"), threads=1)
+    missing = str(tmp_path / "no-idle.parquet")  # each worker fails before any configuration
+    rows, _, _ = supervised_job(job, idle=missing, log=print)
     assert rows["status"].tolist() == ["not-measured", "not-measured"]
     assert "2 workers in a row ended before their first" in rows["reason"].iloc[0]
 

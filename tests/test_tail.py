@@ -13,7 +13,7 @@ from joulebench.check.gpu import sensor_and_tail, square_wave
 from joulebench.check.rows import CheckSettings
 from joulebench.check.sensor_fit import fit_sensor
 from joulebench.core.meters.nvidia_sensors import GENERATIONS
-from joulebench.core.protocol import measure, measure_idle
+from joulebench.core.protocol import BoardState, measure, measure_idle
 from joulebench.core.tail import (
     ASSUMED,
     ASSUMED_MAX_SHARE,
@@ -230,11 +230,10 @@ def _measured(tail_cal, tail, seed=1):
             rig.gpu.sync,
             meter,
             images_per_step=work.images_per_batch,
-            idle_power_w=idle.power_w,
             rng=random.Random(seed),
             clock=rig.clock,
             sleep=rig.gpu.sleep,
-            tail=tail_cal,
+            board=BoardState(idle.power_w, tail=tail_cal),
         )
     return result.summary, rig.gpu.true_energy_per_batch_j(work) / work.images_per_batch
 

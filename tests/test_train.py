@@ -7,14 +7,14 @@ from dataclasses import replace
 
 import pytest
 import torch
-from helpers.profile_job import job
+from helpers.profile_job import job, job_of
 from helpers.timm_models import register
 from helpers.tiny_models import Tiny
 from torch import nn
 
 from joulebench.core.backends import bound_device
 from joulebench.core.methods import Method
-from joulebench.core.profile import ProfileJob, run_profile
+from joulebench.core.profile import run_profile
 from joulebench.core.train import TrainSpec, make_train_step, synthetic_labels
 from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS
@@ -100,7 +100,7 @@ def test_one_job_measures_inference_and_training(optimizer):
 
 def test_mixed_precision_training_and_train_batch_sizes():
     job = train_job("jbtrain_tiny", "sgd", methods=("bf16",), batch_sizes=[1])
-    job = replace(job, train=TrainSpec(batch_sizes=[2]))
+    job = replace(job, spec=replace(job.spec, train=TrainSpec(batch_sizes=[2])))
     out = run_profile(job, log=lambda s: None)
     # Inference at the job's batch sizes, training at the train spec's own.
     assert list(zip(out.rows.phase, out.rows.batch_size, strict=True)) == [
@@ -133,7 +133,7 @@ def test_bad_train_settings_are_errors():
 def test_spec_keys_become_job_fields():
     minimal = {"torch_device": "cpu", "methods": {"fp32": {}}, "batch_sizes": [1]}
     spec = {**minimal, "phases": ["inference", "train"]}
-    job = ProfileJob.from_spec("m", "cpu", {**spec, "train": {"optimizer": "adamw", "lr": 0.002}})
-    assert job.phases == ("inference", "train")
-    assert job.train == TrainSpec(optimizer="adamw", lr=0.002)
-    assert ProfileJob.from_spec("m", "cpu", minimal).train == TrainSpec()
+    job = job_of("m", "cpu", {**spec, "train": {"optimizer": "adamw", "lr": 0.002}})
+    assert job.spec.phases == ("inference", "train")
+    assert job.spec.train == TrainSpec(optimizer="adamw", lr=0.002)
+    assert job_of("m", "cpu", minimal).spec.train == TrainSpec()

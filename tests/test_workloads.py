@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 from conftest import REPO
-from helpers.profile_job import FAST
+from helpers.profile_job import FAST, job_of
 
 from joulebench.catalog.build import workload_row as catalog_row
 from joulebench.catalog.workloads import (
@@ -21,7 +21,7 @@ from joulebench.catalog.workloads import (
     workload_entries,
     workload_name,
 )
-from joulebench.core.profile import ProfileJob, run_profile
+from joulebench.core.profile import run_profile
 from joulebench.table_io import conform
 from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS
 
@@ -94,11 +94,15 @@ def test_a_custom_workload_is_profiled_end_to_end(tmp_path):
     methods = {"fp32": {"precision": "fp32"}, "ort": {"runtime": "onnxruntime"}}
     spec = {"phases": ["inference", "train"], "workload": ENTRY, "onnx_cache": str(tmp_path)}
     spec.update(torch_device="cpu", methods=methods, batch_sizes=[4])
+    job = job_of(workload_name(ENTRY), "cpu", spec, idle_power_w=1.0, threads=1)
     job = replace(
-        ProfileJob.from_spec(workload_name(ENTRY), "cpu", spec, idle_power_w=1.0, threads=1),
-        settings=FAST,
-        protocol=None,  # FAST as given, not sized to the meter
-        idle_pre_s=0.05,
+        job,
+        spec=replace(
+            job.spec,
+            settings=FAST,
+            protocol=None,  # FAST as given, not sized to the meter
+            idle_pre_s=0.05,
+        ),
     )
     out = run_profile(job, log=lambda s: None)
     rows = conform(out.rows, PROFILE_COLUMNS)

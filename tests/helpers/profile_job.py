@@ -1,31 +1,55 @@
 """A fast profile job on this CPU, for every test that profiles a model (no torch here: a
 test that builds one imports the tiny models of helpers.tiny_models, which need it)."""
 
+from dataclasses import fields
+
 from conftest import FAST_PROTOCOL
 
+from joulebench.core.job_spec import JobSpec, job_spec
 from joulebench.core.methods import parse_methods
 from joulebench.core.profile import ProfileJob
 from joulebench.core.protocol import ProtocolSettings
 
 FAST = ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0)
+# a test's short spec: the study's top-level keys, the profile section's, and these
+_STUDY_KEYS = ("methods", "batch_sizes", "protocol", "phases", "train")
+_OWN_KEYS = ("torch_device", "workload", "device_pool")
+_JOB_FIELDS = {f.name for f in fields(ProfileJob)} - {"spec"}
 
 
 def job(model, methods=("fp32",), batch_sizes=(1, 4), specs=None, **kw):
     """A fast CPU ProfileJob; `specs` names the methods (default fp32 and bf16, measured
-    also where this CPU only emulates bf16: test_emulation tests the skipping)."""
+    also where this CPU only emulates bf16: test_emulation tests the skipping); `kw` sets
+    fields of its JobSpec or of the job itself (check_dir, ...)."""
     specs = specs or {
         "fp32": {"precision": "fp32"},
         "bf16": {"precision": "bf16", "allow_emulated": True},
     }
-    return ProfileJob(
-        model=model,
-        device_label="cpu",
+    own = {k: kw.pop(k) for k in [k for k in kw if k in _JOB_FIELDS]}
+    spec = JobSpec(
         torch_device="cpu",
         methods=list(parse_methods({m: specs[m] for m in methods}).values()),
         batch_sizes=list(batch_sizes),
         settings=FAST,
-        idle_power_w=1.0,
         idle_pre_s=0.05,
-        threads=1,
         **kw,
     )
+    return ProfileJob(model, "cpu", spec, **{"idle_power_w": 1.0, "threads": 1, **own})
+
+
+def spec_of(keys: dict) -> JobSpec:
+    """The JobSpec of a test's short spec, one mapping of the study's top-level keys
+    (methods, batch_sizes, protocol, phases, train), its `profile:` keys (idle_pre_s,
+    quiet_wait_s, timeout_s, ...) and the job's torch_device, workload and device_pool,
+    made as the workflow makes one (core.job_spec.job_spec)."""
+    study = {k: v for k, v in keys.items() if k in _STUDY_KEYS}
+    study["profile"] = {
+        k: v for k, v in keys.items() if k not in _STUDY_KEYS and k not in _OWN_KEYS
+    }
+    own = {k: v for k, v in keys.items() if k in _OWN_KEYS and k != "torch_device"}
+    return job_spec(keys["torch_device"], study, **own)
+
+
+def job_of(model: str, label: str, keys: dict, **job_kw) -> ProfileJob:
+    """The ProfileJob of a test's short spec (spec_of)."""
+    return ProfileJob(model, label, spec_of(keys), **job_kw)

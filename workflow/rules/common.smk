@@ -27,6 +27,7 @@ from joulebench.schedule.slots import (
     slot_limits,
 )
 from joulebench.core.emulation import native_by_label
+from joulebench.core.job_spec import job_spec
 from joulebench.schedule.job_parts import job_keys, job_methods, parse_job_key
 from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
 from joulebench.report.figure_manifest import (
@@ -372,33 +373,18 @@ def get_profile_priority(wildcards):
 
 
 def get_profile_spec(wildcards):
-    """Everything a profile job needs, as JSON (a change reruns the affected jobs); a
-    method's job gets that method alone."""
+    """The job's spec (joulebench.core.job_spec) as JSON: a change reruns the affected
+    jobs; a method's job gets that method alone."""
     model, method = parse_job_key(wildcards.job)
-    methods = config["methods"]
-    spec = {
-        "torch_device": DEVICES[wildcards.device],
-        "methods": methods if method is None else {method: methods[method]},
-        "batch_sizes": config["batch_sizes"],
-        "protocol": config["protocol"],
-        "idle_pre_s": config["profile"]["idle_pre_s"],
-        "oom_retry": config["profile"]["oom_retry"],
-        "check_first": config["profile"]["check_first"],
-        "board_reference": config["profile"]["board_reference"],
-        "quiet_wait_s": config["profile"]["quiet_wait_s"],
-        "timeout_s": config["profile"]["timeout_s"],
-        "input_kind": config["profile"]["input_kind"],
-        "meter": config["profile"]["meter"],
-        "estimate": config["profile"]["estimate"],
-        "phases": config["phases"],
-        "train": config["train"],
-        "onnx_cache": config["profile"]["onnx_cache"],
-    }
-    if model in WORKLOADS:
-        spec["workload"] = WORKLOADS[model]
-    if POOL_OF.get(wildcards.device, wildcards.device) != wildcards.device:
-        spec["device_pool"] = POOL_OF[wildcards.device]  # one of k GPUs per model
-    return json.dumps(spec)  # not sort_keys: methods keep the config's order
+    pool = POOL_OF.get(wildcards.device, wildcards.device)
+    spec = job_spec(
+        DEVICES[wildcards.device],
+        config,
+        method=method,
+        workload=WORKLOADS.get(model),
+        device_pool=pool if pool != wildcards.device else "",  # one of k GPUs per model
+    )
+    return spec.to_json()
 
 
 def _workload_file(entry):

@@ -117,6 +117,7 @@ def _gate(device: BoundDevice, meters: Callable, wait_s: float):
 
 def _run(step, sync, meters: Callable, config: dict, images_per_step: int, idle_w: float):
     """(protocol result, meter description, start time): windows sized to this meter."""
+    from joulebench.core.protocol import BoardState
     from joulebench.core.protocol import measure as run_protocol
     from joulebench.core.provenance import utc_now
 
@@ -126,7 +127,7 @@ def _run(step, sync, meters: Callable, config: dict, images_per_step: int, idle_
         started = utc_now(precise=True)
         result = run_protocol(
             step, sync, meter, images_per_step=images_per_step, settings=settings,
-            idle_power_w=idle_w,
+            board=BoardState(idle_w),
         )  # fmt: skip
         return result, {**meter.describe(), "meter_reasons": reasons}, started
 
@@ -190,7 +191,10 @@ def profile(
     idle read, the protocol): `model` is a timm name, a workload entry (`file.py:function`)
     or a torch.nn.Module, whose input an example batch (N, C, H, W), image (C, H, W) or
     shape, or a WorkloadSpec, gives. Raises MeasurementError where it was not measured."""
+    from joulebench.core.adhoc import adhoc_profile
+    from joulebench.core.job_spec import job_spec
     from joulebench.core.methods import PRESETS as METHODS
+    from joulebench.core.profile import ProfileJob
 
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; one of {sorted(METHODS)}")
@@ -202,11 +206,13 @@ def profile(
     config = protocol_config(preset, protocol)
     label = measurable_device(device).label
     methods = {method: {**METHODS[method], "allow_emulated": allow_emulated}}
-    keys = {"meter": meter, "input_kind": input_kind, "idle_pre_s": idle_s}
-    keys["quiet_wait_s"] = quiet_wait_s
+    study = {"methods": methods, "batch_sizes": [batch_size], "protocol": config}
+    study["profile"] = adhoc_profile(
+        meter=meter, input_kind=input_kind, idle_pre_s=idle_s, quiet_wait_s=quiet_wait_s
+    )
     with _as_workload(model, example_input, name) as (model_name, workload):
-        keys["workload"] = workload
-        rows = _profile_rows(model_name, label, device, methods, batch_size, config, threads, keys)
+        spec = job_spec(device, study, workload=workload)
+        rows = _profile_rows(ProfileJob(model_name, label, spec, threads=threads))
     row = rows.iloc[0].to_dict()
     if row["status"] != "ok":
         where = f"{row['model']} {method} bs{batch_size} on {device}"
@@ -214,13 +220,11 @@ def profile(
     return Measurement.from_row(row)
 
 
-def _profile_rows(model_name, label, device, methods, batch_size, config, threads, keys):
-    """The rows of a profile job of one configuration, run in this process."""
-    from joulebench.core.adhoc import adhoc_spec
-    from joulebench.core.profile import ProfileJob, run_profile
+def _profile_rows(job):
+    """The rows of a profile job (core.profile.ProfileJob) of one configuration, run in this
+    process."""
+    from joulebench.core.profile import run_profile
 
-    spec = adhoc_spec(device, methods, [batch_size], config, **keys)
-    job = ProfileJob.from_spec(model_name, label, spec, threads=threads)
     return run_profile(job, log=LOG.info).rows
 
 

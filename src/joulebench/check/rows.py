@@ -11,7 +11,7 @@ import numpy as np
 
 from joulebench.check.report import FAIL, PASS, SKIP, WARN, Row
 from joulebench.core.heat import HeatCalibration
-from joulebench.core.protocol import ProtocolSettings, measure, measure_idle
+from joulebench.core.protocol import BoardState, ProtocolSettings, measure, measure_idle
 from joulebench.core.tail import TailCalibration
 from joulebench.flags import FLAG_OTHER_LOAD, FLAG_OTHER_PROCESS, has_flag
 from joulebench.stats import spread
@@ -124,13 +124,10 @@ def _protocol_run(target, meter, check: CheckSettings, idle_w: float, input_kind
         meter,
         images_per_step=1,
         settings=settings,
-        idle_power_w=idle_w,
         rng=random.Random(0),
         clock=target.clock,
         sleep=target.sleep,
-        heat=check.heat,
-        idle_temperature_c=check.idle_temperature_c,
-        tail=check.tail,
+        board=BoardState(idle_w, check.idle_temperature_c, check.heat, check.tail),
     )
 
 

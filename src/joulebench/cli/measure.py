@@ -131,8 +131,8 @@ def _nothing_measured(rows) -> int:
 
 
 def add_profile(sub) -> None:
+    from joulebench.core.job_spec import DEFAULT_ONNX_CACHE, JobSpec
     from joulebench.core.methods import PRESETS
-    from joulebench.core.profile import DEFAULT_ONNX_CACHE, ProfileJob
     from joulebench.core.train import OPTIMIZERS, TrainSpec
     from joulebench.tables import INPUT_KINDS, PHASES
 
@@ -163,7 +163,7 @@ def add_profile(sub) -> None:
     p.add_argument(
         "--input-kind",
         choices=list(INPUT_KINDS),
-        default=ProfileJob.input_kind,
+        default=JobSpec.input_kind,
         help="synthetic batch",
     )
     p.add_argument(
@@ -180,17 +180,18 @@ def add_profile(sub) -> None:
     p.set_defaults(func=_cmd_profile)
 
 
-def pinned(args, spec: dict, holder: str):
-    """(a context holding the job's GPU lease, the spec pinned to its GPU): the leased GPU of
-    `--pool`, else the `--gpu-uuid` one, else the spec as it is."""
+def pinned(args, device: str, holder: str):
+    """(a context holding the job's GPU lease, the device pinned to its GPU): the leased GPU
+    of `--pool`, else the `--gpu-uuid` one, else the device as it is."""
     import contextlib
 
     from joulebench.schedule.slots import lease_from_pool, pin_to_gpu
 
     if not args.pool:
-        return contextlib.nullcontext(), pin_to_gpu(spec, args.gpu_uuid)
+        return contextlib.nullcontext(), pin_to_gpu(device, args.gpu_uuid)
     gpus = json_object("--pool", args.pool).get("gpus") or []
-    return lease_from_pool(spec, gpus, holder, log=say)
+    lease, device, _ = lease_from_pool(gpus, holder, log=say)
+    return lease, device
 
 
 def _cmd_profile_job(args) -> int:
@@ -200,26 +201,37 @@ def _cmd_profile_job(args) -> int:
     from joulebench.core.devices import require_measurable
     from joulebench.core.gpu_failover import failover_for
     from joulebench.core.job_runner import Orphaned, supervised_job
+    from joulebench.core.profile import ProfileJob
     from joulebench.schedule.slots import pin_to_gpu
 
-    spec = json_object("--spec", args.spec)
+    spec = job_spec_option(args.spec)
     pool = (json_object("--pool", args.pool).get("gpus") or []) if args.pool else []
-    spec = spec if pool else pin_to_gpu(spec, args.gpu_uuid)
+    spec = spec if pool else spec.pinned(pin_to_gpu(spec.torch_device, args.gpu_uuid))
     holder = f"{args.device_label} {args.model}"
     failover = failover_for(spec, pool, holder, args.device_label, log=say)
     if not failover.start_reason():
-        require_measurable(args.device_label, failover.spec["torch_device"])
+        require_measurable(args.device_label, failover.spec.torch_device)
+    job = ProfileJob(args.model, args.device_label, failover.spec, threads=args.threads)
     outputs = (args.output, args.repeats_output, args.trace_output)
     with failover:
         try:
-            supervised_job(
-                args.model, args.device_label, failover.spec, idle=args.idle,
-                threads=args.threads, log=say, outputs=outputs, failover=failover,
-            )  # fmt: skip
+            supervised_job(job, idle=args.idle, log=say, outputs=outputs, failover=failover)
         except Orphaned as err:
             say(f"joulebench: {err}", file=sys.stderr)
             return 1
     return 0
+
+
+def job_spec_option(text: str):
+    """The job's `--spec` (core.job_spec.JobSpec.from_json: its one reading in a process);
+    a bad one is a ConfigError, one line."""
+    from joulebench.core.job_spec import JobSpec
+    from joulebench.study import ConfigError
+
+    try:
+        return JobSpec.from_json(text)
+    except ValueError as err:
+        raise ConfigError(f"--spec: {err}") from None
 
 
 def _cmd_profile_worker(args) -> int:
@@ -233,6 +245,7 @@ def _cmd_profile_worker(args) -> int:
         args.hangs = parse_hangs(args.hangs)
     except (ValueError, TypeError) as err:
         raise ConfigError(f"--hangs: {err}") from None
+    args.spec = job_spec_option(args.spec)
     return main_worker(args)
 
 
@@ -268,9 +281,9 @@ def _cmd_idle(args) -> int:
     from joulebench.core.idle import idle_line, run_idle
 
     settings = command_settings("idle", args.settings)
-    lease, spec = pinned(args, {"torch_device": args.device}, f"{args.device_label} idle")
+    lease, device = pinned(args, args.device, f"{args.device_label} idle")
     with lease:
-        row = run_idle(args.device_label, spec["torch_device"], args.output, **settings)
+        row = run_idle(args.device_label, device, args.output, **settings)
     say(idle_line(row))
     return 0
 

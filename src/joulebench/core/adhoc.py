@@ -9,8 +9,9 @@ import sys
 import pandas as pd
 
 from joulebench.core.job_runner import supervised_job
+from joulebench.core.job_spec import DEFAULT_ONNX_CACHE, job_spec
 from joulebench.core.methods import PRESETS
-from joulebench.core.profile import DEFAULT_ONNX_CACHE, ProfileJob
+from joulebench.core.profile import ProfileJob
 from joulebench.core.protocol import ProtocolSettings
 from joulebench.core.train import TrainSpec
 from joulebench.flags import flag_warnings
@@ -53,48 +54,39 @@ def profile_now(
 
     require_measurable(device, device)
     model = resolve_models([entry])[0]
-    spec = adhoc_spec(
-        device,
-        {m: {**PRESETS[m], "allow_emulated": allow_emulated} for m in methods},
-        batch_sizes,
-        {  # exactly `repeats` windows (no CI target); max_repeats caps repeats
+    study = {
+        "methods": {m: {**PRESETS[m], "allow_emulated": allow_emulated} for m in methods},
+        "batch_sizes": list(batch_sizes),
+        "protocol": {  # exactly `repeats` windows (no CI target); max_repeats caps repeats
             "repeats": repeats,
             "min_repeat_s": min_repeat_s,
             "ci_target": None,
             "max_repeats": max(repeats, ProtocolSettings.max_repeats),
         },
-        meter=meter,
-        estimate={"tdp_w": tdp_w},
-        phases=list(phases),
-        train={"optimizer": optimizer},
-        workload=entry if is_workload(entry) else None,
-        onnx_cache=onnx_cache,
-        input_kind=input_kind,
-        timeout_s=timeout_s,
-    )
-
-    label = adhoc_label(device)
-    ProfileJob.from_spec(model, label, spec, threads=threads)  # its errors, here and now
-    rows, _, _ = supervised_job(model, label, spec, idle=None, threads=threads, log=_warn)
+        "profile": adhoc_profile(
+            meter=meter,
+            estimate={"tdp_w": tdp_w},
+            onnx_cache=onnx_cache,
+            input_kind=input_kind,
+            timeout_s=timeout_s,
+        ),
+        "phases": list(phases),
+        "train": {"optimizer": optimizer},
+    }
+    spec = job_spec(device, study, workload=entry if is_workload(entry) else None)
+    job = ProfileJob(model, adhoc_label(device), spec, threads=threads)
+    rows, _, _ = supervised_job(job, idle=None, log=_warn)
     if output:
         write_table(rows, output, PROFILE_COLUMNS)
     return rows
 
 
-def adhoc_spec(device: str, methods: dict, batch_sizes, protocol: dict, **keys) -> dict:
-    """The profile spec of a model measured now, by `joulebench profile` or the Python API's
-    `joulebench.profile`: the workflow's keys (common.smk's get_profile_spec; `keys` sets
-    any other of them), the GPU never checked or referenced first (a kept check report of it
-    counts; a board factor is the summary's, not one model's)."""
-    return {
-        "torch_device": device,
-        "methods": methods,
-        "batch_sizes": list(batch_sizes),
-        "protocol": protocol,
-        "check_first": "off",
-        "board_reference": "off",
-        **keys,
-    }
+def adhoc_profile(**keys) -> dict:
+    """The `profile:` section of a model measured now, by `joulebench profile` or the Python
+    API's `joulebench.profile` (`keys`: any other of its keys): the GPU never checked or
+    referenced first (a kept check report of it counts; a board factor is the summary's,
+    not one model's)."""
+    return {"check_first": "off", "board_reference": "off", **keys}
 
 
 def adhoc_label(device: str) -> str:

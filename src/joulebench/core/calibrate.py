@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from joulebench.core.arithmetic import applied, arithmetic_for
 from joulebench.core.backends import BoundDevice
+from joulebench.core.job_spec import JobSpec
 from joulebench.core.methods import parse_methods
 from joulebench.core.profile import ProfileJob, prepare
 from joulebench.core.protocol import ProtocolSettings
@@ -54,17 +55,19 @@ def calibrate_model(
     job = ProfileJob(
         model=model,
         device_label=label,
-        torch_device=device,
-        methods=list(parse_methods(methods).values()),
-        batch_sizes=[],
-        settings=ProtocolSettings(),
-        phases=list(batch_sizes),
-        workload=workload,
+        spec=JobSpec(
+            torch_device=device,
+            methods=list(parse_methods(methods).values()),
+            batch_sizes=[],
+            settings=ProtocolSettings(),
+            phases=list(batch_sizes),
+            workload=workload,
+        ),
     )
     bound = job.bind_device()
     out = {}
     for phase, sizes in batch_sizes.items():
-        for method in job.methods:
+        for method in job.spec.methods:
             for batch in sizes:
                 timed = _one(job, bound, phase, method, batch, clock)
                 if timed is not None:

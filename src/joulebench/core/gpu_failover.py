@@ -16,6 +16,7 @@ import os
 
 import pandas as pd
 
+from joulebench.core.job_spec import JobSpec
 from joulebench.core.supervise import STATUS_NOT_MEASURED, WorkerRun
 from joulebench.safe_text import quantity
 from joulebench.schedule.bad_gpus import FOLDER, NoGoodGpu, bad_gpus, fault_text, mark_bad
@@ -29,7 +30,7 @@ ALLOCATION_ENV = "SLURM_JOB_ID"
 class Failover:
     """A job's GPU (the spec pinned to it, the lease held) and where it may move to."""
 
-    def __init__(self, spec: dict, *, pool=(), lease=None, holder="", label="", unavailable=""):
+    def __init__(self, spec: JobSpec, *, pool=(), lease=None, holder="", label="", unavailable=""):
         self.spec, self.pool, self.lease = spec, list(pool), lease
         self.holder, self.label = holder, label  # what it measures (the lock's text); device
         self.unavailable = unavailable  # why it has no GPU at all (NoGoodGpu at its lease)
@@ -86,7 +87,7 @@ class Failover:
 
     def _gpu(self, fault: dict) -> dict:
         """The job's GPU now: its pool record where it leased one, else what the worker said."""
-        leased = dict(self.spec.get("gpu") or {})
+        leased = dict(self.spec.gpu)
         uuid = leased.get("uuid") or fault.get("uuid")
         member = next((m for m in self.pool if m.get("uuid") == uuid), {})
         index = leased.get("index") if leased else fault.get("index")
@@ -99,12 +100,12 @@ class Failover:
         if not self.pool:
             return False
         try:
-            lease, self.spec = lease_from_pool(self.spec, self.pool, self.holder, log=log)
+            lease, device, gpu = lease_from_pool(self.pool, self.holder, log=log)
         except NoGoodGpu:
             return False
         if self.lease is not None:
             self.lease.release()
-        self.lease = lease
+        self.lease, self.spec = lease, self.spec.pinned(device, gpu)
         return True
 
     def _stuck(self) -> str:
@@ -123,7 +124,7 @@ def fault_position(run: WorkerRun, start: int) -> int:
     return int(position)
 
 
-def failover_for(spec: dict, pool: list[dict], holder: str, label: str, log) -> Failover:
+def failover_for(spec: JobSpec, pool: list[dict], holder: str, label: str, log) -> Failover:
     """The job's Failover: a good GPU of `pool` leased (pinned; none: `unavailable`), or,
     without a pool, the spec as pinned."""
     from joulebench.schedule.slots import lease_from_pool
@@ -131,7 +132,8 @@ def failover_for(spec: dict, pool: list[dict], holder: str, label: str, log) -> 
     if not pool:
         return Failover(spec, holder=holder, label=label)
     try:
-        lease, pinned = lease_from_pool(spec, pool, holder, log=log)
+        lease, device, gpu = lease_from_pool(pool, holder, log=log)
     except NoGoodGpu as err:
         return Failover(spec, pool=pool, holder=holder, label=label, unavailable=str(err))
+    pinned = spec.pinned(device, gpu)
     return Failover(pinned, pool=pool, lease=lease, holder=holder, label=label)

@@ -16,16 +16,17 @@ measures it again.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from joulebench.core import supervise
 from joulebench.core.hangs import HangRule
+from joulebench.core.job_spec import JobSpec
 from joulebench.table_io import conform, read_table, write_table
 from joulebench.tables import (
     PROFILE_COLUMNS,
@@ -65,33 +66,30 @@ def joined_parts(parts: Path, pattern: str, columns) -> pd.DataFrame:
     return conform(frame.reindex(columns=list(columns)), columns)
 
 
-def worker_argv(
-    model, device_label, spec, *, idle, threads, parts, start_at, hangs=""
-) -> list[str]:
-    """A worker's command; `hangs` the job's hangs so far (hangs.HangRule.as_arg)."""
-    argv = [*supervise.worker_python(), "profile-worker", f"--device-label={device_label}",
-            f"--spec={json.dumps(spec)}", f"--parts={parts}", f"--start-at={start_at}"]  # fmt: skip
+def worker_argv(job, spec: JobSpec, *, idle, parts, start_at, hangs="") -> list[str]:
+    """A worker's command: the job's spec (`spec`: on the GPU it is on now) serialised, the
+    one time a worker gets it; `hangs` the job's hangs so far (hangs.HangRule.as_arg)."""
+    argv = [*supervise.worker_python(), "profile-worker", f"--device-label={job.device_label}",
+            f"--spec={spec.to_json()}", f"--parts={parts}", f"--start-at={start_at}"]  # fmt: skip
     argv += [f"--hangs={hangs}"] if hangs else []
     argv += [f"--idle={idle}"] if idle else []
-    argv += [f"--threads={threads}"] if threads else []
-    return [*argv, "--", model]
+    argv += [f"--threads={job.threads}"] if job.threads else []
+    return [*argv, "--", job.model]
 
 
-def supervised_job(model, device_label, spec, *, idle, threads, log, outputs=None, failover=None):
-    """Every configuration of one model measured by workers; the job's three tables
-    (rows, repeats, trace), also written to `outputs` (rows, repeats, trace paths) when
-    given. `failover` (core.gpu_failover): the job's GPU and where it moves when that
-    fails; None (the ad-hoc path) ends a failed GPU's configuration as a crash. Raises
-    Orphaned where its Snakemake died."""
-    from joulebench.core.profile import ProfileJob
-
-    job = ProfileJob.from_spec(model, device_label, spec)
+def supervised_job(job, *, idle: str | None, log, outputs=None, failover=None):
+    """Every configuration of one job (a profile.ProfileJob) measured by workers, `idle`
+    the device's idle baseline's file; the job's three tables (rows, repeats, trace), also
+    written to `outputs` (rows, repeats, trace paths) when given. `failover`
+    (core.gpu_failover): the job's GPU and where it moves when that fails; None (the ad-hoc
+    path) ends a failed GPU's configuration as a crash. Raises Orphaned where its Snakemake
+    died."""
     parts = fresh_parts(parts_folder(outputs[0]) if outputs else _temp_parts())
     end_orphans(log)
     if os.environ.get(IN_PROCESS_ENV):
-        _in_process(model, device_label, spec, idle, threads, parts)
+        _in_process(job, idle, parts)
     else:
-        _workers(job, spec, idle=idle, threads=threads, parts=parts, log=log, failover=failover)
+        _workers(job, idle=idle, parts=parts, log=log, failover=failover)
     tables = _joined(parts, job)
     if failover is not None:
         tables = (failover.noted(tables[0]), *tables[1:])
@@ -102,16 +100,17 @@ def supervised_job(model, device_label, spec, *, idle, threads, log, outputs=Non
     return tables
 
 
-def _workers(job, spec, *, idle, threads, parts, log, failover) -> None:
+def _workers(job, *, idle, parts, log, failover) -> None:
     """The job's configurations measured by supervised workers, on the failover's GPU."""
     positions = len(job.configs())
     rule = HangRule.for_job(job)
 
+    def spec_now() -> JobSpec:
+        return failover.spec if failover is not None else job.spec
+
     def argv_for(start: int) -> list[str]:
-        current = failover.spec if failover is not None else spec
         hangs = rule.as_arg() if rule.hangs else ""
-        return worker_argv(job.model, job.device_label, current, idle=idle, threads=threads,
-                           parts=parts, start_at=start, hangs=hangs)  # fmt: skip
+        return worker_argv(job, spec_now(), idle=idle, parts=parts, start_at=start, hangs=hangs)
 
     def failed(positions_, status: str, reason: str) -> None:
         _failed(job, positions_, status, reason, parts)
@@ -134,17 +133,17 @@ def _workers(job, spec, *, idle, threads, parts, log, failover) -> None:
         supervise_positions(positions, argv_for, failed, log, job.model, on_fault=on_fault,
                             on_timeout=on_timeout)  # fmt: skip
     finally:
-        _restore_left(job.model, job.device_label, failover.spec if failover else spec, log)
+        _restore_left(replace(job, spec=spec_now()), log)
 
 
-def _restore_left(model, device_label, spec, log) -> None:
+def _restore_left(job, log) -> None:
     """What a worker that died left changed on its device (a power limit, a clock), put back
     by the supervisor: where it died in the job's last configuration no worker comes after."""
-    from joulebench.core.profile import ProfileJob, restore_after_workers
+    from joulebench.core.profile import restore_after_workers
 
-    said = restore_after_workers(ProfileJob.from_spec(model, device_label, spec))
+    said = restore_after_workers(job)
     if said:
-        log(f"{model}: {said}")
+        log(f"{job.model}: {said}")
 
 
 _COLUMNS = (PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS, TRACE_TABLE_COLUMNS)
@@ -241,10 +240,10 @@ def end_orphans(log) -> None:
                 break
 
 
-def _in_process(model, device_label, spec, idle, threads, parts) -> None:
+def _in_process(job, idle, parts) -> None:
     from joulebench.core.profile import run_job
 
-    run_job(model, device_label, spec, idle=idle, threads=threads, parts=parts)
+    run_job(job.model, job.device_label, job.spec, idle=idle, threads=job.threads, parts=parts)
 
 
 def _why(run: supervise.WorkerRun) -> str:
@@ -268,16 +267,16 @@ def _failed(job, positions, status: str, reason: str, parts: Path) -> None:
         phase, method, requested = configs[order[position]]
         known = {
             "device_label": job.device_label,
-            "device_pool": job.device_pool or job.device_label,
-            "torch_device": job.torch_device,
+            "device_pool": job.spec.device_pool or job.device_label,
+            "torch_device": job.spec.torch_device,
             "model": job.model,
             "method": method.name,
             "batch_size_requested": requested,
             "batch_size": requested,
             "config_order": position + 1,
             "is_simulated": simulated,
-            "input_kind": job.input_kind,
-            **(gpu_fields(job.gpu, {}) if job.gpu else {}),  # the pool's GPU it was on
+            "input_kind": job.spec.input_kind,
+            **(gpu_fields(job.spec.gpu, {}) if job.spec.gpu else {}),  # the pool's GPU it was on
         }
         row = config_row(job, known, phase, method, Outcome(status, reason[:500]))
         write_part(parts, position, row, [], [])
@@ -313,7 +312,7 @@ def main_worker(args) -> int:
     GPU_FAULT_EXIT where its GPU failed (core.gpu_faults), said in an event."""
     from joulebench.core.profile import GpuFault, run_job
 
-    spec = json.loads(args.spec)
+    spec: JobSpec = args.spec  # read once (cli.measure.job_spec_option)
     try:
         run_job(args.model, args.device_label, spec, idle=args.idle, threads=args.threads,
                 parts=args.parts, start_at=args.start_at,
@@ -321,24 +320,24 @@ def main_worker(args) -> int:
     except GpuFault:
         return supervise.GPU_FAULT_EXIT
     except Exception as exc:  # before any configuration: NVML lost the GPU, CUDA's init...
-        kind = _gpu_fault_kind(spec, exc)
+        kind = _gpu_fault_kind(spec.torch_device, exc)
         if kind is None:
             raise
         supervise.emit(supervise.GPU_FAULT, kind=kind, evidence=short_reason(exc),
-                       uuid=(spec.get("gpu") or {}).get("uuid"))  # fmt: skip
+                       uuid=spec.gpu.get("uuid"))  # fmt: skip
         return supervise.GPU_FAULT_EXIT
     finally:
         sys.stdout.flush()
     return 0
 
 
-def _gpu_fault_kind(spec: dict, exc: Exception) -> str | None:
+def _gpu_fault_kind(torch_device: str, exc: Exception) -> str | None:
     """The GPU fault `exc` reports where the job's device is a GPU, else None."""
     from joulebench.core.backends import backend_for
     from joulebench.core.gpu_faults import fault_kind
 
     try:
-        if backend_for(spec["torch_device"]).is_host:
+        if backend_for(torch_device).is_host:
             return None
     except Exception:  # a device string no backend serves: no fault of a GPU
         return None

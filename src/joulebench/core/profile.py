@@ -20,19 +20,16 @@ import math
 import random
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import MappingProxyType
 
 import pandas as pd
 
-from joulebench.config_schema import default
 from joulebench.core.arithmetic import applied as arithmetic_applied
 from joulebench.core.arithmetic import arithmetic_for
 from joulebench.core.backends import BoundDevice, KnobControl, KnobRefused, bound_device
 from joulebench.core.board_reference import BOARDS_DIR, reference_for
-from joulebench.core.board_reference import DEFAULT as BOARD_REFERENCE_DEFAULT
 from joulebench.core.config_time import (
     WARMUP_FULL,
     WARMUP_SHORT,
@@ -41,24 +38,23 @@ from joulebench.core.config_time import (
     warmup_kinds,
 )
 from joulebench.core.emulation import method_verdict
-from joulebench.core.first_check import CHECK_FIRST, report_for
-from joulebench.core.first_check import DEFAULT as CHECK_FIRST_DEFAULT
+from joulebench.core.first_check import report_for
 from joulebench.core.gpu_faults import fault_kind
 from joulebench.core.hangs import HangRule, method_label
-from joulebench.core.heat import HeatCalibration
 from joulebench.core.heat import from_report as heat_from_report
 from joulebench.core.host_bound import host_bound_fields
+from joulebench.core.job_spec import JobSpec
 from joulebench.core.knobs import applied, restore_leftover
-from joulebench.core.methods import Method, parse_methods
+from joulebench.core.methods import Method
 from joulebench.core.protocol import (
     DEFAULT_PRESET,
+    BoardState,
     ProtocolSettings,
     measure,
     measure_idle,
     meter_kind,
 )
 from joulebench.core.provenance import software, utc_now
-from joulebench.core.quiet import WAIT_S as QUIET_WAIT_S
 from joulebench.core.quiet import QuietGate, cpu_busy, meter_busy
 from joulebench.core.runtimes import (
     STATUS_ERROR,
@@ -75,20 +71,15 @@ from joulebench.core.supervise import (
     emit,
     in_worker,
 )
-from joulebench.core.tail import TailCalibration
 from joulebench.core.tail import from_report as tail_from_report
-from joulebench.core.train import TrainSpec
 from joulebench.flags import (
     FLAG_SIMULATED,
     FLAG_TRAIN_LOSS_NOT_FINITE,
     join_flags,
 )
 from joulebench.safe_text import quantity
-from joulebench.study import IDLE_PRE_S
 from joulebench.table_io import conform, empty_frame, read_table, write_table
 from joulebench.tables import (
-    INPUT_KINDS,
-    PHASES,
     PROFILE_COLUMNS,
     REPEAT_TABLE_COLUMNS,
     STATUS_INVALID,
@@ -98,116 +89,41 @@ from joulebench.tables import (
     short_reason,
 )
 
-DEFAULT_ONNX_CACHE = default("profile.onnx_cache")
 SEED = 0  # random weights and batches: every method and runtime of a model sees the same
 
 
 @dataclass(frozen=True)
 class ProfileJob:
-    """What one profile job is asked to measure: its input, frozen (`from_spec` builds it
-    from the config; what lives while it runs is its JobSession's).
-
-    Defaults are the schema's (config_schema.default): a spec that leaves a key out gets the
-    same job as the workflow would.
-    """
+    """One profile job: its spec (core.job_spec: what the study asks, typed) and what is
+    the job's own (the model, the device's label, the idle baseline, torch's threads, where
+    checks and boards' readings are kept); frozen, what lives while it runs is its
+    JobSession's."""
 
     model: str
     device_label: str
-    torch_device: str
-    methods: tuple[Method, ...]  # a list given is kept as a tuple: the input never changes
-    batch_sizes: tuple[int, ...]
-    settings: ProtocolSettings = field(default_factory=ProtocolSettings)
-    # the study's protocol section: with it, the session sizes `settings` to the job's meter
-    # at its start (protocol.METER_SIZED); None keeps `settings` as given
-    protocol: Mapping | None = None
+    spec: JobSpec
     idle_power_w: float = math.nan  # the device's idle baseline (results/idle), else idle_pre's
-    idle_pre_s: float = IDLE_PRE_S  # a short idle read before the model, recorded beside it
     threads: int | None = None  # torch CPU threads; None leaves torch's default
-    # out of memory -> retry at half the batch (as timm's benchmark)
-    oom_retry: bool = default("profile.oom_retry")
-    meter: str | None = None  # force "nvml", "rapl" or "estimate"
-    meter_options: Mapping = field(default_factory=dict)  # e.g. tdp_w for the estimate
-    phases: tuple[str, ...] = ("inference",)  # and/or "train"
-    train: TrainSpec = field(default_factory=TrainSpec)  # optimizer etc. of the train phase
-    workload: str | None = None  # a custom workload (joulebench.catalog.workloads); None: timm
-    onnx_cache_dir: str = DEFAULT_ONNX_CACHE  # exported models of non-PyTorch runtimes
-    input_kind: str = default("profile.input_kind")  # the synthetic batch: random or zeros
     check_dir: str = "results/check"  # where `joulebench check` left its reports
-    check_first: str = CHECK_FIRST_DEFAULT  # check the GPU first where none was (first_check)
     boards_dir: str = BOARDS_DIR  # where boards' reference readings are kept
-    # read the GPU's reference levels first where none are kept (core.board_reference)
-    board_reference: str = BOARD_REFERENCE_DEFAULT
-    quiet_wait_s: float = QUIET_WAIT_S  # wait this long at most for the device to be alone
-    # how long a configuration may go without progress before it is stopped (a `timeout`
-    # row, core.supervise); None: TIMEOUT_FACTOR x its estimate, at least the floor
-    timeout_s: float | None = None
-    gpu: Mapping = field(default_factory=dict)  # the pool's GPU leased: uuid, index, serial
-    device_pool: str = ""  # the study's pool label of a replica label (each_model_on)
-
-    def __post_init__(self):
-        for name in ("methods", "batch_sizes", "phases"):  # read-only, whatever was given
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-        for name in ("meter_options", "gpu", "protocol"):
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, MappingProxyType(dict(value)))
-        for name in ("check_first", "board_reference"):
-            if getattr(self, name) not in CHECK_FIRST:
-                raise ValueError(f"{name} must be one of {CHECK_FIRST}: {getattr(self, name)!r}")
-        if self.input_kind not in INPUT_KINDS:
-            raise ValueError(f"input_kind must be one of {INPUT_KINDS}, got {self.input_kind!r}")
-        unknown = [p for p in self.phases if p not in PHASES]
-        if unknown or not self.phases:
-            raise ValueError(f"phases must be a non-empty list of {PHASES}, got {self.phases}")
-
-    @classmethod
-    def from_spec(
-        cls,
-        model: str,
-        device_label: str,
-        spec: Mapping,
-        *,
-        idle_power_w: float = math.nan,
-        threads: int | None = None,
-    ) -> ProfileJob:
-        """A job from a profile spec: the config's keys (common.smk's get_profile_spec, or
-        `joulebench profile`'s options, or the Python API's): torch_device, methods,
-        batch_sizes, protocol, idle_pre_s, oom_retry, meter, check_first, board_reference,
-        quiet_wait_s, timeout_s, estimate, phases, train, workload, onnx_cache, input_kind, gpu,
-        device_pool. A key left out (or null) takes the field's default. The one reading
-        of a spec: the workflow's, `joulebench profile`'s and the API's jobs all come here."""
-        spec = _checked_spec(spec)
-        return cls(
-            model=model,
-            device_label=device_label,
-            torch_device=spec["torch_device"],
-            methods=list(parse_methods(spec["methods"]).values()),
-            batch_sizes=[int(b) for b in spec["batch_sizes"]],
-            settings=ProtocolSettings.from_dict(spec.get("protocol")),
-            protocol=_protocol_section(spec.get("protocol")),
-            idle_power_w=idle_power_w,
-            threads=threads,
-            meter_options={k: v for k, v in (spec.get("estimate") or {}).items() if v is not None},
-            train=TrainSpec.from_dict(spec.get("train")),
-            **_given_keys(spec),
-        )
 
     def bind_device(self) -> BoundDevice:
         """The job's device bound to its backend (DeviceError for a string none serves):
         made once, by whoever runs the job (its JobSession holds it)."""
-        return bound_device(self.torch_device, self.device_label)
+        return bound_device(self.spec.torch_device, self.device_label)
 
     def configs_ask_knobs(self) -> bool:
-        return any(m.knobs for m in self.methods)
+        return any(m.knobs for m in self.spec.methods)
 
     def configs(self) -> list[tuple[str, Method, int]]:
         """(phase, method, batch size) in the order they are measured."""
+        spec = self.spec
         out = []
-        for phase in self.phases:
-            sizes = self.batch_sizes
-            if phase == "train" and self.train.batch_sizes is not None:
-                sizes = list(self.train.batch_sizes)
-            out += [(phase, m, b) for m in self.methods for b in sizes]
+        for phase in spec.phases:
+            sizes = spec.batch_sizes
+            if phase == "train" and spec.train.batch_sizes is not None:
+                sizes = list(spec.train.batch_sizes)
+            out += [(phase, m, b) for m in spec.methods for b in sizes]
         return out
 
     def measurement_order(self) -> list[int]:
@@ -222,64 +138,14 @@ class ProfileJob:
         configs = self.configs()
         rng = random.Random(f"order-{self.model}-{self.device_label}")
         order: list[int] = []
-        for phase in self.phases:
-            names = [m.name for m in self.methods]
+        for phase in self.spec.phases:
+            names = [m.name for m in self.spec.methods]
             rng.shuffle(names)
             for name in names:
                 same = [i for i, c in enumerate(configs) if c[0] == phase and c[1].name == name]
                 rng.shuffle(same)
                 order += same
         return order
-
-
-def _protocol_section(protocol: Mapping | None) -> dict:
-    """The study's protocol section with its preset named (left out: the default one)."""
-    section = dict(protocol or {})
-    section["preset"] = section.get("preset") or DEFAULT_PRESET
-    return section
-
-
-_FLOAT_KEYS = ("idle_pre_s", "quiet_wait_s", "timeout_s")
-_SPEC_FIELDS = {"onnx_cache": "onnx_cache_dir"}  # a spec key -> its ProfileJob field
-# a spec's keys: read by from_spec itself; taken when not null; taken when not empty either
-_READ_KEYS = ("torch_device", "methods", "batch_sizes", "protocol", "estimate", "train")
-_SCALAR_KEYS = (
-    "idle_pre_s",
-    "oom_retry",
-    "meter",
-    "check_first",
-    "board_reference",
-    "quiet_wait_s",
-    "timeout_s",
-)
-_NONEMPTY_KEYS = ("phases", "workload", "onnx_cache", "input_kind", "gpu", "device_pool")
-# every key a profile spec may hold; another is a mistake, said
-SPEC_KEYS = frozenset(_READ_KEYS + _SCALAR_KEYS + _NONEMPTY_KEYS)
-
-
-def _checked_spec(spec: Mapping) -> Mapping:
-    """The spec, or a ValueError naming each key no job reads (a typo, or a key of another
-    stage), as a rule's --settings are checked against the function they call."""
-    unknown = sorted(set(spec) - SPEC_KEYS)
-    if unknown:
-        raise ValueError(f"profile spec: unknown key(s) {unknown}; known: {sorted(SPEC_KEYS)}")
-    return spec
-
-
-def _given_keys(spec: Mapping) -> dict:
-    """ProfileJob fields of the spec's scalar and list keys that are given (not null, and
-    for phases, workload, onnx_cache, input_kind, gpu and device_pool not empty either)."""
-    given = {k: spec.get(k) for k in _SCALAR_KEYS if spec.get(k) is not None}
-    for key in _FLOAT_KEYS:
-        if key in given:
-            given[key] = float(given[key])
-    if "oom_retry" in given:
-        given["oom_retry"] = bool(given["oom_retry"])
-    convert = {"phases": list, "gpu": dict, "device_pool": str}
-    for key in _NONEMPTY_KEYS:
-        if spec.get(key):
-            given[_SPEC_FIELDS.get(key, key)] = convert.get(key, lambda v: v)(spec[key])
-    return given
 
 
 class JobSession:
@@ -295,12 +161,11 @@ class JobSession:
 
         self.job = job
         self.device = device
-        self.settings: ProtocolSettings = job.settings  # sized to the meter at the start
-        self.idle_power_w: float = job.idle_power_w  # else the idle read before the model
-        self.meter_options: dict = dict(job.meter_options)  # and the check's (refresh_s)
-        self.heat: HeatCalibration | None = None  # the board's, from its check
-        self.idle_temperature_c: float = math.nan  # the die at idle, from the same check
-        self.tail: TailCalibration | None = None  # the board's power tail, from the check
+        self.settings: ProtocolSettings = job.spec.settings  # sized to the meter at the start
+        # the idle baseline (else the idle read before the model) and, from the board's check,
+        # its heat, the die's idle temperature and its power tail: as the protocol takes them
+        self.board = BoardState(job.idle_power_w)
+        self.meter_options: dict = dict(job.spec.meter_options)  # and the check's (refresh_s)
         self.refresh_s: float | None = None  # the meter's refresh period (NVML)
         self._node = NodeMeasurements(job.device_label)
         self._knobs: KnobControl | None = None
@@ -323,7 +188,7 @@ class JobSession:
 
         return select_node_meter(
             self.device.device,
-            prefer=self.job.meter,
+            prefer=self.job.spec.meter,
             label=self.job.device_label,
             concurrent=self._node.count,
             **self.meter_options,
@@ -359,22 +224,22 @@ class JobSession:
             log(f"{job.model}: {restored}")
         meter, _ = self.meter()
         with meter:
-            idle = measure_idle(meter, job.idle_pre_s)
+            idle = measure_idle(meter, job.spec.idle_pre_s)
             described = meter.describe()
             refresh_s = getattr(meter, "refresh_s", None)
             kind = meter_kind(meter)
-        if job.protocol is not None:  # windows as long as this meter needs (METER_SIZED)
-            self.settings = ProtocolSettings.from_dict(job.protocol, kind)
-        base.update(gpu_fields(job.gpu, described))
+        if job.spec.protocol is not None:  # windows as long as this meter needs (METER_SIZED)
+            self.settings = ProtocolSettings.from_dict(job.spec.protocol, kind)
+        base.update(gpu_fields(job.spec.gpu, described))
         log(f"{job.model}: idle {idle.power_w:.1f} W before the model ({idle.meter})")
         base.update(self._calibrated(described, refresh_s, log))
         prefixed = lambda line: log(f"{job.model}: {line}")  # noqa: E731
-        reference_for(self.device, described, job.boards_dir, job.board_reference, prefixed)
-        if not math.isfinite(self.idle_power_w) and math.isfinite(idle.power_w):
+        reference_for(self.device, described, job.boards_dir, job.spec.board_reference, prefixed)
+        if not math.isfinite(self.board.idle_power_w) and math.isfinite(idle.power_w):
             # no idle job's baseline (the ad-hoc `joulebench profile`): the read before the
             # model stands in, so the phase shifts' idle time does not add its idle energy
             # to the images' (docs/protocol.md)
-            self.idle_power_w = float(idle.power_w)
+            self.board = replace(self.board, idle_power_w=float(idle.power_w))
         return base, idle
 
     def row_base(self) -> dict:
@@ -384,14 +249,14 @@ class JobSession:
         job = self.job
         return {
             "device_label": job.device_label,
-            "device_pool": job.device_pool or job.device_label,
-            "torch_device": job.torch_device,
+            "device_pool": job.spec.device_pool or job.device_label,
+            "torch_device": job.spec.torch_device,
             "device_name": self.device.name(),
             "is_simulated": self.device.simulated,
             "model": job.model,
             "threads": torch.get_num_threads(),
-            "weights": "" if job.workload else "random",  # a workload's spec says, once built
-            "input_kind": job.input_kind,
+            "weights": "" if job.spec.workload else "random",  # a workload's spec says, once built
+            "input_kind": job.spec.input_kind,
             **software(),
         }
 
@@ -403,11 +268,16 @@ class JobSession:
 
         job = self.job
         check = report_for(
-            self.device, described, job.check_dir, job.check_first,
+            self.device, described, job.check_dir, job.spec.check_first,
             lambda line: log(f"{job.model}: {line}"),
         )  # fmt: skip
-        self.heat, self.idle_temperature_c = heat_from_report(check)
-        self.tail = tail_from_report(check)
+        heat, idle_temperature_c = heat_from_report(check)
+        self.board = replace(
+            self.board,
+            heat=heat,
+            idle_temperature_c=idle_temperature_c,
+            tail=tail_from_report(check),
+        )
         self.meter_options.update(self.device.meter_options_from_check(check))
         self.refresh_s = self.meter_options.get("refresh_s", refresh_s)
         return checked_fields(check)
@@ -546,16 +416,18 @@ def prepare(
         method,
         batch_size,
         compute.device,
-        workload=job.workload,
+        workload=job.spec.workload,
         train=train,
-        input_kind=job.input_kind,
+        input_kind=job.spec.input_kind,
     )
     if not train:
         _check_built(built, method, batch_size, compute)
     if train:
         from joulebench.core.train import make_train_step
 
-        step = make_train_step(built.model, built.x, built.num_classes, method, job.train, compute)
+        step = make_train_step(
+            built.model, built.x, built.num_classes, method, job.spec.train, compute
+        )
         fields_ = {"weights": built.weights, "reparameterized": False}
         return Runner(step, grad=True, fields=fields_, finish=step.losses)
     if method.exported:
@@ -566,7 +438,7 @@ def prepare(
             model_name=job.model,
             device=compute,
             threads=torch.get_num_threads(),
-            cache_dir=job.onnx_cache_dir,
+            cache_dir=job.spec.onnx_cache_dir,
         )
         fields_.update(weights=built.weights, reparameterized=built.reparameterized)
         return Runner(step, grad=False, fields=fields_)  # the PyTorch model is freed here
@@ -699,10 +571,7 @@ def _build_and_measure(
                 meter,
                 images_per_step=batch_size,
                 settings=settings,
-                idle_power_w=session.idle_power_w,
-                heat=session.heat,
-                idle_temperature_c=session.idle_temperature_c,
-                tail=session.tail,
+                board=session.board,
                 progress=_stage,
             )
             emit("stage", doing="tracing the GPU's busy share")
@@ -739,9 +608,9 @@ def config_fields(job: ProfileJob, phase: str, method: Method) -> dict:
     return {
         "phase": phase,
         "runtime": method.runtime,
-        "optimizer": job.train.optimizer if train else "",
-        "optimizer_lr": job.train.learning_rate if train else math.nan,
-        "workload": job.workload or "timm",
+        "optimizer": job.spec.train.optimizer if train else "",
+        "optimizer_lr": job.spec.train.learning_rate if train else math.nan,
+        "workload": job.spec.workload or "timm",
         **method.knob_fields(),  # the knobs asked for; read back by the device side (NaN)
     }
 
@@ -811,11 +680,11 @@ def measure_configs(
         outcome, batch_size = Outcome(STATUS_NOT_MEASURED, rule.not_tried(i - 1)), requested
         if not outcome.reason:
             kind, settings = session.warmup_for(warm == (phase, method.name))
-            own_s = job.timeout_s or deadline_s(estimates[i - 1])
+            own_s = job.spec.timeout_s or deadline_s(estimates[i - 1])
             limit_s = rule.deadline_s(own_s, settings.warmup_max_s)
             after = rule.first_hung() if limit_s < own_s else ""
             emit("config", position=i - 1, label=f"{label} bs{requested}", doing="waiting for "
-                 "the device to be alone", deadline_s=job.quiet_wait_s + limit_s,
+                 "the device to be alone", deadline_s=job.spec.quiet_wait_s + limit_s,
                  after_hang=after)  # fmt: skip
             gate.wait(f"{job.model} {label} bs{requested}")
             emit("stage", doing="build", deadline_s=limit_s)
@@ -868,7 +737,7 @@ def raise_gpu_fault(session: JobSession, outcome, base: dict, position: int, log
     kind = fault_kind(outcome.reason)
     if kind is None:
         return
-    uuid, index = base.get("gpu_uuid") or job.gpu.get("uuid"), base.get("gpu_index")
+    uuid, index = base.get("gpu_uuid") or job.spec.gpu.get("uuid"), base.get("gpu_index")
     emit(GPU_FAULT, position=position, kind=kind, evidence=outcome.reason, uuid=uuid,
          index=None if index is None else int(index))  # fmt: skip
     log(f"{job.model}: the GPU failed ({kind}): {outcome.reason}")
@@ -878,7 +747,7 @@ def raise_gpu_fault(session: JobSession, outcome, base: dict, position: int, log
 def quiet_gate(session: JobSession, log) -> QuietGate:
     """What waits for the device to be left alone before each configuration (core.quiet):
     a CPU's other processes, or those on a GPU."""
-    return device_gate(session.device, session.meter, log, session.job.quiet_wait_s)
+    return device_gate(session.device, session.meter, log, session.job.spec.quiet_wait_s)
 
 
 def device_gate(device: BoundDevice, meter_factory, log, wait_s: float) -> QuietGate:
@@ -979,7 +848,7 @@ def measure_with_retry(
     label = method.name if phase == "inference" else f"{method.name} {phase}"
     while True:
         outcome = measure_config(session, method, batch_size, phase, settings)
-        if outcome.status == "oom" and session.job.oom_retry and batch_size > 1:
+        if outcome.status == "oom" and session.job.spec.oom_retry and batch_size > 1:
             log(f"  {label} bs{batch_size}: out of memory, retrying at half the batch")
             batch_size //= 2
             continue
@@ -1012,7 +881,7 @@ def config_row(job: ProfileJob, known: dict, phase: str, method: Method, outcome
     if row["is_simulated"]:  # a simulated GPU: never scored (analysis.score)
         extra.append(FLAG_SIMULATED)
     row["flags"] = join_flags(row["flags"], extra)
-    row["protocol_preset"] = (job.protocol or {}).get("preset") or DEFAULT_PRESET
+    row["protocol_preset"] = (job.spec.protocol or {}).get("preset") or DEFAULT_PRESET
     row.update(setup_fields(row, outcome.meter_info))
     row["protocol_fingerprint"] = fingerprint_of(row)
     return row
@@ -1088,7 +957,7 @@ def result_fields(result, meter_info: dict) -> dict:
 def run_job(
     model: str,
     device_label: str,
-    spec: Mapping,
+    spec: JobSpec,
     *,
     idle: str | None,
     threads: int | None,
@@ -1102,11 +971,9 @@ def run_job(
     `hangs` so far (core.hangs)."""
     from joulebench.core.devices import require_measurable
 
-    require_measurable(device_label, spec["torch_device"])
+    require_measurable(device_label, spec.torch_device)
     idle_power_w = math.nan
     if idle:
         idle_power_w = float(read_table(idle)["idle_power_w"].iloc[0])
-    job = ProfileJob.from_spec(
-        model, device_label, spec, idle_power_w=idle_power_w, threads=threads
-    )
+    job = ProfileJob(model, device_label, spec, idle_power_w=idle_power_w, threads=threads)
     return run_profile(job, start_at=start_at, parts=parts, hangs=hangs)

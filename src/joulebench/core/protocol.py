@@ -541,6 +541,27 @@ def _counted_to_window(
     return replace(reading, energy_j=edges_j)
 
 
+@dataclass(frozen=True)
+class BoardState:
+    """What the protocol knows of the board before it measures, travelling as one through
+    measure -> repeat_row -> _summary: the idle baseline (its power, and the die temperature
+    it was read at), and from the board's check its heat (core.heat) and power tail
+    (core.tail); None where not measured. Every window is stated against it."""
+
+    idle_power_w: float = math.nan
+    idle_temperature_c: float = math.nan
+    heat: HeatCalibration | None = None
+    tail: TailCalibration | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "idle_power_w", float(self.idle_power_w))
+        object.__setattr__(self, "idle_temperature_c", float(self.idle_temperature_c))
+
+    @property
+    def idle(self) -> IdleState:
+        return IdleState(self.idle_power_w, self.idle_temperature_c)
+
+
 def repeat_row(
     index,
     reading: Reading,
@@ -548,33 +569,30 @@ def repeat_row(
     duration_s,
     step_ms,
     images_per_step,
-    idle_power_w,
     pause_s,
     waits=(),
-    heat: HeatCalibration | None = None,
-    idle_temperature_c: float = math.nan,
-    tail: TailCalibration | None = None,
+    board: BoardState = BoardState(),
 ) -> dict:
-    """One window's row. `waits`: its phase shifts' delays, whose idle energy and board's
-    tail (core.tail) are not the images'."""
+    """One window's row, stated against the `board`'s idle, heat and tail. `waits`: its
+    phase shifts' delays, whose idle energy and board's tail (core.tail) are not the
+    images'."""
     images = batches * images_per_step
     meter_s = reading.duration_s
     energy_s = meter_s if math.isfinite(meter_s) and meter_s > 0 else duration_s
     shift_s = float(sum(waits))
     work_s = duration_s - shift_s
     energy_j = float(reading.energy_j)
-    state = _window_state(reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s)
+    state = _window_state(reading, board, energy_s, shift_s)
     # the phase-shift delays ran no work: their (idle) energy is not the images'
-    shift_j = state.idle_power_w * shift_s if shift_s and math.isfinite(idle_power_w) else 0.0
+    idle_known = math.isfinite(board.idle_power_w)
+    shift_j = state.idle_power_w * shift_s if shift_s and idle_known else 0.0
     power = _trace_power(reading.trace)
     peak_w = float(np.percentile(power, PEAK_PERCENTILE)) if power.size else math.nan
     shifted = _shifts_tail(
-        tail, waits, energy_j - shift_j, energy_s - shift_s, state.idle_power_w, peak_w
+        board.tail, waits, energy_j - shift_j, energy_s - shift_s, state.idle_power_w, peak_w
     )
     if shifted.excess_j and state.state != AS_RUN:  # the work's own power sets its heat
-        state = _window_state(
-            reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s, shifted.excess_j
-        )
+        state = _window_state(reading, board, energy_s, shift_s, shifted.excess_j)
         shift_j = state.idle_power_w * shift_s
     work_j = (energy_j - shift_j - shifted.excess_j) * state.factor  # at the stated state
     idle_j = state.idle_sustained_w * (energy_s - shift_s)
@@ -636,13 +654,11 @@ def _shifts_tail(
     return shift_tail(tail, waits, (work_j - first.excess_j) / work_s - idle_w, peak)
 
 
-def _window_state(
-    reading: Reading, heat, idle_power_w, idle_temperature_c, energy_s, shift_s, tail_j=0.0
-):
+def _window_state(reading: Reading, board: BoardState, energy_s, shift_s, tail_j=0.0):
     """The window's thermal state (joulebench.core.heat): its energy brought to the
     configuration's sustained temperature where the board's heat is known, else as run.
     `tail_j`: the board's excess in the phase shifts (core.tail), not the work's power."""
-    idle = IdleState(float(idle_power_w), float(idle_temperature_c))
+    heat, idle = board.heat, board.idle
     start_c = _state(reading, "start", "temperature_c")
     end_c = _state(reading, "end", "temperature_c")
     energy_j = float(reading.energy_j)
@@ -886,25 +902,23 @@ def measure(
     *,
     images_per_step: int,
     settings: ProtocolSettings | None = None,
-    idle_power_w: float = math.nan,
     rng: random.Random | None = None,
     clock: Callable[[], float] = time.perf_counter,
     sleep: Callable[[float], object] = time.sleep,
     progress: Callable[[str, dict], object] | None = None,
-    heat: HeatCalibration | None = None,
-    idle_temperature_c: float = math.nan,
-    tail: TailCalibration | None = None,
+    board: BoardState = BoardState(),
 ) -> ProtocolResult:
     """Warm up, then measure energy and time over repeated windows (see the module doc).
 
     `progress(phase, info)` is called after warm-up ("warmup") and after each repeat
     ("repeat", with that repeat's row), never inside a window. `rng` draws the pauses
     (anything with .uniform(a, b)); `clock` and `sleep` are injectable for tests.
-    `heat` (the board's, from `joulebench check`) with the idle baseline's power and
-    `idle_temperature_c` states every window at the configuration's sustained temperature
-    (joulebench.core.heat); without them the rows say `as-run`. `tail` (the board's,
-    from the same check) takes the board's excess after work out of the phase shifts
-    (joulebench.core.tail); without it the CI's low end covers the largest assumed.
+    `board` (BoardState): the idle baseline dynamic energy is above; with its `heat`
+    (from `joulebench check`) and the idle's temperature every window is stated at the
+    configuration's sustained temperature (joulebench.core.heat), without them the rows
+    say `as-run`; its `tail` (from the same check) takes the board's excess after work
+    out of the phase shifts (joulebench.core.tail), without it the CI's low end covers
+    the largest assumed.
     """
     settings = settings or ProtocolSettings()
     rng = rng or random.Random()
@@ -939,8 +953,8 @@ def measure(
         # the latest window is the best estimate of the step time for the next
         step_s = max(duration_s - shift_s, 1e-12) / batches
         reading = _counted_to_window(reading, settings, step_s, refresh_s)
-        window = (reading, batches, duration_s, window_ms, images_per_step, idle_power_w)
-        row = repeat_row(index, *window, pause, waits, heat, idle_temperature_c, tail)
+        window = (reading, batches, duration_s, window_ms, images_per_step)
+        row = repeat_row(index, *window, pause, waits, board)
         rows.append(row)
         flags.extend(split_flags(row["flags"]))
         traces.append((index, reading.trace))
@@ -955,7 +969,7 @@ def measure(
         flags.append(FLAG_CI_TARGET_NOT_MET)
 
     repeats = pd.DataFrame(rows, columns=REPEAT_COLUMNS)
-    summary = _summary(repeats, step_ms, warmup, meter, images_per_step, idle_power_w, flags, heat)
+    summary = _summary(repeats, step_ms, warmup, meter, images_per_step, flags, board)
     summary.update(tail_summary(repeats, summary))
     return ProtocolResult(repeats, summary, stack_traces(traces), warmup)
 
@@ -1002,9 +1016,10 @@ def _ci_met(rows: list[dict], settings: ProtocolSettings) -> bool:
     return spread([r["energy_per_image_j"] for r in rows]).ci95_rel < settings.ci_target
 
 
-def _summary(repeats, step_ms, warmup, meter, images_per_step, idle_power_w, flags, heat):
+def _summary(repeats, step_ms, warmup, meter, images_per_step, flags, board: BoardState):
     """The summary, with the spread flag and, when stated sustained, the correction's bound
     in the CIs."""
+    heat, idle_power_w = board.heat, board.idle_power_w
     cv = spread(repeats["energy_per_image_j"]).cv
     refresh_s = getattr(meter, "refresh_s", None)
     flags = [*flags, *spread_flags(cv, refresh_s, float(repeats["duration_s"].mean()))]

@@ -101,23 +101,22 @@ def _lease_record(device: str, libs: Libraries) -> dict:
     }
 
 
-def pin_to_gpu(spec: dict, uuid: str | None, env=None) -> dict:
-    """Before torch starts: pin the job to its device by `uuid` (pinned_uuids' value)."""
+def pin_to_gpu(device: str, uuid: str | None, env=None) -> str:
+    """Before torch starts: pin the job to its device by `uuid` (pinned_uuids' value); the
+    device string the job then uses (the one GPU it sees)."""
     if not uuid:
-        return spec
+        return device
     env = os.environ if env is None else env
-    device = spec["torch_device"]
-    return {**spec, "torch_device": kind_of(device).pin(device, uuid, env)}
+    return kind_of(device).pin(device, uuid, env)
 
 
-def lease_from_pool(spec: dict, pool: list[dict], holder: str, env=None, **kw):
+def lease_from_pool(pool: list[dict], holder: str, env=None, **kw) -> tuple:
     """Before torch starts: lease a free GPU of `pool` (pool_leases' records) and pin the
-    job to it. Returns (the lease, to hold for the job's whole run; the spec with the GPU's
-    device and its `gpu`: uuid, index, serial, for the rows)."""
+    job to it. Returns (the lease, to hold for the job's whole run; the GPU's device string
+    as the job sees it; its `gpu`: uuid, index, serial, for the rows)."""
     from joulebench.schedule.lease import lease_gpu
 
     lease = lease_gpu(pool, holder=holder, **kw)
     member = lease.member
-    spec = pin_to_gpu({**spec, "torch_device": member["device"]}, member.get("pin"), env)
-    gpu = {k: member.get(k) for k in ("uuid", "index", "serial")}
-    return lease, {**spec, "gpu": gpu}
+    device = pin_to_gpu(member["device"], member.get("pin"), env)
+    return lease, device, {k: member.get(k) for k in ("uuid", "index", "serial")}

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from joulebench.core.board_reference import read_levels
-from joulebench.core.protocol import ProtocolSettings, measure, measure_idle
+from joulebench.core.protocol import BoardState, ProtocolSettings, measure, measure_idle
 from joulebench.sim.boards import BoardVariation, Spread, drawn
 from joulebench.sim.rig import SimCheckTarget, simulated_gpu
 from joulebench.sim.thermal import THERMAL
@@ -79,7 +79,7 @@ def board_rows(case: PoolCase, i: int, settings: ProtocolSettings) -> tuple[dict
             result = measure(
                 lambda workload=workload: rig.gpu.batch(workload), rig.gpu.sync, meter,
                 images_per_step=workload.images_per_batch, settings=settings,
-                idle_power_w=idle.power_w, rng=random.Random(f"{case.seed}-{i}-{w}"),
+                board=BoardState(idle.power_w), rng=random.Random(f"{case.seed}-{i}-{w}"),
                 clock=rig.clock, sleep=rig.gpu.sleep,
             )  # fmt: skip
         true_j = rig.gpu.true_energy_per_batch_j(workload)  # the board's own truth

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from joulebench.core.meters.nvidia_sensors import GENERATIONS
-from joulebench.core.protocol import ProtocolSettings, measure, measure_idle
+from joulebench.core.protocol import BoardState, ProtocolSettings, measure, measure_idle
 from joulebench.sim.rig import simulated_gpu
 from joulebench.sim.workload import Workload
 
@@ -75,7 +75,7 @@ def run_protocol(case: Case, settings: ProtocolSettings | None = None, **rig_kw)
             meter,
             images_per_step=workload.images_per_batch,
             settings=settings or ProtocolSettings(),
-            idle_power_w=idle.power_w,
+            board=BoardState(idle.power_w),
             rng=random.Random(case.seed),
             clock=rig.clock,
             sleep=rig.gpu.sleep,

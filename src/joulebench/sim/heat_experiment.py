@@ -21,7 +21,7 @@ import pandas as pd
 
 from joulebench.core.heat import HeatCalibration
 from joulebench.core.meters.nvidia_sensors import GENERATIONS
-from joulebench.core.protocol import ProtocolSettings, measure, measure_idle
+from joulebench.core.protocol import BoardState, ProtocolSettings, measure, measure_idle
 from joulebench.sim.rig import SimRig, simulated_gpu
 from joulebench.sim.tail import Tail
 from joulebench.sim.tail import drawn as drawn_tail
@@ -187,14 +187,11 @@ def measure_case(
         meter,
         images_per_step=workload.images_per_batch,
         settings=settings or ProtocolSettings(),
-        idle_power_w=idle.power_w,
         rng=random.Random(seed),
         clock=rig.clock,
         sleep=rig.gpu.sleep,
         progress=progress,
-        heat=heat,
-        idle_temperature_c=idle.temperature_c,
-        **({"tail": tail} if tail is not None else {}),
+        board=BoardState(idle.power_w, idle.temperature_c, heat, tail),
     )
     mean_c = sum(temps) / len(temps) if temps else float("nan")
     return result, mean_c, rig.clock() - start

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from joulebench.core.protocol import ProtocolSettings, measure, measure_idle
+from joulebench.core.protocol import BoardState, ProtocolSettings, measure, measure_idle
 from joulebench.sim.ramp import ClockRamp
 from joulebench.sim.ramp import drawn as drawn_ramp
 from joulebench.sim.rig import SimCheckTarget, SimRig, simulated_gpu
@@ -221,11 +221,10 @@ def run_protocol(board: WideBoard, work: WideWork, tail_cal, settings=None) -> d
             meter,
             images_per_step=workload.images_per_batch,
             settings=settings or ProtocolSettings(),
-            idle_power_w=idle.power_w,
             rng=random.Random(work.seed),
             clock=rig.clock,
             sleep=rig.gpu.sleep,
-            tail=tail_cal,
+            board=BoardState(idle.power_w, tail=tail_cal),
         )
     truth = steady_energy_per_batch_j(board, workload) / workload.images_per_batch
     s = result.summary
