@@ -279,13 +279,17 @@ def get_summary(wildcards):
 
 
 # The predictions (stage 7b), drawn apart on the figures and the page; none for a published
-# summary (from_summary: no catalog to predict from).
+# summary (from_summary: no catalog to predict from), but a replot of the run's own summary
+# draws the run's own, as the run drew them (so it reruns nothing).
 PREDICTED = "results/predicted.parquet"
+DRAWS_PREDICTED = not FROM_SUMMARY or (
+    REPLOT_SUMMARY == RUN_SUMMARY and Path(PREDICTED).is_file()
+)
 
 
 def get_webapp_inputs(wildcards):
     inputs = {"summary": get_summary(wildcards), "scores": "results/scores.parquet"}
-    if not FROM_SUMMARY:
+    if DRAWS_PREDICTED:
         inputs["predicted"] = PREDICTED
     return inputs
 
@@ -309,7 +313,7 @@ def get_figure_inputs(wildcards):
     trace = get_trace(wildcards)
     if trace:
         inputs["trace"] = trace
-    if not FROM_SUMMARY:
+    if DRAWS_PREDICTED:
         inputs["predicted"] = PREDICTED
     return inputs
 
