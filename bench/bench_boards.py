@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from joulebench.analysis.boards import apply_board_factors
-from joulebench.core.board_reference import reference_s
 from joulebench.core.protocol import ProtocolSettings
+from joulebench.jobs.board_reference import reference_s
 from joulebench.sim.board_experiment import PoolCase, disagreement, pool_table
 from joulebench.sim.boards import Spread
 

@@ -1,5 +1,5 @@
 """What a model that hangs costs its GPU in one profile job, before and after the hang rule
-(src/joulebench/core/hangs.py, issue 40 item 9), from the deadlines' arithmetic alone: each
+(src/joulebench/jobs/hangs.py, issue 40 item 9), from the deadlines' arithmetic alone: each
 configuration's deadline is supervise.deadline_s over its estimate (config_time.config_cost
 as the job counts it: a GPU's sensor refreshing every 0.1 s, full or short warm-up,
 torch.compile), as a worker emits it.
@@ -30,12 +30,12 @@ GPU_REFRESH_S = 0.1  # plan.DEFAULT_REFRESH_S: the plan's GPU sensor
 def job_deadlines(study: dict, model: str):
     """(rule over the job's configurations, their deadlines and estimates in measuring
     order, the protocol's longest warm-up)."""
-    from joulebench.core.config_time import config_cost, warmup_kinds
-    from joulebench.core.hangs import HangRule
-    from joulebench.core.job_spec import job_spec
-    from joulebench.core.profile import ProfileJob
     from joulebench.core.protocol import ProtocolSettings
-    from joulebench.core.supervise import deadline_s
+    from joulebench.jobs.config_time import config_cost, warmup_kinds
+    from joulebench.jobs.hangs import HangRule
+    from joulebench.jobs.job_spec import job_spec
+    from joulebench.jobs.profile import ProfileJob
+    from joulebench.jobs.supervise import deadline_s
 
     spec = job_spec("cuda", {k: study[k] for k in ("methods", "batch_sizes")})
     job = ProfileJob(model, "gpu", spec)
@@ -66,8 +66,8 @@ def walk(rule, deadlines, warmup_max_s, hangs) -> tuple[float, list[str]]:
 
 
 def main() -> None:
-    from joulebench.core.config_time import format_duration
-    from joulebench.core.hangs import HangRule, worst_case_s
+    from joulebench.jobs.config_time import format_duration
+    from joulebench.jobs.hangs import HangRule, worst_case_s
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--study", default=str(REPO / "studies" / "hidden-joules.yaml"))

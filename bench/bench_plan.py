@@ -1,5 +1,5 @@
 """Measure the overheads `joulebench plan` adds to the protocol's measuring time
-(src/joulebench/plan.py, src/joulebench/core/config_time.py), and compare a finished run
+(src/joulebench/plan.py, src/joulebench/jobs/config_time.py), and compare a finished run
 with the plan's estimate.
 
     .venv/bin/python bench/bench_plan.py overheads [--rounds 3]
@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 IMPORTS = (
     "import torch, timm, pandas; "
-    "import joulebench.cli, joulebench.core.profile, joulebench.core.meters"
+    "import joulebench.cli, joulebench.jobs.profile, joulebench.core.meters"
 )
 
 
@@ -59,8 +59,8 @@ def overheads(rounds: int) -> None:
 
     from joulebench.core.backends import select_meter
     from joulebench.core.methods import parse_methods
-    from joulebench.core.profile import build
     from joulebench.core.protocol import ProtocolSettings, warm_up
+    from joulebench.jobs.profile import build
     from joulebench.prerun import load_study
 
     config = load_study()
@@ -176,8 +176,8 @@ def constants_report(rows_path: Path) -> None:
     a compiled configuration's first calls, so its compile too)."""
     import pandas as pd
 
-    from joulebench.core import config_time
     from joulebench.core.protocol import ProtocolSettings
+    from joulebench.jobs import config_time
 
     rows = pd.read_parquet(rows_path)
     rows = rows[rows["status"] == "ok"]

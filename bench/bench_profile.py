@@ -65,7 +65,7 @@ def window_vs_bare(model_name: str, batch_size: int, seconds: float, rounds: int
 
 def job_share(model_name: str) -> tuple[float, float, float]:
     config = yaml.safe_load((REPO / "config.yaml").read_text())
-    from joulebench.core.job_spec import job_spec
+    from joulebench.jobs.job_spec import job_spec
 
     study = {"methods": config["methods"], "batch_sizes": config["batch_sizes"]}
     spec = job_spec("cpu", study).to_json()
@@ -92,9 +92,9 @@ def overhead_rows(model_name: str, device: str, sizes: list[int]) -> list[dict]:
     counted as one refresh period per window."""
     import pandas as pd
 
-    from joulebench.core.job_spec import JobSpec
     from joulebench.core.methods import parse_methods
-    from joulebench.core.profile import ProfileJob, run_profile
+    from joulebench.jobs.job_spec import JobSpec
+    from joulebench.jobs.profile import ProfileJob, run_profile
 
     specs = {"fp32": {"precision": "fp32"}, "fp32-cl": {"precision": "fp32", "channels_last": True}}
     with tempfile.TemporaryDirectory() as tmp:

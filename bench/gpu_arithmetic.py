@@ -1,6 +1,6 @@
 """For a session lent one NVIDIA GPU: what arithmetic, cuDNN autotuning and CUDA graphs do to
 energy per image (issue 33, items 1 and 3), measured through the profile job itself
-(joulebench.core.profile: the arithmetic set and restored, the graph captured before
+(joulebench.jobs.profile: the arithmetic set and restored, the graph captured before
 warm-up), with a short protocol (3 windows of >= 1 s, the `fast` preset's sensor settings):
 
 1. arithmetic: resnet50 and vit_base at batch 64 and 8 in fp32 (IEEE), tf32 and fp16 by
@@ -92,7 +92,7 @@ def gpu_problem(device: str) -> str:
     import torch
 
     from joulebench.core.backends import DeviceError, backend_for
-    from joulebench.core.devices import require_measurable
+    from joulebench.schedule.devices import require_measurable
 
     try:
         backend = backend_for(device)
@@ -126,8 +126,8 @@ def run(args, log):
     import pandas as pd
 
     from joulebench.catalog.models import resolve_models
-    from joulebench.core.job_spec import job_spec
-    from joulebench.core.profile import ProfileJob, run_profile
+    from joulebench.jobs.job_spec import job_spec
+    from joulebench.jobs.profile import ProfileJob, run_profile
 
     frames = []
     label = args.device.replace(":", "")

@@ -6,7 +6,7 @@ and issue 33 (its power tail) are all in `joulebench check` (src/joulebench/chec
 this wrapper runs them with the heat step shortened where the session's time is short
 (--heat-s; an H200's die settled within 6 s of a load step), puts the JSON report and the
 printed table where a device session collects files, and with --keep keeps the report where
-a profile job looks for its GPU's check first (core.first_check), so a study after it
+a profile job looks for its GPU's check first (jobs.first_check), so a study after it
 does not check the GPU again.
 
     PYTHONPATH=src python bench/gpu_check.py --out $OUT [--device cuda:0] [--quick]
@@ -29,7 +29,7 @@ def main() -> int:
     from joulebench.check.report import device_file, format_table, write_report
     from joulebench.check.rows import CheckSettings
     from joulebench.core.backends import backend_for
-    from joulebench.core.first_check import board_key, board_path, usable
+    from joulebench.jobs.first_check import board_key, board_path, usable
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)

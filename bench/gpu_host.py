@@ -1,7 +1,7 @@
 """For a session lent an NVIDIA GPU: how much of a step the GPU is busy (issue 33).
 
 For three small models at batch 1, 8 and 64 (the default method, and fp16-amp), the profile
-job's own code builds each configuration (core.profile.prepare) and the device's backend
+job's own code builds each configuration (jobs.profile.prepare) and the device's backend
 traces a few steps after a short warm-up (Backend.busy_fraction: torch's profiler, as a
 profile job does after its windows): `gpu_busy_fraction`, whether it is `host-bound`
 (below core.host_bound.HOST_BOUND_BELOW), and the throughput. No energy is read: that is
@@ -31,7 +31,7 @@ def one(job, method, batch: int) -> dict:
     import torch
 
     from joulebench.core.host_bound import HOST_BOUND_BELOW
-    from joulebench.core.profile import prepare
+    from joulebench.jobs.profile import prepare
 
     device = job.bind_device()
     runner = prepare(job, device, "inference", method, batch)
@@ -61,9 +61,9 @@ def one(job, method, batch: int) -> dict:
 def main() -> int:
     import pandas as pd
 
-    from joulebench.core.job_spec import job_spec
     from joulebench.core.methods import PRESETS, parse_methods
-    from joulebench.core.profile import ProfileJob
+    from joulebench.jobs.job_spec import job_spec
+    from joulebench.jobs.profile import ProfileJob
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)

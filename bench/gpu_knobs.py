@@ -19,15 +19,15 @@ import sys
 import time
 from pathlib import Path
 
-STUDY = {  # a study's sections (core.job_spec.job_spec)
+STUDY = {  # a study's sections (jobs.job_spec.job_spec)
     "batch_sizes": [64],
     "protocol": {"repeats": 3, "min_repeat_s": 2.0, "warmup_max_s": 10.0},
     "profile": {"idle_pre_s": 1.0},
 }
 KILLED = """
 import sys
-from joulebench.core.job_spec import job_spec
-from joulebench.core.profile import ProfileJob, run_profile
+from joulebench.jobs.job_spec import job_spec
+from joulebench.jobs.profile import ProfileJob, run_profile
 study = {**%r, "methods": {"capped": {"precision": sys.argv[2], "power_limit": 0.5}},
          "protocol": {"repeats": 3, "min_repeat_s": 60.0}}
 run_profile(ProfileJob(sys.argv[1], "h200", job_spec(sys.argv[3], study)))
@@ -35,8 +35,8 @@ run_profile(ProfileJob(sys.argv[1], "h200", job_spec(sys.argv[3], study)))
 
 
 def job(model: str, device: str, methods: dict):
-    from joulebench.core.job_spec import job_spec
-    from joulebench.core.profile import ProfileJob
+    from joulebench.jobs.job_spec import job_spec
+    from joulebench.jobs.profile import ProfileJob
 
     return ProfileJob(model, "h200", job_spec(device, {**STUDY, "methods": methods}))
 
@@ -54,7 +54,7 @@ def limit_w(device: str) -> float:
 
 def main() -> int:
     from joulebench.core.knobs import state_dir
-    from joulebench.core.profile import run_profile
+    from joulebench.jobs.profile import run_profile
 
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)

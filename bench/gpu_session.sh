@@ -29,7 +29,7 @@ step env 60 bash -c 'nvidia-smi; python3 -c "import torch, timm, pandas, pyarrow
 step devices 60 "${JB[@]}" devices
 # The full check with a short heat step (an H200's die settled within 6 s of a load step),
 # its power-tail step included; kept where a profile job looks for its GPU's check first
-# (core/first_check.py), so no job below checks the GPU again.
+# (jobs/first_check.py), so no job below checks the GPU again.
 step check 240 python3 bench/gpu_check.py --out "$OUT" --device cuda:0 --heat-s 40 --heat-idle-s 10 --keep results/check
 # Issue 33: the GPU's busy share of a step at batch 1 / 8 / 64 of three small models.
 step host 120 python3 bench/gpu_host.py --out "$OUT" --device cuda

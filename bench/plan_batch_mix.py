@@ -12,11 +12,11 @@ the GPU gives the real mix.
 from __future__ import annotations
 
 from joulebench.catalog.models import resolve_models
-from joulebench.core.calibrate import StepTime
-from joulebench.core.devices import resolve_pools
 from joulebench.core.methods import expand_methods
+from joulebench.jobs.calibrate import StepTime
 from joulebench.plan import plan_study, with_gpus
 from joulebench.prerun import load_study
+from joulebench.schedule.devices import resolve_pools
 
 STUDY = "studies/hidden-joules.yaml"
 SCENARIOS = {  # assumed fp32 seconds per batch, by batch size

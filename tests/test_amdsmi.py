@@ -17,9 +17,9 @@ from helpers.fake_nvml import ManualClock
 from joulebench.check.environment import environment_rows
 from joulebench.check.report import FAIL, PASS, SKIP, WARN
 from joulebench.core.backends import Libraries, backend_for, select_meter
-from joulebench.core.devices import auto_devices, describe_devices
 from joulebench.core.meters import MeterUnavailable
 from joulebench.core.meters.amdsmi import AmdSmiMeter, energy_uj, load_amdsmi
+from joulebench.schedule.devices import auto_devices, describe_devices
 
 FAKE_DIR = Path(__file__).parent / "fake_amdsmi"
 

@@ -12,7 +12,6 @@ from conftest import FAST_PROTOCOL
 from helpers.timm_models import register
 from torch import nn
 
-from joulebench.core import profile as profile_module
 from joulebench.core.arithmetic import (
     AUTOTUNE_PATH,
     CPU_PRECISIONS,
@@ -26,10 +25,11 @@ from joulebench.core.arithmetic import (
 )
 from joulebench.core.backends import backend_for
 from joulebench.core.backends.cuda import cuda_native
-from joulebench.core.job_spec import JobSpec
 from joulebench.core.methods import Method, parse_methods
-from joulebench.core.profile import ProfileJob, run_profile
 from joulebench.core.protocol import ProtocolSettings
+from joulebench.jobs import profile as profile_module
+from joulebench.jobs.job_spec import JobSpec
+from joulebench.jobs.profile import ProfileJob, run_profile
 
 SEEN: list[dict] = []  # what the model's forward saw in torch.backends
 

@@ -1,4 +1,4 @@
-"""A GPU that fails is known by its error and leaves the pool (core.gpu_faults,
+"""A GPU that fails is known by its error and leaves the pool (jobs.gpu_faults,
 schedule.bad_gpus, schedule.lease; issue 35 item 4)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from joulebench.core.gpu_faults import FAULT_KINDS, fault_kind
+from joulebench.jobs.gpu_faults import FAULT_KINDS, fault_kind
 from joulebench.schedule.bad_gpus import NoGoodGpu, bad_gpus, fault_text, folder, mark_bad
 from joulebench.schedule.lease import lease_gpu
 from joulebench.schedule.slots import pool_leases

@@ -1,5 +1,5 @@
 """Boards of one pool made comparable (issue 41): each board's reference readings
-(core.board_reference), the line between two boards and the rows restated through it
+(jobs.board_reference), the line between two boards and the rows restated through it
 (analysis.boards), and the simulated boards that differ (sim.boards)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 
 from joulebench.analysis.boards import apply_board_factors, fit_line, read_records
 from joulebench.core.backends import bound_device
-from joulebench.core.board_reference import board_path, read_levels, reference_for
 from joulebench.core.protocol import ProtocolSettings
+from joulebench.jobs.board_reference import board_path, read_levels, reference_for
 from joulebench.sim.board_experiment import PoolCase, disagreement, pool_table
 from joulebench.sim.boards import NOMINAL, Spread, drawn
 from joulebench.tables import BOARD_RECORD_VERSION, check_board_record
@@ -168,7 +168,7 @@ def test_the_end_of_a_run_and_the_page_say_how_far_the_boards_were_apart():
 def test_a_board_calibrated_against_an_external_meter_states_its_pool_in_true_watts(tmp_path):
     """Issue 41 item 2: the board's sensor fitted against an external meter (here the
     simulated board's true power, read every 0.25 s of simulated time)."""
-    from joulebench.core.calibration import CalibrationError, calibrate, csv_samples, fit
+    from joulebench.jobs.calibration import CalibrationError, calibrate, csv_samples, fit
     from joulebench.sim.backend import wall_sim_gpu
 
     device = bound_device("sim:h100:2", "test-calibrate")

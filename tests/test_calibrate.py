@@ -4,8 +4,8 @@ import helpers.tiny_models  # noqa: F401  (registers the jbtest_* models with ti
 import pytest
 import torch  # noqa: F401  (the tiny models run on it; test_tests collects without it)
 
-from joulebench.core import calibrate
 from joulebench.core.methods import ORT_TENSORRT
+from joulebench.jobs import calibrate
 
 
 def test_each_configuration_that_runs_gets_a_step_and_a_build_time():

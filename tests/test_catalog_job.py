@@ -1,4 +1,4 @@
-"""A catalog part finishes whatever its models do (core.catalog_job, issue 35 D2): a
+"""A catalog part finishes whatever its models do (jobs.catalog_job, issue 35 D2): a
 model whose build ends its process or never returns is a `failed` row with the reason, and
 the part keeps every other model's row."""
 
@@ -40,8 +40,8 @@ def test_a_catalog_part_keeps_every_model_whatever_one_does(tmp_path):
 
 
 def test_a_catalog_worker_announces_each_model_with_its_deadline(tmp_path, monkeypatch, capsys):
-    from joulebench.core import supervise
-    from joulebench.core.catalog_job import catalog_worker
+    from joulebench.jobs import supervise
+    from joulebench.jobs.catalog_job import catalog_worker
 
     monkeypatch.setenv(supervise.WORKER_ENV, "1")
     catalog_worker([f"a={BAD}:good", f"b={BAD}:good"], tmp_path, start_at=1, timeout_s=7)

@@ -34,7 +34,7 @@ from joulebench.check.sensor_fit import fit_refresh, fit_sensor
 from joulebench.cli import main as cli_main
 from joulebench.core.backends import backend_for
 from joulebench.core.meters import RaplMeter
-from joulebench.core.profile import run_profile
+from joulebench.jobs.profile import run_profile
 
 
 def small_report(device="cpu", uuid=None, status=WARN, refresh_s=None) -> dict:

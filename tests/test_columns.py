@@ -23,7 +23,7 @@ from joulebench.analysis.score import score_summary
 from joulebench.analysis.summary import build_summary
 from joulebench.catalog.build import build_catalog
 from joulebench.check.report import CheckReport, Row
-from joulebench.core.profile import run_profile
+from joulebench.jobs.profile import run_profile
 from joulebench.report.webapp import page_table
 
 SRC = REPO / "src" / "joulebench"
@@ -229,7 +229,8 @@ def test_every_status_a_row_can_say_is_declared_once():
     constants and the literals it hands Outcome); the status column lists them all."""
     import re
 
-    from joulebench.core import runtimes, supervise
+    from joulebench.core import runtimes
+    from joulebench.jobs import supervise
     from joulebench.tables import PROFILE, PROFILE_STATUSES
 
     constants = {
@@ -238,10 +239,11 @@ def test_every_status_a_row_can_say_is_declared_once():
         for name, value in vars(module).items()
         if name.startswith("STATUS_")
     }
-    measure = REPO / "src" / "joulebench" / "core"
+    measuring = [REPO / "src" / "joulebench" / name for name in ("core", "jobs")]
     literals = {
         status
-        for path in measure.rglob("*.py")
+        for folder in measuring
+        for path in folder.rglob("*.py")
         for call in re.findall(r"Outcome\(([^,]+),", path.read_text())
         for status in re.findall(r'"([a-z-]+)"', call)
     }

@@ -20,11 +20,11 @@ from joulebench.core.arithmetic import IEEE, Arithmetic, applied
 from joulebench.core.backends import backend_for, bound_device
 from joulebench.core.backends.cuda import cuda_native
 from joulebench.core.cuda_graphs import GraphStep, capture, graph_step
-from joulebench.core.job_spec import JobSpec
 from joulebench.core.methods import PRESETS, Method, parse_methods
-from joulebench.core.profile import ProfileJob, run_profile
 from joulebench.core.protocol import ProtocolSettings
 from joulebench.core.runtimes import NotMeasured
+from joulebench.jobs.job_spec import JobSpec
+from joulebench.jobs.profile import ProfileJob, run_profile
 
 
 class _Net(nn.Module):

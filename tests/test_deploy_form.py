@@ -16,10 +16,10 @@ from joulebench.analysis.summary import build_summary
 from joulebench.catalog.build import build_catalog, catalog_row
 from joulebench.catalog.counting import count
 from joulebench.catalog.deploy_form import to_deploy_form
-from joulebench.core.job_spec import JobSpec
 from joulebench.core.methods import Method, parse_methods
-from joulebench.core.profile import ProfileJob, build, run_profile
 from joulebench.core.protocol import ProtocolSettings
+from joulebench.jobs.job_spec import JobSpec
+from joulebench.jobs.profile import ProfileJob, build, run_profile
 from joulebench.table_io import conform
 from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS
 

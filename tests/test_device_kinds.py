@@ -105,7 +105,7 @@ def test_without_it_the_kind_is_unknown():
 
 
 def test_devices_and_slots_treat_it_as_a_device_of_its_own(npu):
-    from joulebench.core.devices import check_devices, describe_devices
+    from joulebench.schedule.devices import check_devices, describe_devices
     from joulebench.schedule.slots import measure_threads, pinned_uuids, slots_taken
 
     (info,), _ = describe_devices({"n0": "npu:0"})
@@ -119,10 +119,10 @@ def test_devices_and_slots_treat_it_as_a_device_of_its_own(npu):
 def test_a_profile_on_the_new_kind_reads_its_meter(npu):
     from conftest import FAST_PROTOCOL
 
-    from joulebench.core.job_spec import JobSpec
     from joulebench.core.methods import parse_methods
-    from joulebench.core.profile import ProfileJob, run_profile
     from joulebench.core.protocol import ProtocolSettings
+    from joulebench.jobs.job_spec import JobSpec
+    from joulebench.jobs.profile import ProfileJob, run_profile
 
     job = ProfileJob(
         model="tiny_net",

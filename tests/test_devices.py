@@ -16,7 +16,7 @@ from helpers.fake_gpus import A100, H200, fake_torch
 from helpers.fake_nvml import FakeGpu, FakeNvml
 
 from joulebench.core.backends.base import short_gpu_name
-from joulebench.core.devices import (
+from joulebench.schedule.devices import (
     AUTO,
     RESOLVED_ENV,
     auto_devices,

@@ -14,18 +14,18 @@ from helpers.timm_models import register
 from torch import nn
 
 from joulebench.cli import main
-from joulebench.core import profile as profile_module
 from joulebench.core.backends import Libraries, NativePrecisions, backend_for, bound_device
 from joulebench.core.backends import cpu as cpu_backend
 from joulebench.core.backends.cpu import cpu_flags, native_from_cpuinfo
 from joulebench.core.backends.cuda import cuda_native
 from joulebench.core.backends.rocm import rocm_native
 from joulebench.core.emulation import method_verdict, native_by_label, verdict
-from joulebench.core.job_spec import JobSpec
 from joulebench.core.methods import Method, parse_methods
-from joulebench.core.profile import ProfileJob, run_profile
 from joulebench.core.protocol import ProtocolSettings
 from joulebench.flags import FLAG_EMULATED, has_flag
+from joulebench.jobs import profile as profile_module
+from joulebench.jobs.job_spec import JobSpec
+from joulebench.jobs.profile import ProfileJob, run_profile
 from joulebench.prerun import load_study
 from joulebench.study import ConfigError
 

@@ -1,4 +1,4 @@
-"""Each GPU checked once before its first profile job (core.first_check, issue 33)."""
+"""Each GPU checked once before its first profile job (jobs.first_check, issue 33)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 import torch  # noqa: F401  (it profiles a model: collected only with torch, test_tests)
 
 from joulebench.check.report import validate_report
-from joulebench.core import first_check
 from joulebench.core.backends import bound_device, kind_of
-from joulebench.core.first_check import board_key, board_path, report_for, usable, wanted
-from joulebench.core.profile import result_fields, run_profile
+from joulebench.jobs import first_check
+from joulebench.jobs.first_check import board_key, board_path, report_for, usable, wanted
+from joulebench.jobs.profile import result_fields, run_profile
 
 DETAIL = {"uuid": "GPU-1", "driver_version": "580.1", "power_limit_w": 700.0}
 

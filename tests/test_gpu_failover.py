@@ -1,4 +1,4 @@
-"""A GPU that fails leaves the pool and its job goes on on another (core.gpu_failover,
+"""A GPU that fails leaves the pool and its job goes on on another (jobs.gpu_failover,
 issue 35 item 4): the simulated GPUs fail in each way (sim.faults), the GPU is
 marked bad with its evidence, the job's configurations from the failed one on are measured
 on the other GPU of a pool of 2, once; where none is left they are `not-measured` rows."""
@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from conftest import FAST_PROTOCOL, REPO, SMOKE, snakemake
 
-from joulebench.core.gpu_failover import Failover, failover_for
-from joulebench.core.gpu_faults import FAULT_KINDS, fault_kind
-from joulebench.core.job_runner import supervised_job
-from joulebench.core.job_spec import JobSpec, job_spec
-from joulebench.core.profile import ProfileJob
-from joulebench.core.supervise import WorkerRun
+from joulebench.jobs.gpu_failover import Failover, failover_for
+from joulebench.jobs.gpu_faults import FAULT_KINDS, fault_kind
+from joulebench.jobs.job_runner import supervised_job
+from joulebench.jobs.job_spec import JobSpec, job_spec
+from joulebench.jobs.profile import ProfileJob
+from joulebench.jobs.supervise import WorkerRun
 from joulebench.schedule.bad_gpus import bad_gpus, mark_bad
 from joulebench.schedule.lease import lease_gpu
 from joulebench.schedule.slots import pool_leases

@@ -29,7 +29,7 @@ def test_the_session_script_parses_and_names_its_steps():
 
 def test_the_check_step_keeps_its_report_for_the_profile_jobs(tmp_path):
     """On a simulated H100 (simulated time: seconds): the report, its table, and the kept
-    copy a profile job finds (core.first_check) with the heat and tail measured."""
+    copy a profile job finds (jobs.first_check) with the heat and tail measured."""
     out, keep = tmp_path / "out", tmp_path / "check"
     args = ["--out", str(out), "--device", "sim:h100", "--heat-s", "40", "--heat-idle-s", "5"]
     res = _run(str(BENCH / "gpu_check.py"), *args, "--keep", str(keep))

@@ -21,8 +21,8 @@ from joulebench.core.host_bound import (
     kernel_intervals,
     trace_steps,
 )
-from joulebench.core.profile import run_profile
 from joulebench.flags import FLAG_HOST_BOUND, has_flag
+from joulebench.jobs.profile import run_profile
 from joulebench.sim.clock import SimClock
 from joulebench.sim.host import KERNEL_FLOOR_S, LAUNCH_S, StepWork, count_step
 from joulebench.sim.workload import SimGpu, Workload

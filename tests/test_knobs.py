@@ -116,7 +116,7 @@ def test_a_supervisor_restores_what_its_dead_worker_left_and_closes_the_control(
     """After its workers, a job's supervisor opens the device's control for the restore
     (profile.restore_after_workers), and closes it again."""
     from joulebench.core.backends import BoundDevice
-    from joulebench.core.profile import restore_after_workers
+    from joulebench.jobs.profile import restore_after_workers
 
     board, closed = FakeBoard(), []
     board.close = lambda: closed.append(True)
@@ -132,7 +132,7 @@ def test_a_supervisor_restores_what_its_dead_worker_left_and_closes_the_control(
 
 def test_a_job_session_opens_the_control_once_and_closes_it_on_exit(monkeypatch):
     from joulebench.core.backends import BoundDevice
-    from joulebench.core.profile import JobSession
+    from joulebench.jobs.profile import JobSession
 
     board, opened, closed = FakeBoard(), [], []
     board.close = lambda: closed.append(True)
@@ -185,7 +185,7 @@ def board():
 
 
 def test_a_sweep_on_a_simulated_gpu_measures_at_each_limit_and_restores(board):
-    from joulebench.core.profile import run_profile
+    from joulebench.jobs.profile import run_profile
 
     label, sim = board
     methods = {"full": {}, "capped": {"power_limit_w": [250, 200]}}
@@ -201,7 +201,7 @@ def test_a_sweep_on_a_simulated_gpu_measures_at_each_limit_and_restores(board):
 
 
 def test_without_permission_the_rows_are_skipped_with_the_fix(board):
-    from joulebench.core.profile import run_profile
+    from joulebench.jobs.profile import run_profile
 
     label, sim = board
     sim.settable = False  # not root: NVML answers NoPermission
@@ -214,8 +214,8 @@ def test_without_permission_the_rows_are_skipped_with_the_fix(board):
 
 KILLED_JOB = """
 import sys
-from joulebench.core.job_spec import job_spec
-from joulebench.core.profile import ProfileJob, run_profile
+from joulebench.jobs.job_spec import job_spec
+from joulebench.jobs.profile import ProfileJob, run_profile
 study = {"methods": {"capped": {"power_limit_w": 250}}, "batch_sizes": [1],
          "profile": {"idle_pre_s": 0.05},
          "protocol": {"repeats": 3, "min_repeat_s": 60, "warmup_min_s": 0.05}}
@@ -225,7 +225,7 @@ run_profile(ProfileJob("tiny_net.build", sys.argv[1], spec, idle_power_w=60.0, t
 
 
 def test_after_a_kill_9_mid_configuration_the_next_job_restores_before_it_measures(board, state):
-    from joulebench.core.profile import run_profile
+    from joulebench.jobs.profile import run_profile
     from joulebench.sim.backend import _BOARDS
 
     label, _ = board

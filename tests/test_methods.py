@@ -197,7 +197,7 @@ def test_a_sweep_on_a_cpu_gives_rows_that_say_what_was_asked_and_why_not_measure
     from conftest import FAST_PROTOCOL
     from helpers.profile_job import job_of
 
-    from joulebench.core.profile import run_profile
+    from joulebench.jobs.profile import run_profile
 
     spec = {
         "torch_device": "cpu",

@@ -15,12 +15,12 @@ from helpers.fake_nvml import ManualClock
 from helpers.fake_powercap import FakePowercap
 
 from joulebench.core.backends import kind_of, select_meter
-from joulebench.core.concurrency import NodeMeasurements
-from joulebench.core.devices import check_devices
 from joulebench.core.meters.estimate import EstimateMeter
 from joulebench.core.meters.node import ESTIMATE_NO_DRAM, NO_GPU, NodeMeter
 from joulebench.core.protocol import BoardState, ProtocolSettings, expected_cv, measure
 from joulebench.flags import FLAG_HOST_SHARED
+from joulebench.jobs.concurrency import NodeMeasurements
+from joulebench.schedule.devices import check_devices
 from joulebench.schedule.slots import (
     measure_threads,
     measuring_resources,
@@ -297,7 +297,7 @@ def test_an_ad_hoc_profile_on_a_gpu_takes_its_idle_read_as_the_baseline(tmp_path
     """`joulebench profile` has no idle job: its 2 s read before the model is the baseline,
     so the phase shifts' idle time (about 10 % of an NVML window) adds no idle energy to
     the images' (docs/protocol.md) and dynamic energy is given."""
-    from joulebench.core.adhoc import profile_now
+    from joulebench.jobs.adhoc import profile_now
 
     monkeypatch.chdir(tmp_path)
     rows = profile_now("mobilenetv3_small_100", device="sim:a100", repeats=1, min_repeat_s=0.05)

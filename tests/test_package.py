@@ -184,9 +184,13 @@ LAYERS = (
         "joulebench.flags",
     ),
     ("joulebench.catalog",),
-    # measuring, the check of a device's sensor (a profile job runs it first) and scheduling
-    # jobs on devices use each other; the simulator sits above, loaded by name
-    ("joulebench.core", "joulebench.check", "joulebench.schedule"),
+    # the measuring core; a device's physics, checked (its fits read the core's); devices,
+    # slots and leases; the jobs that run the core, supervised (profile, idle, the check
+    # before a GPU's first job); the simulator above them all, loaded by name
+    ("joulebench.core",),
+    ("joulebench.check",),
+    ("joulebench.schedule",),
+    ("joulebench.jobs",),
     ("joulebench.sim",),
     # the Python API over the measuring stage; the root and `joulebench.measure(...)` name it
     # (importlib), never import it: it sits above them
@@ -229,12 +233,12 @@ def test_layers_import_one_way():
     plan, status < cli."""
     graph = _import_graph()
     assert not _upward(graph), _upward(graph)
-    assert "joulebench.core.config_time" in graph["joulebench.plan"]
+    assert "joulebench.jobs.config_time" in graph["joulebench.plan"]
 
 
 def test_the_layer_check_finds_an_upward_import():
-    assert _upward({"joulebench.core.profile": {"joulebench.analysis.score"}}) == [
-        "joulebench.core.profile -> joulebench.analysis.score"
+    assert _upward({"joulebench.jobs.profile": {"joulebench.analysis.score"}}) == [
+        "joulebench.jobs.profile -> joulebench.analysis.score"
     ]
     assert not _upward({"joulebench.analysis.score": {"joulebench.core.backends.base"}})
 

@@ -13,18 +13,18 @@ import yaml
 from conftest import REPO
 
 from joulebench import plan as planning
-from joulebench.core import config_time
 from joulebench.core.backends import NativePrecisions
 from joulebench.core.backends.cuda import cuda_native
-from joulebench.core.board_reference import reference_s
-from joulebench.core.config_time import (
+from joulebench.jobs import config_time
+from joulebench.jobs.board_reference import reference_s
+from joulebench.jobs.config_time import (
     Eta,
     config_cost,
     config_estimate_s,
     config_min_s,
     format_duration,
 )
-from joulebench.core.first_check import SIMULATED_CHECK_S, check_s
+from joulebench.jobs.first_check import SIMULATED_CHECK_S, check_s
 from joulebench.plan import format_plan, one_line, plan_study, slurm_settings
 from joulebench.prerun import load_study
 
@@ -364,7 +364,7 @@ def test_a_ci_target_counts_the_repeats_the_expected_spread_needs():
 
 
 def test_calibrated_step_times_follow_the_window_rules_per_model():
-    from joulebench.core.calibrate import StepTime
+    from joulebench.jobs.calibrate import StepTime
 
     config = study(methods={"fp32": {"precision": "fp32"}})
     steps = {
@@ -566,7 +566,7 @@ def test_plan_calibrate_runs_each_model_for_a_moment(tmp_path, monkeypatch, caps
 def test_a_gpu_plan_without_step_times_says_it_counts_every_batch_as_short():
     """Unknown step times size every GPU window for short batches: the plan says so (its
     optimistic end), and says nothing once --calibrate has timed the GPU's models."""
-    from joulebench.core.calibrate import StepTime
+    from joulebench.jobs.calibrate import StepTime
 
     config = study(protocol={"preset": "default"})
     gpus = {"g": "sim:h100"}

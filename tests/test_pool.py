@@ -18,7 +18,7 @@ from helpers.fake_nvml import FakeNvml
 
 from joulebench.analysis.boards import read_records
 from joulebench.analysis.summary import build_summary, gpu_spread
-from joulebench.core.devices import (
+from joulebench.schedule.devices import (
     AUTO,
     RESOLVED_ENV,
     DeviceError,
@@ -307,7 +307,7 @@ def test_the_devices_command_shows_a_pool():
 
 
 def test_the_idle_row_of_a_pool_names_the_gpu_it_read(tmp_path):
-    from joulebench.core.idle import run_idle
+    from joulebench.jobs.idle import run_idle
 
     (records,) = pool_leases(SIM_POOL).values()
     lease, device, _ = lease_from_pool(records, "x", folder=tmp_path)

@@ -13,7 +13,7 @@ from torch import nn
 
 from joulebench.cli import main as cli_main
 from joulebench.core.methods import Method, parse_methods
-from joulebench.core.profile import JobSession, run_profile
+from joulebench.jobs.profile import JobSession, run_profile
 from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS
 
@@ -165,7 +165,7 @@ def test_bad_method_spec_is_an_error():
 
 
 def test_cli_profile_prints_a_table(capsys, tmp_path):
-    """Measured by a worker process (core.job_runner): a workload file, which it can load
+    """Measured by a worker process (jobs.job_runner): a workload file, which it can load
     (a model registered in this test process only, it could not)."""
     out = tmp_path / "rows.parquet"
     workload = str(REPO / "tests" / "workloads" / "tiny_net.py") + ":build"
@@ -183,7 +183,7 @@ def test_cpu_shared_with_a_busy_process_is_flagged_and_the_table_warns():
     import subprocess
     import sys
 
-    from joulebench.core.adhoc import format_rows
+    from joulebench.jobs.adhoc import format_rows
 
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
@@ -210,7 +210,7 @@ def test_the_profile_table_gives_each_energy_its_ci_in_mj_its_flags_and_a_warnin
     """A CI wider than the value (2 windows on a busy host: 596 ± 750 mJ) is said, never a
     bare half-width without its unit; a flagged row names its flag beside it and under the
     table, once, with what to do."""
-    from joulebench.core.adhoc import WIDE_CI, format_rows
+    from joulebench.jobs.adhoc import WIDE_CI, format_rows
 
     text = format_rows(
         _table_rows(
@@ -244,7 +244,7 @@ def test_the_profile_table_gives_each_energy_its_ci_in_mj_its_flags_and_a_warnin
 
 def test_an_energy_outside_its_own_ci_shows_the_ci_never_a_negative_width():
     """Issue 40 item 10: it printed '±-190'."""
-    from joulebench.core.adhoc import WIDE_CI, format_rows
+    from joulebench.jobs.adhoc import WIDE_CI, format_rows
 
     text = format_rows(
         _table_rows(
@@ -261,9 +261,9 @@ def test_an_energy_outside_its_own_ci_shows_the_ci_never_a_negative_width():
 def test_the_eta_starts_from_the_plans_estimate_of_each_configuration():
     """What the job's ETA lines sum: the plan's own estimates in measuring order (a full
     warm-up for a method's first batch size, short after it), 0 s for a skipped one."""
-    from joulebench.core.config_time import config_cost
     from joulebench.core.emulation import method_verdict
-    from joulebench.core.profile import job_estimates_s
+    from joulebench.jobs.config_time import config_cost
+    from joulebench.jobs.profile import job_estimates_s
 
     specs = {"fp32": {"precision": "fp32"}, "fp16": {"precision": "fp16"}}
     j = job("jbtest_tiny", methods=("fp32", "fp16"), batch_sizes=(1, 4), specs=specs)
@@ -281,7 +281,7 @@ def test_the_eta_starts_from_the_plans_estimate_of_each_configuration():
 
 def test_a_spec_key_no_job_reads_is_an_error():
     """The profile spec is checked as a rule's --settings are: a typo is said, not dropped."""
-    from joulebench.core.job_spec import JobSpec, job_spec
+    from joulebench.jobs.job_spec import JobSpec, job_spec
 
     study = {"methods": {"fp32": {}}, "batch_sizes": [1]}
     spec = job_spec("cpu", study)

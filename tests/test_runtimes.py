@@ -22,8 +22,8 @@ from helpers.tiny_models import Tiny
 from joulebench.analysis.summary import read_summary, write_summary
 from joulebench.core.backends import bound_device
 from joulebench.core.methods import PRESETS, Method, parse_methods
-from joulebench.core.profile import run_profile
 from joulebench.core.runtimes import relative_error, unavailable_reason
+from joulebench.jobs.profile import run_profile
 from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS, RUNTIME_ALIASES, RUNTIMES
 

@@ -142,7 +142,7 @@ def test_the_workflow_prints_its_messages_through_printable():
 def test_file_names_built_from_names_go_through_file_name(tmp_path, monkeypatch):
     from joulebench.accuracy.measured import _in_checkpoints
     from joulebench.check.report import report_path
-    from joulebench.core.concurrency import NodeMeasurements
+    from joulebench.jobs.concurrency import NodeMeasurements
 
     assert report_path("cuda:0", tmp_path) == tmp_path / "cuda0.json"  # today's name
     assert report_path("../../x", tmp_path).parent == tmp_path

@@ -42,7 +42,7 @@ def study(tmp_path_factory):
     from helpers.profile_job import job_of
 
     from joulebench.analysis.summary import run_summary
-    from joulebench.core.profile import run_profile
+    from joulebench.jobs.profile import run_profile
     from joulebench.sim.backend import _BOARDS, wall_sim_gpu
 
     folder = tmp_path_factory.mktemp("sim-sweep")

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from joulebench.cli import main
-from joulebench.core.concurrency import NodeMeasurements, live_markers
-from joulebench.core.config_time import format_duration
+from joulebench.jobs.concurrency import NodeMeasurements, live_markers
+from joulebench.jobs.config_time import format_duration
 from joulebench.status import observe
 from joulebench.status.plan_view import parse_duration, study_plan
 from joulebench.status.progress import MIN_ACTIVE_S, status_of

@@ -1,4 +1,4 @@
-"""A profile job finishes whatever its model does (core.supervise, core.job_runner):
+"""A profile job finishes whatever its model does (jobs.supervise, jobs.job_runner):
 hangs, exits, signals, each a row with a status and a reason (issue 35)."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 from conftest import FAST_PROTOCOL, REPO
 from helpers.profile_job import spec_of
 
-from joulebench.core import supervise
-from joulebench.core.hangs import HUNG_FLOOR_S, HangRule, parse_hangs, worst_case_s
-from joulebench.core.job_runner import Orphaned, _why, supervised_job
-from joulebench.core.profile import ProfileJob, run_job
+from joulebench.jobs import supervise
+from joulebench.jobs.hangs import HUNG_FLOOR_S, HangRule, parse_hangs, worst_case_s
+from joulebench.jobs.job_runner import Orphaned, _why, supervised_job
+from joulebench.jobs.profile import ProfileJob, run_job
 
 BAD = str(REPO / "tests" / "workloads" / "bad.py")
 
@@ -110,7 +110,7 @@ def test_a_model_that_hangs_at_a_big_batch_costs_two_hangs_and_keeps_its_small_b
 
 
 def test_the_hang_rule_rules_out_what_would_hang_too():
-    """Which configurations a job's hangs rule out (core.hangs), in measuring order."""
+    """Which configurations a job's hangs rule out (jobs.hangs), in measuring order."""
     configs = [("fp32", 64), ("fp32", 1), ("bf16", 256), ("fp32", 256), ("bf16", 1),
                ("tf32", 64), ("tf32", 8), ("bf16", 64)]  # fmt: skip
     rule = HangRule(configs)
@@ -200,8 +200,8 @@ def test_events_and_deadlines():
 def test_a_new_job_ends_an_orphan_measuring_on_this_host(tmp_path, monkeypatch):
     """A measurement whose Snakemake died (its marker names it) is ended before the next
     job measures beside it; one no Snakemake started is left alone."""
-    from joulebench.core import concurrency
-    from joulebench.core.job_runner import end_orphans
+    from joulebench.jobs import concurrency
+    from joulebench.jobs.job_runner import end_orphans
 
     monkeypatch.setenv(concurrency.RUNNING_DIR_ENV, str(tmp_path / "running"))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -14,8 +14,8 @@ from torch import nn
 
 from joulebench.core.backends import bound_device
 from joulebench.core.methods import Method
-from joulebench.core.profile import run_profile
 from joulebench.core.train import TrainSpec, make_train_step, synthetic_labels
+from joulebench.jobs.profile import run_profile
 from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS
 

@@ -26,8 +26,8 @@ from helpers.tiny_models import Tiny
 from joulebench.core import trt_native
 from joulebench.core.backends import bound_device
 from joulebench.core.methods import PRESETS, Method, parse_methods
-from joulebench.core.profile import run_profile
 from joulebench.core.runtimes import NotMeasured
+from joulebench.jobs.profile import run_profile
 from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS
 

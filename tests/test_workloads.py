@@ -21,7 +21,7 @@ from joulebench.catalog.workloads import (
     workload_entries,
     workload_name,
 )
-from joulebench.core.profile import run_profile
+from joulebench.jobs.profile import run_profile
 from joulebench.table_io import conform
 from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS
 

@@ -31,7 +31,7 @@ FLAG_PARTITION = "partition"
 FLAG_OTHER_LOAD = "other-load"
 FLAG_HOST_SHARED = "host-shared"
 FLAG_ESTIMATE = "estimate"
-# The protocol (core.protocol) and the profile job (core.profile, core.emulation)
+# The protocol (core.protocol) and the profile job (jobs.profile, core.emulation)
 FLAG_WARMUP_NOT_STEADY = "warmup-not-steady"
 FLAG_CI_TARGET_NOT_MET = "ci-target-not-met"
 FLAG_TRAIN_LOSS_NOT_FINITE = "train-loss-not-finite"
@@ -161,7 +161,7 @@ FLAGS: dict[str, Flag] = {
             FLAG_TRAIN_LOSS_NOT_FINITE,
             "the training loss became NaN or infinite (e.g. fp16 without a scaler)",
             False,
-            ("joulebench.core.profile.config_row",),
+            ("joulebench.jobs.profile.config_row",),
             ("train_loss_not_finite",),
         ),
         Flag(
@@ -175,7 +175,7 @@ FLAGS: dict[str, Flag] = {
             "a simulated GPU: the energy is the sensor simulator's, never scored",
             True,
             (
-                "joulebench.core.profile.config_row",
+                "joulebench.jobs.profile.config_row",
                 "joulebench.analysis.score.row_flags",
                 "joulebench.api.run.callable_row",
             ),

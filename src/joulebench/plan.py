@@ -1,7 +1,7 @@
 """The cost of a study before it runs: configurations, minimum measuring time, wall time.
 
 A configuration is one (device, model, phase, method, batch size) measured under the
-protocol; core.config_time estimates it by the protocol's own rules, and the plan adds
+protocol; jobs.config_time estimates it by the protocol's own rules, and the plan adds
 what every model job also costs (start-up, idle read, catalog, analysis: bench/bench_plan.py
 measures them), counts models already measured at the time their rows took and overlaps
 devices as the workflow schedules them. What is counted and where the estimate is wrong:
@@ -19,9 +19,15 @@ from pathlib import Path
 
 from joulebench.config_schema import default
 from joulebench.core.backends import Libraries, NativePrecisions, backend_for, kind_of
-from joulebench.core.board_reference import DEFAULT as BOARD_REFERENCE_DEFAULT
-from joulebench.core.board_reference import first_reference_s
-from joulebench.core.config_time import (
+from joulebench.core.emulation import FORCE_KEY, verdict
+from joulebench.core.meters.contention import DEFAULT_THRESHOLD as CONTENTION_THRESHOLD
+from joulebench.core.methods import NATIVE_ONLY, config_key, parse_methods
+from joulebench.core.protocol import EDGE_STEP_SHARE, ProtocolSettings
+from joulebench.core.provenance import seconds_taken
+from joulebench.core.quiet import WAIT_S, cpu_others_share
+from joulebench.jobs.board_reference import DEFAULT as BOARD_REFERENCE_DEFAULT
+from joulebench.jobs.board_reference import first_reference_s
+from joulebench.jobs.config_time import (
     config_cost,
     config_min_s,
     format_duration,
@@ -29,14 +35,8 @@ from joulebench.core.config_time import (
     warmup_kinds,
     window_s,
 )
-from joulebench.core.emulation import FORCE_KEY, verdict
-from joulebench.core.first_check import DEFAULT as CHECK_FIRST_DEFAULT
-from joulebench.core.first_check import first_check_s
-from joulebench.core.meters.contention import DEFAULT_THRESHOLD as CONTENTION_THRESHOLD
-from joulebench.core.methods import NATIVE_ONLY, config_key, parse_methods
-from joulebench.core.protocol import EDGE_STEP_SHARE, ProtocolSettings
-from joulebench.core.provenance import seconds_taken
-from joulebench.core.quiet import WAIT_S, cpu_others_share
+from joulebench.jobs.first_check import DEFAULT as CHECK_FIRST_DEFAULT
+from joulebench.jobs.first_check import first_check_s
 from joulebench.safe_text import quantity
 from joulebench.schedule.job_parts import DEFAULT_SPLIT, job_key, job_methods, parse_job_key
 from joulebench.study import IDLE_DURATION_S, IDLE_PRE_S, ConfigError, read_yaml
@@ -44,7 +44,7 @@ from joulebench.tables import CATALOG, ESTIMATE_METER_PREFIX, PHASES
 
 # Overheads measured by bench/bench_plan.py on the development machine (2-core VM, CPU, no GPU,
 # busy with other work: load average 5), docs/benchmarks.md "Plan", 2026-12-03. Medians.
-# (Those of one configuration are in joulebench.core.config_time.)
+# (Those of one configuration are in joulebench.jobs.config_time.)
 JOB_START_S = 6.7  # a profile or idle job's process start: python, torch, timm, the package
 CATALOG_JOB_S = 6.7  # a catalog job's imports (as a profile job's)
 CATALOG_MODEL_S = 0.26  # counting one model: params, FLOPs, activations (issue 3 benchmark)
@@ -103,7 +103,7 @@ class DevicePlan:
     learned_ratio: float | None = None  # measured / estimated of the models done, applied
     jobs_per_model: int = 1  # one job per model, or one per model and method (job_parts)
     job_s: float = 0.0  # one job (a model, or a method of it), estimated
-    check_s: float = 0.0  # each GPU's check before its first job (core.first_check)
+    check_s: float = 0.0  # each GPU's check before its first job (jobs.first_check)
     settings: ProtocolSettings | None = None  # the protocol as sized to its meter
 
     @property
@@ -230,7 +230,7 @@ def plan_study(
     `steps`: (label, model) -> {(phase, method, batch size): calibrate.StepTime} measured
     here (`--calibrate`); `done`: (label, model) -> (configurations, seconds) of models
     already measured (measured_rows): counted as done, not estimated."""
-    from joulebench.core.devices import as_pools
+    from joulebench.schedule.devices import as_pools
 
     pools = as_pools(devices)
     raw = config.get("protocol")
@@ -349,7 +349,7 @@ def _device_plan(
     configurations' estimates (calibrated where `steps` has the model), jobs already
     measured counted as done; a pool's GPUs take the jobs left as they come free (list
     scheduling, as Snakemake hands them out), each GPU's first job checking it first
-    (`check_s`, core.first_check: the GPUs at once, so once on the wall; not where the
+    (`check_s`, jobs.first_check: the GPUs at once, so once on the wall; not where the
     device has measured rows already)."""
     torch_device, gpus = members[0], len(members)
     is_host = _is_host(torch_device)
@@ -753,7 +753,7 @@ def with_gpus(devices: dict, gpus: int) -> dict[str, list[str]]:
     """The study's devices on a node with `gpus` GPUs like its first one, as `auto` would
     pick them: one pool of `gpus` under the first GPU's label; its CPU device, if any,
     stays."""
-    from joulebench.core.devices import as_pools
+    from joulebench.schedule.devices import as_pools
 
     if gpus < 1:
         raise ConfigError(f"--gpus must be >= 1, got {gpus}")
@@ -827,7 +827,7 @@ def calibrate(config: dict, models: list[str], pools: dict, done: dict, log) -> 
     import time
 
     from joulebench.catalog.workloads import is_workload
-    from joulebench.core.calibrate import calibrate_model
+    from joulebench.jobs.calibrate import calibrate_model
 
     sizes: dict[str, list[int]] = {}
     for phase, _, _, batch in _phase_configs(config):
@@ -873,9 +873,9 @@ def plan_for(
     import time
 
     from joulebench.catalog.models import resolve_models
-    from joulebench.core.devices import as_pools, representatives, resolve_pools
     from joulebench.core.emulation import native_by_label
     from joulebench.prerun import load_study
+    from joulebench.schedule.devices import as_pools, representatives, resolve_pools
     from joulebench.study import workflow_root
 
     config = load_study(configfile)

@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 # run_score, run_reference and run_accuracy pass theirs on to these functions. Every rule that
 # hands its command a config setting hands it here; the profile job alone takes a --spec.
 COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "catalog": ("joulebench.core.catalog_job:supervised_catalog", ("threads", "log")),
-    "idle": ("joulebench.core.idle:run_idle", ()),
+    "catalog": ("joulebench.jobs.catalog_job:supervised_catalog", ("threads", "log")),
+    "idle": ("joulebench.jobs.idle:run_idle", ()),
     "prepare": ("joulebench.accuracy.shards:prepare", ("progress", "shard_size")),
     "accuracy": ("joulebench.accuracy.measured:measure_models", ("allow_download", "log")),
     "reference": ("joulebench.accuracy.reference:load_tables", ()),

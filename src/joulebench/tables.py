@@ -255,33 +255,33 @@ IDLE = Table(
     "device: its idle power baseline (nothing running)",
     _declare(
         """
-        device_label          string   -      core.idle.idle_row
+        device_label          string   -      jobs.idle.idle_row
             the config's name for the device or pool (cpu, h200)
-        torch_device          string   -      core.idle.idle_row
+        torch_device          string   -      jobs.idle.idle_row
             cpu, cuda or cuda:N
-        device_name           string   -      core.idle.idle_row
+        device_name           string   -      jobs.idle.idle_row
             the GPU's or CPU's product name
-        gpu_uuid              string   -      core.idle.idle_row
+        gpu_uuid              string   -      jobs.idle.idle_row
             the UUID of the GPU whose idle power this is (of a pool: the one its idle job
             leased; the pool's profile rows each read a short idle on their own GPU,
             idle_power_pre_w); empty for the CPU
-        meter                 string   -      core.idle.idle_row
+        meter                 string   -      jobs.idle.idle_row
             what read the energy: nvml, rapl, estimate:<model>
-        is_estimate           boolean  -      core.idle.idle_row
+        is_estimate           boolean  -      jobs.idle.idle_row
             True: the power is modelled (an estimate), not read from a counter
-        meter_reasons         string   -      core.idle.idle_row
+        meter_reasons         string   -      jobs.idle.idle_row
             why a better meter was not used
-        idle_power_w          float64  W      core.idle.idle_row
+        idle_power_w          float64  W      jobs.idle.idle_row
             mean power over the idle window
-        duration_s            float64  s      core.idle.idle_row
+        duration_s            float64  s      jobs.idle.idle_row
             length of the idle window (the meter's own where it has one)
-        energy_j              float64  J      core.idle.idle_row
+        energy_j              float64  J      jobs.idle.idle_row
             energy read over the idle window
-        flags                 string   -      core.idle.idle_row
+        flags                 string   -      jobs.idle.idle_row
             ;-joined flags of the window (other-process, other-load, ...); empty when none
         host                  string   -      core.provenance.software
             the machine's host name
-        start_time_utc        string   -      core.idle.idle_row
+        start_time_utc        string   -      jobs.idle.idle_row
             when the idle read started, ISO 8601 UTC
         """
     ),
@@ -289,7 +289,7 @@ IDLE = Table(
 )
 
 # What a configuration's row may say it came to (the profile's `status`), declared once: the
-# code's status names are these keys (core.runtimes, core.supervise, core.profile).
+# code's status names are these keys (core.runtimes, jobs.supervise, jobs.profile).
 PROFILE_STATUSES: dict[str, str] = {
     "ok": "measured",
     "oom": "out of memory, also at the halved batches down to 1",
@@ -315,9 +315,9 @@ LATER_STATUSES: dict[str, str] = {
     "its interval (the predicted table), never graded (a grade range instead)",
 }
 _STATUSES = ", ".join(PROFILE_STATUSES)
-_ROW = "core.profile.config_row"
-_JOB = "core.profile.JobSession.row_base"
-_LOOP = "core.profile.measure_configs"
+_ROW = "jobs.profile.config_row"
+_JOB = "jobs.profile.JobSession.row_base"
+_LOOP = "jobs.profile.measure_configs"
 _KNOB = "core.methods.Method.knob_fields"
 _SUMMARY = "core.protocol.summarize"
 
@@ -346,14 +346,14 @@ PROFILE = Table(
             the study's label of the pool the device belongs to: the device_label itself,
             or for a pool measured on k GPUs per model (each_model_on) the pool's label
             (h200 for h200-0 .. h200-3); empty in rows written before pools
-        gpu_uuid              string   -      core.profile.gpu_fields
+        gpu_uuid              string   -      jobs.profile.gpu_fields
             the UUID of the GPU that measured the row (of a pool: the one the job leased);
             empty for the CPU
-        gpu_index             Int64    -      core.profile.gpu_fields
+        gpu_index             Int64    -      jobs.profile.gpu_fields
             NVML's index of that GPU (not torch's); empty where not known
-        gpu_serial            string   -      core.profile.gpu_fields
+        gpu_serial            string   -      jobs.profile.gpu_fields
             that GPU's serial number, where NVML gives it (a pool's GPUs); else empty
-        gpu_failed            string   -      core.gpu_failover.Failover.noted
+        gpu_failed            string   -      jobs.gpu_failover.Failover.noted
             the GPU that failed under this row's job before the row was measured (on another
             GPU of the pool) or given up: its UUID, index, fault and evidence
             (docs/profiling.md); empty where none did
@@ -396,7 +396,7 @@ PROFILE = Table(
         sm_clock_readback_mhz float64 MHz     {_KNOB}
             the locked SM clock in force while measuring, as the device's backend read it
             back after locking it; empty when the method locks none (docs/power.md)
-        reparameterized       boolean  -      core.profile.prepare
+        reparameterized       boolean  -      jobs.profile.prepare
             True: measured in timm's fused deploy form; empty when nothing was built
         threads               Int64    count  {_JOB}
             torch CPU threads
@@ -408,9 +408,9 @@ PROFILE = Table(
             what read the energy: nvml, nvml:power-integration, rapl, estimate:<model>
         is_estimate           boolean  -      {_SUMMARY}
             True: the energy is modelled (an estimate), not read from a counter
-        meter_reasons         string   -      core.profile.result_fields
+        meter_reasons         string   -      jobs.profile.result_fields
             why a better meter was not used
-        meter_detail          string   -      core.profile.result_fields
+        meter_detail          string   -      jobs.profile.result_fields
             JSON: the meter's own description (zones, TDP, uuid, ...)
         energy_per_image_j    float64  J      {_SUMMARY}
             energy per image (per training sample in phase train), mean of the repeats:
@@ -480,9 +480,9 @@ PROFILE = Table(
             following batch size of the same method, measured right after it, warmed up
             for warmup_min_iters steps and a steady check without the warmup_min_s floor
             (docs/protocol.md, warm-up); empty where nothing was measured
-        start_temperature_c   float64  °C     core.profile.result_fields
+        start_temperature_c   float64  °C     jobs.profile.result_fields
             device temperature when the first window opened (NVML; empty elsewhere)
-        end_temperature_c     float64  °C     core.profile.result_fields
+        end_temperature_c     float64  °C     jobs.profile.result_fields
             device temperature when the last window closed
         thermal_state         string   -      core.protocol.thermal_summary
             the die temperature the energies are stated at: sustained (every window brought
@@ -501,9 +501,9 @@ PROFILE = Table(
         tail_correction       float64  ratio  core.protocol.tail_summary
             the share of the energy the tail's excess in the phase shifts took out
             (negative; 0 where nothing was)
-        start_sm_clock_mhz    float64  MHz    core.profile.result_fields
+        start_sm_clock_mhz    float64  MHz    jobs.profile.result_fields
             SM clock when the first window opened
-        end_sm_clock_mhz      float64  MHz    core.profile.result_fields
+        end_sm_clock_mhz      float64  MHz    jobs.profile.result_fields
             SM clock when the last window closed
         flags                 string   -      {_SUMMARY}
             ;-joined names of the Flags below (other-process, mig, other-load,
@@ -516,7 +516,7 @@ PROFILE = Table(
             the latest `joulebench check` of the device; empty when none
         check_verdict         string   -      check.report.checked_fields
             that check's verdict: pass, warn or fail; empty when none
-        driver_version        string   -      core.profile.result_fields
+        driver_version        string   -      jobs.profile.result_fields
             the NVIDIA driver (empty off NVML)
         cuda_version          string   -      core.provenance.software
             the CUDA torch was built with (empty without CUDA)
@@ -529,16 +529,16 @@ PROFILE = Table(
         protocol_preset       string   -      {_ROW}
             the protocol preset the row was measured under (default, strict, fast, smoke;
             docs/protocol.md#presets); empty where nothing was measured
-        power_limit_w         float64  W      core.profile.setup_fields
+        power_limit_w         float64  W      jobs.profile.setup_fields
             the board's power limit in force while measuring (a method's, read back, else
             the board's own as its meter read it); empty off a GPU
-        sensor_reading        string   -      core.profile.setup_fields
+        sensor_reading        string   -      jobs.profile.setup_fields
             which power reading the meter took (NVML's instant field, its 1 s average, the
             energy counter...; the meter's power_source); empty off NVML
-        sensor_refresh_s      float64  s      core.profile.setup_fields
+        sensor_refresh_s      float64  s      jobs.profile.setup_fields
             the sensor's refresh period the windows were sized to (the check's, else the
             generation's published one); empty where the meter has none
-        runtime_version       string   -      core.profile.setup_fields
+        runtime_version       string   -      jobs.profile.setup_fields
             the exported runtime's version (onnxruntime, torch-tensorrt); empty for PyTorch
             (torch_version is its version)
         protocol_fingerprint  string   -      tables.protocol_fingerprint
@@ -557,7 +557,7 @@ PROFILE = Table(
             when the configuration ended, ISO 8601 UTC (with microseconds)
         concurrent_measurements Int64  count  {_SUMMARY}
             most measurements running on this host at once during the configuration's
-            windows (this one included; core.concurrency)
+            windows (this one included; jobs.concurrency)
         is_simulated          boolean  -      {_JOB}
             True: a simulated GPU (`sim:` device; the model ran on the CPU, the power is the
             sensor simulator's): never scored, never published; ranked by best_configs and
@@ -588,9 +588,9 @@ PROFILE = Table(
         host_cpu_share        float64  ratio  {_SUMMARY}
             this job's share of the host's busy CPU time by which host energy was attributed
             (mean of the windows; 1 when alone)
-        phase                 string   -      core.profile.config_fields
+        phase                 string   -      jobs.profile.config_fields
             inference, or train: energy_per_image_j is then per training sample
-        runtime               string   -      core.profile.config_fields
+        runtime               string   -      jobs.profile.config_fields
             pytorch, onnxruntime, ort-tensorrt (ONNX Runtime's TensorRT provider; published
             as tensorrt before there were two) or torch-tensorrt (TensorRT natively)
         runtime_provider      string   -      core.runtimes.check_output
@@ -605,15 +605,15 @@ PROFILE = Table(
             torch-tensorrt: seconds TensorRT took to build this configuration's engine,
             apart from the measurement (a cached engine keeps its build's time;
             runtime_detail says cached); NaN for other runtimes
-        optimizer             string   -      core.profile.config_fields
+        optimizer             string   -      jobs.profile.config_fields
             train: sgd or adamw
-        optimizer_lr          float64  -      core.profile.config_fields
+        optimizer_lr          float64  -      jobs.profile.config_fields
             train: the learning rate
         train_loss_first      float64  -      core.train.TrainStep.losses
             cross-entropy of the first step measured (train)
         train_loss_last       float64  -      core.train.TrainStep.losses
             cross-entropy of the last step measured (train)
-        workload              string   -      core.profile.config_fields
+        workload              string   -      jobs.profile.config_fields
             timm, or the custom workload entry (module:function)
         """
     ),
@@ -1739,7 +1739,7 @@ def sensor_uncertainty(meter: str) -> tuple[float, str]:
     return SENSOR_UNCERTAINTY.get(kind, (math.nan, f"no figure known for meter {meter}"))
 
 
-# A board's reference readings (results/boards/<uuid>.json, core.board_reference), read by
+# A board's reference readings (results/boards/<uuid>.json, jobs.board_reference), read by
 # the summary's board factors (analysis.boards): its levels, in the order they are read.
 BOARD_LEVELS = ("random", "zeros", "idle")
 BOARD_RECORD_VERSION = 1
@@ -1758,7 +1758,7 @@ def check_board_record(record: dict) -> None:
         if not (0 < power <= POWER_LIMIT_W_MAX and (math.isnan(half) or half >= 0)):
             raise ValueError(f"level {level}: {power} W +- {half}")
     calibration = record.get("calibration")
-    if calibration is not None:  # core.calibration: a sensor within a factor 2 of the truth
+    if calibration is not None:  # jobs.calibration: a sensor within a factor 2 of the truth
         gain, offset = float(calibration["gain"]), float(calibration["offset_w"])
         rel = float(calibration["rel_uncertainty"])
         if not (0.5 <= gain <= 2 and abs(offset) <= POWER_LIMIT_W_MAX and 0 <= rel <= 1):

@@ -5,10 +5,10 @@ from dataclasses import fields
 
 from conftest import FAST_PROTOCOL
 
-from joulebench.core.job_spec import JobSpec, job_spec
 from joulebench.core.methods import parse_methods
-from joulebench.core.profile import ProfileJob
 from joulebench.core.protocol import ProtocolSettings
+from joulebench.jobs.job_spec import JobSpec, job_spec
+from joulebench.jobs.profile import ProfileJob
 
 FAST = ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0)
 # a test's short spec: the study's top-level keys, the profile section's, and these
@@ -41,7 +41,7 @@ def spec_of(keys: dict) -> JobSpec:
     """The JobSpec of a test's short spec, one mapping of the study's top-level keys
     (methods, batch_sizes, protocol, phases, train), its `profile:` keys (idle_pre_s,
     quiet_wait_s, timeout_s, ...) and the job's torch_device, workload and device_pool,
-    made as the workflow makes one (core.job_spec.job_spec)."""
+    made as the workflow makes one (jobs.job_spec.job_spec)."""
     study = {k: v for k, v in keys.items() if k in _STUDY_KEYS}
     study["profile"] = {
         k: v for k, v in keys.items() if k not in _STUDY_KEYS and k not in _OWN_KEYS

@@ -1,5 +1,5 @@
 """Workloads that misbehave on purpose, one way each (issue 35): the profile job's
-supervisor (core.supervise) must end each with a row and go on.
+supervisor (jobs.supervise) must end each with a row and go on.
 
 `good` runs; `sleeps` never returns from its forward; `exits` ends its process; `killed` is
 killed as the kernel's out-of-memory killer would (SIGKILL); `segfault` dies of SIGSEGV;

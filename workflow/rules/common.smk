@@ -11,7 +11,7 @@ from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
 from joulebench.analysis.best_models import end_of_run
-from joulebench.core.devices import (
+from joulebench.schedule.devices import (
     RESOLVED_ENV,
     DeviceError,
     check_devices,
@@ -27,7 +27,7 @@ from joulebench.schedule.slots import (
     slot_limits,
 )
 from joulebench.core.emulation import native_by_label
-from joulebench.core.job_spec import job_spec
+from joulebench.jobs.job_spec import job_spec
 from joulebench.schedule.job_parts import job_keys, job_methods, parse_job_key
 from joulebench.report.figure_names import FIGURE_NAMES as FIGURES
 from joulebench.report.figure_manifest import (
@@ -39,7 +39,7 @@ from joulebench.report.figure_manifest import (
 from joulebench.analysis.fits import FIT_TABLE_COLUMNS
 from joulebench.catalog.models import ModelSelectionError, chunk, resolve_models
 from joulebench.core.quiet import cpu_others_share
-from joulebench.core.board_reference import BOARDS_DIR
+from joulebench.jobs.board_reference import BOARDS_DIR
 from joulebench.plan import HostLoad, measured_rows, one_line, plan_study
 from joulebench.prerun import (
     DRAWN_TRACE,
@@ -377,7 +377,7 @@ def get_profile_priority(wildcards):
 
 
 def get_profile_spec(wildcards):
-    """The job's spec (joulebench.core.job_spec) as JSON: a change reruns the affected
+    """The job's spec (joulebench.jobs.job_spec) as JSON: a change reruns the affected
     jobs; a method's job gets that method alone."""
     model, method = parse_job_key(wildcards.job)
     pool = POOL_OF.get(wildcards.device, wildcards.device)

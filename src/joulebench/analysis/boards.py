@@ -1,6 +1,6 @@
 """Board factors (issue 41): a pool's rows stated as its reference board reads them.
 
-Every GPU read the same reference levels once (core.board_reference: the standard load on
+Every GPU read the same reference levels once (jobs.board_reference: the standard load on
 random inputs, on zeros, idle). Between two boards of one product the readings are related
 by a line (their sensors' gains and offsets, their silicon): a board reads `slope` x what
 the reference board reads + `offset_w`. The line is fitted to the three levels (least
@@ -172,7 +172,7 @@ def apply_board_factors(summary: pd.DataFrame, records: dict[str, dict]) -> pd.D
 
 def _calibrated(out: pd.DataFrame, reference: str, calibration: dict) -> pd.DataFrame:
     """The rows stated by a calibrated reference board, in true watts: through its line
-    against the external meter (core.calibration), whose uncertainty is then the sensor's."""
+    against the external meter (jobs.calibration), whose uncertainty is then the sensor's."""
     rows = out["board_reference_uuid"].eq(reference).fillna(False)
     line = BoardLine(reference, "external meter", calibration["gain"], calibration["offset_w"])
     measured = rows & out["status"].eq("ok").fillna(False)

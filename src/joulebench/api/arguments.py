@@ -6,16 +6,16 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from joulebench.core.adhoc import adhoc_label
 from joulebench.core.backends import BoundDevice, bound_device
 from joulebench.core.protocol import ProtocolSettings
+from joulebench.jobs.adhoc import adhoc_label
 
 
 def measurable_device(device: str) -> BoundDevice:
     """The device bound to its backend, labelled as rows of a model measured now are
     (adhoc_label), where it can be measured here; DeviceError (a ValueError) naming what is
     missing otherwise (an unknown string, no CUDA, NVML unreadable)."""
-    from joulebench.core.devices import require_measurable
+    from joulebench.schedule.devices import require_measurable
 
     if not isinstance(device, str):
         raise ValueError(f"device must be a string such as 'cpu', got {device!r}")

@@ -68,7 +68,7 @@ def measure(
     config = protocol_config(preset, protocol)
     bound = measurable_device(device)
     sync = sync or bound.sync
-    from joulebench.core.concurrency import NodeMeasurements
+    from joulebench.jobs.concurrency import NodeMeasurements
 
     with NodeMeasurements(bound.label) as node:
         meters = _meter_factory(bound, meter, node.count)
@@ -110,7 +110,7 @@ def _idle(meters: Callable, idle_s: float):
 
 
 def _gate(device: BoundDevice, meters: Callable, wait_s: float):
-    from joulebench.core.profile import device_gate
+    from joulebench.jobs.profile import device_gate
 
     return device_gate(device, meters, LOG.info, wait_s)
 
@@ -138,8 +138,8 @@ def callable_row(device: BoundDevice, known: dict, idle, result, info: dict, sta
     (FLAG_SIMULATED), as a profile row is."""
     import torch
 
-    from joulebench.core.profile import gpu_fields, result_fields, setup_fields
     from joulebench.core.provenance import software, utc_now
+    from joulebench.jobs.profile import gpu_fields, result_fields, setup_fields
     from joulebench.tables import fingerprint_of
 
     row = {
@@ -191,10 +191,10 @@ def profile(
     idle read, the protocol): `model` is a timm name, a workload entry (`file.py:function`)
     or a torch.nn.Module, whose input an example batch (N, C, H, W), image (C, H, W) or
     shape, or a WorkloadSpec, gives. Raises MeasurementError where it was not measured."""
-    from joulebench.core.adhoc import adhoc_profile
-    from joulebench.core.job_spec import job_spec
     from joulebench.core.methods import PRESETS as METHODS
-    from joulebench.core.profile import ProfileJob
+    from joulebench.jobs.adhoc import adhoc_profile
+    from joulebench.jobs.job_spec import job_spec
+    from joulebench.jobs.profile import ProfileJob
 
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; one of {sorted(METHODS)}")
@@ -221,9 +221,9 @@ def profile(
 
 
 def _profile_rows(job):
-    """The rows of a profile job (core.profile.ProfileJob) of one configuration, run in this
+    """The rows of a profile job (jobs.profile.ProfileJob) of one configuration, run in this
     process."""
-    from joulebench.core.profile import run_profile
+    from joulebench.jobs.profile import run_profile
 
     return run_profile(job, log=LOG.info).rows
 

@@ -157,7 +157,7 @@ def workload_row(name: str, entry: str) -> dict:
 
 def failed_row(entry: str, reason: str) -> dict:
     """A catalog row with status `failed` and `reason`, nothing counted (no torch needed:
-    a supervisor writes it for a model whose worker hung or died, core.catalog_job)."""
+    a supervisor writes it for a model whose worker hung or died, jobs.catalog_job)."""
     name = workload_name(entry) if is_workload(entry) else entry
     arch, tag = split_name(name)
     row = {c: None for c in CATALOG_COLUMNS}
@@ -201,7 +201,7 @@ def build_catalog(
     models: Iterable[str], log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)
 ) -> pd.DataFrame:
     """Catalog rows for `models`, printing one progress line per model, in this process
-    (core.catalog_job runs them under a supervisor instead).
+    (jobs.catalog_job runs them under a supervisor instead).
 
     A custom workload comes as its entry (`name=path.py:function`, docs/workloads.md).
     """

@@ -17,9 +17,9 @@ from joulebench.check.rows import (
     repeat_rows,
     run_guarded,
 )
-from joulebench.check.targets import CpuTarget
 from joulebench.core.protocol import ProtocolSettings
 from joulebench.core.provenance import utc_now
+from joulebench.core.targets import CpuTarget
 
 
 def check_cpu(settings: CheckSettings | None = None, progress=None, **meter_kw) -> CheckReport:

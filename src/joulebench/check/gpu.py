@@ -1,4 +1,4 @@
-"""A GPU's checks, in order, on a *target* (check.targets: a torch GPU on real time,
+"""A GPU's checks, in order, on a *target* (core.targets: a torch GPU on real time,
 the simulator's on simulated time; the same code runs on both):
 
 - environment: its settings and state, as its backend reads them (check.environment);

@@ -92,8 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     from joulebench.catalog.models import ModelSelectionError
     from joulebench.catalog.workloads import WorkloadError
     from joulebench.core.backends import DeviceError
-    from joulebench.core.calibration import CalibrationError
     from joulebench.core.protocol import SettingsError
+    from joulebench.jobs.calibration import CalibrationError
     from joulebench.schedule.bad_gpus import NoGoodGpu
     from joulebench.study import ConfigError
     from joulebench.table_io import TableError, WriteError

@@ -26,10 +26,10 @@ TDP_HELP = "CPU power for the estimate meter"
 
 
 def _cmd_catalog(args) -> int:
-    """A catalog part: its models counted by workers it watches (core.catalog_job)."""
+    """A catalog part: its models counted by workers it watches (jobs.catalog_job)."""
     from joulebench.catalog.build import catalog_entries, catalog_line
-    from joulebench.core.catalog_job import supervised_catalog
-    from joulebench.core.job_runner import Orphaned
+    from joulebench.jobs.catalog_job import supervised_catalog
+    from joulebench.jobs.job_runner import Orphaned
 
     models = catalog_entries(args.models, args.models_file)
     settings = command_settings("catalog", args.settings)
@@ -58,8 +58,8 @@ def add_catalog(sub) -> None:
 
 def _cmd_catalog_worker(args) -> int:
     """(internal) One worker of a catalog part: models from a position on, each row written
-    to the part's parts folder (core.catalog_job)."""
-    from joulebench.core.catalog_job import catalog_worker
+    to the part's parts folder (jobs.catalog_job)."""
+    from joulebench.jobs.catalog_job import catalog_worker
 
     catalog_worker(
         args.models, args.parts, start_at=args.start_at, threads=args.threads,
@@ -95,7 +95,7 @@ def add_concat(sub) -> None:
 
 def _cmd_profile(args) -> int:
     """Ad hoc: measure one model now and print a short table (no Snakemake)."""
-    from joulebench.core.adhoc import format_rows, profile_now
+    from joulebench.jobs.adhoc import format_rows, profile_now
 
     rows = profile_now(
         args.model,
@@ -131,9 +131,9 @@ def _nothing_measured(rows) -> int:
 
 
 def add_profile(sub) -> None:
-    from joulebench.core.job_spec import DEFAULT_ONNX_CACHE, JobSpec
     from joulebench.core.methods import PRESETS
     from joulebench.core.train import OPTIMIZERS, TrainSpec
+    from joulebench.jobs.job_spec import DEFAULT_ONNX_CACHE, JobSpec
     from joulebench.tables import INPUT_KINDS, PHASES
 
     p = sub.add_parser("profile", help="measure one model now and print a short table")
@@ -198,10 +198,10 @@ def _cmd_profile_job(args) -> int:
     """One workflow job: all methods x batch sizes of one model on one device (or on a good,
     free GPU of its pool, held until the job ends, moved once if it fails), measured by
     workers it watches."""
-    from joulebench.core.devices import require_measurable
-    from joulebench.core.gpu_failover import failover_for
-    from joulebench.core.job_runner import Orphaned, supervised_job
-    from joulebench.core.profile import ProfileJob
+    from joulebench.jobs.gpu_failover import failover_for
+    from joulebench.jobs.job_runner import Orphaned, supervised_job
+    from joulebench.jobs.profile import ProfileJob
+    from joulebench.schedule.devices import require_measurable
     from joulebench.schedule.slots import pin_to_gpu
 
     spec = job_spec_option(args.spec)
@@ -223,9 +223,9 @@ def _cmd_profile_job(args) -> int:
 
 
 def job_spec_option(text: str):
-    """The job's `--spec` (core.job_spec.JobSpec.from_json: its one reading in a process);
+    """The job's `--spec` (jobs.job_spec.JobSpec.from_json: its one reading in a process);
     a bad one is a ConfigError, one line."""
-    from joulebench.core.job_spec import JobSpec
+    from joulebench.jobs.job_spec import JobSpec
     from joulebench.study import ConfigError
 
     try:
@@ -236,9 +236,9 @@ def job_spec_option(text: str):
 
 def _cmd_profile_worker(args) -> int:
     """(internal) One worker of a profile job: configurations from a position on, each
-    written to the job's parts folder (core.job_runner)."""
-    from joulebench.core.hangs import parse_hangs
-    from joulebench.core.job_runner import main_worker
+    written to the job's parts folder (jobs.job_runner)."""
+    from joulebench.jobs.hangs import parse_hangs
+    from joulebench.jobs.job_runner import main_worker
     from joulebench.study import ConfigError
 
     try:
@@ -278,7 +278,7 @@ def add_profile_job(sub) -> None:
 
 def _cmd_idle(args) -> int:
     """The idle power baseline of a device."""
-    from joulebench.core.idle import idle_line, run_idle
+    from joulebench.jobs.idle import idle_line, run_idle
 
     settings = command_settings("idle", args.settings)
     lease, device = pinned(args, args.device, f"{args.device_label} idle")
@@ -304,9 +304,9 @@ def add_idle(sub) -> None:
 
 def _cmd_check(args) -> int:
     """Can this machine's energy numbers be trusted? A pass/warn/fail table and a JSON report;
-    with an external meter, the board calibrated against it instead (core.calibration)."""
+    with an external meter, the board calibrated against it instead (jobs.calibration)."""
     if args.external_command or args.external_csv:
-        from joulebench.core.calibration import run_calibration
+        from joulebench.jobs.calibration import run_calibration
 
         say(run_calibration(args.device, args.external_command, args.external_csv,
                             args.external_accuracy, args.boards_dir))  # fmt: skip

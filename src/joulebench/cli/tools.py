@@ -29,8 +29,8 @@ def add_resolve(sub) -> None:
 
 def _cmd_devices(args) -> int:
     """What `devices: auto` (or the study's devices) picks, and each device's meter."""
-    from joulebench.core.devices import devices_for
     from joulebench.prerun import load_study
+    from joulebench.schedule.devices import devices_for
 
     study = load_study(args.configfile) if args.configfile else None
     text, measurable = devices_for(study, simulated=args.sim)

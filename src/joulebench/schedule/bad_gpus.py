@@ -1,12 +1,12 @@
 """GPUs that failed in this run (issue 35 item 4): marked once, never leased again.
 
-A profile job whose GPU faults (core.gpu_faults) marks it bad here: one JSON file per
+A profile job whose GPU faults (jobs.gpu_faults) marks it bad here: one JSON file per
 GPU in the run's folder, `results/bad-gpus/<uuid>~<hash>.json` (the UUID as a file name:
 safe_text.file_name; written atomically), holding `uuid`, `index` (NVML's), `device`,
 `device_label`, `kind` (nvml, xid, ecc or cuda), `evidence` (the error's text), `job` (what
 was measured) and `time_utc`. A pool's lease (schedule.lease.lease_gpu) skips every GPU
 marked here, so no model is handed to it again in this run or a resumed one; a lone GPU's
-jobs leave `not-measured` rows instead (core.gpu_failover); `joulebench status` lists
+jobs leave `not-measured` rows instead (jobs.gpu_failover); `joulebench status` lists
 them. Once the GPU is fixed (a reboot, `nvidia-smi -r`), delete its file to measure on it
 again.
 """

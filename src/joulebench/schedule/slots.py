@@ -1,12 +1,12 @@
 """Scheduling a study's jobs on its devices: Snakemake's measuring slots (one device, one
 measuring job at a time), the CPU threads a job gets, and pinning a job to its GPU or
-leasing one of a pool (schedule.lease). Device discovery is core.devices'."""
+leasing one of a pool (schedule.lease). Device discovery is schedule.devices'."""
 
 import os
 import re
 
 from joulebench.core.backends import DeviceError, Libraries, backend_for, kind_of
-from joulebench.core.devices import as_pools, check_devices, representatives
+from joulebench.schedule.devices import as_pools, check_devices, representatives
 
 
 def measuring_slot(label: str) -> str:

@@ -2,7 +2,7 @@
 board of a simulated pool whose boards differ (sim.boards), before and after the board
 factors (analysis.boards), in simulated time.
 
-Each board reads its reference levels as a profile job does (core.board_reference on the
+Each board reads its reference levels as a profile job does (jobs.board_reference on the
 board's check target), then the protocol measures each workload on it. A workload measured
 on two boards should read the same; the bench reports how far apart they are, as read and
 as the pool's reference board reads them, and how often the widened CIs of the two hold each
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from joulebench.core.board_reference import read_levels
 from joulebench.core.protocol import BoardState, ProtocolSettings, measure, measure_idle
+from joulebench.jobs.board_reference import read_levels
 from joulebench.sim.boards import BoardVariation, Spread, drawn
 from joulebench.sim.rig import SimCheckTarget, simulated_gpu
 from joulebench.sim.thermal import THERMAL

@@ -108,7 +108,7 @@ def simulated_gpu(
 
 
 class SimCheckTarget:
-    """What `joulebench check` drives (see joulebench.check.targets), on a simulated GPU.
+    """What `joulebench check` drives (see joulebench.core.targets), on a simulated GPU.
 
     The standard load is back-to-back matmul steps of `step_s` at `busy_w`; zeros as input
     draw less dynamic power (SimGpu.zeros_dynamic).

@@ -2,7 +2,7 @@
 
 `observe` reads what a run leaves on disk while it goes on, and only reads: the profile
 rows (a few columns of each model's file), the profile jobs' logs (their last lines), this
-host's measuring markers (`core.concurrency`), Snakemake's incomplete marks and locks,
+host's measuring markers (`jobs.concurrency`), Snakemake's incomplete marks and locks,
 and on SLURM the executor's job logs and `squeue`. Half-written temp files, files that
 appear or vanish mid-read and a missing `results/` are expected, never errors. `progress`
 sets that beside the study's plan (`joulebench.plan`): per device, configurations done, not

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from joulebench.core.supervise import SNAKEMAKE_GONE, is_snakemake
+from joulebench.jobs.supervise import SNAKEMAKE_GONE, is_snakemake
 
 # The profile rows' columns status needs; the rest of each file is never read.
 ROW_COLUMNS = (
@@ -42,7 +42,7 @@ ROW_COLUMNS = (
 # Which GPU of a pool measured a row (issue 24 item 1), read where the rows have them.
 GPU_COLUMNS = ("gpu_index", "gpu_uuid")
 LOG_TAIL_BYTES = 16384  # a job's last lines: its latest progress line is among them
-# A job's progress lines (core.profile.measure_configs).
+# A job's progress lines (jobs.profile.measure_configs).
 CONFIG_LINE = re.compile(r"config (\d+)/(\d+) (\S+) (.*?), elapsed (.*?), ETA (.*)")
 DONE_LINE = re.compile(r"\[(\d+)/(\d+)\] (\S+) (.*?): (\S+)")
 END_LINE = re.compile(r"(\S+): (\d+) configurations? in (.*)")
@@ -182,7 +182,7 @@ def _tail(path: Path) -> tuple[str, float] | None:
 
 
 def parse_progress(log: JobLog, text: str) -> JobLog:
-    """Fill `log` from its job's progress lines (core.profile.measure_configs)."""
+    """Fill `log` from its job's progress lines (jobs.profile.measure_configs)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     log.last_line = lines[-1] if lines else ""
     for line in reversed(lines):
@@ -221,7 +221,7 @@ def job_logs(directory: Path, with_rows: set[tuple[str, str]], now: float) -> li
 
 @dataclass
 class Measuring:
-    """A live measuring job of this host (its marker, core.concurrency), with what its
+    """A live measuring job of this host (its marker, jobs.concurrency), with what its
     process says where it can be read (/proc on Linux): its folder and output."""
 
     pid: int

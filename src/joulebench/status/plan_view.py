@@ -19,13 +19,13 @@ from pathlib import Path
 
 from joulebench.catalog.models import exact_names
 from joulebench.core.backends import DeviceError, kind_of
+from joulebench.core.methods import expand_methods
 
 # The plan's home today; issue 24 moves it next to study.py: fix this one line then.
-from joulebench.core.config_time import format_duration, method_config_s
-from joulebench.core.devices import AUTO, RESOLVED_ENV, pool_members
-from joulebench.core.methods import expand_methods
+from joulebench.jobs.config_time import format_duration, method_config_s
 from joulebench.plan import DEFAULT_REFRESH_S, meter_of, plan_study
 from joulebench.prerun import load_study
+from joulebench.schedule.devices import AUTO, RESOLVED_ENV, pool_members
 
 RESOLVE_TIMEOUT_S = 600.0
 __all__ = ["StudyPlan", "format_duration", "parse_duration", "study_plan"]

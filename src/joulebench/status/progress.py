@@ -23,11 +23,11 @@ import pandas as pd
 from joulebench.analysis.boards import read_records, records_line
 from joulebench.analysis.score import left_out_of_grades
 from joulebench.core.backends import DeviceError, host_backend, kind_of
-from joulebench.core.board_reference import BOARDS_DIR
-from joulebench.core.concurrency import live_markers
 from joulebench.core.provenance import seconds_taken
 from joulebench.core.runtimes import STATUS_SKIPPED
-from joulebench.core.supervise import SNAKEMAKE_GONE
+from joulebench.jobs.board_reference import BOARDS_DIR
+from joulebench.jobs.concurrency import live_markers
+from joulebench.jobs.supervise import SNAKEMAKE_GONE
 from joulebench.safe_text import file_name, printable
 from joulebench.schedule.bad_gpus import bad_gpus
 from joulebench.schedule.job_parts import parse_job_key

@@ -390,7 +390,7 @@ class Backend(abc.ABC):
         libs: Libraries | None = None,
         label: str | None = None,
     ):
-        """What `joulebench check` drives on this device (check.targets); `label`:
+        """What `joulebench check` drives on this device (core.targets); `label`:
         the study's name for it, where a job checks its own board (measure.calibration)."""
         raise DeviceError(f"joulebench check cannot drive {device} (kind {self.kind})")
 

@@ -217,7 +217,7 @@ class TorchGpuBackend(Backend):
         return [("TensorrtExecutionProvider", trt_options), cuda, "CPUExecutionProvider"]
 
     def check_target(self, device: str, prefer=None, libs: Libraries | None = None, label=None):
-        from joulebench.check.targets import TorchGpuTarget
+        from joulebench.core.targets import TorchGpuTarget
 
         libs = libs or Libraries()
 

@@ -8,7 +8,7 @@ zeros (less power) and idle. Two boards' readings of these are related by a line
 offset of the one against the other, silicon included); the third level says how straight.
 Measured once per board by its first profile job, before any configuration, and kept by
 UUID, driver and power limit (`results/boards/<uuid>.json`), as the check is
-(core.first_check); `profile.board_reference`: auto (real GPUs), on (simulated too), off.
+(jobs.first_check); `profile.board_reference`: auto (real GPUs), on (simulated too), off.
 What it costs and how well it works: docs/measurement.md#boards-that-disagree.
 """
 
@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from joulebench.config_schema import default
-from joulebench.core.first_check import board_key, wanted
 from joulebench.core.provenance import utc_now
-from joulebench.core.supervise import deadline_s, emit
+from joulebench.jobs.first_check import board_key, wanted
+from joulebench.jobs.supervise import deadline_s, emit
 from joulebench.stats import spread
 from joulebench.tables import BOARD_LEVELS, BOARD_RECORD_VERSION, check_board_record
 
@@ -61,7 +61,7 @@ def read_levels(target, progress=lambda line: None) -> tuple[dict[str, dict], li
     """({level: {power_w, ci95_half_w, windows}}, [each window: level, start and end in
     epoch seconds, power_w]): each level's mean power over WINDOWS windows of WINDOW_S, on
     the board's own meter, after WARM_S of the standard load (the windows' times let an
-    external meter's log be matched to them: core.calibration)."""
+    external meter's log be matched to them: jobs.calibration)."""
     meter = target.meter()
     levels, windows = {}, []
     epoch = time.time() - target.clock()

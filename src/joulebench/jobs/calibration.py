@@ -2,7 +2,7 @@
 cuda:0 --external-command CMD` (or `--external-csv FILE`).
 
 A power sensor is linear in the true power but its gain and offset are its own (SC'24). While
-the board reads its reference levels (core.board_reference), an external meter on the same
+the board reads its reference levels (jobs.board_reference), an external meter on the same
 board (a wall meter, a PCIe riser's, a shunt) is read too: by a command that prints watts,
 sampled every SAMPLE_S, or from a CSV of timestamps and watts it logged meanwhile. Each
 window's sensor mean against the external mean gives a line (sensor = gain x true + offset)
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from joulebench.core.board_reference import read_levels
+from joulebench.jobs.board_reference import read_levels
 from joulebench.stats import t_quantile
 
 SAMPLE_S = 0.25  # how often an external command is read
@@ -152,8 +152,8 @@ def run_calibration(device: str, command, csv, accuracy: float, boards_dir) -> s
     read beside the external meter, the line fitted, kept in its record (the summary then
     states its pool in true watts); the line said."""
     from joulebench.core.backends import bound_device
-    from joulebench.core.board_reference import board_path, record_of, write_record
-    from joulebench.core.first_check import board_key
+    from joulebench.jobs.board_reference import board_path, record_of, write_record
+    from joulebench.jobs.first_check import board_key
 
     bound = bound_device(device, device.replace(":", ""))
     meter = bound.meter()[0]

@@ -59,8 +59,8 @@ def run_idle(
 ) -> dict:
     """`joulebench idle`: measure the baseline and write it; returns the row."""
     from joulebench.core.backends import bound_device, select_meter
-    from joulebench.core.concurrency import NodeMeasurements
-    from joulebench.core.devices import require_measurable
+    from joulebench.jobs.concurrency import NodeMeasurements
+    from joulebench.schedule.devices import require_measurable
 
     if not duration_s > 0:
         raise ValueError(f"idle: duration_s must be > 0, got {duration_s}")

@@ -1,5 +1,5 @@
 """`joulebench profile`: one model measured now, under the same supervisor as a workflow job
-(core.job_runner), and the short table it prints."""
+(jobs.job_runner), and the short table it prints."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import sys
 
 import pandas as pd
 
-from joulebench.core.job_runner import supervised_job
-from joulebench.core.job_spec import DEFAULT_ONNX_CACHE, job_spec
 from joulebench.core.methods import PRESETS
-from joulebench.core.profile import ProfileJob
 from joulebench.core.protocol import ProtocolSettings
 from joulebench.core.train import TrainSpec
 from joulebench.flags import flag_warnings
+from joulebench.jobs.job_runner import supervised_job
+from joulebench.jobs.job_spec import DEFAULT_ONNX_CACHE, job_spec
+from joulebench.jobs.profile import ProfileJob
 from joulebench.safe_text import quantity
 from joulebench.table_io import write_table
 from joulebench.tables import INPUT_KINDS, PROFILE_COLUMNS
@@ -46,11 +46,11 @@ def profile_now(
     """`joulebench profile`: measure one model (a timm name or a workload entry) now, with the
     method presets (methods.PRESETS; `allow_emulated` measures those the device only
     emulates) and a protocol of `repeats` windows of `min_repeat_s`, each configuration
-    stopped after `timeout_s` without progress (None: the default, core.supervise); the
+    stopped after `timeout_s` without progress (None: the default, jobs.supervise); the
     rows are also written to `output` when given."""
     from joulebench.catalog.models import resolve_models
     from joulebench.catalog.workloads import is_workload
-    from joulebench.core.devices import require_measurable
+    from joulebench.schedule.devices import require_measurable
 
     require_measurable(device, device)
     model = resolve_models([entry])[0]

@@ -7,7 +7,7 @@ It travels as JSON (`to_json`): the workflow hands it to `joulebench profile-job
 supervisor reads it once and hands it on to each worker, which reads it once
 (`JobSpec.from_json`); a bad spec is one line naming the key. What is not the study's (the
 model, the device label, the idle baseline's file, threads) is the job's own option
-(core.profile.ProfileJob). No torch: the workflow builds specs when it is parsed.
+(jobs.profile.ProfileJob). No torch: the workflow builds specs when it is parsed.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 
 from joulebench.config_schema import default, maximum
-from joulebench.core.first_check import CHECK_FIRST
 from joulebench.core.methods import Method, parse_methods
 from joulebench.core.protocol import DEFAULT_PRESET, ProtocolSettings
 from joulebench.core.train import TrainSpec
+from joulebench.jobs.first_check import CHECK_FIRST
 from joulebench.study import IDLE_PRE_S
 from joulebench.tables import INPUT_KINDS, MAX_BATCH_SIZE, PHASES
 
@@ -52,11 +52,11 @@ class JobSpec:
     onnx_cache_dir: str = DEFAULT_ONNX_CACHE  # exported models of non-PyTorch runtimes
     input_kind: str = default("profile.input_kind")  # the synthetic batch: random or zeros
     check_first: str = default("profile.check_first")  # check the GPU first (first_check)
-    # read the GPU's reference levels first where none are kept (core.board_reference)
+    # read the GPU's reference levels first where none are kept (jobs.board_reference)
     board_reference: str = default("profile.board_reference")
     quiet_wait_s: float = default("profile.quiet_wait_s")  # wait at most for the device alone
     # how long a configuration may go without progress before it is stopped (a `timeout`
-    # row, core.supervise); None: TIMEOUT_FACTOR x its estimate, at least the floor
+    # row, jobs.supervise); None: TIMEOUT_FACTOR x its estimate, at least the floor
     timeout_s: float | None = None
     gpu: Mapping = field(default_factory=dict)  # the pool's GPU leased: uuid, index, serial
     device_pool: str = ""  # the study's pool label of a replica label (each_model_on)

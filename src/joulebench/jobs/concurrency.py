@@ -45,7 +45,7 @@ class NodeMeasurements:
         self.path = self.folder / f"{self.host}-{os.getpid()}-{file_name(device_label)}"
 
     def __enter__(self):
-        from joulebench.core.supervise import snakemake_ancestor
+        from joulebench.jobs.supervise import snakemake_ancestor
 
         self.folder.mkdir(parents=True, exist_ok=True)
         # whose run it is: a marker whose Snakemake is gone is an orphan's (orphans)
@@ -84,9 +84,9 @@ def live_markers(folder: str | os.PathLike | None = None) -> list[tuple[int, str
 def orphans(folder: str | os.PathLike | None = None) -> list[int]:
     """The pids of live measurements on this host whose Snakemake is gone: a run killed
     while they measured (their supervisor ends them within seconds; one that does not is
-    ended by the next job, core.job_runner). A measurement no Snakemake started (the
+    ended by the next job, jobs.job_runner). A measurement no Snakemake started (the
     ad-hoc `joulebench profile`) is never one."""
-    from joulebench.core.supervise import alive
+    from joulebench.jobs.supervise import alive
 
     folder = Path(folder) if folder is not None else running_dir()
     found = []

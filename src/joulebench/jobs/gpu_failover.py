@@ -1,6 +1,6 @@
 """A profile job whose GPU fails: the GPU leaves the pool, the job goes on.
 
-When a worker says its GPU failed (event `gpu-fault`, core.gpu_faults), the job's
+When a worker says its GPU failed (event `gpu-fault`, jobs.gpu_faults), the job's
 supervisor marks the GPU bad for the rest of the run (schedule.bad_gpus), so no job leases it
 again, and moves the job once (MOVES) to another good GPU of the pool, where a new worker
 measures the configuration the GPU failed in and those after it. Where no good GPU is left,
@@ -16,8 +16,8 @@ import os
 
 import pandas as pd
 
-from joulebench.core.job_spec import JobSpec
-from joulebench.core.supervise import STATUS_NOT_MEASURED, WorkerRun
+from joulebench.jobs.job_spec import JobSpec
+from joulebench.jobs.supervise import STATUS_NOT_MEASURED, WorkerRun
 from joulebench.safe_text import quantity
 from joulebench.schedule.bad_gpus import FOLDER, NoGoodGpu, bad_gpus, fault_text, mark_bad
 

@@ -1,4 +1,4 @@
-"""A profile job run as a supervisor and its workers (core.supervise, issue 35).
+"""A profile job run as a supervisor and its workers (jobs.supervise, issue 35).
 
 `supervised_job` is what `joulebench profile-job` (and the ad-hoc `joulebench profile`)
 runs: workers (`joulebench profile-worker`) measure the model's configurations from a
@@ -6,7 +6,7 @@ position of the measuring order on, each finished one's tables written to a part
 beside the job's outputs; a worker that hangs or dies leaves a row with its status and
 reason (`timeout`, `crashed`), and the next worker goes on after it; where none can go on,
 the configurations left get `not-measured` rows. After a hang the next workers get the
-job's hangs, which make what is left cheap (core.hangs: short deadlines, and `not-measured`
+job's hangs, which make what is left cheap (jobs.hangs: short deadlines, and `not-measured`
 rows for what would hang too). The job's tables are then joined from the
 parts, in the configurations' own order, and written as before (the rows file last: the
 job's done marker). A job that ends for its Snakemake's death writes nothing: a rerun
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from joulebench.core import supervise
-from joulebench.core.hangs import HangRule
-from joulebench.core.job_spec import JobSpec
+from joulebench.jobs import supervise
+from joulebench.jobs.hangs import HangRule
+from joulebench.jobs.job_spec import JobSpec
 from joulebench.table_io import conform, read_table, write_table
 from joulebench.tables import (
     PROFILE_COLUMNS,
@@ -81,7 +81,7 @@ def supervised_job(job, *, idle: str | None, log, outputs=None, failover=None):
     """Every configuration of one job (a profile.ProfileJob) measured by workers, `idle`
     the device's idle baseline's file; the job's three tables (rows, repeats, trace), also
     written to `outputs` (rows, repeats, trace paths) when given. `failover`
-    (core.gpu_failover): the job's GPU and where it moves when that fails; None (the ad-hoc
+    (jobs.gpu_failover): the job's GPU and where it moves when that fails; None (the ad-hoc
     path) ends a failed GPU's configuration as a crash. Raises Orphaned where its Snakemake
     died."""
     parts = fresh_parts(parts_folder(outputs[0]) if outputs else _temp_parts())
@@ -139,7 +139,7 @@ def _workers(job, *, idle, parts, log, failover) -> None:
 def _restore_left(job, log) -> None:
     """What a worker that died left changed on its device (a power limit, a clock), put back
     by the supervisor: where it died in the job's last configuration no worker comes after."""
-    from joulebench.core.profile import restore_after_workers
+    from joulebench.jobs.profile import restore_after_workers
 
     said = restore_after_workers(job)
     if said:
@@ -225,7 +225,7 @@ def end_orphans(log) -> None:
     import signal
     import time
 
-    from joulebench.core.concurrency import orphans
+    from joulebench.jobs.concurrency import orphans
 
     for pid in orphans():
         log(f"ending pid {pid}: it measures for a Snakemake that is gone (an orphan)")
@@ -241,7 +241,7 @@ def end_orphans(log) -> None:
 
 
 def _in_process(job, idle, parts) -> None:
-    from joulebench.core.profile import run_job
+    from joulebench.jobs.profile import run_job
 
     run_job(job.model, job.device_label, job.spec, idle=idle, threads=job.threads, parts=parts)
 
@@ -259,7 +259,7 @@ def _why(run: supervise.WorkerRun) -> str:
 
 def _failed(job, positions, status: str, reason: str, parts: Path) -> None:
     """A row for each of `positions` (in the measuring order) saying why it has no numbers."""
-    from joulebench.core.profile import Outcome, config_row, gpu_fields, write_part
+    from joulebench.jobs.profile import Outcome, config_row, gpu_fields, write_part
 
     configs, order = job.configs(), job.measurement_order()
     simulated = job.bind_device().simulated
@@ -309,8 +309,8 @@ def _temp_parts() -> Path:
 
 def main_worker(args) -> int:
     """`joulebench profile-worker`: one worker of a supervised job (its parts, no outputs);
-    GPU_FAULT_EXIT where its GPU failed (core.gpu_faults), said in an event."""
-    from joulebench.core.profile import GpuFault, run_job
+    GPU_FAULT_EXIT where its GPU failed (jobs.gpu_faults), said in an event."""
+    from joulebench.jobs.profile import GpuFault, run_job
 
     spec: JobSpec = args.spec  # read once (cli.measure.job_spec_option)
     try:
@@ -334,7 +334,7 @@ def main_worker(args) -> int:
 def _gpu_fault_kind(torch_device: str, exc: Exception) -> str | None:
     """The GPU fault `exc` reports where the job's device is a GPU, else None."""
     from joulebench.core.backends import backend_for
-    from joulebench.core.gpu_faults import fault_kind
+    from joulebench.jobs.gpu_faults import fault_kind
 
     try:
         if backend_for(torch_device).is_host:

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 from joulebench.core.arithmetic import applied, arithmetic_for
 from joulebench.core.backends import BoundDevice
-from joulebench.core.job_spec import JobSpec
 from joulebench.core.methods import parse_methods
-from joulebench.core.profile import ProfileJob, prepare
 from joulebench.core.protocol import ProtocolSettings
+from joulebench.jobs.job_spec import JobSpec
+from joulebench.jobs.profile import ProfileJob, prepare
 
 CALIBRATE_MIN_STEPS = 3
 CALIBRATE_MIN_S = 0.2

@@ -137,7 +137,7 @@ class WorkerRun:
     deadline_s: float = TIMEOUT_FLOOR_S  # the current stage's (its last event's)
     label: str = ""  # the configuration it is in (method, batch size)
     fault: dict | None = None  # its GPU_FAULT event: kind, evidence, position, uuid, index
-    after_hang: str = ""  # its configuration's deadline is short: this one hung (core.hangs)
+    after_hang: str = ""  # its configuration's deadline is short: this one hung (jobs.hangs)
 
 
 def _signal_name(code: int) -> str:

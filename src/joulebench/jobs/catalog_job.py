@@ -1,6 +1,6 @@
 """A catalog part that finishes whatever its models do (issue 35, items 1 and 2 for the
 catalog): `joulebench catalog` runs its models in workers (`joulebench catalog-worker`)
-under the profile jobs' supervisor (core.supervise, core.job_runner).
+under the profile jobs' supervisor (jobs.supervise, jobs.job_runner).
 
 Each worker counts the part's models from a position on (catalog.build.entry_row), says
 which model it is in (an event with its deadline: `--timeout-s`, else TIMEOUT_FLOOR_S) and
@@ -23,8 +23,8 @@ from pathlib import Path
 import pandas as pd
 
 from joulebench.catalog.build import entry_row, failed_row, row_line
-from joulebench.core import supervise
-from joulebench.core.job_runner import (
+from joulebench.jobs import supervise
+from joulebench.jobs.job_runner import (
     IN_PROCESS_ENV,
     fresh_parts,
     joined_parts,

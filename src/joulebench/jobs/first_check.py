@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from joulebench.config_schema import default
-from joulebench.core.supervise import deadline_s, emit
+from joulebench.jobs.supervise import deadline_s, emit
 
 if TYPE_CHECKING:
     from joulebench.core.backends import BoundDevice

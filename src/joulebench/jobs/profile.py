@@ -29,21 +29,9 @@ import pandas as pd
 from joulebench.core.arithmetic import applied as arithmetic_applied
 from joulebench.core.arithmetic import arithmetic_for
 from joulebench.core.backends import BoundDevice, KnobControl, KnobRefused, bound_device
-from joulebench.core.board_reference import BOARDS_DIR, reference_for
-from joulebench.core.config_time import (
-    WARMUP_FULL,
-    WARMUP_SHORT,
-    Eta,
-    config_cost,
-    warmup_kinds,
-)
 from joulebench.core.emulation import method_verdict
-from joulebench.core.first_check import report_for
-from joulebench.core.gpu_faults import fault_kind
-from joulebench.core.hangs import HangRule, method_label
 from joulebench.core.heat import from_report as heat_from_report
 from joulebench.core.host_bound import host_bound_fields
-from joulebench.core.job_spec import JobSpec
 from joulebench.core.knobs import applied, restore_leftover
 from joulebench.core.methods import Method
 from joulebench.core.protocol import (
@@ -63,19 +51,31 @@ from joulebench.core.runtimes import (
     check_forward,
     is_oom,
 )
-from joulebench.core.supervise import (
+from joulebench.core.tail import from_report as tail_from_report
+from joulebench.flags import (
+    FLAG_SIMULATED,
+    FLAG_TRAIN_LOSS_NOT_FINITE,
+    join_flags,
+)
+from joulebench.jobs.board_reference import BOARDS_DIR, reference_for
+from joulebench.jobs.config_time import (
+    WARMUP_FULL,
+    WARMUP_SHORT,
+    Eta,
+    config_cost,
+    warmup_kinds,
+)
+from joulebench.jobs.first_check import report_for
+from joulebench.jobs.gpu_faults import fault_kind
+from joulebench.jobs.hangs import HangRule, method_label
+from joulebench.jobs.job_spec import JobSpec
+from joulebench.jobs.supervise import (
     GPU_FAULT,
     STATUS_NOT_MEASURED,
     TIMEOUT_FLOOR_S,
     deadline_s,
     emit,
     in_worker,
-)
-from joulebench.core.tail import from_report as tail_from_report
-from joulebench.flags import (
-    FLAG_SIMULATED,
-    FLAG_TRAIN_LOSS_NOT_FINITE,
-    join_flags,
 )
 from joulebench.safe_text import quantity
 from joulebench.table_io import conform, empty_frame, read_table, write_table
@@ -94,7 +94,7 @@ SEED = 0  # random weights and batches: every method and runtime of a model sees
 
 @dataclass(frozen=True)
 class ProfileJob:
-    """One profile job: its spec (core.job_spec: what the study asks, typed) and what is
+    """One profile job: its spec (jobs.job_spec: what the study asks, typed) and what is
     the job's own (the model, the device's label, the idle baseline, torch's threads, where
     checks and boards' readings are kept); frozen, what lives while it runs is its
     JobSession's."""
@@ -157,7 +157,7 @@ class JobSession:
     period. The job itself (a ProfileJob) is its frozen input."""
 
     def __init__(self, job: ProfileJob, device: BoundDevice):
-        from joulebench.core.concurrency import NodeMeasurements
+        from joulebench.jobs.concurrency import NodeMeasurements
 
         self.job = job
         self.device = device
@@ -216,7 +216,7 @@ class JobSession:
         """The fields every row of the job shares, and the short idle read before the model.
         The device's latest check is found (by the meter's UUID): its meter options, heat,
         idle temperature and tail are the session's from here on; a GPU never referenced
-        reads its reference levels once (core.board_reference)."""
+        reads its reference levels once (jobs.board_reference)."""
         job = self.job
         base = self.row_base()
         restored = restore_left_by(job, self.knob_control)
@@ -591,7 +591,7 @@ def _build_and_measure(
 
 
 def _stage(phase: str, info: dict) -> None:
-    """The protocol's progress, as a worker's event (core.supervise): after warm-up and
+    """The protocol's progress, as a worker's event (jobs.supervise): after warm-up and
     after each window (never inside one)."""
     done = "warm-up done" if phase == "warmup" else f"window {int(info['repeat']) + 1} done"
     emit("stage", doing=f"{done}, measuring")
@@ -624,8 +624,8 @@ def run_profile(
 ) -> ProfileOutput:
     """Measure every (phase, method, batch size) of one model on one device; from position
     `start_at` of the measuring order, each finished one's tables also written to `parts`
-    (a worker of a supervised job, core.supervise), under what the job's `hangs` so far
-    decide (core.hangs)."""
+    (a worker of a supervised job, jobs.supervise), under what the job's `hangs` so far
+    decide (jobs.hangs)."""
     import torch
 
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
@@ -660,7 +660,7 @@ def measure_configs(
     A configuration that follows a measured batch size of its method warms up briefly
     (`JobSession.warmup_for`); its row says which warm-up it had (`warmup_kind`). One that
     the job's hangs rule out is a `not-measured` row at once, and after a hang the others
-    run under a short deadline (core.hangs)."""
+    run under a short deadline (jobs.hangs)."""
     job = session.job
     emit("stage", doing="the job's start (its idle read)", deadline_s=TIMEOUT_FLOOR_S)
     base, idle = session.start(log)
@@ -672,7 +672,7 @@ def measure_configs(
     measured, warm = _Measured(), None  # warm: (phase, method) of the last one measured
     gate = quiet_gate(session, log)
     for i, index in enumerate(order, 1):
-        if i <= start_at:  # measured by an earlier worker of this job (core.supervise)
+        if i <= start_at:  # measured by an earlier worker of this job (jobs.supervise)
             continue
         phase, method, requested = configs[index]
         label = method_label(phase, method.name)
@@ -728,9 +728,9 @@ FAULT_STATUSES = ("error", "build-error")  # outcomes whose reason may be the GP
 
 def raise_gpu_fault(session: JobSession, outcome, base: dict, position: int, log) -> None:
     """In a worker of a GPU job, a configuration whose error is a fault of the GPU
-    (core.gpu_faults: NVML, Xid, ECC, a poisoned CUDA context) is no row: the worker
+    (jobs.gpu_faults: NVML, Xid, ECC, a poisoned CUDA context) is no row: the worker
     tells its supervisor (event `gpu-fault`) and ends (GpuFault), and the configuration is
-    measured again on a good GPU of the pool (core.gpu_failover)."""
+    measured again on a good GPU of the pool (jobs.gpu_failover)."""
     job = session.job
     if session.device.is_host or not in_worker() or outcome.status not in FAULT_STATUSES:
         return
@@ -758,7 +758,7 @@ def device_gate(device: BoundDevice, meter_factory, log, wait_s: float) -> Quiet
 
 
 def write_part(parts, position: int, row: dict, repeats: list, traces: list) -> None:
-    """One finished configuration's tables in a worker's parts folder (core.supervise),
+    """One finished configuration's tables in a worker's parts folder (jobs.supervise),
     named by its position in the measuring order; the rows file last, as a job's."""
     folder = Path(parts)
     stem = f"{position:04d}"
@@ -965,11 +965,11 @@ def run_job(
     start_at: int = 0,
     hangs=(),
 ) -> ProfileOutput:
-    """One worker of a workflow job (`joulebench profile-worker`, core.job_runner): the
+    """One worker of a workflow job (`joulebench profile-worker`, jobs.job_runner): the
     configurations of one model on one device from position `start_at` of the measuring
     order, each finished one's tables written to `parts` as it ends, under the job's
-    `hangs` so far (core.hangs)."""
-    from joulebench.core.devices import require_measurable
+    `hangs` so far (jobs.hangs)."""
+    from joulebench.schedule.devices import require_measurable
 
     require_measurable(device_label, spec.torch_device)
     idle_power_w = math.nan
