@@ -118,7 +118,7 @@ def test_describe_gpu_meters():
     torch = fake_torch([H200, old])
     infos, why = describe_devices(AUTO, torch=torch, nvml=FakeNvml([old, H200]))
     assert why == ""
-    assert [(i.label, i.torch_device, i.meter) for i in infos] == [
+    assert [(i.label, i.device, i.meter) for i in infos] == [
         ("h200", "cuda:0", "nvml"),
         ("p100", "cuda:1", "nvml:power-integration"),
     ]
