@@ -28,7 +28,7 @@ def main() -> int:
     from joulebench.check.gpu import check_gpu
     from joulebench.check.report import device_file, format_table, write_report
     from joulebench.check.rows import CheckSettings
-    from joulebench.core.backends import backend_for
+    from joulebench.core.backends import bound_device
     from joulebench.jobs.first_check import board_key, board_path, usable
 
     parser = argparse.ArgumentParser()
@@ -46,9 +46,9 @@ def main() -> int:
         settings = replace(settings, heat_s=args.heat_s)
     if args.heat_idle_s is not None:
         settings = replace(settings, heat_idle_s=args.heat_idle_s)
-    backend = backend_for(args.device)
-    target = backend.check_target(args.device)
-    report = check_gpu(target, settings, lambda line: print(line, flush=True), state=backend.state)
+    device = bound_device(args.device)
+    target = device.check_target()
+    report = check_gpu(target, settings, lambda line: print(line, flush=True), state=device.state)
     data = {**report.as_dict(), "device": args.device}
     write_report(data, out / f"check-{device_file(args.device)}.json")
     table = format_table(data)

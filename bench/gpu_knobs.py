@@ -42,10 +42,10 @@ def job(model: str, device: str, methods: dict):
 
 
 def limit_w(device: str) -> float:
-    """The limit in force now, read through the device's backend (a fresh handle)."""
-    from joulebench.core.backends import backend_for
+    """The limit in force now, read through the bound device (a fresh handle)."""
+    from joulebench.core.backends import bound_device
 
-    control = backend_for(device).knob_control(device, "h200")
+    control = bound_device(device, "h200").knob_control()
     try:
         return control.power_limit_w()
     finally:

@@ -16,7 +16,7 @@ from helpers.fake_nvml import ManualClock
 
 from joulebench.check.environment import environment_rows
 from joulebench.check.report import FAIL, PASS, SKIP, WARN
-from joulebench.core.backends import Libraries, backend_for, select_meter
+from joulebench.core.backends import Libraries, backend_for, bound_device, select_meter
 from joulebench.core.meters import MeterUnavailable
 from joulebench.core.meters.amdsmi import AmdSmiMeter, energy_uj, load_amdsmi
 from joulebench.schedule.devices import auto_devices, describe_devices
@@ -211,7 +211,7 @@ def test_amdsmi_can_be_forced_on_a_cuda_device(gpus):
 
 
 def test_check_reads_the_amd_gpus_state_through_its_backend(gpus):
-    rocm = backend_for("cuda:0", Libraries(rocm=True))
+    rocm = bound_device("cuda:0", libs=Libraries(rocm=True))
     with meter() as m:
         state = rocm.state(m)
         rows = {r.name: r for r in environment_rows(m, state)}

@@ -189,7 +189,7 @@ def test_on_a_gpu_tf32_and_autotuning_are_in_force_in_the_forward(monkeypatch, d
     around each configuration (the flags are torch's, so the forward sees them on a CPU)."""
     backend = backend_for("cpu")
     monkeypatch.setattr(type(backend), "runs_on_gpu", True)
-    monkeypatch.setattr(type(backend), "native_precisions", lambda self, d, libs: cuda_native(8, 0))
+    monkeypatch.setattr(backend.device_class, "native_precisions", lambda self: cuda_native(8, 0))
     methods = {"tf32": {"precision": "tf32"}, "fp32-heur": {"cudnn_autotune": False}}
     SEEN.clear()
     calls = []

@@ -32,7 +32,7 @@ from joulebench.check.report import (
 )
 from joulebench.check.sensor_fit import fit_refresh, fit_sensor
 from joulebench.cli import main as cli_main
-from joulebench.core.backends import backend_for
+from joulebench.core.backends import bound_device
 from joulebench.core.meters import RaplMeter
 from joulebench.jobs.profile import run_profile
 
@@ -209,7 +209,7 @@ def test_a_check_of_another_gpu_is_not_used(tmp_path):
     assert device_check("cuda:0", tmp_path, "GPU-aaaa")["check_id"] == report["check_id"]
     assert device_check("cuda:0", tmp_path, "GPU-bbbb") is None  # CUDA_VISIBLE_DEVICES moved
     assert device_check("cuda:1", tmp_path, "GPU-aaaa") is None  # no report for that device
-    nvidia, cpu = backend_for("cuda:0", prefer="nvml"), backend_for("cpu")
+    nvidia, cpu = bound_device("cuda:0", prefer="nvml"), bound_device("cpu")
     assert nvidia.meter_options_from_check(report) == {"refresh_s": 0.12}
     assert cpu.meter_options_from_check(report) == {}
     assert nvidia.meter_options_from_check(None) == {}

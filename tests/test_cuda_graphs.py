@@ -224,7 +224,7 @@ def test_on_a_gpu_every_step_replays_the_graph_captured_before_warm_up(monkeypat
     stand-in: the profile job's path end to end, with the rows it writes."""
     backend = backend_for("cpu")
     monkeypatch.setattr(type(backend), "runs_on_gpu", True)
-    monkeypatch.setattr(type(backend), "native_precisions", lambda self, d, libs: cuda_native(9, 0))
+    monkeypatch.setattr(backend.device_class, "native_precisions", lambda self: cuda_native(9, 0))
     graphs = []
     real_graph = fake.CUDAGraph
 

@@ -17,6 +17,7 @@ from helpers.fake_nvml import FakeGpu, FakeNvml
 
 from joulebench.core.backends import (
     Backend,
+    BoundDevice,
     DeviceError,
     DeviceIdentity,
     DeviceInfo,
@@ -37,6 +38,24 @@ POWER_W = 200.0
 NVML = FakeNvml([FakeGpu(uuid=UUID, name=NAME, power_w=lambda t: POWER_W)])
 
 
+class NpuDevice(BoundDevice):
+    """One NPU, bound: its meter, read through NVML's API; its model runs on the CPU."""
+
+    def name(self):
+        return NAME
+
+    def build_meter(self, prefer, **options):
+        interval = options.get("sample_interval_s", 0.015)
+        meter = NvmlMeter(
+            0, nvml=NVML, uuid=UUID, sample_interval_s=interval, has_cuda_context=lambda: True
+        )
+        return meter, []
+
+    @property
+    def compute(self):
+        return bound_device("cpu", self.label)
+
+
 class NpuBackend(Backend):
     """Devices `npu`, `npu:N`: one board, read through NVML's API, the model on the CPU."""
 
@@ -44,30 +63,17 @@ class NpuBackend(Backend):
     pattern = r"npu(:[0-9]+)?"
     spellings = ("npu", "npu:N")
     meters = ("nvml",)
+    device_class = NpuDevice
 
     def discover(self, libs):
         return [DeviceIdentity("npu:0", NAME, uuid=UUID)], ""
 
-    def name(self, device, libs=None):
-        return NAME
-
     def describe(self, label, device, libs, meter_options=None):
         info = DeviceInfo(label, device, name=NAME)
-        meter, _ = self.meter(device)
+        meter, _ = self.bind(device, label, libs).meter()
         with meter:
             info.meter = meter.name
         return info
-
-    def meter(self, device, *, prefer=None, label="", libs=None, **options):
-        self.check_prefer(device, prefer)
-        interval = options.get("sample_interval_s", 0.015)
-        meter = NvmlMeter(
-            0, nvml=NVML, uuid=UUID, sample_interval_s=interval, has_cuda_context=lambda: True
-        )
-        return meter, []
-
-    def compute_device(self, device):
-        return "cpu"
 
 
 BACKEND = NpuBackend()  # what the registry takes from a module it loads by name
@@ -91,6 +97,7 @@ def test_the_registry_serves_the_new_kind(npu):
 def test_a_device_is_bound_once_and_asked_without_its_string(npu):
     device = bound_device("npu:1", "npu-a")
     assert device.backend is npu and str(device) == "npu:1" and device.label == "npu-a"
+    assert isinstance(device, NpuDevice)
     assert device.name() == NAME and device.knob_control() is None and not device.is_host
     assert device.compute == bound_device("cpu", "npu-a")  # its model runs on the CPU
     cpu = bound_device("cpu")

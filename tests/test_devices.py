@@ -118,7 +118,7 @@ def test_describe_gpu_meters():
     torch = fake_torch([H200, old])
     infos, why = describe_devices(AUTO, torch=torch, nvml=FakeNvml([old, H200]))
     assert why == ""
-    assert [(i.label, i.torch_device, i.meter) for i in infos] == [
+    assert [(i.label, i.device, i.meter) for i in infos] == [
         ("h200", "cuda:0", "nvml"),
         ("p100", "cuda:1", "nvml:power-integration"),
     ]
@@ -191,7 +191,7 @@ def test_devices_command_with_a_study_names_the_problem(tmp_path):
             "--device-label",
             "gpu",
             "--spec",
-            '{"torch_device": "cuda:99"}',
+            "{spec}",
             "--output",
             "{out}",
             "--repeats-output",
@@ -207,8 +207,14 @@ def test_jobs_on_a_device_that_is_not_here_say_what_is_missing(argv, tmp_path, c
     """On a cluster node (or by hand) a measuring command fails in one line, writing nothing."""
     from joulebench.cli import main
 
+    from helpers.profile_job import spec_of
+
     out = tmp_path / "out.parquet"
-    assert main([a.replace("{out}", str(out)) for a in argv]) == 2
+    spec = spec_of(
+        {"torch_device": "cuda:99", "methods": {"fp32": {"precision": "fp32"}}, "batch_sizes": [1]}
+    ).to_json()
+    argv = [a.replace("{out}", str(out)).replace("{spec}", spec) for a in argv]
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("joulebench: error: devices: ") and "is cuda:99, but" in err
     assert "Traceback" not in err and not out.exists()

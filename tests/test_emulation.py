@@ -14,7 +14,7 @@ from helpers.timm_models import register
 from torch import nn
 
 from joulebench.cli import main
-from joulebench.core.backends import Libraries, NativePrecisions, backend_for, bound_device
+from joulebench.core.backends import Libraries, NativePrecisions, bound_device
 from joulebench.core.backends import cpu as cpu_backend
 from joulebench.core.backends.cpu import cpu_flags, native_from_cpuinfo
 from joulebench.core.backends.cuda import cuda_native
@@ -101,7 +101,7 @@ def fake_cpu(tmp_path, monkeypatch):
 def test_a_cpus_native_precisions_come_from_its_flags(text, native, tmp_path):
     path = tmp_path / "cpuinfo"
     path.write_text(text)
-    found = backend_for("cpu").native_precisions("cpu", Libraries(cpuinfo=str(path)))
+    found = bound_device("cpu", libs=Libraries(cpuinfo=str(path))).native_precisions()
     assert found.native == native
     assert set(found.why_not) == {"fp16", "bf16", "tf32"} - set(native)  # no CPU has TF32
     assert found.why_not["tf32"].startswith("a CPU has no TF32 (NVIDIA tensor cores")
@@ -127,9 +127,9 @@ def test_onednns_isa_cap_takes_precisions_away(text, environ, native, tmp_path):
     path = tmp_path / "cpuinfo"
     path.write_text(text)
     libs = Libraries(cpuinfo=str(path))
-    uncapped = backend_for("cpu").native_precisions("cpu", libs)
+    uncapped = bound_device("cpu", libs=libs).native_precisions()
     libs.environ = environ
-    found = backend_for("cpu").native_precisions("cpu", libs)
+    found = bound_device("cpu", libs=libs).native_precisions()
     assert found.native == (native or uncapped.native)
     for precision in set(uncapped.native) - set(found.native):
         name = next(k for k in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA") if k in environ)
@@ -142,7 +142,7 @@ def test_cpu_flags_are_the_processors_own_line_and_unreadable_means_not_known(tm
     assert "vnmi" not in cpu_flags(XEON_AVX512)[1]  # the `vmx flags` line is not the CPU's
     assert native_from_cpuinfo("machine: Apple M2\n") is None  # not Linux's format
     missing = Libraries(cpuinfo=str(tmp_path / "nope"))
-    assert backend_for("cpu").native_precisions("cpu", missing) is None
+    assert bound_device("cpu", libs=missing).native_precisions() is None
 
 
 def _cuda_torch(capability=(7, 0), available=True, hip=None, arch=""):
@@ -170,7 +170,7 @@ def _cuda_torch(capability=(7, 0), available=True, hip=None, arch=""):
 )
 def test_an_nvidia_gpus_native_precisions_follow_its_compute_capability(capability, native):
     libs = Libraries(torch=_cuda_torch(capability), rocm=False)
-    found = backend_for("cuda:0", libs).native_precisions("cuda:0", libs)
+    found = bound_device("cuda:0", libs=libs).native_precisions()
     assert found.native == native
     assert found.basis == f"compute capability {capability[0]}.{capability[1]}"
     if "tf32" not in native:
@@ -192,7 +192,7 @@ def test_the_bf16_line_is_torchs_own(capability, monkeypatch):
 
 def test_a_gpu_torch_cannot_see_is_not_known():
     libs = Libraries(torch=_cuda_torch(available=False), rocm=False)
-    assert backend_for("cuda:0", libs).native_precisions("cuda:0", libs) is None
+    assert bound_device("cuda:0", libs=libs).native_precisions() is None
 
 
 @pytest.mark.parametrize(
@@ -208,10 +208,10 @@ def test_a_gpu_torch_cannot_see_is_not_known():
 )
 def test_an_amd_gpus_native_precisions_follow_its_gfx_arch(arch, native):
     libs = Libraries(torch=_cuda_torch(hip="6.2", arch=arch), rocm=True)
-    backend = backend_for("cuda:0", libs)
-    assert backend.kind == "rocm"
-    assert backend.native_precisions("cuda:0", libs).native == native
-    assert "NVIDIA GPUs only" in backend.native_precisions("cuda:0", libs).why_not["tf32"]
+    device = bound_device("cuda:0", libs=libs)
+    assert device.kind == "rocm"
+    assert device.native_precisions().native == native
+    assert "NVIDIA GPUs only" in device.native_precisions().why_not["tf32"]
     assert rocm_native("not-a-gfx-name") is None  # unknown: every method measured
 
 
@@ -219,7 +219,7 @@ def test_an_amd_gpus_native_precisions_follow_its_gfx_arch(arch, native):
     ("device", "bf16"), [("sim:pascal", False), ("sim:v100", False), ("sim:a100", True)]
 )
 def test_a_simulated_gpu_runs_what_its_generations_gpu_runs(device, bf16):
-    found = backend_for(device).native_precisions(device, Libraries())
+    found = bound_device(device).native_precisions()
     assert ("bf16" in found.native) == bf16 and "fp16" in found.native
     assert ("tf32" in found.native) == bf16  # both from Ampere
 
@@ -270,11 +270,11 @@ def test_tf32_is_skipped_where_it_does_not_run_and_nothing_forces_it(allow_emula
 
 
 def test_the_job_skips_tf32_where_what_runs_natively_is_not_known(fake_cpu, tmp_path):
-    cpu = bound_device("cpu")
     missing = Libraries(cpuinfo=str(tmp_path / "nope"))
+    cpu = bound_device("cpu", libs=missing)
     tf32 = Method("tf32", precision="tf32")
-    assert method_verdict(cpu, Method("bf16", precision="bf16"), missing).skip_reason == ""
-    reason = method_verdict(cpu, tf32, missing).skip_reason
+    assert method_verdict(cpu, Method("bf16", precision="bf16")).skip_reason == ""
+    reason = method_verdict(cpu, tf32).skip_reason
     assert reason.startswith("tf32 does not run here: what cpu runs natively is not known")
 
 

@@ -115,8 +115,8 @@ def test_what_a_dead_process_left_is_restored_and_a_live_one_s_refused():
 def test_a_supervisor_restores_what_its_dead_worker_left_and_closes_the_control(monkeypatch):
     """After its workers, a job's supervisor opens the device's control for the restore
     (profile.restore_after_workers), and closes it again."""
-    from joulebench.core.backends import BoundDevice
     from joulebench.jobs.profile import restore_after_workers
+    from joulebench.sim.backend import SimDevice
 
     board, closed = FakeBoard(), []
     board.close = lambda: closed.append(True)
@@ -124,21 +124,19 @@ def test_a_supervisor_restores_what_its_dead_worker_left_and_closes_the_control(
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     Record(board.uuid, 700.0, True, dead.pid).write()
-    monkeypatch.setattr(BoundDevice, "knob_control", lambda self, libs=None: board)
+    monkeypatch.setattr(SimDevice, "knob_control", lambda self: board)
     said = restore_after_workers(sim_job({"capped": {"power_limit_w": 300}}, "test-supervisor"))
     assert said.startswith("restored") and f"left by process {dead.pid}" in said
     assert board.limit_w == 700.0 and closed == [True]
 
 
 def test_a_job_session_opens_the_control_once_and_closes_it_on_exit(monkeypatch):
-    from joulebench.core.backends import BoundDevice
     from joulebench.jobs.profile import JobSession
+    from joulebench.sim.backend import SimDevice
 
     board, opened, closed = FakeBoard(), [], []
     board.close = lambda: closed.append(True)
-    monkeypatch.setattr(
-        BoundDevice, "knob_control", lambda self, libs=None: opened.append(1) or board
-    )
+    monkeypatch.setattr(SimDevice, "knob_control", lambda self: opened.append(1) or board)
     job = sim_job({"capped": {"power_limit_w": 300}}, "test-session")
     with JobSession(job, job.bind_device()) as session:
         assert session.knob_control() is board and session.knob_control() is board

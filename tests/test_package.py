@@ -321,3 +321,19 @@ def test_no_function_is_longer_than_80_lines():
     too_long = [f"{where} ({n} lines)" for n, where in longest if n > 80]
     assert not too_long, too_long
     assert max(longest)[0] > 40  # the check sees functions at all
+
+
+def test_no_file_holds_a_merge_conflict_marker():
+    """A conflict resolved by hand must leave none behind (one once sat in a docstring)."""
+    import subprocess
+
+    files = subprocess.run(
+        ["git", "ls-files", "src", "tests", "docs", "workflow", "bench", "README.md"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    marker = re.compile(r"^(<{7}|>{7}) ", re.M)
+    found = [f for f in files if (REPO / f).is_file() and f.endswith((".py", ".md", ".smk", ".js"))
+             and marker.search((REPO / f).read_text(errors="replace"))]  # fmt: skip
+    assert not found, found

@@ -301,7 +301,7 @@ def test_a_pool_that_is_not_here_is_left_to_the_check():
 def test_the_devices_command_shows_a_pool():
     torch, nvml = fake_torch([H200, H200_B]), FakeNvml([H200, H200_B])
     infos, why = describe_devices(AUTO, torch=torch, nvml=nvml)
-    assert [(i.label, i.torch_device) for i in infos] == [("h200", "cuda:0"), ("h200", "cuda:1")]
+    assert [(i.label, i.device) for i in infos] == [("h200", "cuda:0"), ("h200", "cuda:1")]
     text = format_devices(infos, why)
     assert text.startswith("devices: auto picks h200 (a pool of 2: cuda:0, cuda:1)")
 

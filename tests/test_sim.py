@@ -21,7 +21,7 @@ from joulebench.check.gpu import check_gpu, square_wave
 from joulebench.check.report import FAIL, PASS, WARN, validate_report
 from joulebench.check.rows import CheckSettings
 from joulebench.check.sensor_fit import fit_sensor
-from joulebench.core.backends import backend_for
+from joulebench.core.backends import bound_device
 from joulebench.core.meters.nvidia_sensors import GENERATIONS, expected_sensor
 from joulebench.core.protocol import ProtocolSettings, measure
 from joulebench.sim import experiment
@@ -29,7 +29,7 @@ from joulebench.sim.rig import SimCheckTarget, simulated_gpu
 from joulebench.sim.thermal import THERMAL, Thermal
 from joulebench.sim.workload import PowerSignal, Workload
 
-SIM = backend_for("sim:hopper")  # the simulated GPUs' backend: their state is read as NVML's
+SIM = bound_device("sim:hopper")  # a simulated GPU: its state is read as NVML's
 
 # ---------------------------------------------------------------- the true power signal
 

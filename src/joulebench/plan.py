@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from joulebench.config_schema import default
-from joulebench.core.backends import Libraries, NativePrecisions, backend_for, kind_of
+from joulebench.core.backends import Libraries, NativePrecisions, kind_of
 from joulebench.core.emulation import FORCE_KEY, verdict
 from joulebench.core.meters.contention import DEFAULT_THRESHOLD as CONTENTION_THRESHOLD
 from joulebench.core.methods import NATIVE_ONLY, config_key, parse_methods
@@ -87,7 +87,7 @@ class HostLoad:
 @dataclass
 class DevicePlan:
     label: str
-    torch_device: str
+    device: str  # the device string (a pool's first)
     is_host: bool  # the host's CPU: measured after the GPUs, one job at a time
     configurations: int
     measuring_min_s: float  # the protocol's minimum
@@ -351,8 +351,8 @@ def _device_plan(
     scheduling, as Snakemake hands them out), each GPU's first job checking it first
     (`check_s`, jobs.first_check: the GPUs at once, so once on the wall; not where the
     device has measured rows already)."""
-    torch_device, gpus = members[0], len(members)
-    is_host = _is_host(torch_device)
+    device, gpus = members[0], len(members)
+    is_host = _is_host(device)
     skip, why = _emulated(configs, (native or {}).get(label))
     refresh_s = None if is_host else DEFAULT_REFRESH_S
     load = load if is_host else HostLoad()  # a GPU's windows need no host
@@ -390,7 +390,7 @@ def _device_plan(
     measured = sum(not skip[i] for _, indices in pending for i in indices)  # left to measure
     return DevicePlan(
         label,
-        torch_device,
+        device,
         is_host,
         configurations=len(models) * len(configs),
         measuring_min_s=measured * config_min_s(settings),
@@ -481,7 +481,7 @@ def meter_of(label: str, device: str) -> str:
     if not backend.is_host:
         return "sensor"
     try:
-        info = backend_for(device).describe(label, device, Libraries())
+        info = backend.describe(label, device, Libraries())
     except Exception:  # a CPU that cannot be described: the estimate, the likelier
         return "estimate"
     return "estimate" if str(info.meter or "").startswith(ESTIMATE_METER_PREFIX) else "counter"
@@ -630,7 +630,7 @@ def format_plan(plan: Plan) -> str:
         f"{'estimated':>12}",
     ]
     for d in plan.devices:
-        torch = d.torch_device if d.gpus == 1 else f"{d.gpus} GPUs"
+        torch = d.device if d.gpus == 1 else f"{d.gpus} GPUs"
         lines.append(
             f"{d.label:<12} {torch:<8} {d.configurations:>14,} "
             f"{_time(d.measuring_min_s, d.finished, '-'):>13} {_time(d.estimate_s, d.finished):>12}"
@@ -744,9 +744,9 @@ def _pool_line(plan: Plan, d: DevicePlan) -> str:
     )
 
 
-def _is_host(torch_device: str) -> bool:
+def _is_host(device: str) -> bool:
     """The host's CPU measures alone (it takes every measuring slot); GPUs measure at once."""
-    return kind_of(torch_device).is_host
+    return kind_of(device).is_host
 
 
 def with_gpus(devices: dict, gpus: int) -> dict[str, list[str]]:

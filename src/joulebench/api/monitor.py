@@ -83,9 +83,7 @@ class Monitor:
         self._meter().close()  # a meter this device has not: said now, not at the first window
 
     def _meter(self):
-        from joulebench.core.backends import select_node_meter
-
-        return select_node_meter(self.device, prefer=self._prefer, label=self.label)[0]
+        return self._device.node_meter(prefer=self._prefer)[0]
 
     def begin_window(self, name: str) -> None:
         window_name(name)

@@ -93,11 +93,7 @@ def _waits(idle_s, quiet_wait_s) -> None:
 
 def _meter_factory(device: BoundDevice, prefer: str | None, concurrent) -> Callable:
     """A fresh meter of the device with the host's beside it, as a profile job makes it."""
-    from joulebench.core.backends import select_node_meter
-
-    return functools.partial(
-        select_node_meter, device.device, prefer=prefer, label=device.label, concurrent=concurrent
-    )
+    return functools.partial(device.node_meter, prefer=prefer, concurrent=concurrent)
 
 
 def _idle(meters: Callable, idle_s: float):

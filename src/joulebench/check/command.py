@@ -26,20 +26,21 @@ def run_check(
     (default results/check/<device>.json); returns the report and where it went. A device
     that cannot be measured raises MeterUnavailable; a bad option, ConfigError."""
     from joulebench.check.report import report_path, write_report
-    from joulebench.core.backends import DeviceError, backend_for, spellings
+    from joulebench.core.backends import DeviceError, Libraries, bound_device, spellings
     from joulebench.core.meters import MeterUnavailable
     from joulebench.study import ConfigError
     from joulebench.table_io import check_writable
 
+    libs = Libraries()
     try:
-        backend = backend_for(device, prefer=meter)
+        bound = bound_device(device, libs=libs, prefer=meter)
     except DeviceError:
         raise ConfigError(f"check: --device must be {spellings()}, not {device!r}") from None
     try:
-        backend.check_prefer(device, meter)
+        bound.check_prefer(meter)
     except DeviceError as err:
         raise ConfigError(f"check: --meter: {err}") from None
-    device = backend.canonical(device)
+    backend, device = bound.backend, bound.backend.canonical(device)
     output = Path(output or report_path(device))
     check_writable(output)  # before a minute of measuring, not after
     settings = CheckSettings.quick() if quick else CheckSettings()
@@ -54,13 +55,11 @@ def run_check(
         report = check_cpu(settings, progress, prefer=meter, **options)
     else:
         from joulebench.check.gpu import check_gpu
-        from joulebench.core.backends import Libraries
 
-        libs = Libraries()
         problems = backend.problems(device, device, libs)
         if problems:
             raise MeterUnavailable("no-device", problems[0])
-        target = backend.check_target(device, meter, libs)
-        report = check_gpu(target, settings, progress, state=backend.state)
+        bound = backend.bind(device, libs=libs)  # under its one spelling (cuda -> cuda:0)
+        report = check_gpu(bound.check_target(meter), settings, progress, state=bound.state)
     data = report.as_dict()
     return data, write_report(data, output)

@@ -7,7 +7,7 @@ are `skipped`, the reason naming what the device lacks and the key that forces i
 is measured and flagged `emulated`: shown, not invalidating. tf32 is not emulated but absent:
 where a device has no TF32, torch runs IEEE fp32 without a word, so tf32 is skipped, never
 forced, also where the device's answer is not known. What a device runs natively is its
-backend's answer (Backend.native_precisions). docs/profiling.md#emulated-precisions.
+bound device's answer (BoundDevice.native_precisions). docs/profiling.md#emulated-precisions.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from joulebench.core.backends import (
     DeviceError,
     Libraries,
     NativePrecisions,
-    backend_for,
+    bound_device,
 )
 from joulebench.core.methods import NATIVE_ONLY, Method
 from joulebench.flags import FLAG_EMULATED
@@ -66,10 +66,10 @@ def absent_reason(method: Method, why: str) -> str:
     )
 
 
-def method_verdict(device: BoundDevice, method: Method, libs: Libraries | None = None) -> Verdict:
-    """The verdict for `method` on `device`, asking its backend (the profile job): as
-    `verdict`, but a NATIVE_ONLY precision where the answer is not known is skipped."""
-    native = device.native_precisions(libs)
+def method_verdict(device: BoundDevice, method: Method) -> Verdict:
+    """The verdict for `method` on `device`, asking it (the profile job): as `verdict`, but
+    a NATIVE_ONLY precision where the answer is not known is skipped."""
+    native = device.native_precisions()
     if native is None and method.precision in NATIVE_ONLY:
         why = f"what {device} runs natively is not known here"
         return Verdict(skip_reason=absent_reason(method, why))
@@ -84,7 +84,7 @@ def native_by_label(
     out = {}
     for label, device in devices.items():
         try:
-            out[label] = backend_for(device, libs).native_precisions(device, libs)
+            out[label] = bound_device(device, label, libs).native_precisions()
         except (DeviceError, ValueError):  # a device no backend serves, an unknown sim GPU
             out[label] = None
     return out

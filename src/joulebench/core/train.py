@@ -129,7 +129,7 @@ def make_train_step(model, x, num_classes: int, method, spec: TrainSpec, device:
     import torch
 
     model.train()
-    labels = synthetic_labels(x.shape[0], num_classes, device.device, spec.seed)
+    labels = synthetic_labels(x.shape[0], num_classes, device.tensor_device, spec.seed)
     optimizer = make_optimizer(model.parameters(), spec)
     scaler = None
     scaled = device.grad_scaler_device()  # None on a CPU

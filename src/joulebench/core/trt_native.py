@@ -72,7 +72,7 @@ def gpu_target(device: BoundDevice) -> tuple[dict, str]:
             f"no CUDA GPU is visible to torch {torch.__version__} ({build}); torch-tensorrt "
             "needs one: run on a GPU node with a CUDA build of torch"
         )
-    where = torch.device(device.device)
+    where = device.tensor_device
     major, minor = torch.cuda.get_device_capability(where)
     name = torch.cuda.get_device_name(where)
     if (major, minor) < MIN_CAPABILITY:
@@ -160,7 +160,7 @@ def build_engine(model, x, method, device: BoundDevice, folder: Path) -> dict:
             model,
             ir="dynamo",
             arg_inputs=[torch_tensorrt.Input(shape=tuple(x.shape), dtype=x.dtype)],
-            device=torch.device(device.device),
+            device=device.tensor_device,
             timing_cache_path=str(folder / "timing.cache"),  # a cold cache: comparable builds
             **options,
         )

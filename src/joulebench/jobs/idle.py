@@ -58,18 +58,18 @@ def run_idle(
     tdp_w: float | None = None,
 ) -> dict:
     """`joulebench idle`: measure the baseline and write it; returns the row."""
-    from joulebench.core.backends import bound_device, select_meter
+    from joulebench.core.backends import bound_device
     from joulebench.jobs.concurrency import NodeMeasurements
     from joulebench.schedule.devices import require_measurable
 
     if not duration_s > 0:
         raise ValueError(f"idle: duration_s must be > 0, got {duration_s}")
     require_measurable(device_label, device)
-    bound = bound_device(device, device_label)
+    bound = bound_device(device, device_label, prefer=meter)
     bound.open_context()  # as during profiling (CUDA context)
     started = utc_now()
     options = {"tdp_w": tdp_w} if tdp_w else {}
-    chosen, reasons = select_meter(device, prefer=meter, label=device_label, **options)
+    chosen, reasons = bound.meter(prefer=meter, **options)
     with NodeMeasurements(device_label), chosen:  # counted by overlapping measurements
         idle = measure_idle(chosen, duration_s)
         uuid = chosen.describe().get("uuid")

@@ -333,11 +333,11 @@ def main_worker(args) -> int:
 
 def _gpu_fault_kind(torch_device: str, exc: Exception) -> str | None:
     """The GPU fault `exc` reports where the job's device is a GPU, else None."""
-    from joulebench.core.backends import backend_for
+    from joulebench.core.backends import kind_of
     from joulebench.jobs.gpu_faults import fault_kind
 
     try:
-        if backend_for(torch_device).is_host:
+        if kind_of(torch_device).is_host:
             return None
     except Exception:  # a device string no backend serves: no fault of a GPU
         return None

@@ -109,8 +109,9 @@ class ProfileJob:
 
     def bind_device(self) -> BoundDevice:
         """The job's device bound to its backend (DeviceError for a string none serves):
-        made once, by whoever runs the job (its JobSession holds it)."""
-        return bound_device(self.spec.torch_device, self.device_label)
+        made once, by whoever runs the job (its JobSession holds it); a forced meter picks
+        among the kinds sharing its spelling."""
+        return bound_device(self.spec.torch_device, self.device_label, prefer=self.spec.meter)
 
     def configs_ask_knobs(self) -> bool:
         return any(m.knobs for m in self.spec.methods)
@@ -184,14 +185,8 @@ class JobSession:
 
     def meter(self):
         """(meter, reasons): a fresh meter of the device with the host's beside it."""
-        from joulebench.core.backends import select_node_meter
-
-        return select_node_meter(
-            self.device.device,
-            prefer=self.job.spec.meter,
-            label=self.job.device_label,
-            concurrent=self._node.count,
-            **self.meter_options,
+        return self.device.node_meter(
+            prefer=self.job.spec.meter, concurrent=self._node.count, **self.meter_options
         )
 
     def knob_control(self) -> KnobControl | None:
@@ -415,7 +410,7 @@ def prepare(
         job.model,
         method,
         batch_size,
-        compute.device,
+        compute.tensor_device,
         workload=job.spec.workload,
         train=train,
         input_kind=job.spec.input_kind,

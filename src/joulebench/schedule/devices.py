@@ -144,7 +144,7 @@ def _describe(label: str, device: str, libs: Libraries, meter_options=None) -> D
         return DeviceInfo(label, str(device), problems=[_unknown(label, device)])
     info = backend.describe(label, device, libs, meter_options)
     if not info.problems:
-        info.precisions = backend.native_precisions(device, libs)
+        info.precisions = backend.bind(device, label, libs).native_precisions()
     return info
 
 
@@ -231,7 +231,7 @@ def _pool_text(label: str, members: list[str]) -> str:
 
 
 def _format_info(info: DeviceInfo) -> list[str]:
-    lines = ["", f"{info.label}: {info.torch_device}, {info.name or 'unknown device'}"]
+    lines = ["", f"{info.label}: {info.device}, {info.name or 'unknown device'}"]
     if info.problems:
         return lines + [f"  cannot measure: {p}" for p in info.problems]
     lines.append(f"  meter: {info.meter}")
@@ -276,7 +276,7 @@ def format_devices(
     if spec == AUTO:
         pools: dict[str, list[str]] = {}
         for info in infos:
-            pools.setdefault(info.label, []).append(info.torch_device)
+            pools.setdefault(info.label, []).append(info.device)
         picked = ", ".join(_pool_text(label, members) for label, members in pools.items())
         lines.append(f"devices: auto picks {picked}")
         if why_not:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from functools import cached_property
 
 from joulebench.core.backends.base import (
     Backend,
@@ -25,6 +26,7 @@ from joulebench.core.backends.base import (
     Libraries,
     NativePrecisions,
 )
+from joulebench.core.backends.bound import BoundDevice, bound_device
 from joulebench.core.backends.cuda import NvmlKnobs, cuda_native, nvml_state
 from joulebench.core.meters.nvidia_sensors import BOARD_NAMES as BOARD
 from joulebench.core.meters.nvidia_sensors import GENERATIONS
@@ -110,6 +112,72 @@ class DeviceCheckTarget(SimCheckTarget):
         return meter
 
 
+def sim_name(device: str) -> str:
+    """'sim:h100' -> 'NVIDIA H100 ... (simulated)': the product name rows record."""
+    return f"{BOARD[sim_generation(device)]} (simulated)"
+
+
+class SimDevice(BoundDevice):
+    """A simulated GPU, bound: its board on the wall clock (one per board_key and process,
+    made on first use), read and set through the board's fake NVML; its model on the CPU."""
+
+    @cached_property
+    def board(self) -> WallSimGpu:
+        return wall_sim_gpu(self.device, self.label or self.device)
+
+    @cached_property
+    def compute(self) -> BoundDevice:
+        return bound_device("cpu", self.label, self.libs)
+
+    def name(self) -> str:
+        return sim_name(self.device)
+
+    def native_precisions(self) -> NativePrecisions | None:
+        return cuda_native(*CAPABILITY[sim_generation(self.device)])
+
+    def build_meter(self, prefer: str | None, **options):
+        kept = {k: v for k, v in options.items() if k in METER_OPTIONS}
+        return self.board.meter(**kept), []
+
+    def wrap_step(self, step: Callable[[], object]) -> Callable:
+        """The board draws busy power while the step runs."""
+        return self.board.run(step)
+
+    def busy_fraction(self, step, sync, step_s: float) -> float:
+        """What the board's host model made of the step (sim.host), as a trace would."""
+        fraction = getattr(step, "gpu_busy_fraction", None)
+        return float(fraction) if fraction is not None else math.nan
+
+    def check_target(self, prefer: str | None = None):
+        """A board of the device's generation in simulated time, driven as a GPU is, with
+        its generation's heat (sim.thermal.THERMAL) and the devices' power tail
+        (sim.tail.DEVICE_TAIL), which the check's heat and tail rows measure. With the
+        study's label, the board a job on it draws from (its UUID, name and limits): the
+        check of that very board (measure.calibration)."""
+        self.check_prefer(prefer)
+        generation = sim_generation(self.device)
+        variation = self.board.variation if self.label else NOMINAL
+        rig = simulated_gpu(
+            generation,
+            phase_s=CHECK_PHASE_S,
+            thermal=THERMAL[generation],
+            tail=DEVICE_TAIL,
+            board=_same_board(self.board) if self.label else None,
+            idle_w=IDLE_W * variation.idle_scale,
+            sensor={"gain": variation.gain, "offset_w": variation.offset_w},
+            silicon=variation.silicon,
+            nominal_idle_w=IDLE_W,
+        )
+        return DeviceCheckTarget(rig, self.device)
+
+    def state(self, meter) -> DeviceState:
+        return nvml_state(meter)
+
+    def knob_control(self) -> NvmlKnobs:
+        """The simulated board's NVML, which sets and reads its limit and clocks."""
+        return NvmlKnobs(self.board.meter())
+
+
 class SimBackend(Backend):
     """A simulated GPU: NVML's meter over the sensor simulator, the model on the CPU."""
 
@@ -118,12 +186,13 @@ class SimBackend(Backend):
     spellings = ("sim:<gpu>",)
     meters = ("nvml",)
     simulated = True
+    device_class = SimDevice
 
     def discover(self, libs: Libraries) -> tuple[list[DeviceIdentity], str]:
         """One simulated board per generation the simulator knows."""
         generations = sorted(set(BOARD) & set(GENERATIONS))
         found = [
-            DeviceIdentity(f"sim:{g}", self.name(f"sim:{g}"), uuid=sim_uuid(f"sim-{g}"))
+            DeviceIdentity(f"sim:{g}", sim_name(f"sim:{g}"), uuid=sim_uuid(f"sim-{g}"))
             for g in generations
         ]
         return found, ""
@@ -140,18 +209,15 @@ class SimBackend(Backend):
         key = board_key(device, device)
         index = board_index(device)
         return DeviceIdentity(
-            device, self.name(device), uuid=sim_uuid(key), index=index, serial=f"SIM-{key}"
+            device, sim_name(device), uuid=sim_uuid(key), index=index, serial=f"SIM-{key}"
         )
-
-    def name(self, device: str, libs: Libraries | None = None) -> str:
-        return f"{BOARD[sim_generation(device)]} (simulated)"
 
     def describe(
         self, label: str, device: str, libs: Libraries, meter_options: dict | None = None
     ) -> DeviceInfo:
         info = DeviceInfo(label, device)
         try:
-            info.name = self.name(device)
+            info.name = sim_name(device)
         except ValueError as err:
             info.problems.append(f"devices: '{label}' is {device}, but {err}")
             return info
@@ -159,59 +225,10 @@ class SimBackend(Backend):
         info.not_better = ["SIM: a simulated GPU: the model runs on the CPU; never scored"]
         return info
 
-    def native_precisions(self, device: str, libs: Libraries) -> NativePrecisions | None:
-        return cuda_native(*CAPABILITY[sim_generation(device)])
 
-    def meter(self, device, *, prefer=None, label="", libs=None, **options):
-        self.check_prefer(device, prefer)
-        kept = {k: v for k, v in options.items() if k in METER_OPTIONS}
-        return wall_sim_gpu(device, label or device).meter(**kept), []
-
-    def compute_device(self, device: str) -> str:
-        return "cpu"
-
-    def wrap_step(self, device: str, label: str, step: Callable[[], object]) -> Callable:
-        """The board draws busy power while the step runs."""
-        return wall_sim_gpu(device, label).run(step)
-
-    def busy_fraction(self, device, step, sync, step_s: float) -> float:
-        """What the board's host model made of the step (sim.host), as a trace would."""
-        fraction = getattr(step, "gpu_busy_fraction", None)
-        return float(fraction) if fraction is not None else math.nan
-
-    def check_target(self, device: str, prefer=None, libs: Libraries | None = None, label=None):
-        """A board of the device's generation in simulated time, driven as a GPU is, with
-        its generation's heat (sim.thermal.THERMAL) and the devices' power tail
-        (sim.tail.DEVICE_TAIL), which the check's heat and tail rows measure. With the
-        study's `label`, the board a job on it draws from (its UUID, name and limits): the
-        check of that very board (measure.calibration)."""
-        self.check_prefer(device, prefer)
-        generation = sim_generation(device)
-        variation = wall_sim_gpu(device, label).variation if label else NOMINAL
-        rig = simulated_gpu(
-            generation,
-            phase_s=CHECK_PHASE_S,
-            thermal=THERMAL[generation],
-            tail=DEVICE_TAIL,
-            board=_same_board(device, label) if label else None,
-            idle_w=IDLE_W * variation.idle_scale,
-            sensor={"gain": variation.gain, "offset_w": variation.offset_w},
-            silicon=variation.silicon,
-            nominal_idle_w=IDLE_W,
-        )
-        return DeviceCheckTarget(rig, device)
-
-    def state(self, meter) -> DeviceState:
-        return nvml_state(meter)
-
-    def knob_control(self, device: str, label: str, libs: Libraries | None = None):
-        """The simulated board's NVML, which sets and reads its limit and clocks."""
-        return NvmlKnobs(wall_sim_gpu(device, label).meter())
-
-
-def _same_board(device: str, label: str) -> dict:
+def _same_board(wall_gpu: WallSimGpu) -> dict:
     """SimBoard settings that make a check's board the job's (wall_sim_gpu's) as NVML sees it."""
-    wall = wall_sim_gpu(device, label).board
+    wall = wall_gpu.board
     keep = ("uuid", "default_power_limit_mw", "power_limit_mw", "power_limit_range_mw")
     return {key: getattr(wall, key) for key in keep}
 

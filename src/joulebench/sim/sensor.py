@@ -1,14 +1,6 @@
 """NVIDIA's on-board power sensor, simulated per GPU generation over a true power signal.
 
 The reading refreshes every `refresh_s` and is the mean true power over the last `window_s`
-<<<<<<< HEAD
-of each refresh period (a boxcar) plus noise (`noise_w`), in whole mW, constant between
-refreshes; the averaged field is the mean of the last second's readings. The energy counter
-(mJ from an arbitrary offset) adds each reading times `refresh_s` at its refresh, blind where
-the reading is (`counter="sensor"`, an assumption), or is the exact integral up to the last
-refresh (`counter="exact"`). The published behaviour and its sources:
-core.meters.nvidia_sensors, docs/measurement.md#the-protocol-against-simulated-sensors.
-=======
 of each refresh period (a boxcar; with `delay_s`, a window that ends that long before the
 refresh: a sensor reporting late, issue 40 item 11) plus noise (`noise_w`), in whole mW,
 constant between refreshes; the averaged field is the mean of the last second's readings.
@@ -16,7 +8,6 @@ The energy counter (mJ from an arbitrary offset) adds each reading times `refres
 refresh, blind where the reading is (`counter="sensor"`, an assumption), or is the exact
 integral up to the last refresh (`counter="exact"`). The published behaviour and its sources:
 core.meters.nvidia_sensors, docs/measurement.md#the-protocol-against-simulated-sensors.
->>>>>>> 6050828
 State advances lazily: each query processes the refreshes up to the clock's now, in order
 (queries never go back in time), so nothing runs while nobody reads.
 """

@@ -206,10 +206,10 @@ def _torch_device(rows: pd.DataFrame, label: str) -> str:
     return str(known.iloc[0]) if len(known) else (host.kind if label == host.kind else "?")
 
 
-def _is_host(torch_device: str) -> bool:
+def _is_host(device: str) -> bool:
     """The host's CPU measures after the others (it takes every slot); "?" is not it."""
     try:
-        return kind_of(torch_device).is_host
+        return kind_of(device).is_host
     except DeviceError:
         return False
 

@@ -1,13 +1,14 @@
 """Device backends: one module per kind of device, and the registry that finds them.
 
-`base` is the interface every kind implements (Backend: discover, describe, meter, pin,
-sync, free memory, execution providers, check target and state) and the records it
-answers with; `registry` says which backend serves a device string (loaded by module name,
-as entry points are); `select` builds a device's meter and the whole node's. The kinds:
+`base` is the interface every kind implements (Backend: discover, describe, pin, bind)
+and the records it answers with; `bound` is a device bound once (BoundDevice: meter, the
+node's meter, sync, free memory, execution providers, knobs, check target and state), each
+kind's own class holding what it is read through; `registry` says which backend serves a
+device string (loaded by module name, as entry points are); `select` a string's meter. The kinds:
 `cpu` (RAPL, else the estimate), `cuda` (NVIDIA, NVML), `rocm` (AMD, AMD SMI), and `sim`
 (simulated GPUs: joulebench.sim.backend, loaded by name for tests, never imported).
-`torch_gpu` is what cuda and rocm share. `bound` binds one device string to its backend
-once (BoundDevice): what a job holds and code below it asks. Adding a kind:
+`torch_gpu` is what cuda and rocm share. `bound_device(string, label)` binds a device once:
+what a job holds and code below it asks. Adding a kind:
 docs/devices.md. The map of the package: docs/design.md.
 """
 
@@ -34,7 +35,7 @@ from joulebench.core.backends.registry import (
     spellings,
     unregister,
 )
-from joulebench.core.backends.select import select_meter, select_node_meter
+from joulebench.core.backends.select import select_meter
 
 __all__ = [
     "Backend",
@@ -56,7 +57,6 @@ __all__ = [
     "meter_names",
     "register",
     "select_meter",
-    "select_node_meter",
     "spellings",
     "unregister",
 ]

@@ -2,10 +2,11 @@
 
 A backend owns one kind of device: the device strings it serves (`cpu`, `cuda:N`, ...), how
 its devices are found and named, why one cannot be measured (and the command that fixes
-it), its meter, how a job is pinned to one device, where the model runs, how work on it is
-synchronised and its memory freed, the runtimes' execution providers, and the state
-`joulebench check` reports. Code above the backends asks them; it never tests a device
-string (tests/test_package.py). Modelled on Zeus's zeus/device/gpu (an ABC per vendor,
+it), how a job is pinned to one device, and how a device string is bound once into the
+object a job asks (`bind`: its meter, where the model runs, how work on it is synchronised
+and its memory freed, the runtimes' execution providers, its knobs, the state `joulebench
+check` reports; core.backends.bound). Code above the backends asks them; it never tests a
+device string (tests/test_package.py). Modelled on Zeus's zeus/device/gpu (an ABC per vendor,
 `get_gpus()` picking one); adding a kind is one module (docs/devices.md).
 
 `Libraries` carries the libraries a backend reads the machine through (torch, pynvml,
@@ -15,11 +16,8 @@ amdsmi; the CPU's flags file), loaded on first use; tests pass fakes.
 from __future__ import annotations
 
 import abc
-import gc
-import math
 import re
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # Words of product names that say nothing about the GPU.
@@ -94,7 +92,7 @@ class DeviceInfo:
     """What `joulebench devices` prints for one device."""
 
     label: str
-    torch_device: str
+    device: str  # the device string (`cuda:1`)
     name: str = ""
     meter: str = ""  # the meter a job would use; empty when none can read this device
     not_better: list[str] = field(default_factory=list)  # why a better meter is not used
@@ -203,8 +201,10 @@ class KnobControl(abc.ABC):
 
 
 class Backend(abc.ABC):
-    """One kind of device. Class attributes say what the kind is; methods take the device
-    string (one of `pattern`'s) and, where they read the machine, the `Libraries`."""
+    """One kind of device. Class attributes say what the kind is; methods take a device
+    string (one of `pattern`'s) only where a study's string is read (finding, naming,
+    describing and pinning devices) and `bind` it into a device of `device_class`, which
+    is what measures, runs work and sets knobs (core.backends.bound)."""
 
     #: short name of the kind: "cpu", "cuda", "rocm", "sim"
     kind: str = ""
@@ -229,6 +229,8 @@ class Backend(abc.ABC):
     #: the model runs on a torch GPU (CUDA or ROCm): TF32, cuDNN autotuning and CUDA graphs
     #: apply there (core.arithmetic, core.cuda_graphs); a simulated GPU's runs on the CPU
     runs_on_gpu: bool = False
+    #: the class of this kind's bound devices (core.backends.bound.BoundDevice's)
+    device_class: type = None  # type: ignore[assignment]
 
     def claims(self, device: str, libs: Libraries) -> bool:
         """Whether this backend serves `device` here, when several serve its spelling (cuda
@@ -267,10 +269,6 @@ class Backend(abc.ABC):
         return device
 
     @abc.abstractmethod
-    def name(self, device: str, libs: Libraries | None = None) -> str:
-        """The device's product name for provenance (`device_name` in every row)."""
-
-    @abc.abstractmethod
     def describe(
         self, label: str, device: str, libs: Libraries, meter_options: dict | None = None
     ) -> DeviceInfo:
@@ -281,70 +279,12 @@ class Backend(abc.ABC):
         """Why `device` cannot be measured here, one line each; [] when it can."""
         return self.describe(label, device, libs).problems
 
-    def native_precisions(self, device: str, libs: Libraries) -> NativePrecisions | None:
-        """The precisions `device` runs natively, and why not the others (core.emulation
-        skips methods of those); None: not known here (the device is not visible, or its
-        kind does not say), and every method is measured."""
-        return None
+    # -- binding: the one object a job asks from here on
 
-    # -- measuring
-
-    @abc.abstractmethod
-    def meter(
-        self,
-        device: str,
-        *,
-        prefer: str | None = None,
-        label: str = "",
-        libs: Libraries | None = None,
-        **options,
-    ) -> tuple[object, list[str]]:
-        """(meter, reasons the better meters were not used). `prefer` forces one of
-        `meters`; options go to the meters that accept them (meters.registry)."""
-
-    def check_prefer(self, device: str, prefer: str | None) -> None:
-        """DeviceError unless `prefer` is None or a meter of this kind."""
-        if prefer is not None and prefer not in self.meters:
-            raise DeviceError(
-                f"device {device!r} is measured with {' or '.join(self.meters)}, not {prefer!r}"
-            )
-
-    def meter_options_from_check(self, report: dict | None) -> dict:
-        """Meter options from the device's latest `joulebench check` report."""
-        refresh = (report or {}).get("protocol", {}).get("sensor_refresh_s")
-        return {"refresh_s": float(refresh)} if self.uses_check_refresh and refresh else {}
-
-    def compute_device(self, device: str) -> str:
-        """The torch device the job's model runs on (a simulated GPU's is the CPU)."""
-        return device
-
-    def open_context(self, device: str, libs: Libraries | None = None) -> None:
-        """Bring the device to the state jobs measure it in (a CUDA context) before idle."""
-        return None  # the CPU, a simulated GPU: nothing to open
-
-    def sync(self, device: str) -> None:
-        """Wait until the work queued on the device is done (windows open and close after)."""
-        return None  # synchronous (the CPU)
-
-    def free_memory(self, device: str) -> None:
-        """Free what a finished configuration left (and the device's cached memory)."""
-        gc.collect()
-
-    def wrap_step(self, device: str, label: str, step: Callable[[], object]) -> Callable:
-        """The protocol's step as this device runs it (a simulated board draws while it runs)."""
-        return step
-
-    def busy_fraction(
-        self, device: str, step: Callable[[], object], sync: Callable[[], object], step_s: float
-    ) -> float:
-        """The share of a step (`step` as wrap_step made it, taking about `step_s`) during
-        which the device executes kernels, traced outside the windows (core.host_bound);
-        NaN where that does not apply (a CPU)."""
-        return math.nan
-
-    def grad_scaler_device(self, device: str) -> str | None:
-        """The torch device type whose GradScaler fp16 training uses here; None: unscaled."""
-        return None
+    def bind(self, device: str, label: str = "", libs: Libraries | None = None):
+        """`device` bound once (a BoundDevice of this kind's `device_class`), holding what
+        it is read and driven through; `label`: the study's name for it."""
+        return self.device_class(self, device, label, libs)
 
     # -- pinning a job to one device (before torch starts)
 
@@ -355,45 +295,3 @@ class Backend(abc.ABC):
     def pin(self, device: str, value: str, env) -> str:
         """Apply `pin_value` to the job's environment; returns the device the job then uses."""
         return device
-
-    # -- runtimes (ONNX Runtime)
-
-    def onnx_device(self, device: str) -> tuple[str, int] | None:
-        """ONNX Runtime's device name and index where inputs and outputs stay bound
-        (IOBinding), e.g. ("cuda", 0); None: in host memory."""
-        return None
-
-    def execution_providers(
-        self, device: str, runtime: str, precision: str, engines_dir: str
-    ) -> list:
-        """ONNX Runtime's providers for `runtime` here, best first; DeviceError with the
-        reason when this device has none for it."""
-        from joulebench.core.methods import ORT_TENSORRT
-
-        if runtime == ORT_TENSORRT:
-            raise DeviceError(f"TensorRT runs on CUDA devices only, not {device}")
-        return ["CPUExecutionProvider"]
-
-    # -- settings a method may ask for (docs/power.md)
-
-    def knob_control(self, device: str, label: str, libs: Libraries | None = None):
-        """The device's KnobControl, or None where this kind has no power limit or clock to
-        set (a CPU); KnobRefused where it has, but they cannot be reached here."""
-        return None
-
-    # -- joulebench check
-
-    def check_target(
-        self,
-        device: str,
-        prefer: str | None = None,
-        libs: Libraries | None = None,
-        label: str | None = None,
-    ):
-        """What `joulebench check` drives on this device (core.targets); `label`:
-        the study's name for it, where a job checks its own board (measure.calibration)."""
-        raise DeviceError(f"joulebench check cannot drive {device} (kind {self.kind})")
-
-    def state(self, meter) -> DeviceState:
-        """The device's settings and state, read through `meter`'s management library."""
-        return DeviceState()

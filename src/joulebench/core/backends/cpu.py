@@ -25,6 +25,7 @@ from joulebench.core.backends.base import (
     Libraries,
     NativePrecisions,
 )
+from joulebench.core.backends.bound import BoundDevice
 from joulebench.core.methods import PRECISIONS
 
 CPUINFO = "/proc/cpuinfo"  # Libraries.cpuinfo replaces it (tests: a fake CPU's text)
@@ -129,42 +130,17 @@ def readable_reason(reason: str) -> str:
     return f"{name.upper()}: {text or rest}"
 
 
-class CpuBackend(Backend):
-    """The host's CPU packages (and DRAM), read by RAPL or modelled by the estimate."""
+class CpuDevice(BoundDevice):
+    """The host's CPU, bound: its meter (RAPL, else the estimate) and its flags file."""
 
-    kind = "cpu"
-    pattern = "cpu"
-    spellings = ("cpu",)
-    meters = ("rapl", "estimate")  # best first
-    node_part = "cpu"
-    is_host = True
-
-    def discover(self, libs: Libraries) -> tuple[list[DeviceIdentity], str]:
-        return [DeviceIdentity("cpu", self.name("cpu"))], ""
-
-    def label(self, identity: DeviceIdentity) -> str:
-        return "cpu"
-
-    def name(self, device: str, libs: Libraries | None = None) -> str:
+    def name(self) -> str:
         from joulebench.core.provenance import cpu_name
 
         return cpu_name()
 
-    def describe(
-        self, label: str, device: str, libs: Libraries, meter_options: dict | None = None
-    ) -> DeviceInfo:
-        info = DeviceInfo(label, device, name=self.name(device), is_host=True)
-        meter, reasons = self.meter(device, **(meter_options or {}))
-        with meter:
-            info.meter = meter.name
-        info.not_better = [readable_reason(r) for r in reasons]
-        return info
-
-    def problems(self, label: str, device: str, libs: Libraries) -> list[str]:
-        return []  # always measurable: by RAPL, or by the labelled estimate
-
-    def native_precisions(self, device: str, libs: Libraries) -> NativePrecisions | None:
+    def native_precisions(self) -> NativePrecisions | None:
         """By the flags file's instructions; None where it cannot be read (not Linux)."""
+        libs = self.libs
         path = libs.cpuinfo or CPUINFO
         try:
             text = Path(path).read_text(errors="replace")
@@ -173,14 +149,13 @@ class CpuBackend(Backend):
         native = native_from_cpuinfo(text, path)
         return native and capped(native, os.environ if libs.environ is None else libs.environ)
 
-    def meter(self, device, *, prefer=None, label="", libs=None, **options):
+    def build_meter(self, prefer: str | None, **options):
         """RAPL, else the estimate with the reason; `prefer` forces one and never falls back."""
         from joulebench.core.meters import MeterUnavailable
         from joulebench.core.meters.registry import make_meter
 
-        self.check_prefer(device, prefer)
         if prefer is not None:
-            others = [name for name in self.meters if name != prefer]
+            others = [name for name in self.backend.meters if name != prefer]
             return make_meter(prefer, **options), [
                 f"{n}: not tried, prefer={prefer!r}" for n in others
             ]
@@ -191,7 +166,39 @@ class CpuBackend(Backend):
         return make_meter("estimate", **options), [reason]
 
     def state(self, meter) -> DeviceState:
-        return DeviceState(device_name=self.name("cpu"), energy_counter=not meter.is_estimate)
+        return DeviceState(device_name=self.name(), energy_counter=not meter.is_estimate)
+
+
+class CpuBackend(Backend):
+    """The host's CPU packages (and DRAM), read by RAPL or modelled by the estimate."""
+
+    kind = "cpu"
+    pattern = "cpu"
+    spellings = ("cpu",)
+    meters = ("rapl", "estimate")  # best first
+    node_part = "cpu"
+    is_host = True
+    device_class = CpuDevice
+
+    def discover(self, libs: Libraries) -> tuple[list[DeviceIdentity], str]:
+        return [DeviceIdentity("cpu", self.bind("cpu").name())], ""
+
+    def label(self, identity: DeviceIdentity) -> str:
+        return "cpu"
+
+    def describe(
+        self, label: str, device: str, libs: Libraries, meter_options: dict | None = None
+    ) -> DeviceInfo:
+        bound = self.bind(device, label, libs)
+        info = DeviceInfo(label, device, name=bound.name(), is_host=True)
+        meter, reasons = bound.meter(**(meter_options or {}))
+        with meter:
+            info.meter = meter.name
+        info.not_better = [readable_reason(r) for r in reasons]
+        return info
+
+    def problems(self, label: str, device: str, libs: Libraries) -> list[str]:
+        return []  # always measurable: by RAPL, or by the labelled estimate
 
 
 BACKEND = CpuBackend()

@@ -20,6 +20,7 @@ from joulebench.core.backends.base import (
 )
 from joulebench.core.backends.torch_gpu import (
     TorchGpuBackend,
+    TorchGpuDevice,
     cuda_ordinal,
     match_torch,
     optional_call,
@@ -209,6 +210,22 @@ class NvmlKnobs(KnobControl):
         self.meter.close()
 
 
+class CudaDevice(TorchGpuDevice):
+    """An NVIDIA GPU, bound: read, and its knobs set, through NVML."""
+
+    def native_precisions(self) -> NativePrecisions | None:
+        props = self.properties()
+        return None if props is None else cuda_native(int(props.major), int(props.minor))
+
+    def state(self, meter) -> DeviceState:
+        return nvml_state(meter)
+
+    def knob_control(self) -> NvmlKnobs:
+        """Its power limit and clocks through an NVML handle of its own, held until closed."""
+        meter, _ = self.meter()
+        return NvmlKnobs(meter)
+
+
 class CudaBackend(TorchGpuBackend):
     """NVIDIA GPUs through NVML; the energy counter where the GPU has one (Volta and newer)."""
 
@@ -217,6 +234,7 @@ class CudaBackend(TorchGpuBackend):
     library, library_option = "NVML", "nvml"
     uses_check_refresh = True  # NVIDIA's sensors refresh slowly: the check measures how slowly
     native_runtimes = (TORCH_TENSORRT,)  # TensorRT builds for NVIDIA GPUs only
+    device_class = CudaDevice
 
     def claims(self, device: str, libs: Libraries) -> bool:
         return not libs.is_rocm()
@@ -246,10 +264,6 @@ class CudaBackend(TorchGpuBackend):
             "the sampled power integrated"
         ]
 
-    def native_precisions(self, device: str, libs: Libraries) -> NativePrecisions | None:
-        props = self.visible_properties(device, libs)
-        return None if props is None else cuda_native(int(props.major), int(props.minor))
-
     def pool_member(self, device: str, libs: Libraries) -> DeviceIdentity:
         """torch's UUID of `device` as NVML writes it (`GPU-...`), with NVML's index and
         serial of the GPU of that UUID."""
@@ -266,13 +280,6 @@ class CudaBackend(TorchGpuBackend):
 
         uuid, _ = cuda_identity(cuda_ordinal(device), cuda=libs.get_torch().cuda)
         return "GPU-" + normalize_uuid(uuid) if normalize_uuid(uuid) else None
-
-    def state(self, meter) -> DeviceState:
-        return nvml_state(meter)
-
-    def knob_control(self, device: str, label: str, libs: Libraries | None = None):
-        meter, _ = self.meter(device, label=label, libs=libs)
-        return NvmlKnobs(meter)
 
 
 BACKEND = CudaBackend()

@@ -22,6 +22,7 @@ from joulebench.core.backends.base import (
 )
 from joulebench.core.backends.torch_gpu import (
     TorchGpuBackend,
+    TorchGpuDevice,
     match_torch,
     optional_call,
     torch_label,
@@ -137,12 +138,30 @@ def rocm_native(arch: str) -> NativePrecisions | None:
     return NativePrecisions(tuple(native), why_not, basis=f"gfx architecture {name}")
 
 
+class RocmDevice(TorchGpuDevice):
+    """An AMD GPU, bound: read through AMD SMI; its knobs are not wired yet."""
+
+    def native_precisions(self) -> NativePrecisions | None:
+        props = self.properties()
+        return None if props is None else rocm_native(str(getattr(props, "gcnArchName", "")))
+
+    def state(self, meter) -> DeviceState:
+        return amdsmi_state(meter)
+
+    def knob_control(self):
+        raise KnobRefused(
+            "power limits and locked clocks are set on NVIDIA GPUs only so far (AMD SMI's "
+            "amdsmi_set_power_cap is not wired yet, docs/power.md)"
+        )
+
+
 class RocmBackend(TorchGpuBackend):
     """AMD GPUs through AMD SMI's energy accumulator."""
 
     kind = "rocm"
     meters = ("amdsmi",)
     library, library_option = "AMD SMI", "amdsmi"
+    device_class = RocmDevice
 
     def claims(self, device: str, libs: Libraries) -> bool:
         return libs.is_rocm()
@@ -175,19 +194,6 @@ class RocmBackend(TorchGpuBackend):
 
     def not_better(self, meter) -> list[str]:
         return [UNTESTED]
-
-    def native_precisions(self, device: str, libs: Libraries) -> NativePrecisions | None:
-        props = self.visible_properties(device, libs)
-        return None if props is None else rocm_native(str(getattr(props, "gcnArchName", "")))
-
-    def state(self, meter) -> DeviceState:
-        return amdsmi_state(meter)
-
-    def knob_control(self, device: str, label: str, libs: Libraries | None = None):
-        raise KnobRefused(
-            "power limits and locked clocks are set on NVIDIA GPUs only so far (AMD SMI's "
-            "amdsmi_set_power_cap is not wired yet, docs/power.md)"
-        )
 
 
 BACKEND = RocmBackend()

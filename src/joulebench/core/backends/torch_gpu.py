@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import os
+from functools import cached_property
 
 from joulebench.core.backends.base import (
     Backend,
@@ -19,6 +20,7 @@ from joulebench.core.backends.base import (
     DeviceInfo,
     Libraries,
 )
+from joulebench.core.backends.bound import BoundDevice
 
 CUDA_PATTERN = r"cuda(:[0-9]+)?"
 VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"  # HIP honours it too
@@ -78,6 +80,91 @@ def match_torch(torch, found, source: str) -> tuple[list[DeviceIdentity], str]:
     return gpus, why
 
 
+class TorchGpuDevice(BoundDevice):
+    """A GPU torch drives as `cuda:N`, bound: its ordinal and torch device, held once;
+    its kind's management library (the Libraries' NVML or AMD SMI) reads its meter."""
+
+    def __init__(self, backend, device: str, label: str = "", libs: Libraries | None = None):
+        super().__init__(backend, device, label, libs)
+        self.ordinal = cuda_ordinal(device)  # torch's index (not the library's own)
+
+    @cached_property
+    def tensor_device(self):
+        import torch
+
+        return torch.device("cuda", self.ordinal)
+
+    def name(self) -> str:
+        return str(self.libs.get_torch().cuda.get_device_name(self.ordinal))
+
+    def properties(self):
+        """torch's properties of the GPU (name, compute capability, gfx arch), or None when
+        torch cannot run it here."""
+        torch = self.libs.get_torch()
+        if self.backend.torch_problem("", self.device, torch):
+            return None
+        return torch.cuda.get_device_properties(self.ordinal)
+
+    def build_meter(self, prefer: str | None, **options):
+        """The kind's meter of this GPU, matched by its UUID or bus id (given in `options`,
+        else torch's), through the library the device holds (a fake in tests)."""
+        from joulebench.core.meters.registry import make_meter
+
+        option = self.backend.library_option
+        options.setdefault(option, getattr(self.libs, option))
+        return make_meter(self.backend.meters[0], cuda_index=self.ordinal, **options), []
+
+    def open_context(self) -> None:
+        self.libs.get_torch().zeros(1, device=self.tensor_device)  # as during profiling
+
+    def sync(self) -> None:
+        import torch
+
+        torch.cuda.synchronize(self.tensor_device)
+
+    def free_memory(self) -> None:
+        import torch
+
+        gc.collect()
+        torch.cuda.empty_cache()
+
+    def grad_scaler_device(self) -> str | None:
+        return "cuda"
+
+    def busy_fraction(self, step, sync, step_s: float) -> float:
+        """From the kernels torch's profiler records over a short trace (host_bound)."""
+        from joulebench.core.host_bound import trace_steps, traced_busy_fraction
+
+        return traced_busy_fraction(step, sync, trace_steps(step_s))
+
+    def onnx_device(self) -> tuple[str, int] | None:
+        return "cuda", self.ordinal
+
+    def execution_providers(self, runtime: str, precision: str, engines_dir: str) -> list:
+        from joulebench.core.methods import ONNXRUNTIME, ORT_TENSORRT
+
+        cuda = ("CUDAExecutionProvider", {"device_id": self.ordinal})
+        if runtime == ONNXRUNTIME:
+            return [cuda, "CPUExecutionProvider"]
+        if runtime != ORT_TENSORRT:
+            raise DeviceError(f"no ONNX Runtime provider for runtime {runtime!r}")
+        trt_options = {
+            "device_id": self.ordinal,
+            "trt_fp16_enable": precision == "fp16",
+            "trt_engine_cache_enable": True,  # built on the first run (the check), then reused
+            "trt_engine_cache_path": engines_dir,
+        }
+        return [("TensorrtExecutionProvider", trt_options), cuda, "CPUExecutionProvider"]
+
+    def check_target(self, prefer: str | None = None):
+        from joulebench.core.targets import TorchGpuTarget
+
+        def make_meter(**kw):
+            return self.meter(prefer=prefer, **kw)[0]
+
+        return TorchGpuTarget(self.backend.canonical(self.device), make_meter)
+
+
 class TorchGpuBackend(Backend):
     """A GPU torch drives as `cuda:N`; subclasses read it through their library."""
 
@@ -87,16 +174,13 @@ class TorchGpuBackend(Backend):
     runs_on_gpu = True
     library = ""  # "NVML", "AMD SMI": for messages
     library_option = ""  # the meter's option (and Libraries' field) for it: "nvml", "amdsmi"
+    device_class = TorchGpuDevice
 
     def canonical(self, device: str) -> str:
         return f"cuda:{cuda_ordinal(device)}"
 
     def sibling(self, device: str, ordinal: int) -> str:
         return f"cuda:{ordinal}"
-
-    def name(self, device: str, libs: Libraries | None = None) -> str:
-        torch = (libs or Libraries()).get_torch()
-        return str(torch.cuda.get_device_name(cuda_ordinal(device)))
 
     def torch_problem(self, label: str, device: str, torch) -> str:
         """Why torch cannot run `device` here (no GPU build, none visible, too few), or ""."""
@@ -117,14 +201,6 @@ class TorchGpuBackend(Backend):
             return f"{prefix} only {count} CUDA device(s) are visible (cuda:0..cuda:{count - 1})."
         return ""
 
-    def visible_properties(self, device: str, libs: Libraries):
-        """torch's properties of `device` (name, compute capability, gfx arch), or None when
-        torch cannot run it here."""
-        torch = libs.get_torch()
-        if self.torch_problem("", device, torch):
-            return None
-        return torch.cuda.get_device_properties(cuda_ordinal(device))
-
     def describe(
         self, label: str, device: str, libs: Libraries, meter_options: dict | None = None
     ) -> DeviceInfo:
@@ -142,7 +218,7 @@ class TorchGpuBackend(Backend):
         info.name = str(torch.cuda.get_device_properties(ordinal).name)
         options = {"uuid": uuid, "pci_bus_id": bus, "sample_interval_s": None}
         try:
-            meter, _ = self.meter(device, libs=libs, **options)
+            meter, _ = self.bind(device, label, libs).meter(**options)
         except MeterUnavailable as err:
             info.problems.append(
                 f"devices: '{label}' is {device}, but {self.library} cannot read it: {err}"
@@ -157,71 +233,7 @@ class TorchGpuBackend(Backend):
         """Why a job on this GPU gets a worse reading than the best this kind offers."""
         return []
 
-    def meter(self, device, *, prefer=None, label="", libs=None, **options):
-        """The kind's meter of torch's device `cuda:N`, matched by its UUID or bus id (given in
-        `options`, else torch's), through the library `libs` carries (a fake in tests)."""
-        from joulebench.core.meters.registry import make_meter
-
-        self.check_prefer(device, prefer)
-        library = {self.library_option: getattr(libs or Libraries(), self.library_option)}
-        return make_meter(self.meters[0], cuda_index=cuda_ordinal(device), **library, **options), []
-
-    def open_context(self, device: str, libs: Libraries | None = None) -> None:
-        torch = (libs or Libraries()).get_torch()
-        torch.zeros(1, device=device)  # the CUDA context, as during profiling
-
-    def sync(self, device: str) -> None:
-        import torch
-
-        torch.cuda.synchronize(device)
-
-    def free_memory(self, device: str) -> None:
-        import torch
-
-        gc.collect()
-        torch.cuda.empty_cache()
-
-    def grad_scaler_device(self, device: str) -> str | None:
-        return "cuda"
-
-    def busy_fraction(self, device, step, sync, step_s: float) -> float:
-        """From the kernels torch's profiler records over a short trace (host_bound)."""
-        from joulebench.core.host_bound import trace_steps, traced_busy_fraction
-
-        return traced_busy_fraction(step, sync, trace_steps(step_s))
-
     def pin(self, device: str, value: str, env) -> str:
         """Make `value` (a UUID) the only visible GPU: the job's device is cuda:0."""
         env[VISIBLE_ENV] = value
         return "cuda:0"
-
-    def onnx_device(self, device: str) -> tuple[str, int] | None:
-        return "cuda", cuda_ordinal(device)
-
-    def execution_providers(
-        self, device: str, runtime: str, precision: str, engines_dir: str
-    ) -> list:
-        from joulebench.core.methods import ONNXRUNTIME, ORT_TENSORRT
-
-        cuda = ("CUDAExecutionProvider", {"device_id": cuda_ordinal(device)})
-        if runtime == ONNXRUNTIME:
-            return [cuda, "CPUExecutionProvider"]
-        if runtime != ORT_TENSORRT:
-            raise DeviceError(f"no ONNX Runtime provider for runtime {runtime!r}")
-        trt_options = {
-            "device_id": cuda_ordinal(device),
-            "trt_fp16_enable": precision == "fp16",
-            "trt_engine_cache_enable": True,  # built on the first run (the check), then reused
-            "trt_engine_cache_path": engines_dir,
-        }
-        return [("TensorrtExecutionProvider", trt_options), cuda, "CPUExecutionProvider"]
-
-    def check_target(self, device: str, prefer=None, libs: Libraries | None = None, label=None):
-        from joulebench.core.targets import TorchGpuTarget
-
-        libs = libs or Libraries()
-
-        def make_meter(**kw):
-            return self.meter(device, prefer=prefer, libs=libs, **kw)[0]
-
-        return TorchGpuTarget(self.canonical(device), make_meter)
