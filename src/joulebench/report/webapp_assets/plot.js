@@ -636,12 +636,7 @@ const jbPlot = (function (D, dom) {
     if (r.est) badges.append(badge("est", "estimated"));
     if (r.flags) badges.append(badge("flag u", D.flagList(r, study.flags).join(", ")));
     card.append(badges);
-    const dl = el("dl");
-    const add = (k, v) => {
-      const dd = el("dd");
-      dd.append(v instanceof Node ? v : String(v));
-      dl.append(el("dt", null, k), dd);
-    };
+    const { dl, add } = definitions();
     add(`Energy / image (${r.dyn ? "above idle" : "total"})`, fmtEnergy(r.energy) + (r.est ? " (estimated)" : ""));
     add("95% CI", D.fmtCi(r, fmtEnergy) + (D.ciClipped(r, study.flags) ? " (lower bound clipped at 0)" : ""));
     add("CV over repeats", D.fmtCv(r) + (r.repeats ? ` (${r.repeats} repeats)` : ""));
@@ -671,6 +666,17 @@ const jbPlot = (function (D, dom) {
     card.append(dl);
   }
 
+  // A card's list of terms: `add(term, text or node)`.
+  function definitions() {
+    const dl = el("dl");
+    const add = (k, v) => {
+      const dd = el("dd");
+      dd.append(v instanceof Node ? v : String(v));
+      dl.append(el("dt", null, k), dd);
+    };
+    return { dl, add };
+  }
+
   // A prediction's card: what was predicted and how well such predictions held, its grade
   // range; nothing of a measurement (no CI, meter, host or versions: nothing ran).
   function fillPredictedCard(card, study, r, fmtEnergy) {
@@ -680,12 +686,7 @@ const jbPlot = (function (D, dom) {
     badges.append(dom.gradeRangeChip(r.grade_range), badge("pred", "predicted"));
     if (r.est) badges.append(badge("est", "estimated energies in its group"));
     card.append(badges);
-    const dl = el("dl");
-    const add = (k, v) => {
-      const dd = el("dd");
-      dd.append(v instanceof Node ? v : String(v));
-      dl.append(el("dt", null, k), dd);
-    };
+    const { dl, add } = definitions();
     add("Energy / image", `${fmtEnergy(r.energy)}: ${D.predictedWords(r, fmtEnergy)}`);
     add("Grade range", r.grade_range ? `${r.grade_range} (from its interval's ends; no grade)` : "–");
     const tLo = num(r.throughput_img_s_pi_low), tHi = num(r.throughput_img_s_pi_high);
