@@ -4,7 +4,8 @@ the backends and `backend_for(` outside the binding. Reads a source tree as text
 nothing of it, so an older commit's tree can be measured the same way:
 
     python bench/bench_structure.py [--src DIR]      # default: src/joulebench
-    git archive COMMIT src | tar -x -C /tmp/old && python bench/bench_structure.py --src /tmp/old/src/joulebench
+    git archive COMMIT src | tar -x -C /tmp/old
+    python bench/bench_structure.py --src /tmp/old/src/joulebench
 """
 
 from __future__ import annotations

@@ -205,9 +205,9 @@ def test_devices_command_with_a_study_names_the_problem(tmp_path):
 )
 def test_jobs_on_a_device_that_is_not_here_say_what_is_missing(argv, tmp_path, capsys):
     """On a cluster node (or by hand) a measuring command fails in one line, writing nothing."""
-    from joulebench.cli import main
-
     from helpers.profile_job import spec_of
+
+    from joulebench.cli import main
 
     out = tmp_path / "out.parquet"
     spec = spec_of(
