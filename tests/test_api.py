@@ -100,13 +100,13 @@ def test_profile_of_a_module_is_a_profile_jobs_row():
     _check_ci(m)
     assert (m.model, m.method, m.batch_size, m.device_label) == ("tiny", "fp32", 2, "cpu")
     assert m.row["phase"] == "inference" and m.row["fp32_math"] == "ieee"
-    assert m.row["workload"].startswith("tiny=joulebench.api.held:")
+    assert m.row["workload"].startswith("tiny=joulebench.held:")
     assert m.is_estimate is True and FLAG_ESTIMATE in m.flags
     # measured on a copy: the user's module is as it was (training mode, weights)
     assert net.training and all(torch.equal(v, before[k]) for k, v in net.state_dict().items())
-    from joulebench.api import held
+    from joulebench.catalog import workloads
 
-    assert not held._HELD  # released
+    assert not workloads._HELD  # released
 
 
 def test_profile_of_a_timm_name_and_a_failure():

@@ -227,10 +227,10 @@ def _profile_rows(job):
 @contextlib.contextmanager
 def _as_workload(model, example_input, name: str | None) -> Iterator[tuple[str, str | None]]:
     """(the name rows use, the workload entry or None for timm): a module object is held as
-    a custom workload (api.held) while it is measured."""
+    a custom workload (catalog.workloads.hold) while it is measured."""
     import torch
 
-    from joulebench.catalog.workloads import is_workload, parse_entry
+    from joulebench.catalog.workloads import HELD, hold, is_workload, parse_entry, release
 
     if isinstance(model, str):
         if example_input is not None:
@@ -245,14 +245,12 @@ def _as_workload(model, example_input, name: str | None) -> Iterator[tuple[str, 
             f"model must be a timm name, a workload entry or a torch.nn.Module, "
             f"got {type(model).__name__}"
         )
-    import joulebench.api.held as held
-
-    key = held.hold(model, input_spec(model, example_input))
+    key = hold(model, input_spec(model, example_input))
     try:
-        entry = parse_entry(f"{name or type(model).__name__}={held.__name__}:{key}")
+        entry = parse_entry(f"{name or type(model).__name__}={HELD}:{key}")
         yield entry.name, f"{entry.name}={entry.target}:{entry.function}"
     finally:
-        held.release(key)
+        release(key)
 
 
 def _one_model(entry: str) -> str:

@@ -13,11 +13,14 @@ it), so it comes from the entry: `name=` when given, else `<file stem or module>
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib
 import importlib.util
+import itertools
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -164,6 +167,26 @@ def _import_file(path: str):
     return _FILE_MODULES[resolved]
 
 
+# Module objects handed to joulebench.profile (the API), named by entries `name=HELD:<key>`
+# while they are measured, so a profile job builds a user's module object as it builds a
+# user's model file; each build gets a copy, as each configuration gets a fresh model (a
+# method's cast never changes the user's module). In this process only.
+HELD = "joulebench.held"
+_HELD: dict[str, Callable[[], tuple]] = {}
+_HELD_KEYS = itertools.count()
+
+
+def hold(model, spec) -> str:
+    """Hold `model` with its WorkloadSpec; the entry's function part (`HELD:<key>`)."""
+    key = f"module_{next(_HELD_KEYS)}"
+    _HELD[key] = lambda: (copy.deepcopy(model), spec)
+    return key
+
+
+def release(key: str) -> None:
+    _HELD.pop(key, None)
+
+
 def _import_module(name: str, entry: str):
     try:
         return importlib.import_module(name)
@@ -178,11 +201,12 @@ def load_workload(entry: str):
     import torch
 
     parsed = check_entry(entry)
-    if parsed.is_file:
-        module = _import_file(parsed.target)
+    if parsed.target == HELD:
+        function = _HELD.get(parsed.function)
+    elif parsed.is_file:
+        function = getattr(_import_file(parsed.target), parsed.function, None)
     else:
-        module = _import_module(parsed.target, entry)
-    function = getattr(module, parsed.function, None)
+        function = getattr(_import_module(parsed.target, entry), parsed.function, None)
     if not callable(function):
         raise WorkloadError(
             f"workload '{entry}': {parsed.target} has no function {parsed.function}"
