@@ -145,9 +145,10 @@ def predicted_lines(path: Path) -> list[str]:
         return []
     level = predicted["pi_level"].dropna()
     level = f"{level.iloc[0]:.0%}" if len(level) else "their"
+    models = quantity(predicted.loc[done, "model"].nunique(), "model")
     return [
         f"  predicted: {quantity(int(done.sum()), 'configuration')} of "
-        f"{predicted.loc[done, 'model'].nunique():,} models not measured, with {level} intervals "
+        f"{models} not measured, with {level} intervals "
         f"({path}; hollow on the page; docs/predictions.md)"
         + (f"; {int((~done).sum()):,} not predicted (see `note`)" if (~done).any() else "")
     ]
