@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the browser tests (tests/test_webapp.py) need on a fresh Debian machine, run as root:
+# What the browser tests (tests/report/test_webapp.py) need on a fresh Debian machine, run as root:
 # Debian's chromium and two font packages (so screenshots show text). The playwright Python
 # package comes from pyproject's dev extra; Playwright's own browser download is never used,
 # the tests launch /usr/bin/chromium. Idempotent and quiet: prints one line, or apt's log on

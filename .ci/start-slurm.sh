@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start a one-node SLURM on this host for tests/test_slurm.py (CI, as root).
+# Start a one-node SLURM on this host for tests/workflow/test_slurm.py (CI, as root).
 #
 # Installs Debian's slurmctld, slurmd, slurm-client and munge (once), writes a minimal
 # slurm.conf (this host as the only node, its real CPUs and memory, fake GPUs, no

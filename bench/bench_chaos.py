@@ -1,4 +1,4 @@
-"""The chaos study at a larger size (issue 35 item 5; tests/test_chaos.py runs the small
+"""The chaos study at a larger size (issue 35 item 5; tests/workflow/test_chaos.py runs the small
 one): on a pool of simulated GPUs, `--good` well-behaved models and one of each fault (a
 hang, an exit, an out-of-memory kill, NaN, the wrong shape, out of memory), one GPU that
 fails in its first configuration, and Snakemake killed (-9) once after `--kill-after` jobs

@@ -56,7 +56,8 @@ def test_modules_that_need_no_torch_collect_without_it():
     them itself must not get them through a helper or the package (test_check once could not
     be collected without torch because it imported test_profile)."""
     plain = [p for p in _test_modules() if not _imports_torch_itself(ast.parse(p.read_text()))]
-    assert TESTS / "test_check.py" in plain and TESTS / "test_profile.py" not in plain
+    assert TESTS / "check" / "test_check.py" in plain
+    assert TESTS / "jobs" / "test_profile.py" not in plain
     hide = f"import sys; sys.modules.update(dict.fromkeys({TORCH!r})); import pytest; "
     run = "sys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', *sys.argv[1:]]))"
     res = subprocess.run(
@@ -66,3 +67,23 @@ def test_modules_that_need_no_torch_collect_without_it():
         cwd=REPO,
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+
+
+# Test folders beside the package's: the workflow's end-to-end runs and the bench scripts.
+OUTSIDE_PACKAGE = {"workflow": REPO / "workflow", "bench": REPO / "bench"}
+
+
+def test_test_folders_mirror_the_package():
+    """tests/ mirrors src/joulebench/: a test module sits in the folder of the subpackage it
+    tests (tests/core/meters/ for joulebench.core.meters), or in tests/workflow/ (the
+    Snakemake workflow end to end) or tests/bench/ (the bench scripts)."""
+    package = REPO / "src" / "joulebench"
+    found = []
+    for path in _test_modules():
+        folder = path.parent.relative_to(TESTS)
+        top = folder.parts[0] if folder.parts else ""
+        mirrored = OUTSIDE_PACKAGE.get(top) or package / folder
+        if not mirrored.is_dir():
+            found.append(f"{path.relative_to(REPO)}: no {mirrored.relative_to(REPO)}/")
+    assert not found, found
+    assert len({path.name for path in _test_modules()}) == len(_test_modules())  # names unique

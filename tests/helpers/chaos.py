@@ -1,7 +1,7 @@
 """A study that meets every fault at once (issue 35 item 5): models that hang, crash, exit,
 are killed as by the out-of-memory killer, answer NaN or the wrong shape, run out of memory,
 on a pool of simulated GPUs one of which fails; Snakemake killed (-9) once mid-run and the
-run resumed. Used by tests/test_chaos.py (small) and bench/bench_chaos.py (larger)."""
+run resumed. Used by tests/workflow/test_chaos.py (small) and bench/bench_chaos.py (larger)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every subcommand of `joulebench` with each of its options, as plain data: what a change to
-the command line must keep (tests/test_cli.py compares it with tests/data/cli_options.json).
+the command line must keep (tests/cli/test_cli.py compares it with tests/data/cli_options.json).
 
 After changing an option on purpose, write the file again:
     .venv/bin/python tests/helpers/cli_options.py > tests/data/cli_options.json

@@ -1,6 +1,6 @@
 """A stand-in for torch.cuda's graph API that runs on the CPU, for core.cuda_graphs.
 
-Only what that module calls, with torch 2.14's names and arguments (tests/test_fakes.py
+Only what that module calls, with torch 2.14's names and arguments (tests/sim/test_fakes.py
 holds them against the real signatures): `CUDAGraph(keep_graph=False)` with
 `capture_begin(pool=None, capture_error_mode="global", check_input_liveness=False)`,
 `capture_end()`, `replay()` and `reset()`; the context manager `graph(cuda_graph, pool=None,

@@ -1,9 +1,9 @@
 """Colours shared by the figures and the web page, so a grade or a series looks the same in both.
 
 Every palette here stays distinguishable with the common colour-vision deficiencies:
-tests/test_palettes.py simulates protanopia, deuteranopia and tritanopia (Machado et al. 2009)
-and holds each pair of colours of a palette apart by a CIEDE2000 difference (grades at least
-15, series and families at least 10: the Okabe–Ito palette's own worst pair is 10.9).
+tests/report/test_palettes.py simulates protanopia, deuteranopia and tritanopia (Machado et
+al. 2009) and holds each pair of colours of a palette apart by a CIEDE2000 difference (grades at
+least 15, series and families at least 10: the Okabe–Ito palette's own worst pair is 10.9).
 
 - Series (methods, batch sizes, families, compared models): Okabe–Ito.
 - Grades A-G: the order of the EU energy label (A green, D yellow, G red) in colours people

@@ -1,7 +1,7 @@
 """A stand-in for torch_tensorrt 2.14.0 (TensorRT 11.1) that runs the model on the CPU.
 
 Only what joulebench.core.trt_native uses, with the real names and arguments
-(tests/test_trt_native.py holds them against signatures read from the real package's
+(tests/core/test_trt_native.py holds them against signatures read from the real package's
 source): `compile(module, ir="dynamo", arg_inputs=[Input(shape=..., dtype=...)], ...)`,
 `save(module, file_path, arg_inputs=[x])`, `load(file_path)`, `Input`, `__version__`, and
 `tensorrt` (with its `__version__`) put in sys.modules at import, as the real package's
@@ -38,7 +38,7 @@ tensorrt.__version__ = "11.1.0"
 sys.modules["tensorrt"] = tensorrt
 
 # The keyword options of torch_tensorrt.dynamo.compile (2.14.0) this fake understands; the
-# real one has many more (tests/test_trt_native.py lists the real names).
+# real one has many more (tests/core/test_trt_native.py lists the real names).
 DYNAMO_OPTIONS = (
     "device",
     "timing_cache_path",

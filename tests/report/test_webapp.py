@@ -1041,7 +1041,7 @@ def test_the_url_round_trips_the_filters(browser, decision_site):
 @needs_browser
 def test_a_best_configuration_links_its_energy_label(app, site):
     """The page builds a model's label itself (offline): an SVG whose strings are text, with
-    the same numbers as `joulebench label` would print (tests/test_label.py)."""
+    the same numbers as `joulebench label` would print (tests/report/test_label.py)."""
     import xml.etree.ElementTree as ET
 
     _, t = site

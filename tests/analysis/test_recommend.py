@@ -181,7 +181,9 @@ def test_names_from_the_summary_reach_the_terminal_as_escapes(tmp_path, capsys, 
 def test_vectorised_limits_agree_with_each_rows_misses():
     """Limits.meets (all rows at once) keeps exactly the rows misses() finds nothing in,
     and shortfalls is 0 there and inf where a value asked about is unknown."""
-    summary = pd.read_parquet(Path(__file__).parent / "data" / "best_configs" / "summary.parquet")
+    summary = pd.read_parquet(
+        Path(__file__).parents[1] / "data" / "best_configs" / "summary.parquet"
+    )
     df = comparable(summary)
     for limits in (Limits(70), Limits(None, 5), Limits(65, 50, 300), Limits(None, None, 1e4)):
         by_row = [limits.misses(r) for r in df.to_dict("records")]

@@ -29,7 +29,8 @@ SKIPPED = {
     ".venv/bin/snakemake --configfile studies/hidden-joules.yaml --cores all": "the full "
     "study: ~1,800 models on a GPU for days (test_plan checks its plan)",
     ".venv/bin/snakemake --configfile studies/hidden-joules.yaml --profile profiles/slurm": "needs "
-    "a SLURM cluster with GPUs; tests/test_slurm.py runs a tiny study through this profile",
+    "a SLURM cluster with GPUs; tests/workflow/test_slurm.py runs a tiny study through this "
+    "profile",
     ".venv/bin/snakemake --cores all --configfile my-study.yaml": "my-study.yaml stands for "
     "the reader's own study file",
     ".venv/bin/snakemake --cores all --configfile studies/anytime-cpu.yaml": "30 models "
@@ -37,7 +38,7 @@ SKIPPED = {
     "and test_predict its parts, test_workflow the predict rule on a tiny study",
     ".venv/bin/joulebench merge --output merged release .": "merges the release the README's "
     "command before it publishes (each command here runs in a clone of its own); "
-    "tests/test_release.py merges runs, releases and summaries",
+    "tests/analysis/test_release.py merges runs, releases and summaries",
 }
 # Run where an NVIDIA GPU is visible, skipped elsewhere.
 NEEDS_GPU = {

@@ -196,7 +196,7 @@ def test_node_scope_compares_the_whole_nodes_energy(tmp_path):
         scoped(summary, "rack")
 
 
-FIXTURE = Path(__file__).parent / "data" / "best_configs"
+FIXTURE = Path(__file__).parents[1] / "data" / "best_configs"
 CASES = {
     "expected_total.parquet": {
         "max_latency_ms": [5, 50],

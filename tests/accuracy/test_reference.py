@@ -15,7 +15,7 @@ from joulebench.accuracy.reference import TABLES, ReferenceWarning
 from joulebench.tables import ACCURACY_COLUMNS
 
 REPO_TABLES = (
-    Path(__file__).resolve().parents[1] / "src" / "joulebench" / "accuracy" / "reference_data"
+    Path(__file__).resolve().parents[2] / "src" / "joulebench" / "accuracy" / "reference_data"
 )
 DEFAULT_MODELS = {  # the default study: reference top-1 at the model's own input size
     "resnet18.a1_in1k": 71.504,

@@ -107,7 +107,7 @@ def test_the_check_s_fit_reads_a_real_h200_s_heat():
     whole step read 22 %/C)."""
     from joulebench.check.thermal_fit import fit_heat
 
-    trace = pd.read_csv(Path(__file__).parent / "data" / "h200_heat_step.csv")
+    trace = pd.read_csv(Path(__file__).parents[1] / "data" / "h200_heat_step.csv")
     idle = trace[(trace.phase == "idle") & (trace.t_s > 1)]
     step = trace[trace.phase == "heat-memory"]
     fit = fit_heat(

@@ -21,7 +21,7 @@ from joulebench.core.meters import MeterUnavailable
 from joulebench.core.meters.amdsmi import AmdSmiMeter, energy_uj, load_amdsmi
 from joulebench.schedule.devices import auto_devices, describe_devices
 
-FAKE_DIR = Path(__file__).parent / "fake_amdsmi"
+FAKE_DIR = Path(__file__).parents[2] / "fake_amdsmi"
 
 
 def _load_fake():

@@ -644,7 +644,7 @@ def test_figures_emptied_by_flags_say_so(drawn_flagged):
 
 
 def test_grade_colours_are_the_shared_palette():
-    """One palette for figures and page (palettes.py; tests/test_palettes.py holds its
+    """One palette for figures and page (palettes.py; tests/report/test_palettes.py holds its
     colours apart for every vision): the figures draw grades in exactly those colours."""
     from joulebench.report import palettes
 

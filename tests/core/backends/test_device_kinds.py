@@ -31,7 +31,8 @@ from joulebench.core.backends import (
 )
 from joulebench.core.meters import NvmlMeter
 
-TESTS = Path(__file__).parent
+HERE = Path(__file__).parent  # this module, loaded by name in a subprocess
+TESTS = HERE.parents[1]
 UUID = "GPU-0e0e0e0e-1111-4222-8333-444455556666"
 NAME = "Example NPU 1"
 POWER_W = 200.0
@@ -156,7 +157,7 @@ def test_a_command_loads_the_kind_by_module_name(tmp_path):
     env = {
         **os.environ,
         "JOULEBENCH_BACKENDS": "test_device_kinds",
-        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
     }
     workload = str(TESTS / "workloads" / "tiny_net.py") + ":build"
     argv = ["profile", workload, "--device", "npu:0", "--repeats", "2", "--min-repeat-s", "0.2"]

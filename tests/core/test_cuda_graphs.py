@@ -1,6 +1,6 @@
 """core.cuda_graphs (method key `cuda_graphs: true`) against a stand-in for torch.cuda's
 graph API that runs on this CPU (tests/helpers/fake_cuda_graphs.py, checked against torch's
-real signatures in tests/test_fakes.py): capture after a side-stream warm-up, replay per
+real signatures in tests/sim/test_fakes.py): capture after a side-stream warm-up, replay per
 step, the check against eager, a capture that fails, and the profile job's rows."""
 
 from __future__ import annotations

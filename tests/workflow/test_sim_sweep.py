@@ -27,7 +27,7 @@ from joulebench.core.knobs import STATE_ENV
 from joulebench.table_io import write_table
 from joulebench.tables import PROFILE_COLUMNS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY = f"{REPO}/tests/workloads/tiny_net.py:build"
 SWEEP = [1.0, 0.8, 0.6, 0.5]
 BATCH = 64

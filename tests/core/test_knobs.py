@@ -21,7 +21,7 @@ from joulebench.core.backends.cuda import KNOB_PERMISSION
 from joulebench.core.knobs import STATE_ENV, Record, applied, restore_leftover
 from joulebench.core.methods import Method
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY = f"{REPO}/tests/workloads/tiny_net.py:build"
 
 

@@ -3,7 +3,7 @@ anything is measured (a model whose export differs is a "mismatch" row, never me
 export is cached, and a runtime or provider that is not there is a "skipped" row. The runtime
 names are declared once (tables.RUNTIMES; the schema's enum follows), and the old name
 `tensorrt` reads as ONNX Runtime's TensorRT provider, in configs and published summaries.
-(Native TensorRT through torch-tensorrt: tests/test_trt_native.py.)"""
+(Native TensorRT through torch-tensorrt: tests/core/test_trt_native.py.)"""
 
 import json
 import sys

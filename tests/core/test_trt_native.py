@@ -31,7 +31,7 @@ from joulebench.jobs.profile import run_profile
 from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS
 
-FAKE = Path(__file__).parent / "fake_torch_tensorrt" / "torch_tensorrt" / "__init__.py"
+FAKE = Path(__file__).parents[1] / "fake_torch_tensorrt" / "torch_tensorrt" / "__init__.py"
 TARGET = {"gpu": "NVIDIA H200 (stand-in)", "arch": "sm90"}
 
 # The real API, read from torch_tensorrt 2.14.0's source (_compile.py, dynamo/_compiler.py):
