@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers.forked_snakemake import ForkedSnakemake, needs_fresh_interpreter
 
 from joulebench.core.protocol import PRESETS
 
@@ -41,15 +42,27 @@ def cpu_study(models: list[str]) -> dict:
 
 
 def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 600, env=None):
-    """Run the repository's workflow with `workdir` as working directory; return the result."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
-    cmd += ["--directory", str(workdir), "--cores", "2", *args]
+    """Run the repository's workflow with `workdir` as working directory; return the result
+    (a CompletedProcess of `python -m snakemake ...`). It runs in a child forked from one
+    warm interpreter (helpers/forked_snakemake.py), unless `env` changes how an interpreter
+    starts (PYTHONPATH...): then in a new interpreter."""
+    argv = ["-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--cores", "2", *args]
     if config is not None:  # last: --configfile takes every word after it
         path = workdir / "test-config.yaml"
         path.write_text(yaml.safe_dump(config))
-        cmd += ["--configfile", str(path)]
-    env = {**os.environ, **(env or {}), "PATH": path_without_venv()}
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+        argv += ["--configfile", str(path)]
+    full_env = {**os.environ, **(env or {}), "PATH": path_without_venv()}
+    if needs_fresh_interpreter(env or {}):
+        cmd = [sys.executable, "-m", "snakemake", *argv]
+        return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout)
+    return _SNAKEMAKE.run(argv, full_env, Path.cwd(), timeout)
+
+
+_SNAKEMAKE = ForkedSnakemake()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _SNAKEMAKE.close()
 
 
 def path_without_venv() -> str:
