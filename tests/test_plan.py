@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
@@ -311,31 +309,36 @@ def test_each_gpu_is_checked_once_before_its_first_job_where_wanted():
     assert "reads its reference levels once" in text
 
 
+def _plan_command(monkeypatch, capsys, *args: str):
+    """`joulebench plan ARGS` from the repository's root, in this process (the command line
+    itself is test_cli's): its exit code and what it printed."""
+    from joulebench.cli import main
+
+    monkeypatch.chdir(REPO)
+    code = main(["plan", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 @pytest.mark.slow
-def test_plan_command_for_the_full_study():
-    result = subprocess.run(
-        [sys.executable, "-m", "joulebench", "plan", "--configfile", "studies/hidden-joules.yaml"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-    )
-    assert result.returncode == 0, result.stderr
+def test_plan_command_for_the_full_study(monkeypatch, capsys):
+    args = ["--configfile", "studies/hidden-joules.yaml"]
+    code, out, err = _plan_command(monkeypatch, capsys, *args)
+    assert code == 0, err
     n = len(timm.list_pretrained())
-    assert f"{n * 5 * 4:,} configurations = 1 device x {n:,} models x 5 methods" in result.stdout
-    assert f"{1 + math.ceil(n / 100) + math.ceil(n / 8):,} allocations" in result.stdout
+    assert f"{n * 5 * 4:,} configurations = 1 device x {n:,} models x 5 methods" in out
+    assert f"{1 + math.ceil(n / 100) + math.ceil(n / 8):,} allocations" in out
 
 
 @pytest.mark.slow
-def test_plan_command_for_the_full_study_on_a_node_of_8_gpus():
+def test_plan_command_for_the_full_study_on_a_node_of_8_gpus(monkeypatch, capsys):
     """--gpus 8: one pool of 8 (as auto picks them), each weight measured once."""
-    args = ["plan", "--configfile", "studies/hidden-joules.yaml", "--gpus", "8"]
-    result = subprocess.run(
-        [sys.executable, "-m", "joulebench", *args], capture_output=True, text=True, cwd=REPO
-    )
-    assert result.returncode == 0, result.stderr
+    args = ["--configfile", "studies/hidden-joules.yaml", "--gpus", "8"]
+    code, out, err = _plan_command(monkeypatch, capsys, *args)
+    assert code == 0, err
     n = len(timm.list_pretrained())
-    assert f"{n * 5 * 4:,} configurations = 1 device x {n:,} models" in result.stdout
-    assert f"(pool h200: its 8 GPUs share the {n:,} models, each measured once" in result.stdout
+    assert f"{n * 5 * 4:,} configurations = 1 device x {n:,} models" in out
+    assert f"(pool h200: its 8 GPUs share the {n:,} models, each measured once" in out
 
 
 def test_a_slow_step_makes_min_repeat_batches_the_windows_bound():
