@@ -52,13 +52,13 @@ def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 600
         path.write_text(yaml.safe_dump(config))
         argv += ["--configfile", str(path)]
     full_env = {**os.environ, **(env or {}), "PATH": path_without_venv()}
-    if needs_fresh_interpreter(env or {}):
+    if needs_fresh_interpreter(full_env, _SNAKEMAKE.environ):
         cmd = [sys.executable, "-m", "snakemake", *argv]
         return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout)
     return _SNAKEMAKE.run(argv, full_env, Path.cwd(), timeout)
 
 
-_SNAKEMAKE = ForkedSnakemake()
+_SNAKEMAKE = ForkedSnakemake(os.environ, REPO)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -87,3 +87,26 @@ def test_test_folders_mirror_the_package():
             found.append(f"{path.relative_to(REPO)}: no {mirrored.relative_to(REPO)}/")
     assert not found, found
     assert len({path.name for path in _test_modules()}) == len(_test_modules())  # names unique
+
+
+def test_a_forked_snakemake_run_is_the_command_lines(tmp_path):
+    """conftest.snakemake forks each run from one warm interpreter (helpers/forked_snakemake):
+    the same exit code and messages as `python -m snakemake` in a new interpreter, and a
+    PYTHON* variable of the run's own still gets a new interpreter."""
+    from conftest import _SNAKEMAKE, path_without_venv, snakemake
+    from helpers.forked_snakemake import needs_fresh_interpreter
+
+    config = {"models": ["resnet18.a1_in1k", "resnet5O"]}
+    forked = snakemake(tmp_path, config, "-n")
+    argv = ["-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "2", "-n"]
+    argv += ["--configfile", str(tmp_path / "test-config.yaml")]
+    env = {**_SNAKEMAKE.environ, "PATH": path_without_venv()}
+    fresh = subprocess.run(
+        [sys.executable, "-m", "snakemake", *argv], capture_output=True, text=True, env=env
+    )
+    assert forked.returncode == fresh.returncode == 1
+    for result in (forked, fresh):
+        assert "'resnet5O' is no timm model" in result.stdout + result.stderr
+    assert forked.args == fresh.args
+    assert not needs_fresh_interpreter(env, _SNAKEMAKE.environ)
+    assert needs_fresh_interpreter({**env, "PYTHONPATH": "/x"}, _SNAKEMAKE.environ)

@@ -77,15 +77,20 @@ for line in sys.stdin:
 """
 
 
-def needs_fresh_interpreter(env: dict[str, str]) -> bool:
-    """Whether `env` changes what an interpreter imports at its start."""
-    return any(k.startswith("PYTHON") and env.get(k) != os.environ.get(k) for k in env)
+def needs_fresh_interpreter(env: dict[str, str], started: dict[str, str]) -> bool:
+    """Whether `env` changes what an interpreter imports at its start (a PYTHON* variable
+    other than the server's, `started`)."""
+    names = {k for k in (*env, *started) if k.startswith("PYTHON")}
+    return any(env.get(k) != started.get(k) for k in names)
 
 
 class ForkedSnakemake:
-    """One server per test session; `run` is `subprocess.run` of `python -m snakemake`."""
+    """One server per test session; `run` is `subprocess.run` of `python -m snakemake`.
+    The server starts (on the first run) with `environ`, the session's environment as it
+    began: no test's monkeypatched variable reaches its imports."""
 
-    def __init__(self) -> None:
+    def __init__(self, environ: dict[str, str], cwd: Path) -> None:
+        self.environ, self._cwd = dict(environ), cwd
         self._proc: subprocess.Popen | None = None
         self._reply = None
         self._lock = threading.Lock()
@@ -98,6 +103,8 @@ class ForkedSnakemake:
             stdout=subprocess.DEVNULL,
             text=True,
             pass_fds=(write,),
+            env=self.environ,
+            cwd=self._cwd,
         )
         os.close(write)
         self._reply = read
