@@ -34,7 +34,7 @@ import json, os, sys
 import snakemake.cli
 import timm  # imports torch
 import joulebench.analysis.best_models, joulebench.plan, joulebench.prerun  # common.smk's
-import joulebench.core.devices, joulebench.catalog.models, joulebench.cli
+import joulebench.schedule.devices, joulebench.catalog.models, joulebench.cli
 
 reply = os.fdopen(int(sys.argv[1]), "w", buffering=1)
 reply.write("ready\n")

@@ -1,6 +1,7 @@
 """A catalog part finishes whatever its models do (jobs.catalog_job, issue 35 D2): a
 model whose build ends its process or never returns is a `failed` row with the reason, and
-the part keeps every other model's row."""
+the part keeps every other model's row. The deadline (15 s) leaves a good model room to import
+torch on a host busy with other tests."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def test_a_catalog_part_keeps_every_model_whatever_one_does(tmp_path):
         f"tiny={TINY}:build",
     ]
     done = subprocess.run(
-        [sys.executable, "-m", "joulebench", "catalog", '--settings={"timeout_s": 5}',
+        [sys.executable, "-m", "joulebench", "catalog", '--settings={"timeout_s": 15}',
          f"--output={output}", "--", *entries],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
@@ -33,7 +34,7 @@ def test_a_catalog_part_keeps_every_model_whatever_one_does(tmp_path):
     assert rows["status"].tolist() == ["ok", "failed", "failed", "ok"]
     reasons = dict(zip(rows["model"], rows["reason"], strict=True))
     assert reasons["exits"] == "crashed: exit 3 (exits: build and count)"
-    assert reasons["sleeps"] == "timeout: no progress for 5 s: stopped (sleeps: build and count)"
+    assert reasons["sleeps"] == "timeout: no progress for 15 s: stopped (sleeps: build and count)"
     assert rows.loc[rows["model"] == "tiny", "params"].iloc[0] > 0
     assert not (tmp_path / "part-0.parquet.parts").exists()
     assert "catalog: 4 models, 2 failed" in done.stderr

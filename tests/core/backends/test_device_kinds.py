@@ -157,7 +157,7 @@ def test_a_command_loads_the_kind_by_module_name(tmp_path):
     env = {
         **os.environ,
         "JOULEBENCH_BACKENDS": "test_device_kinds",
-        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(HERE), str(TESTS), os.environ.get("PYTHONPATH", "")]),
     }
     workload = str(TESTS / "workloads" / "tiny_net.py") + ":build"
     argv = ["profile", workload, "--device", "npu:0", "--repeats", "2", "--min-repeat-s", "0.2"]
