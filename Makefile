@@ -5,6 +5,9 @@ VENV ?= .venv
 BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= all
+# `make test` runs the tests in this many processes, each test file whole in one (its
+# module fixtures built once); 2 fits the 2-core machine CI runs on.
+TEST_WORKERS ?= 2
 # Jobs run with the interpreter that runs snakemake (workflow/rules/common.smk): no PATH needed.
 
 .PHONY: setup run test lint format clean
@@ -21,7 +24,7 @@ run: setup
 	$(BIN)/snakemake --cores $(CORES)
 
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/snakefmt --check . \

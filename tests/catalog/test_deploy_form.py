@@ -197,6 +197,7 @@ def test_profile_builds_the_deploy_form_for_inference_only():
     assert not plain.reparameterized
 
 
+@pytest.mark.slow
 def test_profile_rows_say_which_form_was_measured():
     specs = {"fp32": {"precision": "fp32"}, "fp32-as-built": {"reparameterize": False}}
     job = ProfileJob(

@@ -174,6 +174,7 @@ def _job(methods: dict, torch_device: str = "cpu") -> ProfileJob:
     )
 
 
+@pytest.mark.slow
 def test_cpu_rows_say_ieee_without_autotuning_and_the_forward_ran_so(defaults):
     SEEN.clear()
     rows = run_profile(_job({"fp32": {}, "bf16": {"precision": "bf16"}}), log=lambda s: None)
@@ -240,6 +241,7 @@ def test_method_keys_are_checked_at_parse_time():
     assert Method("m", precision="tf32").dtype == torch.float32  # a math mode, not a dtype
 
 
+@pytest.mark.slow
 def test_a_simulated_ampere_measures_tf32_in_ieee_on_the_cpu(defaults):
     """sim:a100 runs tf32 natively (its generation's capability), but its model runs on the
     CPU: the row says what torch ran there, IEEE without autotuning."""

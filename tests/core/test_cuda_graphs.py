@@ -212,6 +212,7 @@ def _job(device="cpu", phases=("inference",)) -> ProfileJob:
         ("cpu", ("train",), "cuda_graphs applies to inference"),
     ],
 )
+@pytest.mark.slow
 def test_without_a_gpu_or_in_training_graphs_are_skipped_saying_why(device, phases, reason):
     rows = run_profile(_job(device, phases), log=lambda s: None).rows.set_index("method")
     assert rows.loc["eager", "status"] == "ok"
@@ -219,6 +220,7 @@ def test_without_a_gpu_or_in_training_graphs_are_skipped_saying_why(device, phas
     assert bool(rows.loc["graphs", "cuda_graphs"]) and not bool(rows.loc["eager", "cuda_graphs"])
 
 
+@pytest.mark.slow
 def test_on_a_gpu_every_step_replays_the_graph_captured_before_warm_up(monkeypatch):
     """The CPU backend made to say its model runs on a GPU, torch.cuda's graph API the
     stand-in: the profile job's path end to end, with the rows it writes."""

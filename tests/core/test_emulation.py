@@ -315,6 +315,7 @@ def _counting_builds(monkeypatch) -> list[str]:
     return built
 
 
+@pytest.mark.slow
 def test_a_cpu_without_bf16_skips_bf16_before_building_and_measures_it_when_forced(
     fake_cpu, monkeypatch
 ):
@@ -337,6 +338,7 @@ def test_a_cpu_without_bf16_skips_bf16_before_building_and_measures_it_when_forc
     assert any("bf16 bs2: skipped bf16 is only emulated here" in line for line in logged)
 
 
+@pytest.mark.slow
 def test_a_cpu_with_bf16_measures_it_unflagged(fake_cpu):
     fake_cpu(ZEN4)
     rows = run_profile(_job(), log=lambda s: None).rows.set_index("method")
@@ -345,6 +347,7 @@ def test_a_cpu_with_bf16_measures_it_unflagged(fake_cpu):
         assert not has_flag(rows.loc[method, "flags"], FLAG_EMULATED)
 
 
+@pytest.mark.slow
 def test_joulebench_profile_allow_emulated(fake_cpu, capsys, monkeypatch):
     fake_cpu(EPYC_AVX2)
     monkeypatch.setenv("JOULEBENCH_IN_PROCESS", "1")  # the faked CPU is this process's

@@ -124,6 +124,7 @@ class Wide(torch.nn.Module):
 register("jbtest_wide", Wide)
 
 
+@pytest.mark.slow
 def test_a_simulated_gpu_row_says_its_busy_share_and_flags_a_host_bound_one():
     """On a simulated H100: a tiny net at batch 1 (a few kernels of almost nothing) is
     host-bound, one large matrix product at batch 64 is not; a CPU row says nothing."""

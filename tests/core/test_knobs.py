@@ -182,6 +182,7 @@ def board():
     _BOARDS.pop(label, None)
 
 
+@pytest.mark.slow
 def test_a_sweep_on_a_simulated_gpu_measures_at_each_limit_and_restores(board):
     from joulebench.jobs.profile import run_profile
 
@@ -222,6 +223,7 @@ run_profile(ProfileJob("tiny_net.build", sys.argv[1], spec, idle_power_w=60.0, t
 """
 
 
+@pytest.mark.slow
 def test_after_a_kill_9_mid_configuration_the_next_job_restores_before_it_measures(board, state):
     from joulebench.jobs.profile import run_profile
     from joulebench.sim.backend import _BOARDS

@@ -193,6 +193,7 @@ def test_a_sweep_expands_into_the_job_s_methods():
     assert job.configs_ask_knobs() and job.bind_device().knob_control() is None
 
 
+@pytest.mark.slow
 def test_a_sweep_on_a_cpu_gives_rows_that_say_what_was_asked_and_why_not_measured():
     from conftest import FAST_PROTOCOL
     from helpers.profile_job import job_of

@@ -62,6 +62,7 @@ def rt_job(model, cache, methods=("fp32", "ort"), batch_sizes=(2,), **kw):
     return job(model, methods, batch_sizes, specs=METHODS, onnx_cache_dir=str(cache), **kw)
 
 
+@pytest.mark.slow
 def test_onnxruntime_is_checked_then_measured(tmp_path):
     out = run_profile(rt_job("jbrt_tiny", tmp_path), log=lambda s: None)
     rows = conform(out.rows, PROFILE_COLUMNS).set_index("method")

@@ -181,6 +181,7 @@ def _check_tail(generation: str, tail, seed: int = 0):
         ("volta", Tail(share=0.2, hold_s=0.2, tau_s=1.0)),
     ],
 )
+@pytest.mark.slow
 def test_the_check_reads_the_boards_tail_and_its_sensor_despite_it(generation, tail):
     sensor, fit = _check_tail(generation, tail)
     assert fit.excess_w == pytest.approx(tail.excess_w(300.0, 60.0), rel=0.10)
@@ -191,6 +192,7 @@ def test_the_check_reads_the_boards_tail_and_its_sensor_despite_it(generation, t
     assert sensor.window_s == pytest.approx(published.window_s, rel=0.10)
 
 
+@pytest.mark.slow
 def test_a_tail_as_fast_as_the_sensors_window_is_read_roughly():
     """A 50 ms decay with no plateau, seen through a 25 ms window every 100 ms: a short
     plateau at a lower excess reads the same (docs/benchmarks.md has the spread)."""
@@ -201,6 +203,7 @@ def test_a_tail_as_fast_as_the_sensors_window_is_read_roughly():
         assert fit.tau_s == pytest.approx(0.05, rel=0.2) and fit.hold_s < 0.03
 
 
+@pytest.mark.slow
 def test_a_board_without_a_tail_reads_none_and_a_two_level_fit_misreads_one():
     sensor, fit = _check_tail("hopper", None)
     assert fit.excess_w < 0.02 * 240.0

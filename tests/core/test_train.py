@@ -110,6 +110,7 @@ def test_mixed_precision_training_and_train_batch_sizes():
     assert (out.rows.status == "ok").all() and (out.rows.precision == "bf16").all()
 
 
+@pytest.mark.slow
 def test_batchnorm_needs_two_samples_per_batch_in_training():
     job = train_job("jbtrain_bn_head", "sgd", batch_sizes=[1, 2])
     out = run_profile(job, log=lambda s: None)

@@ -156,6 +156,7 @@ def test_every_option_joulebench_passes_is_a_real_one(fake, tmp_path):
     assert cast["arg_inputs"][0].dtype == torch.float16  # a cast model: fp16 in
 
 
+@pytest.mark.slow
 def test_a_row_is_checked_then_measured_with_its_build_time_apart(fake, tmp_path):
     out, rows = rows_of(tmp_path, ("fp32", "torchtrt"))
     assert (rows.status == "ok").all(), rows.reason.tolist()
@@ -220,6 +221,7 @@ def test_out_of_memory_loading_a_cached_engine_keeps_it(fake, tmp_path, monkeypa
     assert json.loads(fields["runtime_detail"])["cached"] is True and len(fake.COMPILED) == 1
 
 
+@pytest.mark.slow
 def test_a_failed_build_is_a_build_error_and_leaves_nothing(fake, tmp_path, monkeypatch):
     def save_dies_halfway(module, file_path="", **kw):
         Path(file_path).write_bytes(b"PK half an engine")
@@ -247,6 +249,7 @@ def test_a_graph_left_all_to_pytorch_is_a_build_error(fake, tmp_path, monkeypatc
     assert not list(tmp_path.rglob("build.json")) and not list(tmp_path.rglob(".*"))
 
 
+@pytest.mark.slow
 def test_an_engine_that_disagrees_with_pytorch_is_a_mismatch_row(fake, tmp_path):
     fake.PERTURB = 0.2  # the engine's outputs are 20 % off, as a wrong engine's would be
     out, rows = rows_of(tmp_path, ("fp32", "torchtrt"))
@@ -290,6 +293,7 @@ def test_a_tolerance_the_engine_misses_is_a_mismatch(fake, tmp_path):
 # --- skipped: each reason says how to fix it ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_not_installed_is_a_skipped_row_naming_the_extra(tmp_path, monkeypatch):
     monkeypatch.setattr(trt_native, "gpu_target", lambda device: (dict(TARGET), ""))
     monkeypatch.setitem(sys.modules, "torch_tensorrt", None)  # import -> ModuleNotFoundError

@@ -9,12 +9,14 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 from conftest import REPO
 
 BAD = REPO / "tests" / "workloads" / "bad.py"
 TINY = REPO / "tests" / "workloads" / "tiny_net.py"
 
 
+@pytest.mark.slow
 def test_a_catalog_part_keeps_every_model_whatever_one_does(tmp_path):
     output = tmp_path / "part-0.parquet"
     entries = [

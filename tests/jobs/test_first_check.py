@@ -89,6 +89,7 @@ def test_a_check_that_fails_leaves_the_rows_as_run(tmp_path, monkeypatch):
     assert "check: failed (RuntimeError: the board fell off the bus); rows stay as-run" in lines
 
 
+@pytest.mark.slow
 def test_a_profile_job_on_a_simulated_gpu_checks_it_first_and_states_its_rows(tmp_path):
     cpu_job = profile_job.job("jbtest_tiny", batch_sizes=(1,))
     job = replace(
@@ -105,6 +106,7 @@ def test_a_profile_job_on_a_simulated_gpu_checks_it_first_and_states_its_rows(tm
     assert list((tmp_path / "gpus").glob("*.json"))
 
 
+@pytest.mark.slow
 def test_a_kept_report_no_board_can_have_is_not_read_and_no_row_is_negative(tmp_path):
     """Issue 40 item 4: `protocol.tail.excess_w: 5000` in a kept report (a board idling at
     60 W) made `ok` rows of negative energy. Beyond the board's limit, or beyond any board's,

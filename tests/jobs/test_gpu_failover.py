@@ -156,6 +156,7 @@ def _device(torch_device: str) -> JobSpec:
     return JobSpec(torch_device=torch_device, methods=(), batch_sizes=())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_a_gpu_that_fails_leaves_the_pool_and_the_job_goes_on(kind, pool, monkeypatch):
     monkeypatch.setenv(faults.ENV, f"0:{kind}:1")  # GPU 0 fails in its second configuration

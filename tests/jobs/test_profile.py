@@ -18,6 +18,7 @@ from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS
 
 
+@pytest.mark.slow
 def test_every_method_and_batch_size_is_measured():
     out = run_profile(job("jbtest_tiny", methods=("fp32", "bf16")), log=lambda s: None)
     rows = conform(out.rows, PROFILE_COLUMNS)
@@ -80,6 +81,7 @@ def test_a_methods_batch_sizes_are_measured_back_to_back_in_a_seeded_order():
     assert all(o[:6] != sorted(o[:6]) for o in orders)
 
 
+@pytest.mark.slow
 def test_a_following_batch_size_gets_the_short_warm_up():
     """The first configuration of a method warms up for warmup_min_s at least; the next
     batch size of that method skips the floor, and its row says so."""
@@ -104,6 +106,7 @@ def kind_of_settings(j, follows: bool):
     return kind, settings.warmup_min_s
 
 
+@pytest.mark.slow
 def test_out_of_memory_retries_at_half_the_batch():
     out = run_profile(job("jbtest_tiny_oom_above_2", batch_sizes=(8,)), log=lambda s: None)
     row = out.rows.iloc[0]
@@ -111,6 +114,7 @@ def test_out_of_memory_retries_at_half_the_batch():
     assert (row.batch_size_requested, row.batch_size) == (8, 2)
 
 
+@pytest.mark.slow
 def test_out_of_memory_without_retry_is_a_row():
     j = job("jbtest_tiny_oom_above_2", batch_sizes=(8, 1), oom_retry=False)
     out = run_profile(j, log=lambda s: None)
@@ -119,6 +123,7 @@ def test_out_of_memory_without_retry_is_a_row():
     assert math.isnan(out.rows.energy_per_image_j.iloc[0])
 
 
+@pytest.mark.slow
 def test_build_and_run_errors_are_rows():
     out = run_profile(job("jbtest_unbuildable", batch_sizes=(1,)), log=lambda s: None)
     assert out.rows.status.tolist() == ["build-error"]
@@ -137,6 +142,7 @@ def test_build_and_run_errors_are_rows():
         ("jbtest_tiny_returns_one_row", "not one row per image of the batch of 4"),
     ],
 )
+@pytest.mark.slow
 def test_a_forward_returning_nan_inf_or_the_wrong_shape_is_a_row_with_a_reason(model, problem):
     out = run_profile(job(model, batch_sizes=(4,)), log=lambda s: None)
     assert out.rows.status.tolist() == ["error"]
@@ -164,6 +170,7 @@ def test_bad_method_spec_is_an_error():
         parse_methods({"y": {"precison": "fp32"}})
 
 
+@pytest.mark.slow
 def test_cli_profile_prints_a_table(capsys, tmp_path):
     """Measured by a worker process (jobs.job_runner): a workload file, which it can load
     (a model registered in this test process only, it could not)."""
@@ -179,6 +186,7 @@ def test_cli_profile_prints_a_table(capsys, tmp_path):
     assert pd.read_parquet(out).status.tolist() == ["ok"]
 
 
+@pytest.mark.slow
 def test_cpu_shared_with_a_busy_process_is_flagged_and_the_table_warns():
     import subprocess
     import sys

@@ -69,6 +69,7 @@ def test_a_worker_that_dies_leaves_a_crashed_row_and_the_job_goes_on(function, r
     assert any("going on with the next" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_only_the_configuration_that_dies_is_lost(tmp_path):
     rows, _, _ = _run("big_batch_exits", tmp_path, batch_sizes=(1, 2, 4, 8))
     assert dict(zip(rows["batch_size_requested"], rows["status"], strict=True)) == {
@@ -85,6 +86,7 @@ def test_a_hang_is_stopped_as_a_timeout_row(tmp_path):
     assert time.monotonic() - start < 120
 
 
+@pytest.mark.slow
 def test_a_model_that_hangs_at_a_big_batch_costs_two_hangs_and_keeps_its_small_batches(
     tmp_path,
 ):

@@ -209,6 +209,7 @@ def drawn_as_run(tmp_path_factory):
 # --- every figure, and what its axes say ------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("drawn", ["drawn_estimated", "drawn_measured"])
 def test_every_figure_is_written(drawn, request):
     out = request.getfixturevalue(drawn)
@@ -459,6 +460,7 @@ def _readability(drawn: Drawn) -> dict:
 @pytest.mark.parametrize(
     "drawn", ["drawn_default", "drawn_flagged", "drawn_big", "drawn_as_run", "drawn_many_devices"]
 )
+@pytest.mark.slow
 def test_figure_text_is_plain_and_never_overlaps(drawn, request):
     found = _readability(request.getfixturevalue(drawn))
     assert set(found) == set(figures.FIGURE_NAMES)
@@ -473,6 +475,7 @@ HOSTILE_LABELS = {
 }
 
 
+@pytest.mark.slow
 def test_hostile_labels_print_as_text(tmp_path):
     """Mathtext-breaking and 10,000-character labels: every figure is written, the labels
     appear as written (cut short with an ellipsis, never parsed), nothing leaves the page."""

@@ -56,6 +56,7 @@ def group_gone(pgid: int, timeout_s: float = 15) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_killed_study_resumes_to_whole_results(tmp_path):
     config = tmp_path / "test-config.yaml"
     config.write_text(yaml.safe_dump(STUDY))

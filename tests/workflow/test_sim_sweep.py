@@ -79,6 +79,7 @@ def cheapest(summary: pd.DataFrame) -> str:
     return summary.loc[summary["energy_per_image_j"].idxmin(), "method"]
 
 
+@pytest.mark.slow
 def test_the_rows_carry_the_read_back_limit_and_the_caps_that_bind_hold(study):
     _, summary = study
     rows = summary.set_index("method")

@@ -64,6 +64,7 @@ def job_prefix():
         subprocess.run(["scancel", *left], timeout=30)
 
 
+@pytest.mark.slow
 def test_tiny_study_through_the_slurm_profile(tmp_path, job_prefix):
     result = snakemake(
         tmp_path,

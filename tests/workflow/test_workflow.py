@@ -32,6 +32,7 @@ TINY_STUDY = {
 }
 
 
+@pytest.mark.slow
 def test_study_end_to_end_and_noop_rerun(run_workflow, tmp_path_factory):
     config = TINY_STUDY
     first = run_workflow(config)
@@ -154,6 +155,7 @@ def test_lint_is_clean(tmp_path):
     assert "Congratulations" in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_imagefolder_dataset_prepared_once_per_input_config(run_workflow):
     from PIL import Image
 
@@ -177,6 +179,7 @@ def test_imagefolder_dataset_prepared_once_per_input_config(run_workflow):
     assert set(accuracy["accuracy_source"]) == {"reference"}
 
 
+@pytest.mark.slow
 def test_hostile_paths_reach_no_shell(tmp_path):
     """A folder named with a space, $(...), a quote and a `;` holds the published summary,
     the power trace and the working directory: the run succeeds and runs nothing of it."""

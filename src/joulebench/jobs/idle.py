@@ -7,12 +7,13 @@ One row per device (tables.IDLE), read on the same meter, with the device in the
 
 from __future__ import annotations
 
+import socket
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from joulebench.core.protocol import IdleResult, measure_idle
-from joulebench.core.provenance import software, utc_now
+from joulebench.core.provenance import utc_now
 from joulebench.flags import join_flags
 from joulebench.study import IDLE_DURATION_S
 from joulebench.table_io import write_table
@@ -43,7 +44,7 @@ def idle_row(
         "duration_s": idle.duration_s,
         "energy_j": idle.energy_j,
         "flags": join_flags(idle.flags),
-        "host": software()["host"],
+        "host": socket.gethostname(),
         "start_time_utc": started,
     }
 

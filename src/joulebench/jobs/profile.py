@@ -301,7 +301,6 @@ def create_model(model_name: str, workload: str | None = None, seed: int = SEED)
 
     Seeded, so every configuration (and every runtime) of a model gets the same weights.
     """
-    import timm
     import torch
 
     torch.manual_seed(seed)
@@ -311,6 +310,8 @@ def create_model(model_name: str, workload: str | None = None, seed: int = SEED)
         model, spec = load_workload(workload)
         weights = "pretrained" if spec.pretrained else "random"
         return model, spec.input_size, spec.num_classes, weights
+    import timm
+
     model = timm.create_model(model_name, pretrained=False)
     cfg = timm.data.resolve_model_data_config(model)
     return model, tuple(cfg["input_size"]), int(getattr(model, "num_classes", 0)), "random"

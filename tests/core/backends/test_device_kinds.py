@@ -124,6 +124,7 @@ def test_devices_and_slots_treat_it_as_a_device_of_its_own(npu):
     assert measure_threads(node, "n0", 8) == 8 and pinned_uuids(node) == {}
 
 
+@pytest.mark.slow
 def test_a_profile_on_the_new_kind_reads_its_meter(npu):
     from conftest import FAST_PROTOCOL
 

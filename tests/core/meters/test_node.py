@@ -293,6 +293,7 @@ def test_two_simulated_gpus_measure_at_once_and_each_one_job_at_a_time(run_workf
     assert (rows["energy_node_per_image_j"] > rows["energy_per_image_j"]).all()
 
 
+@pytest.mark.slow
 def test_an_ad_hoc_profile_on_a_gpu_takes_its_idle_read_as_the_baseline(tmp_path, monkeypatch):
     """`joulebench profile` has no idle job: its 2 s read before the model is the baseline,
     so the phase shifts' idle time (about 10 % of an NVML window) adds no idle energy to
