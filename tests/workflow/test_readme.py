@@ -23,8 +23,9 @@ SHELLS = {"bash", "sh", "shell", "console"}
 
 # Skipped by design, with the reason (each must still be in the README).
 SKIPPED = {
-    "make run": "the default study end to end takes ~20 min here; test_workflow runs the "
-    "same workflow on a tiny study, and docs/benchmarks.md records a full `make run`",
+    "make run": "the default study end to end takes 7-20 min here (quiet or busy); "
+    "test_workflow runs the same workflow on a tiny study, and docs/benchmarks.md records a "
+    "full `make run`",
     "make test": "the test suite itself",
     ".venv/bin/snakemake --configfile studies/hidden-joules.yaml --cores all": "the full "
     "study: ~1,800 models on a GPU for days (test_plan checks its plan)",
