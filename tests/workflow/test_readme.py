@@ -35,7 +35,7 @@ SKIPPED = {
     ".venv/bin/snakemake --cores all --configfile my-study.yaml": "my-study.yaml stands for "
     "the reader's own study file",
     ".venv/bin/snakemake --cores all --configfile studies/anytime-cpu.yaml": "30 models "
-    "measured and predicted, ~15 min here; docs/benchmarks.md records its run, test_selection "
+    "measured and predicted, 6-24 min here; docs/benchmarks.md records its run, test_selection "
     "and test_predict its parts, test_workflow the predict rule on a tiny study",
     ".venv/bin/joulebench merge --output merged release .": "merges the release the README's "
     "command before it publishes (each command here runs in a clone of its own); "
