@@ -77,16 +77,16 @@ def test_test_folders_mirror_the_package():
     """tests/ mirrors src/joulebench/: a test module sits in the folder of the subpackage it
     tests (tests/core/meters/ for joulebench.core.meters), or in tests/workflow/ (the
     Snakemake workflow end to end) or tests/bench/ (the bench scripts)."""
-    package = REPO / "src" / "joulebench"
+    package, modules = REPO / "src" / "joulebench", _test_modules()
     found = []
-    for path in _test_modules():
+    for path in modules:
         folder = path.parent.relative_to(TESTS)
         top = folder.parts[0] if folder.parts else ""
         mirrored = OUTSIDE_PACKAGE.get(top) or package / folder
         if not mirrored.is_dir():
             found.append(f"{path.relative_to(REPO)}: no {mirrored.relative_to(REPO)}/")
     assert not found, found
-    assert len({path.name for path in _test_modules()}) == len(_test_modules())  # names unique
+    assert len({path.name for path in modules}) == len(modules)  # names unique
 
 
 def test_a_forked_snakemake_run_is_the_command_lines(tmp_path):

@@ -112,6 +112,7 @@ class ForkedSnakemake:
             raise RuntimeError("the Snakemake server did not start")
 
     def run(self, argv: list[str], env: dict[str, str], cwd: Path, timeout: float):
+        cmd = [sys.executable, "-m", "snakemake", *argv]  # what the result says it ran
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
@@ -125,10 +126,8 @@ class ForkedSnakemake:
                 if answer is None:  # as subprocess.run: the run killed, TimeoutExpired
                     _kill_group(pid)
                     _read_line(self._reply, 60)
-                    cmd = [sys.executable, "-m", "snakemake", *argv]
                     raise subprocess.TimeoutExpired(cmd, timeout, out.read_text(), err.read_text())
                 rc = json.loads(answer)["rc"]
-                cmd = [sys.executable, "-m", "snakemake", *argv]
                 return subprocess.CompletedProcess(cmd, rc, out.read_text(), err.read_text())
 
     def close(self) -> None:
