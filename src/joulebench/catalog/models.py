@@ -83,7 +83,8 @@ def resolve_models(entries: list[str]) -> list[str]:
     """Exact timm names for the config's entries; raise naming every bad entry."""
     if isinstance(entries, str):
         entries = [entries]
-    reg = _registry()
+    # timm's registry (it imports torch: seconds) only where an entry is a timm name
+    reg = None if all(is_workload(e) for e in entries) else _registry()
     resolved: dict[str, None] = {}
     problems = []
     for entry in entries:

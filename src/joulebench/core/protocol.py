@@ -254,7 +254,8 @@ PRESETS: dict[str, dict] = {
         "pause_s": (0.1, 0.5),
     },
     # seconds per configuration: whether a study runs end to end (its DAG, its jobs, the
-    # tests' and a CI's runs), its numbers not for citing; two short windows, no CI target
+    # tests' and a CI's runs), its numbers not for citing; two short windows (5 refreshes of a
+    # slow sensor), no CI target, none added while they disagree
     "smoke": {
         "warmup_min_iters": 2,
         "warmup_min_s": 0.05,
@@ -265,6 +266,8 @@ PRESETS: dict[str, dict] = {
         "min_repeat_s": 0.1,
         "min_repeat_batches": 2,
         "pause_s": (0.0, 0.01),
+        "min_window_refreshes": 5,
+        "spread_repeats": 0,
     },
 }
 

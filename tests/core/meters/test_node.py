@@ -156,7 +156,10 @@ def test_the_protocol_gives_each_part_per_image_and_the_node_total(tmp_path):
         cap.add("intel-rapl:0", 200_000)
         cap.add("intel-rapl:0:1", 50_000)
 
-    settings = ProtocolSettings.from_dict({**FAST_PROTOCOL, "min_repeat_s": 0.5})
+    # windows of 20 refreshes (2 s), as the default preset's: smoke's 5 are too few to split
+    settings = ProtocolSettings.from_dict(
+        {**FAST_PROTOCOL, "min_repeat_s": 0.5, "min_window_refreshes": 20}
+    )
     result = measure(
         step,
         rig.gpu.sync,
@@ -214,7 +217,10 @@ def test_a_simulated_gpu_draws_busy_power_while_steps_run():
         while time.perf_counter() < end:
             pass
 
-    settings = ProtocolSettings.from_dict({**FAST_PROTOCOL, "min_repeat_s": 0.6})
+    # windows of 20 refreshes (2 s, as the bound below says), as the default preset's
+    settings = ProtocolSettings.from_dict(
+        {**FAST_PROTOCOL, "min_repeat_s": 0.6, "min_window_refreshes": 20}
+    )
     with meter:
         result = measure(
             board.run(work),
