@@ -61,6 +61,19 @@ def snakemake(workdir: Path, config: dict | None, *args: str, timeout: int = 600
 _SNAKEMAKE = ForkedSnakemake(os.environ, REPO)
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The longest files first (the workflow end to end, then any with a slow test): test
+    processes (`make test`: pytest -n 2 --dist loadfile) take files in this order, so the
+    last file to end is a short one and no core waits alone on a long study at the end."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    workflow = REPO / "tests" / "workflow"
+
+    def weight(item) -> int:
+        return 0 if workflow in item.path.parents else 1 if item.path in slow_files else 2
+
+    items.sort(key=weight)  # stable: each file's tests, and the files of one weight, in order
+
+
 def pytest_sessionfinish(session, exitstatus):
     _SNAKEMAKE.close()
 

@@ -263,7 +263,8 @@ def test_what_the_rules_hand_their_commands_in_a_dry_run(run_workflow):
 
 def test_command_option_defaults_equal_the_schema():
     from joulebench.cli import build_parser
-    from joulebench.core.protocol import ProtocolSettings
+    from joulebench.core.protocol import DEFAULT_PRESET, ProtocolSettings
+    from joulebench.jobs.adhoc import adhoc_protocol
 
     parser = build_parser()
 
@@ -274,8 +275,10 @@ def test_command_option_defaults_equal_the_schema():
     protocol, train, profile = (_schema_defaults(s) for s in ("protocol", "train", "profile"))
     got = defaults("profile")
     default = ProtocolSettings.from_dict(protocol)  # the schema's preset's values
-    assert got["repeats"] == default.repeats
-    assert got["min_repeat_s"] == default.min_repeat_s
+    assert got["preset"] == protocol.get("preset", DEFAULT_PRESET)
+    assert got["repeats"] is None and got["min_repeat_s"] is None  # the preset's, as follows
+    windows = adhoc_protocol(got["preset"])
+    assert (windows["repeats"], windows["min_repeat_s"]) == (default.repeats, default.min_repeat_s)
     assert got["optimizer"] == train["optimizer"]
     assert got["onnx_cache"] == profile["onnx_cache"]
     assert got["input_kind"] == profile["input_kind"]

@@ -351,8 +351,7 @@ def test_a_cpu_with_bf16_measures_it_unflagged(fake_cpu):
 def test_joulebench_profile_allow_emulated(fake_cpu, capsys, monkeypatch):
     fake_cpu(EPYC_AVX2)
     monkeypatch.setenv("JOULEBENCH_IN_PROCESS", "1")  # the faked CPU is this process's
-    argv = ["profile", "jbemu_tiny", "--method", "bf16", "--repeats", "2"]
-    argv += ["--min-repeat-s", "0.1", "--threads", "1"]
+    argv = ["profile", "jbemu_tiny", "--method", "bf16", "--preset", "smoke", "--threads", "1"]
     assert main(argv) == 1  # nothing measured: the reason says how to force it
     assert "--allow-emulated" in capsys.readouterr().err
     assert main([*argv, "--allow-emulated"]) == 0

@@ -13,6 +13,7 @@ from torch import nn
 
 from joulebench.cli import main as cli_main
 from joulebench.core.methods import Method, parse_methods
+from joulebench.core.protocol import ProtocolSettings
 from joulebench.jobs.profile import JobSession, run_profile
 from joulebench.table_io import conform
 from joulebench.tables import PROFILE_COLUMNS, REPEAT_TABLE_COLUMNS
@@ -177,13 +178,29 @@ def test_cli_profile_prints_a_table(capsys, tmp_path):
     out = tmp_path / "rows.parquet"
     workload = str(REPO / "tests" / "workloads" / "tiny_net.py") + ":build"
     code = cli_main(
-        ["profile", workload, "--batch-size", "2", "--repeats", "2", "--min-repeat-s", "0.1"]
+        ["profile", workload, "--batch-size", "2", "--preset", "smoke", "--repeats", "3"]
         + ["--threads", "1", "--output", str(out)]
     )
     printed = capsys.readouterr().out
     assert code == 0
     assert "tiny_net" in printed and "mJ/image" in printed and "ESTIMATED" in printed
-    assert pd.read_parquet(out).status.tolist() == ["ok"]
+    rows = pd.read_parquet(out)
+    assert rows.status.tolist() == ["ok"]
+    assert rows.protocol_preset.tolist() == ["smoke"] and rows.repeats.tolist() == [3]
+
+
+def test_a_model_measured_now_takes_its_presets_windows_unless_told():
+    from joulebench.jobs.adhoc import adhoc_protocol
+
+    assert adhoc_protocol() == {  # the default preset's 3 windows of 2 s, exactly
+        "preset": "default", "repeats": 3, "min_repeat_s": 2.0, "ci_target": None,
+        "max_repeats": 12,
+    }  # fmt: skip
+    smoke = adhoc_protocol("smoke", repeats=20)
+    assert (smoke["repeats"], smoke["min_repeat_s"], smoke["max_repeats"]) == (20, 0.1, 20)
+    assert ProtocolSettings.from_dict(smoke).repeats == 20  # max_repeats follows it
+    with pytest.raises(ValueError, match=r"unknown protocol preset 'quick'.*'smoke'"):
+        adhoc_protocol("quick")
 
 
 @pytest.mark.slow

@@ -245,11 +245,20 @@ def add_meter(p, *, meter_help: str | None = None, tdp_help: str | None = None) 
 
 
 def add_protocol(p) -> None:
-    """The protocol's repeats and their least length, with the protocol's defaults."""
-    from joulebench.core.protocol import ProtocolSettings
+    """The protocol's preset, and its repeats and their least length over it."""
+    from joulebench.core.protocol import DEFAULT_PRESET, PRESETS
 
-    p.add_argument("--repeats", type=COUNT, default=ProtocolSettings.repeats)
-    p.add_argument("--min-repeat-s", type=number(minimum=0), default=ProtocolSettings.min_repeat_s)
+    p.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=DEFAULT_PRESET,
+        help="protocol preset (docs/protocol.md#presets; default %(default)s): smoke takes "
+        "seconds, its numbers not for citing",
+    )
+    p.add_argument("--repeats", type=COUNT, help="windows (default: the preset's)")
+    p.add_argument(
+        "--min-repeat-s", type=number(minimum=0), help="shortest window (default: the preset's)"
+    )
 
 
 def add_gpu_uuid(p) -> None:

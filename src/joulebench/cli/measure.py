@@ -102,8 +102,11 @@ def _cmd_profile(args) -> int:
         device=args.device,
         methods=args.method or ["fp32"],
         batch_sizes=args.batch_size or [1],
-        repeats=args.repeats,
-        min_repeat_s=args.min_repeat_s,
+        protocol={
+            "preset": args.preset,
+            "repeats": args.repeats,
+            "min_repeat_s": args.min_repeat_s,
+        },
         meter=args.meter,
         tdp_w=args.tdp_w,
         threads=args.threads,

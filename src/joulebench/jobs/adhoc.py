@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 
 from joulebench.core.methods import PRESETS
-from joulebench.core.protocol import ProtocolSettings
+from joulebench.core.protocol import DEFAULT_PRESET, preset_values
 from joulebench.core.train import TrainSpec
 from joulebench.flags import flag_warnings
 from joulebench.jobs.job_runner import supervised_job
@@ -30,8 +30,7 @@ def profile_now(
     device: str = "cpu",
     methods: list[str] = ("fp32",),
     batch_sizes: list[int] = (1,),
-    repeats: int = ProtocolSettings.repeats,
-    min_repeat_s: float = ProtocolSettings.min_repeat_s,
+    protocol: dict | None = None,
     meter: str | None = None,
     tdp_w: float | None = None,
     threads: int | None = None,
@@ -45,7 +44,7 @@ def profile_now(
 ) -> pd.DataFrame:
     """`joulebench profile`: measure one model (a timm name or a workload entry) now, with the
     method presets (methods.PRESETS; `allow_emulated` measures those the device only
-    emulates) and a protocol of `repeats` windows of `min_repeat_s`, each configuration
+    emulates) and the protocol of `adhoc_protocol(**protocol)`, each configuration
     stopped after `timeout_s` without progress (None: the default, jobs.supervise); the
     rows are also written to `output` when given."""
     from joulebench.catalog.models import resolve_models
@@ -57,12 +56,7 @@ def profile_now(
     study = {
         "methods": {m: {**PRESETS[m], "allow_emulated": allow_emulated} for m in methods},
         "batch_sizes": list(batch_sizes),
-        "protocol": {  # exactly `repeats` windows (no CI target); max_repeats caps repeats
-            "repeats": repeats,
-            "min_repeat_s": min_repeat_s,
-            "ci_target": None,
-            "max_repeats": max(repeats, ProtocolSettings.max_repeats),
-        },
+        "protocol": adhoc_protocol(**(protocol or {})),
         "profile": adhoc_profile(
             meter=meter,
             estimate={"tdp_w": tdp_w},
@@ -79,6 +73,23 @@ def profile_now(
     if output:
         write_table(rows, output, PROFILE_COLUMNS)
     return rows
+
+
+def adhoc_protocol(
+    preset: str = DEFAULT_PRESET, repeats: int | None = None, min_repeat_s: float | None = None
+) -> dict:
+    """The `protocol:` section of a model measured now: the preset's settings with exactly
+    `repeats` windows of at least `min_repeat_s` (each the preset's where None), no CI
+    target (a number to look at now, in a time known beforehand)."""
+    values = preset_values(preset)  # an unknown preset: ValueError naming the known ones
+    repeats = int(values["repeats"] if repeats is None else repeats)
+    return {
+        "preset": preset,
+        "repeats": repeats,
+        "min_repeat_s": float(values["min_repeat_s"] if min_repeat_s is None else min_repeat_s),
+        "ci_target": None,
+        "max_repeats": max(repeats, int(values["max_repeats"])),  # it caps repeats
+    }
 
 
 def adhoc_profile(**keys) -> dict:

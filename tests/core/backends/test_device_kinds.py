@@ -161,7 +161,7 @@ def test_a_command_loads_the_kind_by_module_name(tmp_path):
         "PYTHONPATH": os.pathsep.join([str(HERE), str(TESTS), os.environ.get("PYTHONPATH", "")]),
     }
     workload = str(TESTS / "workloads" / "tiny_net.py") + ":build"
-    argv = ["profile", workload, "--device", "npu:0", "--repeats", "2", "--min-repeat-s", "0.2"]
+    argv = ["profile", workload, "--device", "npu:0", "--preset", "smoke"]
     done = subprocess.run(
         [sys.executable, "-m", "joulebench", *argv],
         capture_output=True,

@@ -302,12 +302,16 @@ def test_two_simulated_gpus_measure_at_once_and_each_one_job_at_a_time(run_workf
 @pytest.mark.slow
 def test_an_ad_hoc_profile_on_a_gpu_takes_its_idle_read_as_the_baseline(tmp_path, monkeypatch):
     """`joulebench profile` has no idle job: its 2 s read before the model is the baseline,
-    so the phase shifts' idle time (about 10 % of an NVML window) adds no idle energy to
-    the images' (docs/protocol.md) and dynamic energy is given."""
+    so the phase shifts' idle time (about 10 % of an NVML window, smoke's short ones too)
+    adds no idle energy to the images' (docs/protocol.md) and dynamic energy is given."""
     from joulebench.jobs.adhoc import profile_now
 
     monkeypatch.chdir(tmp_path)
-    rows = profile_now("mobilenetv3_small_100", device="sim:a100", repeats=1, min_repeat_s=0.05)
+    rows = profile_now(
+        "mobilenetv3_small_100",
+        device="sim:a100",
+        protocol={"preset": "smoke", "repeats": 1, "min_repeat_s": 0.05},
+    )
     row = rows.iloc[0]
     assert row["status"] == "ok", row["reason"]
     assert row["idle_power_w"] == row["idle_power_pre_w"]
