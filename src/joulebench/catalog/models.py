@@ -15,8 +15,13 @@ Accepted entries (resolved once, in the order given, duplicates dropped):
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import fnmatch
+import json
+import os
+from importlib import metadata
+from pathlib import Path
 
 from joulebench.catalog.workloads import WorkloadError, check_entry, is_workload, parse_entry
 
@@ -34,19 +39,91 @@ def split_name(name: str) -> tuple[str, str]:
     return arch, tag
 
 
-def _registry():
+CACHE_ENV = "JOULEBENCH_CACHE_DIR"  # where timm's names are kept (else ~/.cache/joulebench)
+_LISTS = ("pretrained", "archs", "has_pretrained")
+
+
+def cache_dir() -> Path:
+    """The folder of what joulebench keeps between runs ($JOULEBENCH_CACHE_DIR, else
+    $XDG_CACHE_HOME/joulebench, else ~/.cache/joulebench)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "joulebench"
+
+
+def names_cache() -> Path | None:
+    """timm's names kept for its installed version (None without timm installed)."""
+    try:
+        version = metadata.version("timm")
+    except metadata.PackageNotFoundError:
+        return None
+    return cache_dir() / f"timm-{version}-names.json"
+
+
+def _registry(live: bool = False) -> dict:
+    """timm's names: kept for its version (no import of timm, hence of torch: seconds), or
+    `live` from timm itself (what this process registered too), kept for the next time."""
+    path = names_cache()
+    if not live and path is not None:
+        kept = _read_names(path)
+        if kept is not None:
+            return _as_registry(kept, kept=True)
+    names = _live_names()
+    if path is not None:
+        _write_names(path, names)
+    return _as_registry(names, kept=False)
+
+
+def _live_names() -> dict:
     import timm
     import timm.models._registry as registry
 
-    pretrained = timm.list_pretrained()
+    has = sorted(registry._model_has_pretrained)
     return {
-        "pretrained": pretrained,
-        "pretrained_set": set(pretrained),
-        "archs": timm.list_models(),
-        "archs_set": set(timm.list_models()),
-        "deprecated": registry.get_deprecated_models(),
-        "has_pretrained": set(registry._model_has_pretrained),
-        "default_tag": lambda arch: registry.get_pretrained_cfg(arch).tag,
+        "pretrained": list(timm.list_pretrained()),
+        "archs": list(timm.list_models()),
+        "has_pretrained": has,
+        "deprecated": dict(registry.get_deprecated_models()),
+        "default_tags": {a: registry.get_pretrained_cfg(a).tag for a in has},
+    }
+
+
+def _read_names(path: Path) -> dict | None:
+    """The kept names, or None where the file is missing, unreadable or not what it should
+    be (then timm is asked, and the file written anew)."""
+    try:
+        names = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(names, dict) and all(
+        isinstance(names.get(k), list) and all(isinstance(n, str) for n in names[k]) for k in _LISTS
+    )
+    maps = [names.get(k) for k in ("deprecated", "default_tags")] if ok else []
+    ok = ok and all(
+        isinstance(m, dict) and all(isinstance(v, str) for v in m.values()) for m in maps
+    )
+    return names if ok else None
+
+
+def _write_names(path: Path, names: dict) -> None:
+    """Kept atomically; a folder that cannot be written only costs the next run timm's import."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(names))
+        os.replace(tmp, path)
+
+
+def _as_registry(names: dict, kept: bool) -> dict:
+    return {
+        "kept": kept,
+        "pretrained": names["pretrained"],
+        "pretrained_set": set(names["pretrained"]),
+        "archs": names["archs"],
+        "archs_set": set(names["archs"]),
+        "deprecated": names["deprecated"],
+        "has_pretrained": set(names["has_pretrained"]),
+        "default_tag": names["default_tags"].get,
     }
 
 
@@ -83,8 +160,12 @@ def resolve_models(entries: list[str]) -> list[str]:
     """Exact timm names for the config's entries; raise naming every bad entry."""
     if isinstance(entries, str):
         entries = [entries]
-    # timm's registry (it imports torch: seconds) only where an entry is a timm name
-    reg = None if all(is_workload(e) for e in entries) else _registry()
+    # timm's names only where an entry is a timm name; a glob or all-pretrained over timm's
+    # own registry (it may hold models this process registered), the rest over the kept names
+    needs_live = any(
+        e.strip() == ALL_PRETRAINED or any(c in e for c in GLOB_CHARS) for e in entries
+    )
+    reg = None if all(is_workload(e) for e in entries) else _registry(live=needs_live)
     resolved: dict[str, None] = {}
     problems = []
     for entry in entries:
@@ -98,6 +179,9 @@ def resolve_models(entries: list[str]) -> list[str]:
                 problems.append(f"models: {exc}")
             continue
         names = _resolve_one(entry.strip(), reg)
+        if not names and reg["kept"]:  # not among the kept names: ask timm itself
+            reg = _registry(live=True)
+            names = _resolve_one(entry.strip(), reg)
         if not names:
             kind = "glob matches" if any(c in entry for c in GLOB_CHARS) else "is"
             close = suggest(entry, reg)
