@@ -132,14 +132,27 @@ def _fall_means(starts, ends, rise_s: float) -> np.ndarray:
     return _fast_means(starts, ends, rise_s)
 
 
+def _plateau_means(starts, ends) -> np.ndarray:
+    """The plateau shape's mean over each window on the whole grid (HOLDS_S x TAUS_S,
+    flattened): the same whatever the board's response time, so made once per window and
+    lag that the joint profile tries, not once per setting (most of the check's time)."""
+    hold, tau = HOLDS_S[:, None, None], TAUS_S[None, :, None]
+    start, end = np.maximum(starts, 0.0), np.maximum(ends, 0.0)
+    flat = np.clip(np.minimum(end, hold) - start, 0.0, None)
+    a, b = np.maximum(start, hold), np.maximum(end, hold)
+    area = flat + tau * (np.exp(-(a - hold) / tau) - np.exp(-(b - hold) / tau))
+    return (area / (ends - starts)).reshape(-1, len(starts))
+
+
 class _Readings:
     """The readings after the stops, and the linear least squares of the tail's excesses
     given its shape: a reading is idle (1 - f) + sum_j excess_j (s_j - f) + busy f, f the
     board's fall's mean over its window and s_j each part's shape's. An excess is never
     negative, nor all of them more than the load's power above idle."""
 
-    def __init__(self, starts, ends, values, busy_w: float, rise_s: float):
+    def __init__(self, starts, ends, values, busy_w: float, rise_s: float, plateau=None):
         self.starts, self.ends, self.values = starts, ends, values
+        self._plateau = plateau  # _plateau_means of these windows, where already made
         self.fall = _fall_means(starts, ends, rise_s)
         self.target = values - busy_w * self.fall
         self.busy_w = busy_w
@@ -151,13 +164,10 @@ class _Readings:
     @functools.cached_property
     def grid(self) -> np.ndarray:
         """`slow` on the whole plateau grid (HOLDS_S x TAUS_S, flattened), at once."""
-        hold, tau = HOLDS_S[:, None, None], TAUS_S[None, :, None]
-        start, end = np.maximum(self.starts, 0.0), np.maximum(self.ends, 0.0)
-        flat = np.clip(np.minimum(end, hold) - start, 0.0, None)
-        a, b = np.maximum(start, hold), np.maximum(end, hold)
-        area = flat + tau * (np.exp(-(a - hold) / tau) - np.exp(-(b - hold) / tau))
-        means = area / (self.ends - self.starts)
-        return means.reshape(-1, len(self.starts)) - self.fall
+        plateau = self._plateau
+        if plateau is None:
+            plateau = _plateau_means(self.starts, self.ends)
+        return plateau - self.fall
 
     def fast(self, tau_s: float) -> np.ndarray:
         return _fast_means(self.starts, self.ends, tau_s) - self.fall
@@ -363,12 +373,15 @@ def fit_tail(
     settings = _settings(window_s, lag_s, rise_s, window_range_s, rise_range_s)
     select_s = max(w + lag for w, lag, _ in settings)
     settle_s = FIRST_SETTLE_S if rise_s is None else 0.0
-    datas = []
+    datas, seen = [], {}  # (window, lag) -> its readings and their plateau grid
     for window, lag, rise in settings:
-        found = readings_after(times, watts, stops, window, lag, span_s, settle_s, select_s)
-        if len(found[2]) < MIN_READINGS:
-            return None
-        data = _Readings(*found, busy_w, rise or 0.0)
+        if (window, lag) not in seen:
+            found = readings_after(times, watts, stops, window, lag, span_s, settle_s, select_s)
+            if len(found[2]) < MIN_READINGS:
+                return None
+            seen[window, lag] = found, _plateau_means(found[0], found[1])
+        found, plateau = seen[window, lag]
+        data = _Readings(*found, busy_w, rise or 0.0, plateau)
         datas.append((float(np.min(data.solve([data.grid])[0])), data))
     return _joint(datas, busy_w)
 
