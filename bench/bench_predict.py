@@ -13,6 +13,7 @@ point prediction, and the group's own cross-validated coverage (what a run would
 them: tags of one architecture are twins, which the kin pools use.
 
     PYTHONPATH=src python bench/bench_predict.py [--tables DIR] [--seeds 5] [--tags]
+        [--set TAU=0.1 --set PRIOR=0.5]   # try other values of predict's constants
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from joulebench.analysis import predict
 from joulebench.analysis.predict import PI_LEVEL, Kinship, cv_coverage, cv_plus, features
 
 TABLES = Path("/work/shared/data/timm-results")
@@ -86,7 +88,17 @@ def main() -> None:
     parser.add_argument("--tables", type=Path, default=TABLES)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--tags", action="store_true")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE",
+        help="a number constant of joulebench.analysis.predict (TAU, PRIOR, RIDGE, ...)",
+    )  # fmt: skip
     args = parser.parse_args()
+    for item in args.set:
+        name, _, value = item.partition("=")
+        if not isinstance(getattr(predict, name, None), float | int):
+            parser.error(f"--set {item}: predict has no number constant {name!r}")
+        setattr(predict, name, float(value))
+        print(f"{name} = {float(value)}")
     print(f"level {PI_LEVEL:.0%}; {args.seeds} seeds; models: {'tags' if args.tags else 'archs'}")
     print("| table | models | measured | coverage (min) | median x/÷ | p90 x/÷ | median |err| "
           "| own CV coverage |")  # fmt: skip

@@ -117,13 +117,20 @@ def test_an_entry_that_reads_as_an_option_is_refused():
 # --- timm's names, kept between runs ------------------------------------------------------
 
 ENTRIES = ["resnet50", "resnet50.a1_in1k", "convnext_tiny_in22ft1k", "convnext_atto"]
+RESOLVE = (
+    "import sys, json; from joulebench.catalog.models import resolve_models; "
+    f"print(json.dumps([resolve_models({ENTRIES!r}), 'timm' in sys.modules]))"
+)
 
 
 def test_timm_names_are_kept_per_version_and_a_fresh_process_resolves_without_timm(
     tmp_path, monkeypatch
 ):
     """A Snakemake run (its Snakefile resolves the study's models) or `joulebench plan`
-    needs no import of timm, and so of torch (seconds), where the names are kept."""
+    needs no import of timm, and so of torch (seconds), where the names are kept: the first
+    process that imports timm to resolve writes them anew over a file that is no list of
+    names; the next one reads them."""
+    import os
     import subprocess
     import sys
 
@@ -132,52 +139,60 @@ def test_timm_names_are_kept_per_version_and_a_fresh_process_resolves_without_ti
     from joulebench.catalog.models import CACHE_ENV, names_cache
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
-    expected = resolve_models(ENTRIES)  # asks timm, keeps its names
     assert names_cache() == tmp_path / f"timm-{timm.__version__}-names.json"
-    assert names_cache().is_file()
-    code = (
-        "import sys, json; from joulebench.catalog.models import resolve_models; "
-        f"print(json.dumps([resolve_models({ENTRIES!r}), 'timm' in sys.modules]))"
-    )
-    env = {**__import__("os").environ, "PYTHONPATH": str(REPO / "src")}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert json.loads(out.stdout) == [expected, False], out.stderr
+    names_cache().write_text('{"pretrained": "not a list"}')
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    runs = [
+        subprocess.run([sys.executable, "-c", RESOLVE], capture_output=True, text=True, env=env)
+        for _ in range(2)
+    ]
+    expected = resolve_models(ENTRIES)
+    assert [json.loads(r.stdout) for r in runs] == [[expected, True], [expected, False]], [
+        r.stderr[-2000:] for r in runs
+    ]
 
 
 def test_a_name_the_kept_names_lack_is_asked_of_timm(tmp_path, monkeypatch):
     """A model registered with timm after the names were kept (a plugin, a test's tiny
     model) still resolves; a glob always reads timm's own registry."""
+    from joulebench.catalog import models
+
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path))
+    kept = models._live_names()
+    kept["pretrained"].remove("resnet18.a1_in1k")
+    kept["archs"] = [a for a in kept["archs"] if not a.startswith("convnext")]
+    models.names_cache().write_text(json.dumps(kept))
+    assert resolve_models(["resnet18.a1_in1k"]) == ["resnet18.a1_in1k"]
+    assert "convnext_atto.d2_in1k" in resolve_models(["convnext_atto*"])
+
+
+def test_names_kept_where_timm_was_imported_already_are_not_written(tmp_path, monkeypatch):
+    """This process imported timm before (and may have registered models of its own, as the
+    tests' tiny models): what it resolves is not kept for another process."""
     from joulebench.catalog.models import CACHE_ENV, names_cache
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
-    resolve_models(["resnet50.a1_in1k"])
-    kept = json.loads(names_cache().read_text())
-    kept["pretrained"].remove("resnet18.a1_in1k")
-    kept["archs"] = [a for a in kept["archs"] if not a.startswith("convnext")]
-    names_cache().write_text(json.dumps(kept))
-    assert resolve_models(["resnet18.a1_in1k"]) == ["resnet18.a1_in1k"]
-    assert "convnext_atto.d2_in1k" in resolve_models(["convnext_atto*"])
+    assert resolve_models(["resnet50.a1_in1k"]) == ["resnet50.a1_in1k"]
+    assert not names_cache().exists()
 
 
 @pytest.mark.parametrize(
     "kept",
     ["", "not json", "[]", '{"pretrained": "resnet50.a1_in1k"}', '{"pretrained": [1]}'],
 )
-def test_kept_names_that_are_not_names_are_ignored_and_written_anew(tmp_path, monkeypatch, kept):
+def test_kept_names_that_are_not_names_are_ignored(tmp_path, monkeypatch, kept):
     from joulebench.catalog.models import CACHE_ENV, names_cache
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     names_cache().write_text(kept)
-    assert resolve_models(["resnet50"]) == [
-        f"resnet50.{timm.models.get_pretrained_cfg('resnet50').tag}"
-    ]
-    assert "resnet50.a1_in1k" in json.loads(names_cache().read_text())["pretrained"]
+    default = timm.models.get_pretrained_cfg("resnet50").tag
+    assert resolve_models(["resnet50"]) == [f"resnet50.{default}"]
 
 
-def test_a_cache_folder_that_cannot_be_written_costs_only_time(tmp_path, monkeypatch):
-    from joulebench.catalog.models import CACHE_ENV
+def test_a_cache_folder_that_cannot_be_written_costs_only_time(tmp_path):
+    from joulebench.catalog.models import _write_names
 
     blocker = tmp_path / "file"
     blocker.write_text("")
-    monkeypatch.setenv(CACHE_ENV, str(blocker / "sub"))  # a folder under a file
-    assert resolve_models(["resnet50.a1_in1k"]) == ["resnet50.a1_in1k"]
+    _write_names(blocker / "sub" / "names.json", {"pretrained": []})  # a folder under a file
+    assert blocker.read_text() == ""

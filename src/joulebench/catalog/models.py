@@ -20,6 +20,7 @@ import difflib
 import fnmatch
 import json
 import os
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -62,14 +63,17 @@ def names_cache() -> Path | None:
 
 def _registry(live: bool = False) -> dict:
     """timm's names: kept for its version (no import of timm, hence of torch: seconds), or
-    `live` from timm itself (what this process registered too), kept for the next time."""
+    `live` from timm itself (what this process registered too), kept for the next time
+    where timm is imported here first: then they are timm's own, no model a test or a
+    plugin registered in this process."""
     path = names_cache()
     if not live and path is not None:
         kept = _read_names(path)
         if kept is not None:
             return _as_registry(kept, kept=True)
+    own = "timm" not in sys.modules
     names = _live_names()
-    if path is not None:
+    if path is not None and own:
         _write_names(path, names)
     return _as_registry(names, kept=False)
 
