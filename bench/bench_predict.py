@@ -95,10 +95,16 @@ def main() -> None:
     args = parser.parse_args()
     for item in args.set:
         name, _, value = item.partition("=")
-        if not isinstance(getattr(predict, name, None), float | int):
+        kind = type(getattr(predict, name, None))
+        if kind not in (float, int):
             parser.error(f"--set {item}: predict has no number constant {name!r}")
-        setattr(predict, name, float(value))
-        print(f"{name} = {float(value)}")
+        try:
+            setattr(predict, name, kind(value))  # an int stays one (FOLDS, MIN_POOL)
+        except ValueError:
+            parser.error(
+                f"--set {item}: {name} must be {'a whole number' if kind is int else 'a number'}"
+            )
+        print(f"{name} = {getattr(predict, name)}")
     print(f"level {PI_LEVEL:.0%}; {args.seeds} seeds; models: {'tags' if args.tags else 'archs'}")
     print("| table | models | measured | coverage (min) | median x/÷ | p90 x/÷ | median |err| "
           "| own CV coverage |")  # fmt: skip

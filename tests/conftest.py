@@ -63,7 +63,8 @@ _SNAKEMAKE = ForkedSnakemake(os.environ, REPO)
 
 def pytest_collection_modifyitems(session, config, items):
     """The longest files first (the workflow end to end, then any with a slow test): test
-    processes (`make test`: pytest -n 2 --dist loadfile) take files in this order, so the
+    processes (`make test`: pytest -n 2 --dist loadfile --no-loadscope-reorder, without
+    which xdist puts the files with most tests first) take files in this order, so the
     last file to end is a short one and no core waits alone on a long study at the end."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     workflow = REPO / "tests" / "workflow"

@@ -34,6 +34,15 @@ class ModelSelectionError(ValueError):
     """One or more `models:` entries name no timm model."""
 
 
+def _is_glob(entry: str) -> bool:
+    return any(c in entry for c in GLOB_CHARS)
+
+
+def _selects_many(entry: str) -> bool:
+    """A glob or `all-pretrained`: an entry read over the whole of timm's registry."""
+    return entry == ALL_PRETRAINED or _is_glob(entry)
+
+
 def split_name(name: str) -> tuple[str, str]:
     """`resnet50.a1_in1k` -> ("resnet50", "a1_in1k"); a bare name has an empty tag."""
     arch, _, tag = name.partition(".")
@@ -146,7 +155,7 @@ def suggest(entry: str, reg: dict, n: int = 5) -> list[str]:
 def _resolve_one(entry: str, reg: dict) -> list[str]:
     if entry == ALL_PRETRAINED:
         return list(reg["pretrained"])
-    if any(c in entry for c in GLOB_CHARS):
+    if _is_glob(entry):
         hits = fnmatch.filter(reg["pretrained"], entry)
         return hits or fnmatch.filter(reg["archs"], entry)
     if entry in reg["pretrained_set"]:
@@ -166,9 +175,7 @@ def resolve_models(entries: list[str]) -> list[str]:
         entries = [entries]
     # timm's names only where an entry is a timm name; a glob or all-pretrained over timm's
     # own registry (it may hold models this process registered), the rest over the kept names
-    needs_live = any(
-        e.strip() == ALL_PRETRAINED or any(c in e for c in GLOB_CHARS) for e in entries
-    )
+    needs_live = any(_selects_many(e.strip()) for e in entries)
     reg = None if all(is_workload(e) for e in entries) else _registry(live=needs_live)
     resolved: dict[str, None] = {}
     problems = []
@@ -187,7 +194,7 @@ def resolve_models(entries: list[str]) -> list[str]:
             reg = _registry(live=True)
             names = _resolve_one(entry.strip(), reg)
         if not names:
-            kind = "glob matches" if any(c in entry for c in GLOB_CHARS) else "is"
+            kind = "glob matches" if _is_glob(entry) else "is"
             close = suggest(entry, reg)
             hint = f" Closest valid names: {', '.join(close)}." if close else ""
             problems.append(f"models: '{entry}' {kind} no timm model.{hint}")
@@ -208,7 +215,7 @@ def exact_names(entries: list[str]) -> list[str] | None:
         entry = entry.strip()
         if is_workload(entry):
             names[parse_entry(entry).name] = None
-        elif entry == ALL_PRETRAINED or any(c in entry for c in GLOB_CHARS):
+        elif _selects_many(entry):
             return None
         elif all(split_name(entry)):
             names[entry] = None

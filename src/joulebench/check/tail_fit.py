@@ -150,9 +150,9 @@ class _Readings:
     board's fall's mean over its window and s_j each part's shape's. An excess is never
     negative, nor all of them more than the load's power above idle."""
 
-    def __init__(self, starts, ends, values, busy_w: float, rise_s: float, plateau=None):
+    def __init__(self, starts, ends, values, busy_w: float, rise_s: float, plateau):
         self.starts, self.ends, self.values = starts, ends, values
-        self._plateau = plateau  # _plateau_means of these windows, where already made
+        self.plateau = plateau  # _plateau_means of these windows (shared by response times)
         self.fall = _fall_means(starts, ends, rise_s)
         self.target = values - busy_w * self.fall
         self.busy_w = busy_w
@@ -164,10 +164,7 @@ class _Readings:
     @functools.cached_property
     def grid(self) -> np.ndarray:
         """`slow` on the whole plateau grid (HOLDS_S x TAUS_S, flattened), at once."""
-        plateau = self._plateau
-        if plateau is None:
-            plateau = _plateau_means(self.starts, self.ends)
-        return plateau - self.fall
+        return self.plateau - self.fall
 
     def fast(self, tau_s: float) -> np.ndarray:
         return _fast_means(self.starts, self.ends, tau_s) - self.fall
