@@ -48,6 +48,7 @@ FALL_LIKE_SHARE = 0.05  # and below this one where it decays as fast as TAUS_S a
 SHIFTS_S = np.linspace(0.003, 0.009, 7)  # a phase shift's length (the protocol's: about 6 ms)
 CHI2_95 = 3.84  # a 95 % interval: the residual may grow by this many noise variances
 NEAR_STOP_S = 0.3  # the readings where the shape is decided: their misfit is the noise's floor
+SLICE_VALUES = 2**18  # the values of a stack of columns solved at once (2 MiB a temporary)
 NUISANCE_STEPS = 5  # the joint profile's steps across the sensor fit's window and response
 LAG_SLACK_S = 0.001  # and the lag +- this (the reading's sampling)
 MAX_SETTINGS = 12  # settings whose intervals the profile joins, the best first
@@ -136,12 +137,20 @@ def _plateau_means(starts, ends) -> np.ndarray:
     """The plateau shape's mean over each window on the whole grid (HOLDS_S x TAUS_S,
     flattened): the same whatever the board's response time, so made once per window and
     lag that the joint profile tries, not once per setting (most of the check's time)."""
-    hold, tau = HOLDS_S[:, None, None], TAUS_S[None, :, None]
     start, end = np.maximum(starts, 0.0), np.maximum(ends, 0.0)
-    flat = np.clip(np.minimum(end, hold) - start, 0.0, None)
-    a, b = np.maximum(start, hold), np.maximum(end, hold)
-    area = flat + tau * (np.exp(-(a - hold) / tau) - np.exp(-(b - hold) / tau))
-    return (area / (ends - starts)).reshape(-1, len(starts))
+    out = np.empty((len(HOLDS_S), len(TAUS_S), len(starts)))
+    tau = TAUS_S[:, None]
+    for i, hold in enumerate(HOLDS_S):  # a hold at a time: no temporary is the grid's size
+        flat = np.clip(np.minimum(end, hold) - start, 0.0, None)
+        a, b = np.maximum(start, hold), np.maximum(end, hold)
+        area = flat + tau * (np.exp(-(a - hold) / tau) - np.exp(-(b - hold) / tau))
+        out[i] = area / (ends - starts)
+    return out.reshape(-1, len(starts))
+
+
+def _rows_per_slice(shape: tuple[int, ...]) -> int:
+    """How many rows of a stack of `shape` to solve at once: about SLICE_VALUES values."""
+    return max(1, SLICE_VALUES // max(math.prod(shape[1:]), 1))
 
 
 class _Readings:
@@ -169,10 +178,29 @@ class _Readings:
     def fast(self, tau_s: float) -> np.ndarray:
         return _fast_means(self.starts, self.ends, tau_s) - self.fall
 
+    def grid_sse(self) -> np.ndarray:
+        """`solve`'s sse on the whole plateau grid, made a slice at a time and not kept:
+        the joint profile asks it of every setting, and keeping each setting's grid took
+        gigabytes."""
+        rows = _rows_per_slice(self.plateau.shape)
+        return np.concatenate([
+            self.solve([self.plateau[i : i + rows] - self.fall])[0]
+            for i in range(0, len(self.plateau), rows)
+        ])  # fmt: skip
+
     def solve(self, cols: list[np.ndarray]):
         """(sse, coefficients (idle, excesses...), inverse normal matrix) for stacks of
-        columns at once (each (..., n), broadcast together); sse inf where infeasible."""
+        columns at once (each (..., n), broadcast together); sse inf where infeasible.
+        A big stack is solved a slice of its first axis at a time (the same numbers: each
+        row is its own least squares), so no temporary is a whole stack's size."""
         cols = np.broadcast_arrays(*cols)
+        rows = _rows_per_slice(cols[0].shape)
+        if cols[0].ndim < 2 or rows >= len(cols[0]):
+            return self._solve(cols)
+        parts = [self._solve([c[i : i + rows] for c in cols]) for i in range(0, len(cols[0]), rows)]
+        return tuple(np.concatenate(part) for part in zip(*parts, strict=True))
+
+    def _solve(self, cols: list[np.ndarray]):
         design = [np.broadcast_to(1.0 - self.fall, cols[0].shape), *cols]
         gram = np.stack([np.stack([(u * v).sum(-1) for v in design], -1) for u in design], -1)
         rhs = np.stack([(u * self.target).sum(-1) for u in design], -1)
@@ -196,7 +224,7 @@ def _fit_shapes(data: _Readings) -> list[dict]:
     """The plateau's and the two-part shape's best fits (a grid, then a compass search):
     each its sse, times, columns and model name."""
     grid = [(h, t) for h in HOLDS_S for t in TAUS_S]
-    sse = data.solve([data.grid])[0]
+    sse = data.grid_sse()
     hold, tau = grid[int(np.argmin(sse))]
     step = (HOLDS_S[1] - HOLDS_S[0], float(np.log(TAUS_S[1] / TAUS_S[0])))
     low, high = (0.0, math.log(TAUS_S[0])), (HOLDS_S[-1], math.log(TAUS_S[-1]))
@@ -379,7 +407,7 @@ def fit_tail(
             seen[window, lag] = found, _plateau_means(found[0], found[1])
         found, plateau = seen[window, lag]
         data = _Readings(*found, busy_w, rise or 0.0, plateau)
-        datas.append((float(np.min(data.solve([data.grid])[0])), data))
+        datas.append((float(np.min(data.grid_sse())), data))
     return _joint(datas, busy_w)
 
 
