@@ -144,3 +144,24 @@ def test_every_output_option_refuses_a_device_before_any_work(tmp_path, capsys, 
     kind = "it is a FIFO (named pipe), not a file; give a file path"
     assert err == f"joulebench: error: cannot write {fifo}: {kind}\n"
     assert fifo.is_fifo()
+
+
+def test_the_fingerprint_column_is_each_rows_own_hashed_once_per_protocol():
+    """protocol_fingerprint hashes each distinct set of fields once: the same as each row's
+    fingerprint_of, NA and NaN fields, unmeasured rows and the fields' equivalences included."""
+    import numpy as np
+
+    from joulebench.tables import fingerprint_of, protocol_fingerprint
+
+    rows = pd.DataFrame({
+        "status": ["ok", "ok", "invalid", "failed", "ok", "ok", None],
+        "device_name": ["H100", "H100", "H100", "H100", pd.NA, "A100", "A100"],
+        "power_limit_w": [700.0, 700.0004, np.nan, 700.0, 400.0, np.nan, 400.0],
+        "cuda_graphs": [True, True, False, True, pd.NA, False, False],
+        "board_factor_source": ["fitted", "reference", None, "fitted", "", "fitted", ""],
+    }).astype({"device_name": "string", "cuda_graphs": "boolean"})  # fmt: skip
+    got = protocol_fingerprint(rows)
+    assert got.tolist() == [fingerprint_of(r) for r in rows.to_dict("records")]
+    assert got[0] == got[1] != ""  # 700.0004 W rounds to 700.0; fitted reads as reference
+    assert got[3] == got[6] == "" and got[2] not in ("", got[0])
+    assert protocol_fingerprint(rows.iloc[:0]).tolist() == []
