@@ -298,10 +298,13 @@ class _Square:
         return ends[0], ends[1]
 
 
-def _pattern_search(sse, start, steps, lower, upper, min_step=1e-5, max_iter=400):
+def _pattern_search(
+    sse, start, steps, lower, upper, min_step=1e-5, max_iter=400, sse_of_all=None
+):
     """Minimise sse(x) from `start` by compass search: try +-step on each coordinate, move
     to the best improvement, halve the steps when none improves, until every step is below
-    `min_step` (a number, or one per coordinate)."""
+    `min_step` (a number, or one per coordinate). `sse_of_all`: the sse of a list of points
+    at once (the same values as sse's, fewer calls)."""
     x = np.array(start, dtype=float)
     steps = np.array(steps, dtype=float)
     min_steps = np.broadcast_to(np.asarray(min_step, dtype=float), steps.shape)
@@ -309,13 +312,15 @@ def _pattern_search(sse, start, steps, lower, upper, min_step=1e-5, max_iter=400
     for _ in range(max_iter):
         if (steps < min_steps).all():
             break
-        trials = []
+        ys = []
         for i in range(len(x)):
             for sign in (1.0, -1.0):
                 y = x.copy()
                 y[i] = min(max(y[i] + sign * steps[i], lower[i]), upper[i])
                 if y[i] != x[i]:
-                    trials.append((sse(y), y))
+                    ys.append(y)
+        values = (sse_of_all(ys) if sse_of_all else [sse(y) for y in ys]) if ys else []
+        trials = list(zip(values, ys, strict=True))
         value, y = min(trials, key=lambda t: t[0]) if trials else (math.inf, x)
         if value < best:
             best, x = value, y
