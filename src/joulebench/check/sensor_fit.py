@@ -258,13 +258,16 @@ class _Square:
         """(sse, x) of the compass search over the coordinates `free` from x."""
         x, free = np.array(x, dtype=float), list(free)
 
-        def sse(y):
-            full = x.copy()
-            full[free] = y
-            return self.cost(full)
+        def sse_of_all(ys):
+            out = []
+            for y in ys:
+                full = x.copy()
+                full[free] = y
+                out.append(self.cost(full))
+            return out
 
         pick = lambda v: [v[i] for i in free]  # noqa: E731
-        best, y = _pattern_search(sse, x[free], pick(self.steps), pick(self.lower),
+        best, y = _pattern_search(sse_of_all, x[free], pick(self.steps), pick(self.lower),
                                   pick(self.upper), pick(self.min_steps), max_iter)  # fmt: skip
         x[free] = y
         return best, x
@@ -298,17 +301,15 @@ class _Square:
         return ends[0], ends[1]
 
 
-def _pattern_search(
-    sse, start, steps, lower, upper, min_step=1e-5, max_iter=400, sse_of_all=None
-):
+def _pattern_search(sse_of_all, start, steps, lower, upper, min_step=1e-5, max_iter=400):
     """Minimise sse(x) from `start` by compass search: try +-step on each coordinate, move
     to the best improvement, halve the steps when none improves, until every step is below
     `min_step` (a number, or one per coordinate). `sse_of_all`: the sse of a list of points
-    at once (the same values as sse's, fewer calls)."""
+    (a step's trial points at once: a caller can solve them as one stack)."""
     x = np.array(start, dtype=float)
     steps = np.array(steps, dtype=float)
     min_steps = np.broadcast_to(np.asarray(min_step, dtype=float), steps.shape)
-    best = sse(x)
+    best = sse_of_all([x])[0]
     for _ in range(max_iter):
         if (steps < min_steps).all():
             break
@@ -319,7 +320,7 @@ def _pattern_search(
                 y[i] = min(max(y[i] + sign * steps[i], lower[i]), upper[i])
                 if y[i] != x[i]:
                     ys.append(y)
-        values = (sse_of_all(ys) if sse_of_all else [sse(y) for y in ys]) if ys else []
+        values = sse_of_all(ys) if ys else []
         trials = list(zip(values, ys, strict=True))
         value, y = min(trials, key=lambda t: t[0]) if trials else (math.inf, x)
         if value < best:

@@ -217,13 +217,12 @@ class _Readings:
 
 def _search(data: _Readings, cols, x0, lower, upper, step):
     """(sse, x) of the compass search over a shape's times x (log where a time constant)."""
+
     def sse_of_all(xs):
         stacked = [np.stack(parts) for parts in zip(*(cols(x) for x in xs), strict=True)]
         return [float(v) for v in data.solve(stacked)[0]]
 
-    return _pattern_search(
-        lambda x: data.sse(cols(x)), x0, step, lower, upper, sse_of_all=sse_of_all
-    )
+    return _pattern_search(sse_of_all, x0, step, lower, upper)
 
 
 def _fit_shapes(data: _Readings) -> list[dict]:
