@@ -148,9 +148,15 @@ def _plateau_means(starts, ends) -> np.ndarray:
     return out.reshape(-1, len(starts))
 
 
-def _rows_per_slice(shape: tuple[int, ...]) -> int:
-    """How many rows of a stack of `shape` to solve at once: about SLICE_VALUES values."""
-    return max(1, SLICE_VALUES // max(math.prod(shape[1:]), 1))
+def _by_slices(shape: tuple[int, ...], solve_rows) -> tuple:
+    """`solve_rows(rows)`'s arrays for a stack of `shape`, made about SLICE_VALUES values
+    of it at a time (a slice of its first axis) and joined: each row is its own least
+    squares, so the numbers are the same and no temporary is the whole stack's size."""
+    rows = max(1, SLICE_VALUES // max(math.prod(shape[1:]), 1))
+    if len(shape) < 2 or rows >= shape[0]:
+        return solve_rows(slice(None))
+    parts = [solve_rows(slice(i, i + rows)) for i in range(0, shape[0], rows)]
+    return tuple(np.concatenate(part) for part in zip(*parts, strict=True))
 
 
 class _Readings:
@@ -182,23 +188,17 @@ class _Readings:
         """`solve`'s sse on the whole plateau grid, made a slice at a time and not kept:
         the joint profile asks it of every setting, and keeping each setting's grid took
         gigabytes."""
-        rows = _rows_per_slice(self.plateau.shape)
-        return np.concatenate([
-            self.solve([self.plateau[i : i + rows] - self.fall])[0]
-            for i in range(0, len(self.plateau), rows)
-        ])  # fmt: skip
+        sse, _, _ = _by_slices(
+            self.plateau.shape, lambda rows: self._solve([self.plateau[rows] - self.fall])
+        )
+        return sse
 
     def solve(self, cols: list[np.ndarray]):
         """(sse, coefficients (idle, excesses...), inverse normal matrix) for stacks of
         columns at once (each (..., n), broadcast together); sse inf where infeasible.
-        A big stack is solved a slice of its first axis at a time (the same numbers: each
-        row is its own least squares), so no temporary is a whole stack's size."""
+        A big stack is solved a slice at a time (_by_slices)."""
         cols = np.broadcast_arrays(*cols)
-        rows = _rows_per_slice(cols[0].shape)
-        if cols[0].ndim < 2 or rows >= len(cols[0]):
-            return self._solve(cols)
-        parts = [self._solve([c[i : i + rows] for c in cols]) for i in range(0, len(cols[0]), rows)]
-        return tuple(np.concatenate(part) for part in zip(*parts, strict=True))
+        return _by_slices(cols[0].shape, lambda r: self._solve([c[r] for c in cols]))
 
     def _solve(self, cols: list[np.ndarray]):
         design = [np.broadcast_to(1.0 - self.fall, cols[0].shape), *cols]
