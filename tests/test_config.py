@@ -164,6 +164,7 @@ def test_objects_built_from_the_schema_equal_the_code_defaults():
     from joulebench.core.methods import Method, parse_methods
     from joulebench.core.protocol import ProtocolSettings
     from joulebench.core.train import TrainSpec
+    from joulebench.jobs.job_spec import JobSpec
 
     assert ProtocolSettings.from_dict(_schema_defaults("protocol")) == ProtocolSettings()
     assert _schema_defaults("protocol") == {"preset": "default"}  # the rest: the preset's
@@ -185,6 +186,7 @@ def test_objects_built_from_the_schema_equal_the_code_defaults():
         "estimate": {"tdp_w": None},
     }
     minimal = {"torch_device": "cpu", "methods": top["methods"], "batch_sizes": [1]}
+    minimal["quiet_wait_s"] = JobSpec.quiet_wait_s  # the code's (spec_of's own is 0)
     assert spec_of(full) == spec_of(minimal)
 
 

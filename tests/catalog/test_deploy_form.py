@@ -209,6 +209,7 @@ def test_profile_rows_say_which_form_was_measured():
             batch_sizes=[1],
             settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
             idle_pre_s=0.05,
+            quiet_wait_s=0,
             phases=["inference", "train"],
         ),
         idle_power_w=1.0,

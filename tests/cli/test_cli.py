@@ -58,6 +58,8 @@ def test_every_command_keeps_its_options():
         (["profile", "m", "--repeats", "0"], "argument --repeats: must be >= 1, got 0"),
         (["profile", "m", "--batch-size", "2.5"], "argument --batch-size: must be a whole number"),
         (["profile", "m", "--tdp-w", "0"], "argument --tdp-w: must be > 0, got 0"),
+        (["profile", "m", "--quiet-wait-s", "-1"], "argument --quiet-wait-s: must be >= 0"),
+        (["profile", "m", "--quiet-wait-s", "601"], "argument --quiet-wait-s: must be <= 600"),
         (["recommend", "--min-top1", "150"], "argument --min-top1: must be <= 100, got 150"),
         (["check", "--idle-s", "-5"], "argument --idle-s: must be > 0, got -5"),
         (["plan", "--gpus", "0"], "argument --gpus: must be >= 1, got 0"),
@@ -126,10 +128,30 @@ def test_plan_with_a_profile_folder_that_does_not_exist(tmp_path, capsys):
     )
 
 
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize(("argv", "wait_s"), [([], 10.0), (["--quiet-wait-s", "0"], 0.0)])
+def test_profile_waits_for_quiet_as_long_as_it_is_told(argv, wait_s, monkeypatch):
+    """`--quiet-wait-s` reaches the job's spec (core.quiet waits that long); by default the
+    study's `profile.quiet_wait_s`."""
+    import joulebench.jobs.adhoc as adhoc
+
+    def job_of(job, **kw):
+        raise _Stop(job.spec.quiet_wait_s)
+
+    monkeypatch.setattr(adhoc, "supervised_job", job_of)
+    with pytest.raises(_Stop) as stop:
+        main(["profile", "resnet18.a1_in1k", *argv])
+    assert stop.value.args == (wait_s,)
+
+
 def test_profile_that_measured_nothing_exits_non_zero_with_the_reason(tmp_path, capsys):
     workload = tmp_path / "broken.py"
     workload.write_text("def build():\n    raise RuntimeError('cannot build this model')\n")
     argv = ["profile", f"{workload}:build", "--repeats", "1", "--min-repeat-s", "0.05"]
+    argv += ["--quiet-wait-s", "0"]
     assert main(argv) == 1
     captured = capsys.readouterr()
     assert "build-error" in captured.out  # the table still shows the row

@@ -168,6 +168,7 @@ def _job(methods: dict, torch_device: str = "cpu") -> ProfileJob:
             batch_sizes=[2],
             settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
             idle_pre_s=0.05,
+            quiet_wait_s=0,
         ),
         idle_power_w=1.0,
         threads=1,

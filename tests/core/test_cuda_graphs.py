@@ -193,6 +193,7 @@ def _job(device="cpu", phases=("inference",)) -> ProfileJob:
             batch_sizes=[2],
             settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
             idle_pre_s=0.05,
+            quiet_wait_s=0,
             phases=list(phases),
         ),
         idle_power_w=1.0,

@@ -298,6 +298,7 @@ def _job() -> ProfileJob:
             batch_sizes=[2],
             settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
             idle_pre_s=0.05,
+            quiet_wait_s=0,
         ),
         idle_power_w=1.0,
         threads=1,
@@ -352,6 +353,7 @@ def test_joulebench_profile_allow_emulated(fake_cpu, capsys, monkeypatch):
     fake_cpu(EPYC_AVX2)
     monkeypatch.setenv("JOULEBENCH_IN_PROCESS", "1")  # the faked CPU is this process's
     argv = ["profile", "jbemu_tiny", "--method", "bf16", "--preset", "smoke", "--threads", "1"]
+    argv += ["--quiet-wait-s", "0"]
     assert main(argv) == 1  # nothing measured: the reason says how to force it
     assert "--allow-emulated" in capsys.readouterr().err
     assert main([*argv, "--allow-emulated"]) == 0

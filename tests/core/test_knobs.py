@@ -216,7 +216,7 @@ import sys
 from joulebench.jobs.job_spec import job_spec
 from joulebench.jobs.profile import ProfileJob, run_profile
 study = {"methods": {"capped": {"power_limit_w": 250}}, "batch_sizes": [1],
-         "profile": {"idle_pre_s": 0.05},
+         "profile": {"idle_pre_s": 0.05, "quiet_wait_s": 0},
          "protocol": {"repeats": 3, "min_repeat_s": 60, "warmup_min_s": 0.05}}
 spec = job_spec("sim:h100", study, workload=sys.argv[2])
 run_profile(ProfileJob("tiny_net.build", sys.argv[1], spec, idle_power_w=60.0, threads=1))

@@ -20,7 +20,8 @@ _JOB_FIELDS = {f.name for f in fields(ProfileJob)} - {"spec"}
 def job(model, methods=("fp32",), batch_sizes=(1, 4), specs=None, **kw):
     """A fast CPU ProfileJob; `specs` names the methods (default fp32 and bf16, measured
     also where this CPU only emulates bf16: test_emulation tests the skipping); `kw` sets
-    fields of its JobSpec or of the job itself (check_dir, ...)."""
+    fields of its JobSpec or of the job itself (check_dir, ...). It never waits for a quiet
+    host (quiet_wait_s 0 unless given): in the suite the host is never quiet."""
     specs = specs or {
         "fp32": {"precision": "fp32"},
         "bf16": {"precision": "bf16", "allow_emulated": True},
@@ -32,7 +33,7 @@ def job(model, methods=("fp32",), batch_sizes=(1, 4), specs=None, **kw):
         batch_sizes=list(batch_sizes),
         settings=FAST,
         idle_pre_s=0.05,
-        **kw,
+        **{"quiet_wait_s": 0, **kw},
     )
     return ProfileJob(model, "cpu", spec, **{"idle_power_w": 1.0, "threads": 1, **own})
 
@@ -41,10 +42,11 @@ def spec_of(keys: dict) -> JobSpec:
     """The JobSpec of a test's short spec, one mapping of the study's top-level keys
     (methods, batch_sizes, protocol, phases, train), its `profile:` keys (idle_pre_s,
     quiet_wait_s, timeout_s, ...) and the job's torch_device, workload and device_pool,
-    made as the workflow makes one (jobs.job_spec.job_spec)."""
+    made as the workflow makes one (jobs.job_spec.job_spec); quiet_wait_s 0 unless given."""
     study = {k: v for k, v in keys.items() if k in _STUDY_KEYS}
     study["profile"] = {
-        k: v for k, v in keys.items() if k not in _STUDY_KEYS and k not in _OWN_KEYS
+        "quiet_wait_s": 0,
+        **{k: v for k, v in keys.items() if k not in _STUDY_KEYS and k not in _OWN_KEYS},
     }
     own = {k: v for k, v in keys.items() if k in _OWN_KEYS and k != "torch_device"}
     return job_spec(keys["torch_device"], study, **own)

@@ -179,7 +179,7 @@ def test_cli_profile_prints_a_table(capsys, tmp_path):
     workload = str(REPO / "tests" / "workloads" / "tiny_net.py") + ":build"
     code = cli_main(
         ["profile", workload, "--batch-size", "2", "--preset", "smoke", "--repeats", "3"]
-        + ["--threads", "1", "--output", str(out)]
+        + ["--threads", "1", "--quiet-wait-s", "0", "--output", str(out)]
     )
     printed = capsys.readouterr().out
     assert code == 0

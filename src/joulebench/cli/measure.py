@@ -60,7 +60,9 @@ def _cmd_catalog_worker(args) -> int:
     """(internal) One worker of a catalog part: models from a position on, each row written
     to the part's parts folder (jobs.catalog_job)."""
     from joulebench.jobs.catalog_job import catalog_worker
+    from joulebench.jobs.heap import freeze_imports
 
+    freeze_imports()
     catalog_worker(
         args.models, args.parts, start_at=args.start_at, threads=args.threads,
         timeout_s=args.timeout_s, log=lambda line: say(line, flush=True),
@@ -116,6 +118,7 @@ def _cmd_profile(args) -> int:
         input_kind=args.input_kind,
         allow_emulated=args.allow_emulated,
         timeout_s=args.timeout_s,
+        quiet_wait_s=args.quiet_wait_s,
         output=args.output,
     )
     say(format_rows(rows))
@@ -134,6 +137,7 @@ def _nothing_measured(rows) -> int:
 
 
 def add_profile(sub) -> None:
+    from joulebench.config_schema import maximum as schema_maximum
     from joulebench.core.methods import PRESETS
     from joulebench.core.train import OPTIMIZERS, TrainSpec
     from joulebench.jobs.job_spec import DEFAULT_ONNX_CACHE, JobSpec
@@ -179,6 +183,14 @@ def add_profile(sub) -> None:
         type=POSITIVE,
         help="stop a configuration that makes no progress for this long (a `timeout` row; "
         "default: 10 x its estimate, at least 300 s)",
+    )
+    p.add_argument(
+        "--quiet-wait-s",
+        type=number(minimum=0, maximum=schema_maximum("profile.quiet_wait_s")),
+        default=JobSpec.quiet_wait_s,
+        help="wait up to this long for other processes to leave the device before each "
+        "configuration, then measure beside them, the rows flagged (default %(default)s; "
+        "0: never wait)",
     )
     p.set_defaults(func=_cmd_profile)
 

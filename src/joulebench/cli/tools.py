@@ -49,6 +49,11 @@ def _cmd_plan(args) -> int:
     """The cost of a study before it runs: configurations, measuring and wall time."""
     from joulebench.plan import plan_for
 
+    if args.calibrate:  # it builds a model per configuration in this process
+        from joulebench.jobs.heap import freeze_imports
+
+        freeze_imports()
+
     def progress(line: str) -> None:
         say(line, file=sys.stderr, flush=True)
 

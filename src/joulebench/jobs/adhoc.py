@@ -10,6 +10,7 @@ import pandas as pd
 
 from joulebench.core.methods import PRESETS
 from joulebench.core.protocol import DEFAULT_PRESET, preset_values
+from joulebench.core.quiet import WAIT_S as QUIET_WAIT_S
 from joulebench.core.train import TrainSpec
 from joulebench.flags import flag_warnings
 from joulebench.jobs.job_runner import supervised_job
@@ -40,13 +41,15 @@ def profile_now(
     input_kind: str = INPUT_KINDS[0],
     allow_emulated: bool = False,
     timeout_s: float | None = None,
+    quiet_wait_s: float = QUIET_WAIT_S,
     output=None,
 ) -> pd.DataFrame:
     """`joulebench profile`: measure one model (a timm name or a workload entry) now, with the
     method presets (methods.PRESETS; `allow_emulated` measures those the device only
     emulates) and the protocol of `adhoc_protocol(**protocol)`, each configuration
-    stopped after `timeout_s` without progress (None: the default, jobs.supervise); the
-    rows are also written to `output` when given."""
+    stopped after `timeout_s` without progress (None: the default, jobs.supervise), each
+    waiting up to `quiet_wait_s` for the device to be left alone (core.quiet); the rows
+    are also written to `output` when given."""
     from joulebench.catalog.models import resolve_models
     from joulebench.catalog.workloads import is_workload
     from joulebench.schedule.devices import require_measurable
@@ -63,6 +66,7 @@ def profile_now(
             onnx_cache=onnx_cache,
             input_kind=input_kind,
             timeout_s=timeout_s,
+            quiet_wait_s=quiet_wait_s,
         ),
         "phases": list(phases),
         "train": {"optimizer": optimizer},

@@ -310,9 +310,11 @@ def _temp_parts() -> Path:
 def main_worker(args) -> int:
     """`joulebench profile-worker`: one worker of a supervised job (its parts, no outputs);
     GPU_FAULT_EXIT where its GPU failed (jobs.gpu_faults), said in an event."""
+    from joulebench.jobs.heap import freeze_imports
     from joulebench.jobs.profile import GpuFault, run_job
 
     spec: JobSpec = args.spec  # read once (cli.measure.job_spec_option)
+    freeze_imports(timm_too=not spec.workload)  # a process of its own: collecting is cheap
     try:
         run_job(args.model, args.device_label, spec, idle=args.idle, threads=args.threads,
                 parts=args.parts, start_at=args.start_at,

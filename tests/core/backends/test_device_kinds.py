@@ -142,6 +142,7 @@ def test_a_profile_on_the_new_kind_reads_its_meter(npu):
             batch_sizes=[2],
             settings=ProtocolSettings(**FAST_PROTOCOL),
             idle_pre_s=0.05,
+            quiet_wait_s=0,
             workload=str(TESTS / "workloads" / "tiny_net.py") + ":build",
         ),
         check_dir=str(TESTS / "no-checks-here"),
