@@ -53,6 +53,13 @@ def test_a_good_model_is_measured_by_its_workers(tmp_path):
     assert len(repeats) == 4
 
 
+def test_a_worker_measures_in_a_frozen_heap(tmp_path):
+    """The worker froze its imports before building (jobs.heap): collecting between
+    configurations walks only what they made."""
+    rows, _, _ = _run("in_a_frozen_heap", tmp_path, batch_sizes=(1,))
+    assert rows["status"].tolist() == ["ok"], rows["reason"].tolist()
+
+
 @pytest.mark.parametrize(
     ("function", "reason"),
     [
