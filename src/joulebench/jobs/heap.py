@@ -4,9 +4,10 @@ torch and timm leave ~420,000 objects that live as long as the process, and each
 collection walks them all: ~0.2-0.4 s on a 2-core host. The jobs collect after every
 configuration (BoundDevice.free_memory) and Python collects on its own while they build
 models and tables. A process that freezes what its imports made (gc.freeze) then collects
-in under a millisecond (docs/benchmarks.md, "the heap"). Only for a process that is
-joulebench's own (a job's worker, the plan's calibration), never a user's (the Python API):
-a frozen object is never collected, so it is done once, before any model is built.
+in under a millisecond (docs/benchmarks.md, issue 43's "fourth session"). Only for a
+process that is joulebench's own (a profile or catalog worker, `plan --calibrate`), never a
+user's (the Python API): a frozen object is never collected, so it is done once, before any
+model is built.
 """
 
 from __future__ import annotations
