@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import timm
 import torch
-from conftest import FAST_PROTOCOL
+from helpers.profile_job import job
 from helpers.timm_models import register
 from timm.utils.model import reparameterize_model
 from torch import nn
@@ -17,9 +17,7 @@ from joulebench.catalog.build import build_catalog, catalog_row
 from joulebench.catalog.counting import count
 from joulebench.catalog.deploy_form import to_deploy_form
 from joulebench.core.methods import Method, parse_methods
-from joulebench.core.protocol import ProtocolSettings
-from joulebench.jobs.job_spec import JobSpec
-from joulebench.jobs.profile import ProfileJob, build, run_profile
+from joulebench.jobs.profile import build, run_profile
 from joulebench.table_io import conform
 from joulebench.tables import CATALOG_COLUMNS, PROFILE_COLUMNS
 
@@ -200,22 +198,8 @@ def test_profile_builds_the_deploy_form_for_inference_only():
 @pytest.mark.slow
 def test_profile_rows_say_which_form_was_measured():
     specs = {"fp32": {"precision": "fp32"}, "fp32-as-built": {"reparameterize": False}}
-    job = ProfileJob(
-        model="mobileone_s0",
-        device_label="cpu",
-        spec=JobSpec(
-            torch_device="cpu",
-            methods=list(parse_methods(specs).values()),
-            batch_sizes=[1],
-            settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
-            idle_pre_s=0.05,
-            quiet_wait_s=0,
-            phases=["inference", "train"],
-        ),
-        idle_power_w=1.0,
-        threads=1,
-    )
-    rows = conform(run_profile(job, log=lambda s: None).rows, PROFILE_COLUMNS)
+    fast = job("mobileone_s0", list(specs), (1,), specs, phases=["inference", "train"])
+    rows = conform(run_profile(fast, log=lambda s: None).rows, PROFILE_COLUMNS)
     assert (rows.status == "ok").all(), rows.reason.tolist()
     got = dict(zip(zip(rows.phase, rows.method, strict=True), rows.reparameterized, strict=True))
     assert got == {

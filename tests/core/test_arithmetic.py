@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import FAST_PROTOCOL
+from helpers.profile_job import job
 from helpers.timm_models import register
 from torch import nn
 
@@ -26,9 +26,7 @@ from joulebench.core.arithmetic import (
 from joulebench.core.backends import backend_for
 from joulebench.core.backends.cuda import cuda_native
 from joulebench.core.methods import Method, parse_methods
-from joulebench.core.protocol import ProtocolSettings
 from joulebench.jobs import profile as profile_module
-from joulebench.jobs.job_spec import JobSpec
 from joulebench.jobs.profile import ProfileJob, run_profile
 
 SEEN: list[dict] = []  # what the model's forward saw in torch.backends
@@ -159,19 +157,8 @@ def test_fp32_math_is_checked():
 
 
 def _job(methods: dict, torch_device: str = "cpu") -> ProfileJob:
-    return ProfileJob(
-        model="jbarith_spy",
-        device_label="dev",
-        spec=JobSpec(
-            torch_device=torch_device,
-            methods=list(parse_methods(methods).values()),
-            batch_sizes=[2],
-            settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
-            idle_pre_s=0.05,
-            quiet_wait_s=0,
-        ),
-        idle_power_w=1.0,
-        threads=1,
+    return job(
+        "jbarith_spy", list(methods), (2,), methods, torch_device=torch_device, device_label="dev"
     )
 
 

@@ -10,8 +10,8 @@ import math
 
 import pytest
 import torch
-from conftest import FAST_PROTOCOL
 from helpers import fake_cuda_graphs as fake
+from helpers.profile_job import job
 from helpers.timm_models import register
 from torch import nn
 
@@ -21,9 +21,7 @@ from joulebench.core.backends import backend_for, bound_device
 from joulebench.core.backends.cuda import cuda_native
 from joulebench.core.cuda_graphs import GraphStep, capture, graph_step
 from joulebench.core.methods import PRESETS, Method, parse_methods
-from joulebench.core.protocol import ProtocolSettings
 from joulebench.core.runtimes import NotMeasured
-from joulebench.jobs.job_spec import JobSpec
 from joulebench.jobs.profile import ProfileJob, run_profile
 
 
@@ -184,20 +182,14 @@ def test_cuda_graphs_is_a_pytorch_inference_method_key():
 
 def _job(device="cpu", phases=("inference",)) -> ProfileJob:
     methods = {"eager": {}, "graphs": {"cuda_graphs": True}}
-    return ProfileJob(
-        model="jbgraph_net",
+    return job(
+        "jbgraph_net",
+        list(methods),
+        (2,),
+        methods,
+        torch_device=device,
         device_label="dev",
-        spec=JobSpec(
-            torch_device=device,
-            methods=list(parse_methods(methods).values()),
-            batch_sizes=[2],
-            settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
-            idle_pre_s=0.05,
-            quiet_wait_s=0,
-            phases=list(phases),
-        ),
-        idle_power_w=1.0,
-        threads=1,
+        phases=list(phases),
     )
 
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import FAST_PROTOCOL
+from helpers.profile_job import job
 from helpers.timm_models import register
 from torch import nn
 
@@ -21,10 +21,8 @@ from joulebench.core.backends.cuda import cuda_native
 from joulebench.core.backends.rocm import rocm_native
 from joulebench.core.emulation import method_verdict, native_by_label, verdict
 from joulebench.core.methods import Method, parse_methods
-from joulebench.core.protocol import ProtocolSettings
 from joulebench.flags import FLAG_EMULATED, has_flag
 from joulebench.jobs import profile as profile_module
-from joulebench.jobs.job_spec import JobSpec
 from joulebench.jobs.profile import ProfileJob, run_profile
 from joulebench.prerun import load_study
 from joulebench.study import ConfigError
@@ -289,20 +287,7 @@ METHODS = {
 
 
 def _job() -> ProfileJob:
-    return ProfileJob(
-        model="jbemu_tiny",
-        device_label="cpu",
-        spec=JobSpec(
-            torch_device="cpu",
-            methods=list(parse_methods(METHODS).values()),
-            batch_sizes=[2],
-            settings=ProtocolSettings(**FAST_PROTOCOL, warmup_max_s=2.0),
-            idle_pre_s=0.05,
-            quiet_wait_s=0,
-        ),
-        idle_power_w=1.0,
-        threads=1,
-    )
+    return job("jbemu_tiny", list(METHODS), (2,), METHODS)
 
 
 def _counting_builds(monkeypatch) -> list[str]:

@@ -20,22 +20,23 @@ _JOB_FIELDS = {f.name for f in fields(ProfileJob)} - {"spec"}
 def job(model, methods=("fp32",), batch_sizes=(1, 4), specs=None, **kw):
     """A fast CPU ProfileJob; `specs` names the methods (default fp32 and bf16, measured
     also where this CPU only emulates bf16: test_emulation tests the skipping); `kw` sets
-    fields of its JobSpec or of the job itself (check_dir, ...). It never waits for a quiet
-    host (quiet_wait_s 0 unless given): in the suite the host is never quiet."""
+    fields of its JobSpec (torch_device: cpu unless given) or of the job itself
+    (device_label: cpu unless given, check_dir, ...). It never waits for a quiet host
+    (quiet_wait_s 0 unless given): in the suite the host is never quiet."""
     specs = specs or {
         "fp32": {"precision": "fp32"},
         "bf16": {"precision": "bf16", "allow_emulated": True},
     }
     own = {k: kw.pop(k) for k in [k for k in kw if k in _JOB_FIELDS]}
     spec = JobSpec(
-        torch_device="cpu",
         methods=list(parse_methods({m: specs[m] for m in methods}).values()),
         batch_sizes=list(batch_sizes),
         settings=FAST,
         idle_pre_s=0.05,
-        **{"quiet_wait_s": 0, **kw},
+        **{"torch_device": "cpu", "quiet_wait_s": 0, **kw},
     )
-    return ProfileJob(model, "cpu", spec, **{"idle_power_w": 1.0, "threads": 1, **own})
+    own = {"device_label": "cpu", "idle_power_w": 1.0, "threads": 1, **own}
+    return ProfileJob(model=model, spec=spec, **own)
 
 
 def spec_of(keys: dict) -> JobSpec:
